@@ -1,0 +1,33 @@
+# SkyGo build, test and benchmark targets.
+GO      ?= go
+BIN     := bin/sky
+LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+.PHONY: build test unit vet staticcheck bench fuzz clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
+
+# test: what CI runs. vet, staticcheck, then every test with the race detector.
+test: vet staticcheck unit
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) tool staticcheck ./...
+
+unit: build
+	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+
+# bench: benchmarks that print ratios against a baseline measured in the same run.
+bench: build
+	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 20x -count 1 ./...
+
+# fuzz: the YAML loader fuzzer; FUZZTIME=5m make fuzz
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./internal/task
+
+clean:
+	rm -rf bin

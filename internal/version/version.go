@@ -1,0 +1,11 @@
+// Package version holds the build's version and commit, set with -ldflags.
+package version
+
+var (
+	// Version is SkyGo's release version.
+	Version = "0.1.0-dev"
+	// Commit is the git commit the binary was built from.
+	Commit = "unknown"
+	// APIVersion is the API server protocol version (see spec/api.md).
+	APIVersion = 1
+)
