@@ -1,0 +1,52 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// ServerOnlyKeys are taken from the server's config only: a client cannot
+// change who may use which cloud, where the database is, or how the
+// server's own daemons and controllers run.
+var ServerOnlyKeys = []string{
+	"api_server", "allowed_clouds", "workspaces", "db", "daemons",
+	"jobs.controller.consolidation_mode", "serve.controller.consolidation_mode",
+	"jobs.controller.controller_logs_gc_retention_hours",
+	"jobs.controller.task_logs_gc_retention_hours", "slurm.cluster_configs",
+}
+
+// OverlayClient lays a request's client config over the server config.
+// Server-only keys keep the server's value; a client value that differs is
+// dropped with a warning (returned, for the request log).
+func OverlayClient(server, client *Config) (*Config, []string) {
+	cm := client.Map()
+	var warnings []string
+	for _, path := range ServerOnlyKeys {
+		keys := strings.Split(path, ".")
+		cv, inClient := client.Lookup(keys...)
+		if !inClient {
+			continue
+		}
+		sv, inServer := server.Lookup(keys...)
+		if !inServer || !reflect.DeepEqual(sv, cv) {
+			warnings = append(warnings, fmt.Sprintf("config key %s is set by the API server only; the client value is ignored", path))
+		}
+		deletePath(cm, keys)
+	}
+	return &Config{m: Overlay(server.Map(), cm), sources: append(server.Sources(), client.Sources()...)}, warnings
+}
+
+func deletePath(m map[string]any, keys []string) {
+	for i, k := range keys {
+		if i == len(keys)-1 {
+			delete(m, k)
+			return
+		}
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return
+		}
+		m = next
+	}
+}

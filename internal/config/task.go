@@ -1,0 +1,122 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/skygo/skygo/internal/fielderr"
+)
+
+// taskOverridable are the only config paths a task's `config:` may set:
+// settings that can differ per cluster. Everything else (allowed_clouds,
+// aws.*, context_configs, ...) is server or user policy.
+var taskOverridable = map[string][]string{
+	"docker":           {"run_options"},
+	"nvidia_gpus":      {"disable_ecc"},
+	"ssh":              {"custom_metadata", "pod_config", "provision_timeout"},
+	"kubernetes":       {"custom_metadata", "pod_config", "provision_timeout", "dws", "kueue", "quota", "remote_identity", "enable_docker", "set_pod_resource_limits"},
+	"azure":            {"remote_identity", "vpc_name"},
+	"gcp":              {"vpc_name", "subnet_names", "managed_instance_group", "enable_gvnic", "enable_gpu_direct", "placement_policy"},
+	"vast":             {"datacenter_only", "create_instance_kwargs"},
+	"slurm":            {"sbatch_options", "cpu_partition"},
+	"active_workspace": nil,
+	"hooks":            nil, // task-only: lifecycle hooks
+}
+
+// TaskOverridableKeys lists every dotted path a task's config may set.
+func TaskOverridableKeys() []string {
+	var out []string
+	for top, subs := range taskOverridable {
+		if subs == nil {
+			out = append(out, top)
+		}
+		for _, s := range subs {
+			out = append(out, top+"."+s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ValidateTaskConfig checks a task's `config:` section (decoded YAML):
+// only override-able keys are allowed, and their values must match the
+// config schema. Errors are *fielderr.Error with a path relative to config.
+func ValidateTaskConfig(v any) error {
+	if v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fielderr.New("", fmt.Sprintf("must be a mapping of config keys, got %s", kindOf(v)))
+	}
+	allowedList := "allowed keys: " + strings.Join(TaskOverridableKeys(), ", ")
+	keys := sortedKeys(m)
+	for _, k := range keys {
+		subs, known := taskOverridable[k]
+		if !known {
+			msg := fmt.Sprintf("%q cannot be set in a task's config (it is not overridable per task)", k)
+			if s := suggest(k, sortedKeys(taskOverridable)); s != "" && s != k {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			return fielderr.New(k, msg+"; "+allowedList)
+		}
+		if subs == nil {
+			continue
+		}
+		sec, ok := m[k].(map[string]any)
+		if !ok {
+			if m[k] == nil {
+				continue
+			}
+			return fielderr.New(k, fmt.Sprintf("must be a mapping, got %s", kindOf(m[k])))
+		}
+		for _, sk := range sortedKeys(sec) {
+			if !slices.Contains(subs, sk) {
+				msg := fmt.Sprintf("%q cannot be set in a task's config", k+"."+sk)
+				if s := suggest(sk, subs); s != "" {
+					msg += fmt.Sprintf("; did you mean %q?", k+"."+s)
+				}
+				return fielderr.New(k+"."+sk, msg+"; "+allowedList)
+			}
+		}
+	}
+
+	loadSchemas()
+	if schemaErr != nil {
+		return schemaErr
+	}
+	rest := make(map[string]any, len(m))
+	for k, val := range m {
+		if k != "hooks" {
+			rest[k] = val
+		}
+	}
+	issue, err := validateValue(rootSchema, rest)
+	if err != nil {
+		return err
+	}
+	if issue != nil {
+		return fielderr.New(dotted(issue.path), issue.msg)
+	}
+	if hooks, ok := m["hooks"]; ok {
+		issue, err := validateValue(hooksSchema, hooks)
+		if err != nil {
+			return err
+		}
+		if issue != nil {
+			return fielderr.New(dotted(issue.path), issue.msg).Under("hooks")
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
