@@ -1,0 +1,94 @@
+package task
+
+import (
+	"os"
+	"sort"
+	"testing"
+	"time"
+)
+
+// FuzzLoad feeds arbitrary bytes to the loader: it may reject them, but it
+// must never panic, and every rejection must be an error value.
+func FuzzLoad(f *testing.F) {
+	for _, dir := range []string{"yamls", "templates", "invalid", "volumes"} {
+		for _, p := range corpusFiles(f, dir) {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("a: &a [*a]"))
+	f.Add([]byte("<<: {x: 1}\nrun: x"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dag, err := LoadBytes("fuzz.yaml", data, LoadOptions{Env: []string{"A=1"}, Secrets: []string{"S=secret"}})
+		if err == nil {
+			for _, tk := range dag.Tasks {
+				_ = ValidateForLaunch(tk)
+				if _, err := tk.ToYAML(); err != nil {
+					t.Errorf("ToYAML of a loaded task failed: %v", err)
+				}
+			}
+		}
+		_, _ = LoadVolumeSpecBytes("fuzz.yaml", data)
+	})
+}
+
+// BenchmarkLoadCorpus measures load+validate per corpus file and reports
+// the median and the slowest file.
+func BenchmarkLoadCorpus(b *testing.B) {
+	index := corpusIndex(b)
+	type input struct {
+		data []byte
+		opts LoadOptions
+	}
+	var inputs []input
+	for _, p := range corpusFiles(b, "yamls") {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var opts LoadOptions
+		if hasClass(index["yamls/"+baseName(p)], "env_required") {
+			opts.Env = nullEnvOverrides(b, data)
+		}
+		inputs = append(inputs, input{data, opts})
+	}
+	per := make([][]time.Duration, len(inputs))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, in := range inputs {
+			start := time.Now()
+			dag, err := LoadBytes("bench.yaml", in.data, in.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, tk := range dag.Tasks {
+				_ = ValidateForLaunch(tk)
+			}
+			per[j] = append(per[j], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	// Per file, take its median over iterations; then report the median
+	// and the max across files.
+	medians := make([]float64, len(per))
+	for j, ds := range per {
+		sort.Slice(ds, func(a, c int) bool { return ds[a] < ds[c] })
+		medians[j] = float64(ds[len(ds)/2].Microseconds())
+	}
+	sort.Float64s(medians)
+	b.ReportMetric(medians[len(medians)/2], "median-µs/file")
+	b.ReportMetric(medians[len(medians)-1], "max-µs/file")
+	b.ReportMetric(0, "ns/op")
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

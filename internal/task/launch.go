@@ -1,0 +1,92 @@
+package task
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var taskNameRE = regexp.MustCompile(`^[a-zA-Z0-9]+(?:[._-]{1,2}[a-zA-Z0-9]+)*$`)
+
+// expandHome turns ~ and ~/x into the user's home directory.
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[1:])
+		}
+	}
+	return p
+}
+
+// ValidateForLaunch runs the checks SkyPilot makes just before a launch
+// (the "validate" phase): the task name pattern, mount paths without a
+// trailing slash, and that local workdir and file mount sources exist.
+// Catalog checks of resources belong to the optimizer, not here.
+func ValidateForLaunch(t *Task) error {
+	src := t.src
+	if src == nil {
+		src = &docSource{idx: newPosIndex()}
+	}
+	var errs ErrorList
+	fail := func(path string, preferKey bool, format string, args ...any) {
+		errs = append(errs, src.errAt(path, preferKey, format, args...))
+	}
+	if t.Name != "" && !taskNameRE.MatchString(t.Name) {
+		fail("name", false, "invalid task name %q: use letters and digits, separated by single or double '.', '_' or '-' (pattern [a-zA-Z0-9]+(?:[._-]{1,2}[a-zA-Z0-9]+)*)", t.Name)
+	}
+	if t.NumNodes <= 0 {
+		fail("num_nodes", false, "num_nodes should be a positive int. Got: %d", t.NumNodes)
+	}
+	for _, k := range t.MissingSecrets {
+		fail(joinKey("secrets", k), true, "Secret '%s' is None. Please set a value for it in task YAML or with --secret flag (e.g. --secret %s=<value>).", k, k)
+	}
+	if w := t.Workdir; w != nil && !w.IsGit() {
+		fi, err := os.Stat(expandHome(w.Path))
+		if err != nil || !fi.IsDir() {
+			fail("workdir", false, "Workdir must be a valid directory (or a symlink to a directory). %s not found.", w.Path)
+		}
+	}
+	for _, dst := range sortedKeys(t.FileMounts) {
+		fm := t.FileMounts[dst]
+		path := joinKey("file_mounts", dst)
+		if strings.HasSuffix(dst, "/") && dst != "/" {
+			fail(path, true, "Mount paths cannot end with a slash (try %q): %q", strings.TrimRight(dst, "/"), dst)
+		}
+		if fm.Storage == nil {
+			src := fm.Source
+			switch {
+			case strings.HasSuffix(src, "/") && src != "/":
+				fail(path, false, "Mount paths cannot end with a slash (try %q): %q", strings.TrimRight(src, "/"), src)
+			case IsCloudURI(src), strings.HasPrefix(src, "skypilot:"):
+			default:
+				if _, err := os.Stat(expandHome(src)); err != nil {
+					fail(path, false, "File mount source '%s' does not exist locally. To fix: check if it exists, and correct the path.", src)
+				}
+			}
+			continue
+		}
+		st := fm.Storage
+		for i, s := range st.Source {
+			if IsCloudURI(s) {
+				continue
+			}
+			sp := path + ".source"
+			if st.SourceIsList {
+				sp = joinIndex(sp, i)
+			}
+			if strings.HasSuffix(s, "/") && s != "/" {
+				fail(sp, false, "Storage source paths cannot end with a slash (try %q): %q", strings.TrimRight(s, "/"), s)
+				continue
+			}
+			fi, err := os.Stat(expandHome(s))
+			switch {
+			case err != nil:
+				fail(sp, false, "Local source path %q does not exist.", s)
+			case !st.SourceIsList && !fi.IsDir() && st.Store != "VOLUME":
+				fail(sp, false, "Storage source %q is a file; a single source must be a directory (list files as source: [%s])", s, s)
+			}
+		}
+	}
+	return errs.asError()
+}

@@ -1,0 +1,110 @@
+package task
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// VolumeSpec is a `sky volumes apply` file.
+type VolumeSpec struct {
+	Name        string
+	Type        string // k8s-pvc, k8s-hostpath, runpod-network-volume
+	Infra       string
+	Size        string // as written, e.g. "10Gi"; empty for k8s-hostpath
+	SizeGi      float64
+	UseExisting bool
+	Labels      map[string]string
+	Config      VolumeConfig
+}
+
+// VolumeConfig is the config: section of a volume spec.
+type VolumeConfig struct {
+	StorageClassName  *string // nil: cluster default; "" means no class
+	AccessMode        string  // default ReadWriteOnce
+	Namespace         string
+	HostPath          string
+	CleanupOnDeletion bool
+}
+
+// LoadVolumeSpec reads and validates a volume spec file.
+func LoadVolumeSpec(path string) (*VolumeSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading volume spec: %w", err)
+	}
+	return LoadVolumeSpecBytes(path, data)
+}
+
+// LoadVolumeSpecBytes validates a volume spec given as bytes; name is used
+// in error messages.
+func LoadVolumeSpecBytes(name string, data []byte) (*VolumeSpec, error) {
+	docs, err := splitDocuments(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 {
+		return nil, &Error{File: name, Line: 1, Col: 1, Msg: fmt.Sprintf("a volume spec is one YAML document with name and type, found %d documents", len(docs))}
+	}
+	m, src, err := convertDoc(name, docs[0])
+	if err != nil {
+		return nil, err
+	}
+	dropNulls(m)
+	_, vs, _ := schemas()
+	if errs := vs.validate(m, name, "", src.idx); len(errs) > 0 {
+		return nil, errs.asError()
+	}
+	spec := &VolumeSpec{Config: VolumeConfig{AccessMode: "ReadWriteOnce"}}
+	spec.Name, _ = m["name"].(string)
+	spec.Type, _ = m["type"].(string)
+	spec.Infra, _ = m["infra"].(string)
+	spec.UseExisting, _ = m["use_existing"].(bool)
+	if l, ok := m["labels"].(map[string]any); ok {
+		spec.Labels = map[string]string{}
+		for k, v := range l {
+			spec.Labels[k], _ = v.(string)
+		}
+	}
+	if c, ok := m["config"].(map[string]any); ok {
+		if s, ok := c["storage_class_name"].(string); ok {
+			spec.Config.StorageClassName = &s
+		}
+		if s, ok := c["access_mode"].(string); ok {
+			spec.Config.AccessMode = s
+		}
+		spec.Config.Namespace, _ = c["namespace"].(string)
+		spec.Config.HostPath, _ = c["host_path"].(string)
+		spec.Config.CleanupOnDeletion, _ = c["cleanup_on_deletion"].(bool)
+	}
+	var errs ErrorList
+	if sz, ok := m["size"]; ok {
+		spec.Size = fmt.Sprint(sz)
+		gi, err := SizeGi(sz)
+		switch {
+		case err != nil:
+			errs = append(errs, src.errAt("size", false, "%v", err))
+		case gi < 1:
+			errs = append(errs, src.errAt("size", false, "volume size must be at least 1Gi, got %s", describe(sz)))
+		case spec.Type == "runpod-network-volume" && gi < 10:
+			errs = append(errs, src.errAt("size", false, "RunPod network volumes must be at least 10GB, got %s", describe(sz)))
+		}
+		spec.SizeGi = gi
+	}
+	if spec.Type == "k8s-hostpath" {
+		hp := spec.Config.HostPath
+		if !strings.HasPrefix(hp, "/") || hp == "/" {
+			errs = append(errs, src.errAt("config.host_path", true, "k8s-hostpath volumes need config.host_path, an absolute directory other than /"))
+		}
+	}
+	if strings.HasPrefix(spec.Type, "k8s-") && spec.Infra != "" {
+		cloud, _, _ := strings.Cut(strings.Trim(spec.Infra, "/"), "/")
+		if c := strings.ToLower(cloud); c != "k8s" && c != "kubernetes" {
+			errs = append(errs, src.errAt("infra", false, "a %s volume lives on Kubernetes; infra must be k8s or k8s/<context>, got %q", spec.Type, spec.Infra))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs.asError()
+	}
+	return spec, nil
+}
