@@ -1,8 +1,739 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
-// newAPICmd is the `sky api` group (owned by the API-server work).
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/server"
+	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/version"
+)
+
+// ServerOps supplies the operations `sky api start` serves (set by
+// cmd/sky to the core operations); when nil only the server's built-in
+// ones (debug.sleep) exist. It gets the server's store and options.
+var ServerOps func(st *state.Store, so server.Options) ([]server.Op, error)
+
+// newAPICmd is the `sky api` group: start/stop the local server, inspect
+// and cancel requests, log in to a remote server.
 func newAPICmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "api", Short: "Manage the SkyPilot API server."}
+	g := newGroupCmd("api", "Manage the SkyPilot API server.",
+		newAPIStartCmd(f), newAPIStopCmd(f), newAPIStatusCmd(f), newAPIInfoCmd(f),
+		newAPILogsCmd(f), newAPICancelCmd(f), newAPILoginCmd(f), newAPILogoutCmd(f),
+		newAPIDebugSleepCmd(f))
+	return g
+}
+
+// apiClient builds a client. Only commands that run work start a local
+// server; `sky api status/info/logs/cancel` report that none runs instead,
+// as SkyPilot's do.
+func apiClient(f *Factory, autoStart bool) (*client.Client, error) {
+	if autoStart && f.Client != nil {
+		if c, err := f.Client(); err == nil && c != nil {
+			return c, nil
+		}
+	}
+	return client.New(client.Options{AutoStart: autoStart})
+}
+
+func homeDir() (string, error) {
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find home directory: %w", err)
+	}
+	return h, nil
+}
+
+// ---- sky api start ----
+
+type apiStartOptions struct {
+	Deploy, Foreground, BasicAuth bool
+	Host                          string
+	Port                          int
+}
+
+func newAPIStartCmd(f *Factory) *cobra.Command {
+	o := &apiStartOptions{}
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Start the SkyPilot API server locally.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Port < 0 || o.Port > 65535 {
+				return flagErrorf("--port %d: want 1-65535", o.Port)
+			}
+			if o.Foreground {
+				return runAPIServer(cmd.Context(), f, o)
+			}
+			return startAPIServerBackground(cmd.Context(), f, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&o.Deploy, "deploy", false, "Deploy a team server: use the whole machine and listen on all addresses (needs an auth mode).")
+	fl.StringVar(&o.Host, "host", "", "Address to listen on (default 127.0.0.1; a non-loopback address needs an auth mode).")
+	fl.IntVar(&o.Port, "port", 0, "Port to listen on (default $SKYPILOT_API_SERVER_LOCAL_PORT or 46580).")
+	fl.BoolVar(&o.Foreground, "foreground", false, "Run the server in this process instead of in the background.")
+	fl.BoolVar(&o.BasicAuth, "enable-basic-auth", false, "Require HTTP basic auth (users from SKYPILOT_INITIAL_BASIC_AUTH and /users/create).")
+	return cmd
+}
+
+func (o *apiStartOptions) serverOptions() (server.Options, error) {
+	so := server.Options{Host: o.Host, Port: o.Port, Deploy: o.Deploy, BasicAuth: o.BasicAuth, WritePIDFile: true}
+	if err := so.ApplyEnv(); err != nil {
+		return so, err
+	}
+	if o.Deploy && so.Host == "" {
+		so.Host = "0.0.0.0"
+	}
+	home, err := homeDir()
+	if err != nil {
+		return so, err
+	}
+	so.Home = home
+	so.DBURI = configDB(home)
+	return so, nil
+}
+
+// configDB reads the `db` key of ~/.sky/config.yaml (SKYPILOT_DB_CONNECTION_URI
+// still wins, in the state package).
+func configDB(home string) string {
+	b, err := os.ReadFile(filepath.Join(home, ".sky", "config.yaml"))
+	if err != nil {
+		return ""
+	}
+	var doc struct {
+		DB string `yaml:"db"`
+	}
+	_ = yaml.Unmarshal(b, &doc)
+	return doc.DB
+}
+
+func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
+	so, err := o.serverOptions()
+	if err != nil {
+		return err
+	}
+	var ops []server.Op
+	if ServerOps != nil {
+		st, err := state.Open(ctx, state.ResolveURI(so.DBURI), state.DefaultSQLitePath(so.Home))
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		so.Store = st
+		if ops, err = ServerOps(st, so); err != nil {
+			return err
+		}
+	}
+	srv, err := server.New(so, ops)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(f.IO.ErrOut, "SkyPilot API server is running at http://%s (pid %d). Log: %s\n", ln.Addr(), os.Getpid(), srv.Paths().Log)
+	return srv.Serve(ctx, ln)
+}
+
+// localURL is where a server started with these options answers locally.
+func (o *apiStartOptions) localURL(so server.Options) string {
+	host := so.Host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return "http://" + host + ":" + strconv.Itoa(so.Port)
+}
+
+func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOptions) error {
+	so, err := o.serverOptions()
+	if err != nil {
+		return err
+	}
+	url := o.localURL(so)
+	c, err := client.New(client.Options{Endpoint: url})
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, err := c.Health(ctx); err == nil {
+		fmt.Fprintf(f.IO.Out, "SkyPilot API server is already running at %s.\n", url)
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the sky executable: %w", err)
+	}
+	args := []string{"api", "start", "--foreground", "--port", strconv.Itoa(so.Port)}
+	if o.Host != "" {
+		args = append(args, "--host", o.Host)
+	}
+	if o.Deploy {
+		args = append(args, "--deploy")
+	}
+	if o.BasicAuth {
+		args = append(args, "--enable-basic-auth")
+	}
+	paths := server.PathsFor(so.Home)
+	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(paths.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open server log: %w", err)
+	}
+	defer logf.Close()
+	child := exec.Command(exe, args...)
+	child.Stdout, child.Stderr = logf, logf
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive this shell
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("start API server: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(30 * time.Second)
+	for {
+		if _, err := c.Health(ctx); err == nil {
+			fmt.Fprintf(f.IO.Out, "SkyPilot API server started at %s.\nLogs: %s\n", url, paths.Log)
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the API server exited at start (%v):\n%s", err, tailFile(paths.Log, 10))
+		case <-deadline:
+			return fmt.Errorf("the API server did not answer at %s within 30s; see %s", url, paths.Log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// tailFile returns the last n lines of a file (for error messages).
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ---- sky api stop ----
+
+func newAPIStopCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the local SkyPilot API server.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := client.New(client.Options{})
+			if err != nil {
+				return err
+			}
+			if !c.Local {
+				return fmt.Errorf("the API server at %s is remote; `sky api stop` only stops a local server (use `sky api logout` to disconnect)", c.Endpoint)
+			}
+			home, err := homeDir()
+			if err != nil {
+				return err
+			}
+			stopped, err := stopLocalServer(server.PathsFor(home).PID)
+			if err != nil {
+				return err
+			}
+			if !stopped {
+				fmt.Fprintln(f.IO.Out, "SkyPilot API server is not running.")
+				return nil
+			}
+			fmt.Fprintln(f.IO.Out, "SkyPilot API server stopped.")
+			return nil
+		},
+	}
+}
+
+// stopLocalServer stops the process named in the pid file, after checking
+// that it really is a sky API server (a stale file may name a reused pid).
+// It never looks processes up by name.
+func stopLocalServer(pidFile string) (bool, error) {
+	b, err := os.ReadFile(pidFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return false, fmt.Errorf("%s does not hold a pid (%q); remove it", pidFile, strings.TrimSpace(string(b)))
+	}
+	if !processAlive(pid) {
+		os.Remove(pidFile)
+		return false, nil
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args := strings.Split(string(cmdline), "\x00")
+	if len(cmdline) > 0 && !(slices.Contains(args, "api") && slices.Contains(args, "start")) {
+		return false, fmt.Errorf("pid %d in %s is not a sky API server (%s); remove the stale file", pid, pidFile, strings.Join(args, " "))
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return false, fmt.Errorf("stop API server (pid %d): %w", pid, err)
+	}
+	for i := 0; i < 150; i++ {
+		if !processAlive(pid) {
+			return true, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return true, nil
+}
+
+// processAlive is true for a live, non-zombie process.
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		st := b[i+2]
+		return st != 'Z' && st != 'X'
+	}
+	return true
+}
+
+// ---- sky api status ----
+
+type apiStatusOptions struct {
+	All, Verbose, AllUsers bool
+	Limit                  int
+	Output                 string
+}
+
+func newAPIStatusCmd(f *Factory) *cobra.Command {
+	o := &apiStatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [REQUEST_IDS]...",
+		Short: "List requests on the SkyPilot API server.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Output != "table" && o.Output != "json" {
+				return flagErrorf("--output %q: choose table or json", o.Output)
+			}
+			if o.Limit < 0 {
+				return flagErrorf("--limit %d: want a non-negative number", o.Limit)
+			}
+			c, err := apiClient(f, false)
+			if err != nil {
+				return err
+			}
+			recs, err := c.Status(ctxOf(cmd), client.StatusOptions{IDs: args, AllStatus: o.All, Limit: o.Limit, AllUsers: o.AllUsers})
+			if errors.Is(err, client.ErrServerNotRunning) {
+				fmt.Fprintln(f.IO.Out, "SkyPilot API server is not running.")
+				return &ExitError{Code: exitError}
+			}
+			if err != nil {
+				return err
+			}
+			if o.Output == "json" {
+				if recs == nil {
+					recs = []client.Request{}
+				}
+				return printJSON(f.IO.Out, recs)
+			}
+			return renderRequests(f, recs, o.Verbose)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&o.All, "all-status", "a", false, "Show finished requests too.")
+	fl.IntVarP(&o.Limit, "limit", "l", 0, "Show at most N requests.")
+	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "Show more columns.")
+	fl.BoolVarP(&o.AllUsers, "all-users", "u", false, "Show every user's requests (admins).")
+	fl.StringVarP(&o.Output, "output", "o", "table", "Output format: table or json.")
+	return cmd
+}
+
+func ctxOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+func renderRequests(f *Factory, recs []client.Request, verbose bool) error {
+	headers := []string{"ID", "USER", "NAME", "CREATED", "STATUS"}
+	if verbose {
+		headers = append(headers, "CLUSTER", "SCHEDULE", "FINISHED")
+	}
+	t := newTable(f.IO.Bold, headers...)
+	now := time.Now()
+	if f.Now != nil {
+		now = f.Now()
+	}
+	for _, r := range recs {
+		row := []string{r.RequestID, r.UserName, r.Name, ago(now, r.CreatedAt), r.Status}
+		if verbose {
+			fin := "-"
+			if r.FinishedAt != nil {
+				fin = ago(now, *r.FinishedAt)
+			}
+			cl := r.ClusterName
+			if cl == "" {
+				cl = "-"
+			}
+			row = append(row, cl, r.ScheduleType, fin)
+		}
+		t.addRow(row...)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(f.IO.Out, "No requests.")
+		return nil
+	}
+	return t.render(f.IO.Out)
+}
+
+// ago formats an epoch time relative to now: "just now", "5 secs ago", ...
+func ago(now time.Time, epoch float64) string {
+	d := now.Sub(time.Unix(0, int64(epoch*1e9)))
+	plural := func(n int64, unit string) string {
+		if n == 1 {
+			return fmt.Sprintf("1 %s ago", unit)
+		}
+		return fmt.Sprintf("%d %ss ago", n, unit)
+	}
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return plural(int64(d/time.Second), "sec")
+	case d < time.Hour:
+		return plural(int64(d/time.Minute), "min")
+	case d < 24*time.Hour:
+		return plural(int64(d/time.Hour), "hr")
+	default:
+		return plural(int64(d/(24*time.Hour)), "day")
+	}
+}
+
+// ---- sky api info ----
+
+// apiInfo is `sky api info -o json` (spec/cli-output.md).
+type apiInfo struct {
+	Client apiInfoClient `json:"client"`
+	Server apiInfoServer `json:"server"`
+	User   string        `json:"user"`
+}
+
+type apiInfoClient struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+type apiInfoServer struct {
+	URL        string `json:"url"`
+	Status     string `json:"status"`
+	Version    string `json:"version"`
+	Commit     string `json:"commit"`
+	APIVersion string `json:"api_version"`
+}
+
+func newAPIInfoCmd(f *Factory) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Show the SkyPilot API server URL and status.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return flagErrorf("--output %q: choose table or json", output)
+			}
+			c, err := apiClient(f, false)
+			if err != nil {
+				return err
+			}
+			h, err := c.Health(ctxOf(cmd))
+			if err != nil {
+				if c.Local && errors.Is(err, client.ErrServerNotRunning) {
+					fmt.Fprintf(f.IO.Out, "No SkyPilot API server is connected.\nStart one locally with `sky api start`, or connect to a remote one with `sky api login -e URL`.\n")
+					return nil
+				}
+				if c.Local {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "Could not connect to SkyPilot API server at %s: %v\n", c.Endpoint, err)
+				return &ExitError{Code: exitError}
+			}
+			info := apiInfo{
+				Client: apiInfoClient{Version: version.Version, Commit: version.Commit},
+				Server: apiInfoServer{URL: c.Endpoint, Status: h.Status, Version: h.Version, Commit: h.Commit, APIVersion: h.APIVersion},
+			}
+			if h.User != nil {
+				info.User = h.User.Name
+			}
+			if output == "json" {
+				return printJSON(f.IO.Out, info)
+			}
+			w := f.IO.Out
+			fmt.Fprintf(w, "SkyPilot client version: %s, commit: %s\n", version.Version, version.Commit)
+			fmt.Fprintf(w, "Using SkyPilot API server: %s\n", c.Endpoint)
+			fmt.Fprintf(w, "├── Status: %s, commit: %s, version: %s\n", h.Status, h.Commit, h.Version)
+			user := "-"
+			if h.User != nil {
+				user = fmt.Sprintf("%s (%s)", h.User.Name, h.User.ID)
+			}
+			fmt.Fprintf(w, "└── User: %s\n", user)
+			if h.Status == "needs_auth" {
+				fmt.Fprintf(f.IO.ErrOut, "The server needs credentials: run `sky api login -e %s --token sky_...`.\n", c.Endpoint)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json.")
+	return cmd
+}
+
+// ---- sky api logs ----
+
+func newAPILogsCmd(f *Factory) *cobra.Command {
+	var tail int
+	var noFollow, serverLogs bool
+	cmd := &cobra.Command{
+		Use:   "logs [REQUEST_ID]",
+		Short: "Stream the log of a request (default: your latest), or the server log.",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if serverLogs && len(args) > 0 {
+				return flagErrorf("give a REQUEST_ID or --server-logs, not both")
+			}
+			c, err := apiClient(f, false)
+			if err != nil {
+				return err
+			}
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return streamRequest(ctxOf(cmd), f, c, id, client.StreamOptions{Follow: !noFollow, Tail: tail, ServerLogs: serverLogs})
+		},
+	}
+	cmd.Flags().IntVar(&tail, "tail", 0, "Show only the last N lines (0: all).")
+	cmd.Flags().BoolVar(&noFollow, "no-follow", false, "Print what is there and exit instead of following.")
+	cmd.Flags().BoolVar(&serverLogs, "server-logs", false, "Stream the API server's own log (admins).")
+	return cmd
+}
+
+// streamRequest streams a log; Ctrl-C detaches (the request keeps
+// running) and says how to re-attach. With Follow on a request log it
+// then reports the request's outcome, so a failure exits non-zero.
+func streamRequest(parent context.Context, f *Factory, c *client.Client, id string, so client.StreamOptions) error {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt)
+	defer stop()
+	got, err := c.Stream(ctx, id, f.IO.Out, so)
+	if got == "" {
+		got = id
+	}
+	if ctx.Err() != nil && parent.Err() == nil {
+		if got != "" {
+			fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", got, got)
+		}
+		return nil
+	}
+	if err != nil {
+		if errors.Is(err, client.ErrServerNotRunning) {
+			fmt.Fprintln(f.IO.Out, "SkyPilot API server is not running.")
+			return &ExitError{Code: exitError}
+		}
+		return err
+	}
+	if !so.Follow || so.ServerLogs || got == "" {
+		return nil
+	}
+	return c.Wait(ctx, got, nil)
+}
+
+// ---- sky api cancel ----
+
+func newAPICancelCmd(f *Factory) *cobra.Command {
+	var all, allUsers, yes bool
+	cmd := &cobra.Command{
+		Use:   "cancel [REQUEST_IDS]...",
+		Short: "Cancel requests on the SkyPilot API server.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !all && !allUsers {
+				return flagErrorf("give REQUEST_IDS, --all (your requests) or --all-users")
+			}
+			if len(args) > 0 && (all || allUsers) {
+				return flagErrorf("give REQUEST_IDS or --all/--all-users, not both")
+			}
+			_ = yes // cancelling requests is cheap to redo; no prompt, flag kept for SkyPilot compatibility
+			c, err := apiClient(f, false)
+			if err != nil {
+				return err
+			}
+			ids, err := c.Cancel(ctxOf(cmd), args, allUsers)
+			if errors.Is(err, client.ErrServerNotRunning) {
+				fmt.Fprintln(f.IO.Out, "SkyPilot API server is not running.")
+				return &ExitError{Code: exitError}
+			}
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				fmt.Fprintln(f.IO.Out, "No requests to cancel.")
+				return nil
+			}
+			noun := "requests"
+			if len(ids) == 1 {
+				noun = "request"
+			}
+			fmt.Fprintf(f.IO.Out, "Cancelled %d %s: %s\n", len(ids), noun, strings.Join(ids, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "Cancel all your requests.")
+	cmd.Flags().BoolVarP(&allUsers, "all-users", "u", false, "Cancel all requests of all users (admins; others cancel only their own).")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "Skip confirmation prompt.")
+	return cmd
+}
+
+// ---- sky api login / logout ----
+
+func newAPILoginCmd(f *Factory) *cobra.Command {
+	var endpoint, token string
+	cmd := &cobra.Command{
+		Use:   "login",
+		Short: "Connect to a SkyPilot API server (stores the endpoint and token in ~/.sky/config.yaml).",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if endpoint == "" {
+				return flagErrorf("--endpoint/-e is required, e.g. sky api login -e http://1.2.3.4:46580")
+			}
+			if token != "" && !strings.HasPrefix(token, server.TokenPrefix) {
+				return flagErrorf("--token: a service-account token starts with %q", server.TokenPrefix)
+			}
+			endpoint = strings.TrimRight(endpoint, "/")
+			c, err := client.New(client.Options{Endpoint: endpoint, Token: token})
+			if err != nil {
+				return err
+			}
+			h, err := c.Health(ctxOf(cmd))
+			if err != nil {
+				return fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+			}
+			if h.Status == "needs_auth" {
+				return fmt.Errorf("the API server at %s needs credentials: pass --token sky_... (a service-account token from its admin) or put user:password in the URL", c.Endpoint)
+			}
+			home, err := homeDir()
+			if err != nil {
+				return err
+			}
+			if err := client.WriteLogin(home, client.LoginConfig{Endpoint: endpoint, Token: token}); err != nil {
+				return fmt.Errorf("save login: %w", err)
+			}
+			fmt.Fprintf(f.IO.Out, "Logged into SkyPilot API server at %s", c.Endpoint)
+			if h.User != nil {
+				fmt.Fprintf(f.IO.Out, " as %s", h.User.Name)
+			}
+			fmt.Fprintln(f.IO.Out, ".")
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&endpoint, "endpoint", "e", "", "The API server URL, e.g. http://1.2.3.4:46580.")
+	cmd.Flags().StringVar(&token, "token", "", "A service-account token (sky_...).")
+	return cmd
+}
+
+func newAPILogoutCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout",
+		Short: "Forget the API server endpoint and credentials stored by `sky api login`.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			home, err := homeDir()
+			if err != nil {
+				return err
+			}
+			lc, err := client.ReadLogin(home)
+			if err != nil {
+				return err
+			}
+			if err := client.WriteLogin(home, client.LoginConfig{}); err != nil {
+				return err
+			}
+			_ = os.Remove(filepath.Join(home, ".sky", "cookies.txt"))
+			if lc.Endpoint == "" {
+				fmt.Fprintln(f.IO.Out, "Not logged into any SkyPilot API server.")
+				return nil
+			}
+			fmt.Fprintf(f.IO.Out, "Logged out of SkyPilot API server at %s.\n", lc.Endpoint)
+			return nil
+		},
+	}
+}
+
+// ---- sky api debug-sleep (hidden) ----
+
+// newAPIDebugSleepCmd submits the built-in debug.sleep operation. It is a
+// real request (auto-starting a local server like any command that runs
+// work), used by tests and to check a deployment end to end.
+func newAPIDebugSleepCmd(f *Factory) *cobra.Command {
+	var detach bool
+	cmd := &cobra.Command{
+		Use:    "debug-sleep SECONDS",
+		Short:  "Submit a request that sleeps (for testing the server).",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			secs, err := strconv.ParseFloat(args[0], 64)
+			if err != nil || secs < 0 {
+				return flagErrorf("SECONDS %q: want a non-negative number", args[0])
+			}
+			c, err := apiClient(f, true)
+			if err != nil {
+				return err
+			}
+			ctx := ctxOf(cmd)
+			id, err := c.Submit(ctx, "debug.sleep", map[string]any{"seconds": secs})
+			if err != nil {
+				return err
+			}
+			if detach {
+				fmt.Fprintln(f.IO.Out, id)
+				return nil
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Request ID: %s\n", id)
+			return streamRequest(ctx, f, c, id, client.StreamOptions{Follow: true})
+		},
+	}
+	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "Print the request id and return without waiting.")
+	return cmd
 }

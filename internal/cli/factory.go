@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
 
 	"github.com/skygo/skygo/internal/client"
 )
@@ -16,6 +22,8 @@ type IOStreams struct {
 	IsTTY bool
 	// Color is true when colour may be used (a TTY and NO_COLOR unset).
 	Color bool
+	// InTTY is true when In is a terminal, i.e. a person can answer prompts.
+	InTTY bool
 }
 
 // Factory carries what commands need, built lazily so that `sky --help`
@@ -25,8 +33,100 @@ type Factory struct {
 	// Client returns a client for the configured API server, starting a
 	// local server when needed.
 	Client func() (*client.Client, error)
+	// Now is the clock; tests pin it.
+	Now func() time.Time
+	// LookupEnv reads the caller's environment (for `--env NAME` without a
+	// value); tests replace it.
+	LookupEnv func(string) (string, bool)
 }
 
 func defaultIO() *IOStreams {
-	return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	return newIOStreams(os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+}
+
+// newIOStreams wires real files and decides TTY and colour once, up front.
+func newIOStreams(in, out, errOut *os.File, getenv func(string) string) *IOStreams {
+	outTTY := term.IsTerminal(int(out.Fd()))
+	return &IOStreams{
+		In:     in,
+		Out:    out,
+		ErrOut: errOut,
+		IsTTY:  outTTY,
+		InTTY:  term.IsTerminal(int(in.Fd())),
+		Color:  colorAllowed(outTTY, getenv),
+	}
+}
+
+// colorAllowed says whether to colour output: only on a terminal, and never
+// when NO_COLOR is set to anything (https://no-color.org) or TERM is dumb.
+func colorAllowed(tty bool, getenv func(string) string) bool {
+	if !tty {
+		return false
+	}
+	if getenv("NO_COLOR") != "" {
+		return false
+	}
+	return getenv("TERM") != "dumb"
+}
+
+// defaultFactory is the production wiring. The client is built only when a
+// command asks for it.
+func defaultFactory() *Factory {
+	return &Factory{
+		IO:        defaultIO(),
+		Now:       time.Now,
+		LookupEnv: os.LookupEnv,
+		Client: func() (*client.Client, error) {
+			return client.New(client.Options{AutoStart: true})
+		},
+	}
+}
+
+// Bold styles s in bold when colour is allowed.
+func (s *IOStreams) Bold(v string) string {
+	if !s.Color {
+		return v
+	}
+	return "\x1b[1m" + v + "\x1b[0m"
+}
+
+// Green styles s in green when colour is allowed.
+func (s *IOStreams) Green(v string) string {
+	if !s.Color {
+		return v
+	}
+	return "\x1b[32m" + v + "\x1b[0m"
+}
+
+// Yellow styles s in yellow when colour is allowed (warnings).
+func (s *IOStreams) Yellow(v string) string {
+	if !s.Color {
+		return v
+	}
+	return "\x1b[33m" + v + "\x1b[0m"
+}
+
+// Confirm asks "<question> Proceed? [Y/n]: " and reports whether to go on.
+// yes (from -y/--yes) skips the question. Without a terminal on stdin nobody
+// can answer, so Confirm refuses rather than guessing, and says how to
+// proceed. An empty answer means yes, as in SkyPilot.
+func (s *IOStreams) Confirm(question string, yes bool) error {
+	if yes {
+		return nil
+	}
+	if !s.InTTY {
+		return fmt.Errorf("%s Confirmation is needed but stdin is not a terminal; pass -y/--yes to proceed without a prompt", strings.TrimSpace(question))
+	}
+	fmt.Fprintf(s.ErrOut, "%s Proceed? [Y/n]: ", strings.TrimSpace(question))
+	line, err := bufio.NewReader(s.In).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(s.ErrOut)
+		return errAborted
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "", "y", "yes":
+		return nil
+	default:
+		return errAborted
+	}
 }

@@ -2,7 +2,611 @@
 // wait for it, stream its log. Every CLI command goes through it.
 package client
 
-// Client talks to one API server endpoint. The server/client work owns it.
-type Client struct {
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/version"
+)
+
+// Environment variables the client reads (SkyPilot's names).
+const (
+	EnvEndpoint = "SKYPILOT_API_SERVER_ENDPOINT"
+	EnvToken    = "SKYPILOT_SERVICE_ACCOUNT_TOKEN"
+	EnvPort     = "SKYPILOT_API_SERVER_LOCAL_PORT"
+	defaultPort = 46580
+)
+
+// Header names shared with the server.
+const (
+	headerAPIVersion = "X-SkyPilot-API-Version"
+	headerVersion    = "X-SkyPilot-Version"
+	headerRequestID  = "X-Skypilot-Request-ID"
+	headerUserName   = "X-SkyPilot-User-Name"
+)
+
+// Options configure a client. Zero values mean "resolve as the CLI does".
+type Options struct {
+	// Endpoint overrides env SKYPILOT_API_SERVER_ENDPOINT and the endpoint
+	// stored by `sky api login`.
 	Endpoint string
+	// Token is a service-account token; default env
+	// SKYPILOT_SERVICE_ACCOUNT_TOKEN, then the one stored by login.
+	Token string
+	// Home is where ~/.sky lives; default $HOME.
+	Home string
+	// AutoStart starts a local server in the background when the endpoint
+	// is local and nothing answers.
+	AutoStart bool
+	// StartCommand is the program and arguments that start a server in
+	// the foreground; default: this executable with `api start --foreground`.
+	StartCommand []string
+	// HTTPClient defaults to one without an overall timeout (waits and
+	// streams are long).
+	HTTPClient *http.Client
+}
+
+// Client talks to one API server endpoint.
+type Client struct {
+	// Endpoint is the server URL without credentials.
+	Endpoint string
+	// Local is true when the endpoint is the default local server (which
+	// the client may start).
+	Local bool
+	auth  string // Authorization header value, never printed
+	home  string
+	opts  Options
+	hc    *http.Client
+	base  *url.URL
+}
+
+// LoginConfig is the part of ~/.sky/config.yaml that `sky api login`
+// writes.
+type LoginConfig struct {
+	Endpoint string
+	Token    string
+}
+
+// ConfigPath is ~/.sky/config.yaml under home.
+func ConfigPath(home string) string { return filepath.Join(home, ".sky", "config.yaml") }
+
+// ReadLogin reads api_server.endpoint and api_server.service_account_token
+// from ~/.sky/config.yaml (a missing file is not an error).
+func ReadLogin(home string) (LoginConfig, error) {
+	b, err := os.ReadFile(ConfigPath(home))
+	if errors.Is(err, os.ErrNotExist) {
+		return LoginConfig{}, nil
+	}
+	if err != nil {
+		return LoginConfig{}, err
+	}
+	var doc struct {
+		APIServer struct {
+			Endpoint string `yaml:"endpoint"`
+			Token    string `yaml:"service_account_token"`
+		} `yaml:"api_server"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return LoginConfig{}, fmt.Errorf("%s: %w", ConfigPath(home), err)
+	}
+	return LoginConfig{Endpoint: doc.APIServer.Endpoint, Token: doc.APIServer.Token}, nil
+}
+
+// WriteLogin stores (or, with a zero LoginConfig, removes) the endpoint and
+// token in ~/.sky/config.yaml, keeping the file's other keys. The file is
+// written 0600 because it may now hold a token.
+func WriteLogin(home string, lc LoginConfig) error {
+	path := ConfigPath(home)
+	doc := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if doc == nil {
+			doc = map[string]any{}
+		}
+	}
+	api, _ := doc["api_server"].(map[string]any)
+	if api == nil {
+		api = map[string]any{}
+	}
+	delete(api, "endpoint")
+	delete(api, "service_account_token")
+	if lc.Endpoint != "" {
+		api["endpoint"] = lc.Endpoint
+	}
+	if lc.Token != "" {
+		api["service_account_token"] = lc.Token
+	}
+	if len(api) == 0 {
+		delete(doc, "api_server")
+	} else {
+		doc["api_server"] = api
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// LocalEndpoint is http://127.0.0.1:<SKYPILOT_API_SERVER_LOCAL_PORT or 46580>.
+func LocalEndpoint() (string, error) {
+	port := defaultPort
+	if v := strings.TrimSpace(os.Getenv(EnvPort)); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p <= 0 || p > 65535 {
+			return "", fmt.Errorf("%s=%q is not a port number", EnvPort, v)
+		}
+		port = p
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+// New resolves the endpoint and credentials. It does not contact the
+// server.
+func New(opts Options) (*Client, error) {
+	home := opts.Home
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find home directory: %w", err)
+		}
+		home = h
+	}
+	login, err := ReadLogin(home)
+	if err != nil {
+		return nil, err
+	}
+	endpoint, local := opts.Endpoint, false
+	if endpoint == "" {
+		endpoint = strings.TrimSpace(os.Getenv(EnvEndpoint))
+	}
+	if endpoint == "" {
+		endpoint = login.Endpoint
+	}
+	if endpoint == "" {
+		if endpoint, err = LocalEndpoint(); err != nil {
+			return nil, err
+		}
+		local = true
+	}
+	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("API server endpoint %q is not an http(s):// URL; fix %s or run `sky api login -e URL`", redact(endpoint), EnvEndpoint)
+	}
+	c := &Client{Local: local, home: home, opts: opts, hc: opts.HTTPClient}
+	// user:password in the URL means basic auth; keep it out of Endpoint
+	// so it is never printed.
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		c.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))
+		u.User = nil
+	}
+	token := opts.Token
+	if token == "" {
+		token = os.Getenv(EnvToken)
+	}
+	if token == "" {
+		token = login.Token
+	}
+	if token != "" {
+		c.auth = "Bearer " + token
+	}
+	c.base, c.Endpoint = u, u.String()
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+	}
+	return c, nil
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
+}
+
+// HasCredentials reports whether the client will authenticate.
+func (c *Client) HasCredentials() bool { return c.auth != "" }
+
+// APIError is a non-2xx answer from the server.
+type APIError struct {
+	Status int
+	Detail string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("API server answered %d: %s", e.Status, e.Detail)
+}
+
+// RequestError is a request that ended FAILED or CANCELLED.
+type RequestError struct {
+	RequestID string
+	Status    string // FAILED or CANCELLED
+	Type      string
+	Message   string
+}
+
+func (e *RequestError) Error() string {
+	if e.Status == "CANCELLED" {
+		return fmt.Sprintf("request %s was cancelled", e.RequestID)
+	}
+	return fmt.Sprintf("%s: %s", e.Type, e.Message)
+}
+
+// ErrServerNotRunning means nothing answers at a local endpoint (and the
+// client was not allowed to start a server).
+var ErrServerNotRunning = errors.New("SkyPilot API server is not running")
+
+func (c *Client) newRequest(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Request, error) {
+	u := *c.base
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	if q != nil {
+		u.RawQuery = q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(headerAPIVersion, strconv.Itoa(version.APIVersion))
+	req.Header.Set(headerVersion, version.Version)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	} else if name := osUserName(); name != "" {
+		req.Header.Set(headerUserName, name)
+	}
+	return req, nil
+}
+
+// do sends one call; on a local endpoint with AutoStart it starts the
+// server first if the connection is refused.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return nil, fmt.Errorf("encode request body: %w", err)
+		}
+	}
+	send := func() (*http.Response, error) {
+		var rd io.Reader
+		if data != nil {
+			rd = bytes.NewReader(data)
+		}
+		req, err := c.newRequest(ctx, method, path, q, rd)
+		if err != nil {
+			return nil, err
+		}
+		return c.hc.Do(req)
+	}
+	resp, err := send()
+	if err != nil && c.Local && isConnRefused(err) {
+		if !c.opts.AutoStart {
+			return nil, fmt.Errorf("%w at %s; start it with `sky api start`", ErrServerNotRunning, c.Endpoint)
+		}
+		if err := c.ensureServer(ctx); err != nil {
+			return nil, err
+		}
+		resp, err = send()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, decodeAPIError(resp)
+	}
+	return resp, nil
+}
+
+func decodeAPIError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var v struct {
+		Detail  json.RawMessage `json:"detail"`
+		Error   string          `json:"error"`
+		Message string          `json:"message"`
+	}
+	detail := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &v) == nil {
+		switch {
+		case v.Error == "version_mismatch":
+			detail = v.Message
+		case len(v.Detail) > 0:
+			var s string
+			if json.Unmarshal(v.Detail, &s) == nil {
+				detail = s
+			} else {
+				detail = string(v.Detail)
+			}
+		}
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		detail += " (log in with `sky api login -e URL --token sky_...` or set " + EnvToken + ")"
+	}
+	return &APIError{Status: resp.StatusCode, Detail: detail}
+}
+
+// Do is a raw JSON call for endpoints without a typed method: body (if not
+// nil) is sent as JSON and the answer decoded into out (if not nil).
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.do(ctx, method, path, nil, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// OpPath is the HTTP path of an operation: "jobs.launch" -> "/jobs/launch".
+func OpPath(op string) string {
+	return "/" + strings.ReplaceAll(strings.TrimPrefix(op, "sky."), ".", "/")
+}
+
+// Submit starts an operation and returns its request id at once.
+func (c *Client) Submit(ctx context.Context, op string, body any) (string, error) {
+	if body == nil {
+		body = map[string]any{}
+	}
+	resp, err := c.do(ctx, http.MethodPost, OpPath(op), nil, body)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	id := resp.Header.Get(headerRequestID)
+	if id == "" {
+		return "", fmt.Errorf("API server at %s accepted %s but sent no request id", c.Endpoint, op)
+	}
+	return id, nil
+}
+
+// Request is a request record (see `sky api status -o json`).
+type Request struct {
+	RequestID        string   `json:"request_id"`
+	Name             string   `json:"name"`
+	Entrypoint       string   `json:"entrypoint"`
+	RequestBody      string   `json:"request_body"`
+	Status           string   `json:"status"`
+	CreatedAt        float64  `json:"created_at"`
+	FinishedAt       *float64 `json:"finished_at"`
+	UserID           string   `json:"user_id"`
+	UserName         string   `json:"user_name"`
+	ReturnValue      string   `json:"return_value"`
+	Error            string   `json:"error"`
+	PID              *int     `json:"pid"`
+	ScheduleType     string   `json:"schedule_type"`
+	ClusterName      string   `json:"cluster_name"`
+	StatusMsg        string   `json:"status_msg"`
+	ShouldRetry      bool     `json:"should_retry"`
+	FileMountsBlobID string   `json:"file_mounts_blob_id"`
+}
+
+// Get blocks until the request is final and returns its record. A FAILED
+// or CANCELLED request is returned together with a *RequestError.
+func (c *Client) Get(ctx context.Context, id string) (*Request, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/api/get", url.Values{"request_id": {id}}, nil)
+	var rec Request
+	if err != nil {
+		// FAILED comes back as 500 with the record as detail.
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusInternalServerError && json.Unmarshal([]byte(ae.Detail), &rec) == nil && rec.RequestID != "" {
+			return &rec, requestError(&rec)
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil {
+		return nil, fmt.Errorf("decode request %s: %w", id, err)
+	}
+	return &rec, requestError(&rec)
+}
+
+func requestError(r *Request) error {
+	if r.Status != "FAILED" && r.Status != "CANCELLED" {
+		return nil
+	}
+	e := &RequestError{RequestID: r.RequestID, Status: r.Status, Type: "RequestCancelled", Message: "cancelled"}
+	if r.Error != "" {
+		var v struct{ Type, Message string }
+		if json.Unmarshal([]byte(r.Error), &v) == nil {
+			e.Type, e.Message = v.Type, v.Message
+		}
+	}
+	return e
+}
+
+// Wait blocks until the request is final and decodes its return value into
+// result (if not nil).
+func (c *Client) Wait(ctx context.Context, id string, result any) error {
+	rec, err := c.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if result != nil && rec.ReturnValue != "" {
+		if err := json.Unmarshal([]byte(rec.ReturnValue), result); err != nil {
+			return fmt.Errorf("decode result of request %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Call submits an operation and waits for its result.
+func (c *Client) Call(ctx context.Context, op string, body, result any) error {
+	id, err := c.Submit(ctx, op, body)
+	if err != nil {
+		return err
+	}
+	return c.Wait(ctx, id, result)
+}
+
+// StreamOptions control Stream. Tail < 0 (or 0 when unset via the zero
+// value, see TailAll) shows the whole log.
+type StreamOptions struct {
+	Follow bool
+	Tail   int // lines from the end; 0 with AllLines unset means all
+	// ServerLogs streams the server log instead of a request log.
+	ServerLogs bool
+}
+
+// Stream copies a request's log to w; with Follow it returns when the
+// request is final. An empty id means the caller's latest request. It
+// returns the id of the request streamed.
+func (c *Client) Stream(ctx context.Context, id string, w io.Writer, opts StreamOptions) (string, error) {
+	q := url.Values{"follow": {strconv.FormatBool(opts.Follow)}}
+	if id != "" {
+		q.Set("request_id", id)
+	}
+	if opts.Tail > 0 {
+		q.Set("tail", strconv.Itoa(opts.Tail))
+	}
+	if opts.ServerLogs {
+		q.Set("server_logs", "true")
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/api/stream", q, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	got := resp.Header.Get("X-SkyPilot-Stream-Request-ID")
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		if ctx.Err() != nil {
+			return got, ctx.Err()
+		}
+		return got, fmt.Errorf("streaming log of %s: %w", id, err)
+	}
+	return got, nil
+}
+
+// StatusOptions filter Status.
+type StatusOptions struct {
+	IDs         []string // ids or prefixes; any status
+	AllStatus   bool     // include finished requests
+	Limit       int
+	ClusterName string
+	AllUsers    bool // admins: everyone's requests
+}
+
+// Status lists requests, newest first.
+func (c *Client) Status(ctx context.Context, o StatusOptions) ([]Request, error) {
+	q := url.Values{}
+	for _, id := range o.IDs {
+		q.Add("request_ids", id)
+	}
+	if o.AllStatus {
+		q.Set("all_status", "true")
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.ClusterName != "" {
+		q.Set("cluster_name", o.ClusterName)
+	}
+	if o.AllUsers {
+		q.Set("all_users", "true")
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/api/status", q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out []Request
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("decode request list: %w", err)
+	}
+	return out, nil
+}
+
+// Cancel cancels the given requests, or with no ids all of the caller's
+// (allUsers: everyone's, for admins). It returns the ids cancelled.
+func (c *Client) Cancel(ctx context.Context, ids []string, allUsers bool) ([]string, error) {
+	body := map[string]any{"request_ids": ids, "all_users": allUsers}
+	if len(ids) == 0 {
+		body["request_ids"] = nil
+	}
+	var out []string
+	err := c.Do(ctx, http.MethodPost, "/api/cancel", body, &out)
+	return out, err
+}
+
+// Health is GET /api/health.
+type Health struct {
+	Status                 string `json:"status"`
+	APIVersion             string `json:"api_version"`
+	Version                string `json:"version"`
+	VersionOnDisk          string `json:"version_on_disk"`
+	Commit                 string `json:"commit"`
+	BasicAuthEnabled       bool   `json:"basic_auth_enabled"`
+	ServiceAccountsEnabled bool   `json:"service_account_token_enabled"`
+	User                   *struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Role string `json:"role"`
+	} `json:"user"`
+}
+
+// Health asks the server how it is (it never auto-starts one).
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, "/api/health", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if c.Local && isConnRefused(err) {
+			return nil, fmt.Errorf("%w at %s", ErrServerNotRunning, c.Endpoint)
+		}
+		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, decodeAPIError(resp)
+	}
+	var h Health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return nil, fmt.Errorf("decode health of %s: %w", c.Endpoint, err)
+	}
+	return &h, nil
 }

@@ -1,0 +1,262 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skygo/skygo/internal/infra/local"
+)
+
+// Autostop wait_for modes (runtime.md §Autostop).
+const (
+	WaitJobsAndSSH = "jobs_and_ssh"
+	WaitJobs       = "jobs"
+	WaitNone       = "none"
+)
+
+// AutostopConfig is the cluster's autostop setting as set-autostop takes
+// it. IdleMinutes < 0 disables autostop.
+type AutostopConfig struct {
+	IdleMinutes int    `json:"idle_minutes"`
+	Down        bool   `json:"down"`
+	WaitFor     string `json:"wait_for,omitempty"`
+	// Hook is a shell command run before stopping (event stop or down),
+	// killed after HookTimeout seconds (default 3600); its output is in
+	// ~/.sky/hooks/<event>.log.
+	Hook        string `json:"hook,omitempty"`
+	HookTimeout int    `json:"hook_timeout,omitempty"`
+	// IdleSeconds, when set, overrides IdleMinutes (tests, fine control).
+	IdleSeconds int `json:"idle_seconds,omitempty"`
+}
+
+// AutostopStatus is what status reports about autostop.
+type AutostopStatus struct {
+	AutostopConfig
+	SetAt float64 `json:"set_at"`
+	// Autostopping is true once the idle time passed and the stop action
+	// was started.
+	Autostopping bool     `json:"autostopping"`
+	FiredAt      *float64 `json:"fired_at,omitempty"`
+	HookLog      string   `json:"hook_log,omitempty"`
+	ActionLog    string   `json:"action_log,omitempty"`
+}
+
+type autostopState struct {
+	cfg   AutostopConfig
+	setAt time.Time
+	fired time.Time
+}
+
+func (a AutostopConfig) idle() time.Duration {
+	if a.IdleSeconds > 0 {
+		return time.Duration(a.IdleSeconds) * time.Second
+	}
+	return time.Duration(a.IdleMinutes) * time.Minute
+}
+
+func (a AutostopConfig) enabled() bool { return a.IdleMinutes >= 0 || a.IdleSeconds > 0 }
+
+const metaAutostop = "autostop"
+
+type storedAutostop struct {
+	Cfg   AutostopConfig `json:"cfg"`
+	SetAt float64        `json:"set_at"`
+}
+
+func (d *daemon) loadAutostop(ctx context.Context) error {
+	var s storedAutostop
+	ok, err := d.st.getMeta(ctx, metaAutostop, &s)
+	if err != nil {
+		return fmt.Errorf("reading autostop setting: %w", err)
+	}
+	d.autostop.cfg = AutostopConfig{IdleMinutes: -1}
+	if ok {
+		d.autostop.cfg = s.Cfg
+		// A restart resets the idle timer (runtime.md), so count from now.
+		d.autostop.setAt = time.Now()
+	}
+	return nil
+}
+
+func (d *daemon) setAutostop(ctx context.Context, a AutostopConfig) (any, error) {
+	switch a.WaitFor {
+	case "":
+		a.WaitFor = WaitJobsAndSSH
+	case WaitJobsAndSSH, WaitJobs, WaitNone:
+	default:
+		return nil, &codedError{"bad_request", fmt.Sprintf("wait_for %q: use jobs_and_ssh, jobs or none", a.WaitFor)}
+	}
+	if a.HookTimeout < 0 {
+		return nil, &codedError{"bad_request", "hook_timeout must be positive"}
+	}
+	now := time.Now()
+	if err := d.st.setMeta(ctx, metaAutostop, storedAutostop{Cfg: a, SetAt: unixSeconds(now)}); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.autostop = autostopState{cfg: a, setAt: now}
+	st := d.autostopStatusLocked()
+	d.mu.Unlock()
+	return st, nil
+}
+
+func (d *daemon) autostopStatusLocked() AutostopStatus {
+	a := d.autostop
+	s := AutostopStatus{AutostopConfig: a.cfg, SetAt: unixSeconds(a.setAt)}
+	if !a.fired.IsZero() {
+		f := unixSeconds(a.fired)
+		s.FiredAt, s.Autostopping = &f, true
+		s.HookLog = d.p.hookLog(d.autostopEvent())
+		s.ActionLog = d.p.autostopLog()
+	}
+	return s
+}
+
+func (d *daemon) autostopEvent() string {
+	if d.autostop.cfg.Down {
+		return "down"
+	}
+	return "stop"
+}
+
+// autostopLoop checks idleness every second (SkyPilot's skylet checks every
+// 60 s; checking often costs nothing here and makes the deadline precise).
+func (d *daemon) autostopLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if d.autostopDue(time.Now()) {
+			d.fireAutostop()
+		}
+	}
+}
+
+// autostopDue decides whether autostop should fire now. After firing it
+// waits five minutes before trying again, in case the action failed.
+func (d *daemon) autostopDue(now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := d.autostop
+	if !a.cfg.enabled() || a.setAt.IsZero() {
+		return false
+	}
+	if !a.fired.IsZero() && now.Sub(a.fired) < 5*time.Minute {
+		return false
+	}
+	since := a.setAt
+	if a.cfg.WaitFor != WaitNone {
+		// Local nodes have no SSH sessions, so jobs_and_ssh waits on jobs.
+		if len(d.running) > 0 || len(d.queue) > 0 {
+			return false
+		}
+		if d.lastActivity.After(since) {
+			since = d.lastActivity
+		}
+	}
+	return now.Sub(since) >= a.cfg.idle()
+}
+
+// fireAutostop runs the hook, then the configured action detached from
+// the node: `sky stop` kills every process of a local node, including this
+// daemon, so the action must not be one of them.
+func (d *daemon) fireAutostop() {
+	d.mu.Lock()
+	d.autostop.fired = time.Now()
+	cfg := d.autostop.cfg
+	event := d.autostopEvent()
+	d.mu.Unlock()
+	d.log.Info("autostop firing", "event", event, "idle", cfg.idle().String())
+
+	if cfg.Hook != "" {
+		timeout := time.Duration(cfg.HookTimeout) * time.Second
+		if timeout <= 0 {
+			timeout = time.Hour
+		}
+		if err := runHook(d.p, event, cfg.Hook, timeout); err != nil {
+			d.log.Error("autostop hook", "err", err)
+		}
+	}
+	action := ""
+	if c, err := loadConfig(d.p); err == nil {
+		action = c.OnAutostop
+	}
+	if action == "" {
+		d.log.Warn("autostop fired but no on_autostop action is configured")
+		return
+	}
+	if err := startDetached(d.p, action, event); err != nil {
+		d.log.Error("autostop action", "err", err)
+	}
+}
+
+func runHook(p paths, event, hook string, timeout time.Duration) error {
+	path := p.hookLog(event)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", hook)
+	cmd.Dir = p.home
+	cmd.Env = append(os.Environ(), "SKYPILOT_HOOK_EVENT="+event)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		fmt.Fprintf(f, "\nhook killed after %s timeout\n", timeout)
+		return fmt.Errorf("hook %s timed out after %s", event, timeout)
+	}
+	if err != nil {
+		fmt.Fprintf(f, "\nhook failed: %v\n", err)
+	}
+	return err
+}
+
+func startDetached(p paths, action, event string) error {
+	f, err := os.OpenFile(p.autostopLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s autostop (%s): %s\n", time.Now().Format(time.RFC3339), event, action)
+	cmd := exec.Command("bash", "-c", action)
+	cmd.Dir = p.home
+	env := []string{"SKYGO_AUTOSTOP_ACTION=" + event}
+	if event == "down" {
+		env = append(env, "SKYGO_AUTOSTOP_DOWN=1")
+	} else {
+		env = append(env, "SKYGO_AUTOSTOP_DOWN=0")
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != local.EnvNode && k != envRankTag {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}

@@ -1,0 +1,477 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/testutil"
+)
+
+// cluster is a real local cluster with agents started through the sky
+// binary, as the backend will do it.
+type cluster struct {
+	t       testing.TB
+	sky     string
+	prov    *local.Provisioner
+	info    *provision.ClusterInfo
+	runners []provision.CommandRunner
+	cfgs    []agent.Config
+}
+
+func newCluster(t testing.TB, nodes int, cpus float64) *cluster {
+	t.Helper()
+	sky := testutil.SkyBinary(t)
+	home := testutil.TempHome(t)
+	prov, err := local.New(filepath.Join(home, ".sky", "local"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	info, err := prov.Provision(ctx, provision.ClusterSpec{Name: "c1", NumNodes: nodes, Resources: provision.Resources{CPUs: cpus}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Terminate kills every process carrying the nodes' markers: agents,
+	// ranks, anything they left behind.
+	t.Cleanup(func() {
+		if err := prov.Terminate(context.Background(), "c1"); err != nil {
+			t.Errorf("terminate: %v", err)
+		}
+	})
+	runners, _ := prov.Runners(info)
+	c := &cluster{t: t, sky: sky, prov: prov, info: info, runners: runners}
+	for i := range info.Nodes {
+		cfg := agent.ConfigFromCluster(info, i, "local")
+		for j := range cfg.Nodes {
+			cfg.Nodes[j].Sky = sky
+		}
+		c.cfgs = append(c.cfgs, cfg)
+	}
+	c.startAgents()
+	return c
+}
+
+func (c *cluster) startAgents() {
+	c.t.Helper()
+	for i, cfg := range c.cfgs {
+		b, _ := json.Marshal(cfg)
+		out, code := c.agent(i, string(b), "start", "--json")
+		if code != 0 {
+			c.t.Fatalf("agent start on node %d: %d %s", i, code, out)
+		}
+	}
+}
+
+// agent runs `sky agent args...` on node i and returns stdout and the code.
+func (c *cluster) agent(i int, stdin string, args ...string) (string, int) {
+	c.t.Helper()
+	cmd := provision.Join(append([]string{c.sky, "agent"}, args...)...)
+	opts := provision.RunOptions{}
+	if stdin != "" {
+		opts.Stdin = strings.NewReader(stdin)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := c.runners[i].Run(ctx, cmd, opts)
+	if err != nil {
+		c.t.Fatalf("sky agent %v: %v", args, err)
+	}
+	if len(res.Stderr) > 0 && res.ExitCode != 0 {
+		c.t.Logf("sky agent %v stderr: %s", args, res.Stderr)
+	}
+	return string(res.Stdout), res.ExitCode
+}
+
+func (c *cluster) submit(spec agent.JobSpec) int {
+	c.t.Helper()
+	b, _ := json.Marshal(spec)
+	out, code := c.agent(0, string(b), "submit", "--json")
+	var res struct {
+		JobID int    `json:"job_id"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.JobID == 0 {
+		c.t.Fatalf("submit: code %d out %q", code, out)
+	}
+	return res.JobID
+}
+
+func (c *cluster) status(ids ...int) agent.StatusReport {
+	c.t.Helper()
+	args := []string{"status", "--json"}
+	for _, id := range ids {
+		args = append(args, strconv.Itoa(id))
+	}
+	out, code := c.agent(0, "", args...)
+	var rep agent.StatusReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		c.t.Fatalf("status: %d %q", code, out)
+	}
+	return rep
+}
+
+func (c *cluster) job(id int) agent.Job {
+	c.t.Helper()
+	rep := c.status(id)
+	if len(rep.Jobs) != 1 {
+		c.t.Fatalf("job %d not in status: %+v", id, rep)
+	}
+	return rep.Jobs[0]
+}
+
+// waitFor polls job id until cond holds.
+func (c *cluster) waitFor(id int, what string, cond func(agent.Job) bool) agent.Job {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		j := c.job(id)
+		if cond(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("job %d never became %s; last: %+v", id, what, j)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *cluster) waitTerminal(id int) agent.Job {
+	return c.waitFor(id, "terminal", func(j agent.Job) bool { return j.Status.Terminal() })
+}
+
+func (c *cluster) home(i int) string { return c.info.Nodes[i].Home }
+
+// rankProcs lists live processes of one rank (by its environment tag).
+func (c *cluster) rankProcs(job, rank, node int) []int {
+	return local.ProcsWithEnv(fmt.Sprintf("SKYGO_RANK_TAG=%s:%d:%d", c.home(node), job, rank))
+}
+
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return !(i > 0 && s[i+2] == 'Z')
+}
+
+func TestTwoNodeJobGetsRankEnvAndLogs(t *testing.T) {
+	c := newCluster(t, 2, 2)
+	if err := os.MkdirAll(filepath.Join(c.home(1), "sky_workdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := c.submit(agent.JobSpec{
+		Name:     "envjob",
+		NumNodes: 2,
+		Setup:    `echo "setup rank=$SKYPILOT_SETUP_NODE_RANK cuda=${CUDA_VISIBLE_DEVICES-unset}"`,
+		Run: `echo "rank=$SKYPILOT_NODE_RANK n=$SKYPILOT_NUM_NODES home=$HOME cwd=$PWD user=$SKYPILOT_USER greet=$GREETING secret=$TOKEN"
+echo "ips=$(echo "$SKYPILOT_NODE_IPS" | paste -sd,)"
+echo "task=$SKYPILOT_TASK_ID"
+echo "info=$SKYPILOT_CLUSTER_INFO"`,
+		Envs:    map[string]string{"GREETING": "hi there"},
+		Secrets: map[string]string{"TOKEN": "s3cret"},
+		User:    "alice",
+	})
+	j := c.waitTerminal(id)
+	if j.Status != agent.StatusSucceeded {
+		run, _ := os.ReadFile(filepath.Join(j.LogPath, "run.log"))
+		t.Fatalf("job = %+v\nrun.log:\n%s", j, run)
+	}
+	if j.Resources != "2x[CPU:0.5]" || len(j.ReturnCodes) != 2 || j.StartAt == nil || j.EndAt == nil {
+		t.Errorf("job record = %+v", j)
+	}
+	ip0, ip1 := c.info.Nodes[0].InternalIP, c.info.Nodes[1].InternalIP
+	if ip0 == ip1 || !strings.HasPrefix(ip0, "127.0.0.") {
+		t.Fatalf("node IPs %s %s", ip0, ip1)
+	}
+	for rank, name := range []string{"0-head.log", "1-worker1.log"} {
+		b, err := os.ReadFile(filepath.Join(j.LogPath, "tasks", name))
+		if err != nil {
+			t.Fatalf("per-rank log: %v", err)
+		}
+		got := string(b)
+		cwd := c.home(rank)
+		if rank == 1 {
+			cwd = filepath.Join(c.home(1), "sky_workdir")
+		}
+		for _, want := range []string{
+			fmt.Sprintf("rank=%d n=2 home=%s cwd=%s user=alice greet=hi there secret=s3cret", rank, c.home(rank), cwd),
+			"ips=" + ip0 + "," + ip1,
+			fmt.Sprintf("task=%s_c1_%d", filepath.Base(j.LogPath), id),
+			`info={"cloud":"Local","cluster_name":"c1","region":"local","zone":null}`,
+		} {
+			if !strings.Contains(got, want+"\n") {
+				t.Errorf("%s lacks %q:\n%s", name, want, got)
+			}
+		}
+		setup, err := os.ReadFile(filepath.Join(j.LogPath, fmt.Sprintf("setup-%d.log", rank)))
+		if err != nil || string(setup) != fmt.Sprintf("setup rank=%d cuda=unset\n", rank) {
+			t.Errorf("setup-%d.log = %q, %v", rank, setup, err)
+		}
+	}
+	run, _ := os.ReadFile(filepath.Join(j.LogPath, "run.log"))
+	for _, want := range []string{"(head, rank=0, pid=", "(worker1, rank=1, pid=", "Job 1 finished (status: SUCCEEDED)."} {
+		if !strings.Contains(string(run), want) {
+			t.Errorf("run.log lacks %q:\n%s", want, run)
+		}
+	}
+	// Secrets never leave through the agent's outputs.
+	out, _ := c.agent(0, "", "queue", "--json")
+	if strings.Contains(out, "s3cret") || !strings.Contains(out, `"job_name":"envjob"`) {
+		t.Errorf("queue output: %s", out)
+	}
+	// logs: rank selection, tail and exit code of a finished job.
+	logs, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id), "--rank", "1", "--tail", "1")
+	if code != 0 || !strings.HasPrefix(logs, "info=") || strings.Count(logs, "\n") != 1 {
+		t.Errorf("logs --rank 1 --tail 1 = %d %q", code, logs)
+	}
+	if _, code := c.agent(0, "", "logs", "--job", "99"); code != agent.ExitNotFound {
+		t.Errorf("logs of a missing job exit %d, want %d", code, agent.ExitNotFound)
+	}
+}
+
+func TestRankFailureKillsOtherRanks(t *testing.T) {
+	c := newCluster(t, 2, 2)
+	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `if [ "$SKYPILOT_NODE_RANK" = 1 ]; then sleep 0.3; exit 3; fi; sleep 300`})
+	j := c.waitTerminal(id)
+	if j.Status != agent.StatusFailed || fmt.Sprint(j.ReturnCodes) != "[137 3]" {
+		t.Fatalf("job = %+v, want FAILED with codes [137 3]", j)
+	}
+	if !strings.Contains(j.FailureReason, "return code list: [137, 3]") || !strings.Contains(j.FailureReason, "A Worker failed with return code 3") {
+		t.Errorf("failure reason %q", j.FailureReason)
+	}
+	for rank := 0; rank < 2; rank++ {
+		if procs := c.rankProcs(id, rank, rank); len(procs) > 0 {
+			t.Errorf("rank %d still has processes %v", rank, procs)
+		}
+	}
+	if _, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id)); code != 100 {
+		t.Errorf("logs exit code %d, want 100", code)
+	}
+	// A segfault-like code gets its note.
+	id = c.submit(agent.JobSpec{Run: `kill -SEGV $$`})
+	if j := c.waitTerminal(id); !strings.Contains(j.FailureReason, "Segmentation Fault") {
+		t.Errorf("SEGV job = %+v", j)
+	}
+}
+
+func TestFIFOWithCPULimit(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	one := 1.0
+	trace := filepath.Join(c.home(0), "trace")
+	var ids []int
+	for i := 0; i < 50; i++ {
+		ids = append(ids, c.submit(agent.JobSpec{CPUs: &one, Run: fmt.Sprintf(`echo S %d >> %s; sleep 0.02; echo E %d >> %s`, i, trace, i, trace)}))
+	}
+	var starts []float64
+	for _, id := range ids {
+		j := c.waitTerminal(id)
+		if j.Status != agent.StatusSucceeded {
+			t.Fatalf("job %+v", j)
+		}
+		starts = append(starts, *j.StartAt)
+	}
+	if !sort.Float64sAreSorted(starts) {
+		t.Errorf("jobs did not start in submission order: %v", starts)
+	}
+	b, _ := os.ReadFile(trace)
+	running, peak := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.HasPrefix(line, "S ") {
+			running++
+		} else {
+			running--
+		}
+		peak = max(peak, running)
+	}
+	if peak > 2 || peak < 1 {
+		t.Errorf("peak concurrency %d, want at most 2 (2 CPUs, 1 CPU per job)", peak)
+	}
+	t.Logf("peak concurrency %d", peak)
+}
+
+func TestCancelRunningTwoNodeJob(t *testing.T) {
+	c := newCluster(t, 2, 2)
+	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `sleep 300 & sleep 300 & wait`})
+	pending := c.submit(agent.JobSpec{NumNodes: 2, CPUs: ptr(2), Run: `true`})
+	j := c.waitFor(id, "running with pids", func(j agent.Job) bool {
+		return j.Status == agent.StatusRunning && len(j.Pids) == 2 && j.Pids[0] > 0 && j.Pids[1] > 0
+	})
+	out, code := c.agent(0, "", "cancel", "--json", strconv.Itoa(id), strconv.Itoa(pending))
+	if code != 0 || !strings.Contains(out, fmt.Sprintf(`"cancelled":[%d,%d]`, id, pending)) {
+		t.Fatalf("cancel: %d %s", code, out)
+	}
+	for _, pid := range j.Pids {
+		if alive(pid) {
+			t.Errorf("rank process %d survived cancel", pid)
+		}
+	}
+	for rank := 0; rank < 2; rank++ {
+		if procs := c.rankProcs(id, rank, rank); len(procs) > 0 {
+			t.Errorf("rank %d still has processes %v", rank, procs)
+		}
+	}
+	if j := c.job(id); j.Status != agent.StatusCancelled {
+		t.Errorf("cancelled job = %+v", j)
+	}
+	if j := c.job(pending); j.Status != agent.StatusCancelled {
+		t.Errorf("cancelled pending job = %+v", j)
+	}
+	if _, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id)); code != 103 {
+		t.Errorf("logs exit %d, want 103", code)
+	}
+}
+
+func TestLogsFollowUntilJobEnds(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	id := c.submit(agent.JobSpec{Name: "slow", Run: "echo first; sleep 0.5; echo second"})
+	out, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id), "--follow")
+	if code != 0 {
+		t.Fatalf("logs --follow exit %d", code)
+	}
+	first, second := strings.Index(out, "(slow, pid="), strings.Index(out, ") second\n")
+	if first < 0 || second < first || !strings.Contains(out, "Job 1 finished (status: SUCCEEDED).") {
+		t.Fatalf("followed log:\n%s", out)
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
+	c := newCluster(t, 2, 2)
+	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `sleep 300`})
+	j := c.waitFor(id, "running", func(j agent.Job) bool { return j.Status == agent.StatusRunning && len(j.Pids) == 2 })
+	rep := c.status()
+	if !rep.Daemon.Alive || rep.Daemon.Pid == 0 {
+		t.Fatalf("daemon health %+v", rep.Daemon)
+	}
+	if err := syscall.Kill(rep.Daemon.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(rep.Daemon.Pid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rep := c.status(); rep.Daemon.Alive {
+		t.Fatalf("daemon reported alive after kill: %+v", rep.Daemon)
+	}
+	c.startAgents()
+	j = c.waitTerminal(id)
+	if j.Status != agent.StatusFailedDriver {
+		t.Fatalf("job after daemon death = %+v, want FAILED_DRIVER", j)
+	}
+	for _, pid := range j.Pids {
+		if alive(pid) {
+			t.Errorf("rank process %d survived the daemon's restart", pid)
+		}
+	}
+	// The restarted daemon works.
+	if j := c.waitTerminal(c.submit(agent.JobSpec{NumNodes: 2, Run: "true"})); j.Status != agent.StatusSucceeded {
+		t.Errorf("job after restart = %+v", j)
+	}
+}
+
+func TestStartIsIdempotent(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	first := c.status().Daemon.Pid
+	out, code := c.agent(0, "", "start", "--json")
+	if code != 0 || !strings.Contains(out, `"started":false`) || !strings.Contains(out, fmt.Sprintf(`"pid":%d`, first)) {
+		t.Fatalf("second start: %d %s", code, out)
+	}
+}
+
+func TestStopStartKeepsWorkdirTerminateRemovesAll(t *testing.T) {
+	c := newCluster(t, 2, 2)
+	ctx := context.Background()
+	if err := c.runners[1].Rsync(ctx, writeTree(t, map[string]string{"data.txt": "kept\n"}), "~/sky_workdir", provision.RsyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `sleep 300`})
+	c.waitFor(id, "running", func(j agent.Job) bool { return j.Status == agent.StatusRunning })
+	if err := c.prov.Stop(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.info.Nodes {
+		if procs := local.ProcsWithEnv(local.EnvNode + "=" + c.home(i)); len(procs) > 0 {
+			t.Fatalf("node %d has processes after stop: %v", i, procs)
+		}
+	}
+	if _, err := c.prov.Start(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	c.startAgents()
+	if j := c.waitTerminal(id); j.Status != agent.StatusFailedDriver {
+		t.Errorf("job running at stop = %+v, want FAILED_DRIVER", j)
+	}
+	id = c.submit(agent.JobSpec{NumNodes: 2, Run: `[ "$SKYPILOT_NODE_RANK" = 0 ] || cat data.txt`})
+	j := c.waitTerminal(id)
+	b, _ := os.ReadFile(filepath.Join(j.LogPath, "tasks", "1-worker1.log"))
+	if j.Status != agent.StatusSucceeded || string(b) != "kept\n" {
+		t.Fatalf("after stop/start: %+v, worker log %q", j, b)
+	}
+	if err := c.prov.Terminate(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.prov.ClusterDir("c1")); !os.IsNotExist(err) {
+		t.Errorf("cluster dir after terminate: %v", err)
+	}
+	for i := range c.info.Nodes {
+		if procs := local.ProcsWithEnv(local.EnvNode + "=" + c.home(i)); len(procs) > 0 {
+			t.Errorf("node %d has processes after terminate: %v", i, procs)
+		}
+	}
+}
+
+func writeTree(t *testing.T, files map[string]string) string {
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestAutostopRunsHookAndAction(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	c.cfgs[0].OnAutostop = `echo "$SKYGO_AUTOSTOP_ACTION" > ~/autostop-fired`
+	c.startAgents() // records the new action; the daemon keeps running
+	out, code := c.agent(0, "", "set-autostop", "--json", "--idle-seconds", "1", "--wait-for", "jobs", "--down",
+		"--hook", `echo "hook $SKYPILOT_HOOK_EVENT"`)
+	if code != 0 || !strings.Contains(out, `"down":true`) {
+		t.Fatalf("set-autostop: %d %s", code, out)
+	}
+	fired := filepath.Join(c.home(0), "autostop-fired")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(fired); err == nil && string(b) == "down\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("autostop action never ran")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rep := c.status()
+	if rep.Autostop == nil || !rep.Autostop.Autostopping || rep.Autostop.HookLog == "" {
+		t.Fatalf("autostop status %+v", rep.Autostop)
+	}
+	if b, err := os.ReadFile(rep.Autostop.HookLog); err != nil || string(b) != "hook down\n" {
+		t.Errorf("hook log %q %v", b, err)
+	}
+}

@@ -1,0 +1,569 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Main runs `sky agent <verb> [flags]` and returns the exit code. It uses
+// the standard flag package rather than cobra so that the hot verbs
+// (submit, exec-rank) start with no work beyond parsing.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	verb, rest := args[0], args[1:]
+	switch verb {
+	case "exec-rank":
+		return execRank(stdin, stdout)
+	case "daemon":
+		if err := runDaemon(); err != nil {
+			fmt.Fprintf(stderr, "agent daemon: %v\n", err)
+			return 1
+		}
+		return 0
+	case "logs":
+		return logsVerb(ctx, rest, stdout, stderr)
+	}
+	fs := flag.NewFlagSet("sky agent "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Bool("json", true, "print JSON (always on; accepted for symmetry)")
+	var run func() (any, error)
+	switch verb {
+	case "ping":
+		run = func() (any, error) { return map[string]any{"ok": true}, nil }
+	case "start":
+		onAutostop := fs.String("on-autostop", "", "command the head runs when autostop fires")
+		run = func() (any, error) { return startVerb(stdin, fs, *onAutostop) }
+	case "stop-daemon":
+		run = func() (any, error) { return stopDaemonVerb() }
+	case "submit":
+		run = func() (any, error) {
+			var spec JobSpec
+			if err := decodeJSON(stdin, &spec); err != nil {
+				return nil, &codedError{"bad_request", "reading job spec on stdin: " + err.Error()}
+			}
+			return call("submit", spec)
+		}
+	case "queue":
+		skip := fs.Bool("skip-finished", false, "only unfinished jobs")
+		userHash := fs.String("user-hash", "", "only this user's jobs")
+		run = func() (any, error) { return queueVerb(ctx, *skip, *userHash) }
+	case "status":
+		run = func() (any, error) { return statusVerb(ctx, fs.Args()) }
+	case "cancel":
+		all := fs.Bool("all", false, "cancel every unfinished job")
+		userHash := fs.String("user-hash", "", "only this user's jobs")
+		run = func() (any, error) {
+			ids, err := parseIDs(fs.Args())
+			if err != nil {
+				return nil, err
+			}
+			return call("cancel", cancelRequest{JobIDs: ids, All: *all, UserHash: *userHash})
+		}
+	case "set-autostop":
+		var a AutostopConfig
+		fs.IntVar(&a.IdleMinutes, "idle-minutes", 5, "idle minutes before autostop; -1 cancels")
+		fs.IntVar(&a.IdleSeconds, "idle-seconds", 0, "idle seconds (overrides --idle-minutes)")
+		fs.BoolVar(&a.Down, "down", false, "tear down instead of stopping")
+		fs.StringVar(&a.WaitFor, "wait-for", WaitJobsAndSSH, "jobs_and_ssh | jobs | none")
+		fs.StringVar(&a.Hook, "hook", "", "command to run before stopping")
+		fs.IntVar(&a.HookTimeout, "hook-timeout", 3600, "seconds the hook may run")
+		cancel := fs.Bool("cancel", false, "disable autostop")
+		run = func() (any, error) {
+			if *cancel {
+				a.IdleMinutes, a.IdleSeconds = -1, 0
+			}
+			return call("set-autostop", a)
+		}
+	case "kill-rank":
+		job := fs.Int("job", 0, "job id")
+		rank := fs.Int("rank", -1, "rank; -1 for every rank of the job on this node")
+		run = func() (any, error) { return killRankVerb(*job, *rank) }
+	default:
+		writeJSON(stdout, response{Error: fmt.Sprintf("unknown agent verb %q; run `sky agent help`", verb), Code: "bad_request"})
+		return 2
+	}
+	if err := fs.Parse(rest); err != nil {
+		writeJSON(stdout, response{Error: err.Error(), Code: "bad_request"})
+		return 2
+	}
+	out, err := run()
+	if err != nil {
+		code := "internal"
+		var ce *codedError
+		if errors.As(err, &ce) {
+			code = ce.code
+		}
+		writeJSON(stdout, response{Error: err.Error(), Code: code})
+		return 1
+	}
+	writeJSON(stdout, out)
+	return 0
+}
+
+const usage = `usage: sky agent <verb> [flags]   (internal; run on cluster nodes)
+verbs: start, stop-daemon, submit, queue, status, cancel, logs, set-autostop,
+       exec-rank, kill-rank, ping`
+
+func writeJSON(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(response{Error: err.Error(), Code: "internal"})
+	}
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func decodeJSON(r io.Reader, v any) error {
+	if r == nil {
+		return errors.New("no input")
+	}
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func parseIDs(args []string) ([]int, error) {
+	var ids []int
+	for _, a := range args {
+		for _, part := range strings.Split(a, ",") {
+			id, err := strconv.Atoi(strings.TrimSpace(part))
+			if err != nil || id <= 0 {
+				return nil, &codedError{"bad_request", fmt.Sprintf("job id %q is not a positive integer", part)}
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// call sends one request to this node's daemon and decodes its result.
+func call(verb string, body any) (json.RawMessage, error) {
+	home, err := homeDir()
+	if err != nil {
+		return nil, err
+	}
+	return callAt(paths{home}, verb, body, 30*time.Minute)
+}
+
+func callAt(p paths, verb string, body any, timeout time.Duration) (json.RawMessage, error) {
+	conn, err := net.DialTimeout("unix", p.socket(), 2*time.Second)
+	if err != nil {
+		return nil, &codedError{"agent_not_running", fmt.Sprintf("the agent daemon on this node is not running (%v); run `sky agent start`", err)}
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	raw, _ := json.Marshal(body)
+	if err := json.NewEncoder(conn).Encode(request{Verb: verb, Body: raw}); err != nil {
+		return nil, &codedError{"agent_not_running", "talking to the agent daemon: " + err.Error()}
+	}
+	var resp response
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
+		return nil, &codedError{"agent_not_running", "reading the agent daemon's answer: " + err.Error()}
+	}
+	if resp.Error != "" {
+		return nil, &codedError{resp.Code, resp.Error}
+	}
+	return resp.Result, nil
+}
+
+// SubmitAt submits a job to the daemon of the node whose HOME is home,
+// from the same machine (what `sky agent submit` does after reading stdin).
+func SubmitAt(home string, spec JobSpec) (int, error) {
+	res, err := callAt(paths{home}, "submit", spec, time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		JobID int `json:"job_id"`
+	}
+	err = json.Unmarshal(res, &out)
+	return out.JobID, err
+}
+
+// ---- start / stop ----
+
+type startResult struct {
+	Started bool   `json:"started"`
+	Role    string `json:"role"`
+	Pid     int    `json:"pid,omitempty"`
+}
+
+// startVerb records the config (from stdin, when given) and makes sure
+// the head's daemon runs. It is idempotent: a live daemon is left alone.
+func startVerb(stdin io.Reader, fs *flag.FlagSet, onAutostop string) (any, error) {
+	home, err := homeDir()
+	if err != nil {
+		return nil, err
+	}
+	p := paths{home}
+	if err := os.MkdirAll(p.dir(), 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(p.startLock(), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, err
+	}
+	var cfg *Config
+	if in, err := readStdinIfAny(stdin); err != nil {
+		return nil, err
+	} else if len(strings.TrimSpace(string(in))) > 0 {
+		cfg = &Config{}
+		dec := json.NewDecoder(strings.NewReader(string(in)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(cfg); err != nil {
+			return nil, &codedError{"bad_request", "reading agent config on stdin: " + err.Error()}
+		}
+	} else if cfg, err = loadConfig(p); err != nil {
+		return nil, &codedError{"bad_request", err.Error()}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "on-autostop" {
+			cfg.OnAutostop = onAutostop
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		return nil, &codedError{"bad_request", err.Error()}
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := writeFileAtomic(p.config(), b, 0o600); err != nil {
+		return nil, err
+	}
+	if cfg.NodeIndex != 0 {
+		// Workers run no daemon: the head starts their ranks itself.
+		return startResult{Role: "worker"}, nil
+	}
+	if res, err := callAt(p, "ping", nil, 2*time.Second); err == nil {
+		var ping struct{ Pid int }
+		_ = json.Unmarshal(res, &ping)
+		return startResult{Role: "head", Pid: ping.Pid}, nil
+	}
+	pid, err := spawnDaemon(p)
+	if err != nil {
+		return nil, err
+	}
+	return startResult{Started: true, Role: "head", Pid: pid}, nil
+}
+
+// readStdinIfAny reads stdin unless it is a terminal or absent.
+func readStdinIfAny(stdin io.Reader) ([]byte, error) {
+	if stdin == nil {
+		return nil, nil
+	}
+	if f, ok := stdin.(*os.File); ok {
+		st, err := f.Stat()
+		if err != nil || st.Mode()&os.ModeCharDevice != 0 {
+			return nil, nil
+		}
+	}
+	return io.ReadAll(stdin)
+}
+
+// spawnDaemon starts `sky agent daemon` in its own session, detached from
+// the caller, and waits until it answers on its socket.
+func spawnDaemon(p paths) (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	logf, err := os.OpenFile(p.daemonLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "agent", "daemon")
+	cmd.Dir = p.home
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting agent daemon: %w", err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := callAt(p, "ping", nil, time.Second); err == nil {
+			return pid, nil
+		}
+		select {
+		case err := <-exited:
+			return 0, fmt.Errorf("agent daemon exited at start (%v); see %s:\n%s", err, p.daemonLog(), lastLines(p.daemonLog(), 10))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return 0, fmt.Errorf("agent daemon did not answer within 15s; see %s", p.daemonLog())
+}
+
+func lastLines(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	off, _ := tailOffset(f, n)
+	_, _ = f.Seek(off, io.SeekStart)
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+func stopDaemonVerb() (any, error) {
+	home, err := homeDir()
+	if err != nil {
+		return nil, err
+	}
+	p := paths{home}
+	pidBytes, _ := os.ReadFile(p.pidFile())
+	if _, err := callAt(p, "stop", nil, 10*time.Second); err != nil {
+		return map[string]bool{"stopped": false}, nil
+	}
+	// Wait for the daemon to let go of its lock, so a following start
+	// does not race with the old daemon.
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(pidBytes))); err == nil {
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return map[string]bool{"stopped": true}, nil
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+func killRankVerb(job, rank int) (any, error) {
+	if job <= 0 {
+		return nil, &codedError{"bad_request", "--job is required"}
+	}
+	home, err := homeDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := killRank(home, job, rank); err != nil {
+		return nil, err
+	}
+	return map[string]any{"killed": true, "job_id": job, "rank": rank}, nil
+}
+
+// ---- read-only verbs: straight from the job table ----
+
+func openReadOnly() (*store, paths, error) {
+	home, err := homeDir()
+	if err != nil {
+		return nil, paths{}, err
+	}
+	p := paths{home}
+	st, err := openStore(p.db(), true)
+	return st, p, err
+}
+
+func queueVerb(ctx context.Context, skipFinished bool, userHash string) (any, error) {
+	st, _, err := openReadOnly()
+	if errors.Is(err, errNoTable) {
+		return []Job{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	var rows []*jobRow
+	if skipFinished {
+		rows, err = st.list(ctx, false, StatusInit, StatusPending, StatusSettingUp, StatusRunning)
+	} else {
+		rows, err = st.list(ctx, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []Job{}
+	// Newest first, like `sky queue`.
+	for i := len(rows) - 1; i >= 0; i-- {
+		if userHash == "" || rows[i].UserHash == userHash {
+			out = append(out, rows[i].Job)
+		}
+	}
+	return out, nil
+}
+
+// StatusReport is the status verb's answer.
+type StatusReport struct {
+	Daemon   DaemonHealth    `json:"daemon"`
+	Autostop *AutostopStatus `json:"autostop,omitempty"`
+	Jobs     []Job           `json:"jobs"`
+}
+
+// DaemonHealth says whether the head's daemon answers.
+type DaemonHealth struct {
+	Alive     bool    `json:"alive"`
+	Pid       int     `json:"pid,omitempty"`
+	StartedAt float64 `json:"started_at,omitempty"`
+	Error     string  `json:"error,omitempty"`
+}
+
+func statusVerb(ctx context.Context, args []string) (any, error) {
+	ids, err := parseIDs(args)
+	if err != nil {
+		return nil, err
+	}
+	home, err := homeDir()
+	if err != nil {
+		return nil, err
+	}
+	p := paths{home}
+	rep := StatusReport{Jobs: []Job{}}
+	if res, err := callAt(p, "ping", nil, 2*time.Second); err == nil {
+		var ping struct {
+			Pid       int     `json:"pid"`
+			StartedAt float64 `json:"started_at"`
+		}
+		_ = json.Unmarshal(res, &ping)
+		rep.Daemon = DaemonHealth{Alive: true, Pid: ping.Pid, StartedAt: ping.StartedAt}
+		if res, err := callAt(p, "autostop-status", nil, 2*time.Second); err == nil {
+			var a AutostopStatus
+			if json.Unmarshal(res, &a) == nil {
+				rep.Autostop = &a
+			}
+		}
+	} else {
+		rep.Daemon.Error = err.Error()
+	}
+	st, err := openStore(p.db(), true)
+	if errors.Is(err, errNoTable) {
+		return rep, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	if len(ids) == 0 {
+		rows, err := st.list(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			rep.Jobs = append(rep.Jobs, r.Job)
+		}
+		return rep, nil
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		r, err := st.get(ctx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			rep.Jobs = append(rep.Jobs, r.Job)
+		}
+	}
+	return rep, nil
+}
+
+// logsVerb is `sky agent logs [--job N] [--rank R] [--follow] [--tail N]`:
+// raw log text on stdout; exit code from the job's status once it ended
+// (runtime.md), 102 when there is no such job.
+func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sky agent logs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	job := fs.Int("job", 0, "job id (default: the latest job)")
+	rank := fs.Int("rank", -1, "only this rank's output")
+	follow := fs.Bool("follow", false, "keep printing until the job ends")
+	tail := fs.Int("tail", 0, "only the last N lines (0: all)")
+	setup := fs.Bool("setup", false, "the setup log of node --node")
+	node := fs.Int("node", 0, "node index for --setup")
+	fs.Bool("json", false, "ignored; logs are text")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	st, _, err := openReadOnly()
+	if errors.Is(err, errNoTable) {
+		fmt.Fprintln(stderr, "No job found on this cluster.")
+		return ExitNotFound
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer st.close()
+	var r *jobRow
+	if *job > 0 {
+		r, err = st.get(ctx, *job, false)
+	} else {
+		rows, lerr := st.list(ctx, false)
+		err = lerr
+		if len(rows) > 0 {
+			r = rows[len(rows)-1]
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if r == nil {
+		if *job > 0 {
+			fmt.Fprintf(stderr, "Job %d not found.\n", *job)
+		} else {
+			fmt.Fprintln(stderr, "No job found on this cluster.")
+		}
+		return ExitNotFound
+	}
+	path := r.LogDir + "/run.log"
+	switch {
+	case *setup:
+		path = fmt.Sprintf("%s/setup-%d.log", r.LogDir, *node)
+	case *rank >= 0:
+		if *rank >= r.NumNodes {
+			fmt.Fprintf(stderr, "Job %d has ranks 0..%d, not %d.\n", r.JobID, r.NumNodes-1, *rank)
+			return 2
+		}
+		n := *rank
+		if *rank < len(r.Nodes) {
+			n = r.Nodes[*rank]
+		}
+		path = r.LogDir + "/tasks/" + rankFileName(r.NumNodes, *rank, n)
+	}
+	status := r.Status
+	done := func() bool {
+		cur, err := st.get(ctx, r.JobID, false)
+		if err != nil || cur == nil {
+			return true
+		}
+		status = cur.Status
+		return status.Terminal()
+	}
+	if err := copyLog(ctx, stdout, path, *tail, *follow, done); err != nil && !os.IsNotExist(err) {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if !*follow {
+		done()
+		if !status.Terminal() {
+			return 0
+		}
+	}
+	return status.ExitCode()
+}

@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/provision"
+)
+
+// RankSpec is one process of a job on one node: what `exec-rank` reads on
+// stdin, and what the head daemon starts in-process for its own rank.
+type RankSpec struct {
+	JobID int    `json:"job_id"`
+	Rank  int    `json:"rank"`
+	Phase string `json:"phase"` // "setup" or "run"
+	// Script runs with bash; Env is added to the node's environment and
+	// Unset names removed from it.
+	Script string            `json:"script"`
+	Env    map[string]string `json:"env"`
+	Unset  []string          `json:"unset,omitempty"`
+}
+
+// rankProc is a started rank process. Its stdout and stderr share one
+// pipe so the log keeps their interleaving.
+type rankProc struct {
+	cmd  *exec.Cmd
+	out  *os.File
+	home string
+	spec RankSpec
+}
+
+// maxArgScript is the largest script passed with bash -c; longer ones go
+// through a file (Linux caps one argument at 128 KiB).
+const maxArgScript = 64 << 10
+
+// startRank starts spec's script on this node (HOME=home) in its own
+// process group and records its pid file.
+func startRank(home string, spec RankSpec) (*rankProc, error) {
+	p := paths{home}
+	args := []string{"-c", spec.Script}
+	if len(spec.Script) > maxArgScript {
+		f := filepath.Join(p.dir(), "scripts", fmt.Sprintf("%d-%d-%s.sh", spec.JobID, spec.Rank, spec.Phase))
+		if err := writeFileAtomic(f, []byte(spec.Script), 0o700); err != nil {
+			return nil, fmt.Errorf("writing script of job %d: %w", spec.JobID, err)
+		}
+		args = []string{f}
+	}
+	cmd := exec.Command("bash", args...)
+	cmd.Dir = home
+	if st, err := os.Stat(filepath.Join(home, "sky_workdir")); err == nil && st.IsDir() {
+		cmd.Dir = filepath.Join(home, "sky_workdir")
+	}
+	cmd.Env = rankEnv(os.Environ(), spec, rankTag(home, spec.JobID, spec.Rank))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := os.MkdirAll(filepath.Dir(p.rankPid(spec.JobID, spec.Rank)), 0o700); err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("starting rank %d of job %d: %w", spec.Rank, spec.JobID, err)
+	}
+	_ = os.WriteFile(p.rankPid(spec.JobID, spec.Rank), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	return &rankProc{cmd: cmd, out: r, home: home, spec: spec}, nil
+}
+
+func rankEnv(base []string, spec RankSpec, tag string) []string {
+	drop := map[string]bool{envRankTag: true, "PWD": true, "OLDPWD": true}
+	for k := range spec.Env {
+		drop[k] = true
+	}
+	for _, k := range spec.Unset {
+		drop[k] = true
+	}
+	env := make([]string, 0, len(base)+len(spec.Env)+1)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range spec.Env {
+		env = append(env, k+"="+v)
+	}
+	return append(env, tag)
+}
+
+func (rp *rankProc) pid() int { return rp.cmd.Process.Pid }
+
+// wait copies the output to w until the process ends and returns its exit
+// code (128+signal when killed). Background children that keep the pipe
+// open get a short grace to flush, then are no longer read.
+func (rp *rankProc) wait(w io.Writer) int {
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(w, rp.out)
+		close(copied)
+	}()
+	err := rp.cmd.Wait()
+	select {
+	case <-copied:
+	case <-time.After(300 * time.Millisecond):
+		rp.out.Close()
+		<-copied
+	}
+	rp.out.Close()
+	_ = os.Remove(paths{rp.home}.rankPid(rp.spec.JobID, rp.spec.Rank))
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return local.ExitCode(exitErr.ProcessState)
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// killRank kills every process of one rank on this node: the process
+// group from the pid file (only if its leader still carries the rank's
+// tag, so a reused pid is never hit) and then every process with the tag,
+// until none is left. It first leaves a marker so that an exec-rank that
+// has not started its process yet kills it as soon as it does.
+func killRank(home string, job, rank int) error {
+	p := paths{home}
+	pidPath := p.rankPid(job, rank)
+	_ = os.MkdirAll(filepath.Dir(pidPath), 0o700)
+	_ = os.WriteFile(killedMarker(pidPath), nil, 0o600)
+	tag := rankTag(home, job, rank)
+	if b, err := os.ReadFile(pidPath); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && hasEnv(pid, tag) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := local.ProcsWithEnv(tag)
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rank %d of job %d: processes %v survive SIGKILL", rank, job, pids)
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func killedMarker(pidPath string) string { return strings.TrimSuffix(pidPath, ".pid") + ".killed" }
+
+func hasEnv(pid int, kv string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, e := range strings.Split(string(b), "\x00") {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// pidHeader is the first line exec-rank prints, so the head learns the
+// remote pid for its log prefixes.
+const pidHeader = "skygo-rank-pid "
+
+// execRank is `sky agent exec-rank`: run one rank on this node, print
+// the pid header then the output, exit with the script's code.
+func execRank(stdin io.Reader, stdout io.Writer) int {
+	home, err := homeDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var spec RankSpec
+	if err := decodeJSON(stdin, &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "exec-rank: reading rank spec on stdin: %v\n", err)
+		return 2
+	}
+	// Signals to exec-rank (a dropped SSH session, a cancelled runner) end
+	// the rank's whole process group instead of orphaning it.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	rp, err := startRank(home, spec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	pidPath := paths{home}.rankPid(spec.JobID, spec.Rank)
+	if _, err := os.Stat(killedMarker(pidPath)); err == nil {
+		_ = syscall.Kill(-rp.pid(), syscall.SIGKILL)
+	}
+	go func() {
+		<-sigs
+		_ = syscall.Kill(-rp.pid(), syscall.SIGKILL)
+	}()
+	fmt.Fprintf(stdout, "%s%d\n", pidHeader, rp.pid())
+	return rp.wait(stdout)
+}
+
+// NodeRunner is how the head daemon runs commands on another node; every
+// provision.CommandRunner is one.
+type NodeRunner interface {
+	Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error)
+}
+
+// Transports maps Node.Transport to a constructor; other transports (SSH,
+// Kubernetes) register here.
+var Transports = map[string]func(Node) (NodeRunner, error){
+	"local": func(n Node) (NodeRunner, error) { return local.NewRunner(n.Home, n.IP), nil },
+}
+
+func newNodeRunner(n Node) (NodeRunner, error) {
+	t := n.Transport
+	if t == "" {
+		t = "local"
+	}
+	mk, ok := Transports[t]
+	if !ok {
+		return nil, fmt.Errorf("node %s: transport %q is not supported by this agent (known: local)", n.IP, t)
+	}
+	return mk(n)
+}
+
+// skyPath is the sky binary to run on node n.
+func skyPath(n Node) string {
+	if n.Sky != "" {
+		return n.Sky
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "sky"
+	}
+	return exe
+}

@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatusMachine(t *testing.T) {
+	all := []Status{StatusInit, StatusPending, StatusSettingUp, StatusRunning, StatusFailedDriver,
+		StatusSucceeded, StatusFailed, StatusFailedSetup, StatusCancelled}
+	allowed := map[[2]Status]bool{}
+	for _, p := range [][2]Status{
+		{StatusInit, StatusPending}, {StatusInit, StatusCancelled}, {StatusInit, StatusFailedDriver},
+		{StatusPending, StatusSettingUp}, {StatusPending, StatusRunning}, {StatusPending, StatusCancelled}, {StatusPending, StatusFailedDriver},
+		{StatusSettingUp, StatusRunning}, {StatusSettingUp, StatusFailedSetup}, {StatusSettingUp, StatusCancelled}, {StatusSettingUp, StatusFailedDriver},
+		{StatusRunning, StatusSucceeded}, {StatusRunning, StatusFailed}, {StatusRunning, StatusCancelled}, {StatusRunning, StatusFailedDriver},
+	} {
+		allowed[p] = true
+	}
+	for _, from := range all {
+		for _, to := range all {
+			if got := CanTransition(from, to); got != allowed[[2]Status{from, to}] {
+				t.Errorf("CanTransition(%s, %s) = %v", from, to, got)
+			}
+		}
+		if from.Terminal() != (len(transitions[from]) == 0) {
+			t.Errorf("%s: Terminal() = %v but has %d transitions", from, from.Terminal(), len(transitions[from]))
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	want := map[Status]int{StatusSucceeded: 0, StatusFailed: 100, StatusFailedSetup: 100, StatusFailedDriver: 100,
+		StatusCancelled: 103, StatusRunning: 101, StatusPending: 101, StatusInit: 101, StatusSettingUp: 101}
+	for s, code := range want {
+		if got := s.ExitCode(); got != code {
+			t.Errorf("%s.ExitCode() = %d, want %d", s, got, code)
+		}
+	}
+}
+
+func TestFailureReason(t *testing.T) {
+	tests := []struct {
+		codes []int
+		want  string
+	}{
+		{[]int{1}, "Job 4 failed with return code list: [1]"},
+		{[]int{137, 3}, "Job 4 failed with return code list: [137, 3] (A Worker failed with return code 3, SkyPilot cleaned up the processes on other nodes with return code 137)"},
+		{[]int{139, 137}, "Job 4 failed with return code list: [139, 137] (likely due to Segmentation Fault) (A Worker failed with return code 139, SkyPilot cleaned up the processes on other nodes with return code 137)"},
+	}
+	for _, tt := range tests {
+		if got := FailureReason(4, tt.codes); got != tt.want {
+			t.Errorf("FailureReason(%v) =\n %q\nwant\n %q", tt.codes, got, tt.want)
+		}
+	}
+}
+
+func TestRunTimestampFormat(t *testing.T) {
+	ts := time.Date(2024, 3, 5, 7, 8, 9, 123456789, time.Local)
+	if got := runTimestamp(ts); got != "sky-2024-03-05-07-08-09-123456" {
+		t.Fatalf("runTimestamp = %q", got)
+	}
+}
+
+func TestTailOffset(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		content string
+		n       int
+		want    string
+	}{
+		{"a\nb\nc\n", 2, "b\nc\n"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\nc\n", 5, "a\nb\nc\n"},
+		{"a\nb\nc\n", 0, "a\nb\nc\n"},
+		{"", 3, ""},
+		{strings.Repeat("x\n", 100000), 1, "x\n"},
+	}
+	for i, tt := range tests {
+		path := filepath.Join(dir, "f")
+		if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(path)
+		off, err := tailOffset(f, tt.n)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tt.content[off:]; got != tt.want {
+			t.Errorf("case %d: tail %d = %q, want %q", i, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestRankWriterPrefixesLines(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := openJobLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, _ := os.Create(filepath.Join(dir, "tasks", "1-worker1.log"))
+	var seen int
+	w := &rankWriter{log: lg, file: rf, expectHeader: true, pidSeen: func(p int) { seen = p },
+		label: func(pid int) string { return "(worker1, rank=1, pid=" + strconv.Itoa(pid) + ") " }}
+	w.Write([]byte(pidHeader + "42\nhel"))
+	w.Write([]byte("lo\npartial"))
+	w.flush()
+	lg.close()
+	rf.Close()
+	run, _ := os.ReadFile(filepath.Join(dir, "run.log"))
+	raw, _ := os.ReadFile(filepath.Join(dir, "tasks", "1-worker1.log"))
+	if seen != 42 {
+		t.Errorf("pid seen = %d, want 42", seen)
+	}
+	if want := "(worker1, rank=1, pid=42) hello\n(worker1, rank=1, pid=42) partial\n"; string(run) != want {
+		t.Errorf("run.log = %q, want %q", run, want)
+	}
+	if want := "hello\npartial\n"; string(raw) != want {
+		t.Errorf("rank log = %q, want %q", raw, want)
+	}
+}

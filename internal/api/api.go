@@ -1,0 +1,129 @@
+// Package api holds the request and response bodies that travel between
+// the CLI (internal/client) and the API server's operations (internal/core).
+// It imports nothing heavy so both sides can share it.
+package api
+
+// TaskSpec is a task as the CLI resolved it: YAML loaded and validated,
+// --env/--secret applied, resource flags applied, paths made absolute.
+// The server runs exactly this; it never re-reads the user's files.
+type TaskSpec struct {
+	Name     string `json:"name,omitempty"`
+	NumNodes int    `json:"num_nodes"`
+	// Resources is the canonical resources mapping (resources.ToMap).
+	Resources map[string]any    `json:"resources,omitempty"`
+	Envs      map[string]string `json:"envs,omitempty"`
+	// Secrets travel to the node but are redacted in request records and
+	// never printed.
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// Workdir is an absolute local directory, or a git URL with a ref.
+	Workdir    string `json:"workdir,omitempty"`
+	WorkdirGit string `json:"workdir_git,omitempty"`
+	WorkdirRef string `json:"workdir_ref,omitempty"`
+	// FileMounts maps a node path to an absolute local path.
+	FileMounts map[string]string `json:"file_mounts,omitempty"`
+	Setup      string            `json:"setup,omitempty"`
+	Run        string            `json:"run,omitempty"`
+	// YAML is the task as dumped with secrets redacted, for records.
+	YAML string `json:"yaml,omitempty"`
+}
+
+// LaunchBody is the body of /launch.
+type LaunchBody struct {
+	Task        TaskSpec `json:"task"`
+	ClusterName string   `json:"cluster_name"`
+	Dryrun      bool     `json:"dryrun,omitempty"`
+	Detach      bool     `json:"detach_run,omitempty"`
+	NoSetup     bool     `json:"no_setup,omitempty"`
+	Fast        bool     `json:"fast,omitempty"`
+	// IdleMinutes < 0 means not set.
+	IdleMinutes  *int   `json:"idle_minutes_to_autostop,omitempty"`
+	Down         bool   `json:"down,omitempty"`
+	Retry        bool   `json:"retry_until_up,omitempty"`
+	Verbose      bool   `json:"verbose,omitempty"`
+	Command      string `json:"entrypoint_command,omitempty"`
+	OptimizeTime bool   `json:"optimize_time,omitempty"`
+}
+
+// LaunchResult is what /launch and /exec return.
+type LaunchResult struct {
+	ClusterName string `json:"cluster_name"`
+	JobID       int    `json:"job_id,omitempty"`
+	// Status is the job's final status when the run was followed.
+	Status string `json:"status,omitempty"`
+}
+
+// ExecBody is the body of /exec.
+type ExecBody struct {
+	Task        TaskSpec `json:"task"`
+	ClusterName string   `json:"cluster_name"`
+	Detach      bool     `json:"detach_run,omitempty"`
+	Dryrun      bool     `json:"dryrun,omitempty"`
+	Command     string   `json:"entrypoint_command,omitempty"`
+}
+
+// ClustersBody selects clusters: /status, /stop, /start, /down, /queue...
+type ClustersBody struct {
+	ClusterNames []string `json:"cluster_names,omitempty"`
+	All          bool     `json:"all,omitempty"`
+	AllUsers     bool     `json:"all_users,omitempty"`
+	Refresh      bool     `json:"refresh,omitempty"`
+	Purge        bool     `json:"purge,omitempty"`
+	SkipFinished bool     `json:"skip_finished,omitempty"`
+}
+
+// AutostopBody is the body of /autostop.
+type AutostopBody struct {
+	ClusterNames []string `json:"cluster_names,omitempty"`
+	All          bool     `json:"all,omitempty"`
+	AllUsers     bool     `json:"all_users,omitempty"`
+	IdleMinutes  int      `json:"idle_minutes"`
+	Down         bool     `json:"down,omitempty"`
+	WaitFor      string   `json:"wait_for,omitempty"`
+	Cancel       bool     `json:"cancel,omitempty"`
+}
+
+// CancelBody is the body of /cancel.
+type CancelBody struct {
+	ClusterName string `json:"cluster_name"`
+	JobIDs      []int  `json:"job_ids,omitempty"`
+	All         bool   `json:"all,omitempty"`
+	AllUsers    bool   `json:"all_users,omitempty"`
+}
+
+// LogsBody is the body of /logs and /job_status.
+type LogsBody struct {
+	ClusterName string `json:"cluster_name"`
+	JobIDs      []int  `json:"job_ids,omitempty"`
+	Follow      bool   `json:"follow"`
+	Tail        int    `json:"tail,omitempty"`
+	Worker      *int   `json:"worker,omitempty"`
+	Setup       bool   `json:"provision,omitempty"`
+	Hook        bool   `json:"hook,omitempty"`
+}
+
+// JobStatusResult is /job_status's answer: job id -> status ("" = not found).
+type JobStatusResult struct {
+	JobID  int    `json:"job_id"`
+	Status string `json:"status"`
+}
+
+// CheckBody is the body of /check.
+type CheckBody struct {
+	Infras  []string `json:"clouds,omitempty"`
+	Verbose bool     `json:"verbose,omitempty"`
+}
+
+// GPUsBody is the body of /list_accelerators.
+type GPUsBody struct {
+	Name       string  `json:"gpus_only_name,omitempty"`
+	Count      float64 `json:"quantity_filter,omitempty"`
+	All        bool    `json:"all,omitempty"`
+	Infra      string  `json:"clouds,omitempty"`
+	AllRegions bool    `json:"all_regions,omitempty"`
+}
+
+// CostReportBody is the body of /cost_report.
+type CostReportBody struct {
+	Days int  `json:"days,omitempty"`
+	All  bool `json:"all,omitempty"`
+}

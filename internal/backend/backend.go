@@ -1,0 +1,189 @@
+// Package backend is the cluster lifecycle: provision with failover over
+// the optimizer's candidates, start the node agents, sync the workdir and
+// file mounts, run setup, submit jobs to the head agent and read them back.
+// It reaches nodes only through provision.CommandRunner and drives the
+// agent with `sky agent <verb> --json`, so every infrastructure works the
+// same way.
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// Backend runs cluster operations for the API server.
+type Backend struct {
+	// Home is the user's home (where ~/.sky lives).
+	Home  string
+	Store *state.Store
+	// Sky is the path of the sky binary the agents run.
+	Sky string
+	// CallbackEnv is added to the autostop callback so that it reaches
+	// this API server (HOME, SKYPILOT_API_SERVER_LOCAL_PORT, ...).
+	CallbackEnv []string
+	Local       *local.Provisioner
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// Handle is what the backend keeps about a cluster in the clusters table.
+type Handle struct {
+	Infra        string                 `json:"infra"` // "local", "ssh/<pool>", ...
+	Info         *provision.ClusterInfo `json:"info"`
+	PricePerHour float64                `json:"price_per_hour"`
+	InstanceType string                 `json:"instance_type,omitempty"`
+	CPUs         float64                `json:"cpus"`
+	MemoryGB     float64                `json:"memory_gb"`
+	GPUs         map[string]float64     `json:"gpus,omitempty"`
+	UseSpot      bool                   `json:"use_spot,omitempty"`
+	SetupHash    string                 `json:"setup_hash,omitempty"`
+	// Reason explains an INIT cluster (a launch in flight or failed half-way).
+	Reason string `json:"reason,omitempty"`
+}
+
+// lock serialises operations on one cluster inside this server.
+func (b *Backend) lock(name string) func() {
+	b.mu.Lock()
+	if b.locks == nil {
+		b.locks = map[string]*sync.Mutex{}
+	}
+	m := b.locks[name]
+	if m == nil {
+		m = &sync.Mutex{}
+		b.locks[name] = m
+	}
+	b.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// provisioner returns the Provisioner of an infra name.
+func (b *Backend) provisioner(infra string) (provision.Provisioner, error) {
+	switch strings.SplitN(infra, "/", 2)[0] {
+	case "local":
+		return b.Local, nil
+	}
+	return nil, &provision.NotSupportedError{Where: infra, Operation: "provisioning",
+		Msg: "this build of SkyGo cannot provision on " + infra + " yet; use the local infrastructure (infra: local)"}
+}
+
+// ClusterError is a user-facing error about a cluster's state; its Type is
+// the request error type SkyPilot clients know.
+type ClusterError struct {
+	Type string
+	Msg  string
+}
+
+func (e *ClusterError) Error() string     { return e.Msg }
+func (e *ClusterError) ErrorType() string { return e.Type }
+
+func notFound(name string) error {
+	return &ClusterError{Type: "ClusterDoesNotExist", Msg: fmt.Sprintf("Cluster %q does not exist. Run `sky status` to see your clusters.", name)}
+}
+
+// loadCluster returns the record and handle of a cluster owned by user
+// (any user when allUsers).
+func (b *Backend) loadCluster(ctx context.Context, name, userHash string, allUsers bool) (*state.Cluster, *Handle, error) {
+	c, err := b.Store.GetCluster(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil, notFound(name)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !allUsers && userHash != "" && c.UserHash != "" && c.UserHash != userHash {
+		return nil, nil, &ClusterError{Type: "ClusterOwnerIdentityMismatchError",
+			Msg: fmt.Sprintf("Cluster %q belongs to user %s; you cannot operate on another user's cluster.", name, c.UserName)}
+	}
+	var h Handle
+	if len(c.Handle) > 0 {
+		if err := json.Unmarshal(c.Handle, &h); err != nil {
+			return nil, nil, fmt.Errorf("cluster %s: unreadable handle: %w", name, err)
+		}
+	}
+	return c, &h, nil
+}
+
+func (b *Backend) saveHandle(c *state.Cluster, h *Handle) {
+	raw, _ := json.Marshal(h)
+	c.Handle = raw
+}
+
+// runners returns the command runners of a cluster, head first.
+func (b *Backend) runners(h *Handle) ([]provision.CommandRunner, error) {
+	if h.Info == nil {
+		return nil, errors.New("cluster has no nodes recorded")
+	}
+	p, err := b.provisioner(h.Infra)
+	if err != nil {
+		return nil, err
+	}
+	return p.Runners(h.Info)
+}
+
+// agentCall runs `sky agent <verb> --json args...` on a node, feeding in
+// as stdin, and decodes the JSON answer into out.
+func (b *Backend) agentCall(ctx context.Context, r provision.CommandRunner, in any, out any, verb string, args ...string) error {
+	cmd := b.agentCommand(verb, append([]string{"--json"}, args...)...)
+	var stdin io.Reader
+	if in != nil {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		stdin = strings.NewReader(string(raw))
+	}
+	res, err := r.Run(ctx, cmd, provision.RunOptions{Stdin: stdin})
+	if err != nil {
+		return fmt.Errorf("agent %s on %s: %w", verb, r.NodeIP(), err)
+	}
+	if res.ExitCode != 0 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(res.Stdout, &e) == nil && e.Error != "" {
+			return &agentError{verb: verb, node: r.NodeIP(), msg: e.Error}
+		}
+		return &agentError{verb: verb, node: r.NodeIP(), msg: strings.TrimSpace(string(res.Stderr) + string(res.Stdout))}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(res.Stdout, out); err != nil {
+		return fmt.Errorf("agent %s on %s: unreadable answer %q: %w", verb, r.NodeIP(), res.Stdout, err)
+	}
+	return nil
+}
+
+type agentError struct{ verb, node, msg string }
+
+func (e *agentError) Error() string {
+	return fmt.Sprintf("node agent (%s) on %s: %s", e.verb, e.node, e.msg)
+}
+
+func (b *Backend) agentCommand(verb string, args ...string) string {
+	parts := append([]string{b.Sky, "agent", verb}, args...)
+	return provision.Join(parts...)
+}
+
+// agentConfigs builds each node's agent config.
+func (b *Backend) agentConfigs(h *Handle, onAutostop string) []agent.Config {
+	var out []agent.Config
+	for i := range h.Info.Nodes {
+		c := agent.ConfigFromCluster(h.Info, i, "local")
+		c.OnAutostop = onAutostop
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,677 @@
+package backend
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/optimizer"
+	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/resources"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// User is who asked for an operation.
+type User struct {
+	Name string
+	Hash string
+}
+
+// Planner asks the optimizer for a plan; the core supplies it because it
+// knows the enabled infras and the catalog.
+type Planner func(ctx context.Context, r *resources.Resources, numNodes int, blocked []optimizer.Blocked) (*optimizer.Plan, error)
+
+// Launch provisions (or reuses) a cluster, syncs, runs setup and submits
+// the task's run command as a job. Progress goes to log.
+func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, plan Planner, log io.Writer) (*api.LaunchResult, error) {
+	name := body.ClusterName
+	if err := ValidateClusterName(name); err != nil {
+		return nil, err
+	}
+	t := body.Task
+	if t.NumNodes < 1 {
+		t.NumNodes = 1
+	}
+	res, err := resources.Parse(t.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("task resources: %w", err)
+	}
+	defer b.lock(name)()
+
+	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
+	var nf *ClusterError
+	switch {
+	case errors.As(err, &nf) && nf.Type == "ClusterDoesNotExist":
+		c, h = nil, nil
+	case err != nil:
+		return nil, err
+	}
+
+	fresh := c == nil || h.Info == nil
+	if !fresh {
+		if err := checkFits(c, h, res, t.NumNodes); err != nil {
+			return nil, err
+		}
+		if c.Status == state.ClusterStopped {
+			fmt.Fprintf(log, "Cluster %s is stopped; starting it.\n", name)
+			if err := b.startLocked(ctx, c, h, log); err != nil {
+				return nil, err
+			}
+		} else {
+			fmt.Fprintf(log, "Reusing cluster %s (%s).\n", name, c.Status)
+		}
+	} else {
+		c, h, err = b.provisionWithFailover(ctx, name, t, res, user, plan, body, log)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	runners, err := b.runners(h)
+	if err != nil {
+		return nil, err
+	}
+	if fresh || c.Status != state.ClusterUp {
+		if err := b.startAgents(ctx, c, h, runners, log); err != nil {
+			b.setReason(ctx, c, h, "starting agents failed: "+err.Error())
+			return nil, err
+		}
+	}
+	if err := b.syncWorkdir(ctx, runners, &t, log); err != nil {
+		return nil, err
+	}
+	if err := b.syncFileMounts(ctx, runners, &t, log); err != nil {
+		return nil, err
+	}
+	setupHash := hashSetup(&t)
+	if t.Setup != "" && !body.NoSetup && (fresh || setupHash != h.SetupHash) {
+		if err := b.runSetup(ctx, c, h, runners, &t, user, log); err != nil {
+			return nil, err
+		}
+	} else if t.Setup != "" {
+		fmt.Fprintln(log, "Setup unchanged on an existing cluster: skipped.")
+	}
+	h.SetupHash = setupHash
+	h.Reason = ""
+	c.LastUse = body.Command
+	c.LastCreationYAML = t.YAML
+	c.LastCreationCommand = body.Command
+	b.saveHandle(c, h)
+	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := b.applyLaunchAutostop(ctx, c, h, runners[0], body); err != nil {
+		return nil, err
+	}
+	if t.Run == "" {
+		fmt.Fprintf(log, "Cluster %s is UP. No run command: nothing to submit.\n", name)
+		return &api.LaunchResult{ClusterName: name}, nil
+	}
+	return b.submitAndFollow(ctx, c, h, runners[0], &t, user, body.Detach, log)
+}
+
+// Exec submits a task to an existing UP cluster: sync workdir, no setup.
+func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io.Writer) (*api.LaunchResult, error) {
+	t := body.Task
+	if t.NumNodes < 1 {
+		t.NumNodes = 1
+	}
+	res, err := resources.Parse(t.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("task resources: %w", err)
+	}
+	c, h, err := b.loadCluster(ctx, body.ClusterName, user.Hash, false)
+	if err != nil {
+		return nil, err
+	}
+	if c.Status != state.ClusterUp {
+		return nil, &ClusterError{Type: "ClusterNotUpError", Msg: fmt.Sprintf("Cluster %q is %s; `sky exec` needs an UP cluster. Run `sky start %s` or `sky launch -c %s ...`.", c.Name, c.Status, c.Name, c.Name)}
+	}
+	if err := checkFits(c, h, res, t.NumNodes); err != nil {
+		return nil, err
+	}
+	runners, err := b.runners(h)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.syncWorkdir(ctx, runners, &t, log); err != nil {
+		return nil, err
+	}
+	c.LastUse = body.Command
+	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+		return nil, err
+	}
+	return b.submitAndFollow(ctx, c, h, runners[0], &t, user, body.Detach, log)
+}
+
+// checkFits refuses a task that the existing cluster cannot run.
+func checkFits(c *state.Cluster, h *Handle, r *resources.Resources, numNodes int) error {
+	if numNodes > c.NumNodes {
+		return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(
+			"Task requested %d nodes but cluster %q has %d. Launch a new cluster (`sky launch -c NEW ...`) or use --resize on a local cluster.", numNodes, c.Name, c.NumNodes)}
+	}
+	if name := r.AcceleratorName(); name != "" {
+		have := 0.0
+		for n, v := range h.GPUs {
+			if strings.EqualFold(n, name) {
+				have = v
+			}
+		}
+		if have < r.AcceleratorCount() {
+			return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(
+				"Task requested %s:%g but cluster %q has %s. Use a cluster with those accelerators.", name, r.AcceleratorCount(), c.Name, gpuString(h.GPUs))}
+		}
+	}
+	if r.CPUs != nil && !r.CPUs.AtLeast && r.CPUs.Value > h.CPUs && h.CPUs > 0 {
+		return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(
+			"Task requested %g CPUs per node but cluster %q nodes have %g.", r.CPUs.Value, c.Name, h.CPUs)}
+	}
+	return nil
+}
+
+func gpuString(g map[string]float64) string {
+	if len(g) == 0 {
+		return "no accelerators"
+	}
+	var parts []string
+	for n, v := range g {
+		parts = append(parts, fmt.Sprintf("%s:%g", n, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// provisionWithFailover asks the planner for a candidate, provisions it,
+// and on a capacity error blocks it and asks again.
+func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.TaskSpec, res *resources.Resources, user User, plan Planner, body api.LaunchBody, log io.Writer) (*state.Cluster, *Handle, error) {
+	var blocked []optimizer.Blocked
+	var failures []string
+	for attempt := 1; ; attempt++ {
+		p, err := plan(ctx, res, t.NumNodes, blocked)
+		if err != nil {
+			if len(failures) > 0 {
+				return nil, nil, fmt.Errorf("%w\nProvisioning attempts that failed:\n  %s", err, strings.Join(failures, "\n  "))
+			}
+			return nil, nil, err
+		}
+		cand := p.Tasks[0].Chosen
+		infra := cand.Cloud
+		if cand.Region != "" {
+			infra += "/" + cand.Region
+		}
+		prov, err := b.provisioner(cand.Cloud)
+		if err != nil {
+			failures = append(failures, err.Error())
+			blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud})
+			fmt.Fprintf(log, "Cannot use %s: %v\n", infra, err)
+			continue
+		}
+		spec := provision.ClusterSpec{Name: name, NumNodes: t.NumNodes, Region: cand.Region, Zone: cand.Zone,
+			Resources: nodeResources(res, cand)}
+		c := &state.Cluster{Name: name, ClusterHash: newHash(name), UserHash: user.Hash, UserName: user.Name,
+			Workspace: "default", Status: state.ClusterInit, NumNodes: t.NumNodes, LaunchedAt: time.Now().Unix(),
+			Autostop: -1, LastUse: body.Command, LastCreationYAML: t.YAML, LastCreationCommand: body.Command}
+		if raw, err := json.Marshal(res.ToMap()); err == nil {
+			c.Resources = raw
+		}
+		h := &Handle{Infra: cand.Cloud, PricePerHour: cand.HourlyPrice, InstanceType: cand.InstanceType,
+			UseSpot: cand.UseSpot, Reason: fmt.Sprintf("provisioning on %s (attempt %d)", infra, attempt)}
+		b.saveHandle(c, h)
+		if err := b.Store.UpsertCluster(ctx, c); err != nil {
+			return nil, nil, err
+		}
+		b.event(ctx, c, "", "INIT", "launch: provisioning on "+infra)
+		fmt.Fprintf(log, "Provisioning %s on %s (%d node%s)...\n", name, optimizer.DisplayName(cand.Cloud), t.NumNodes, plural(t.NumNodes))
+		info, err := prov.Provision(ctx, spec)
+		if err != nil {
+			var capErr *provision.CapacityError
+			if errors.As(err, &capErr) {
+				failures = append(failures, err.Error())
+				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
+				fmt.Fprintf(log, "No capacity on %s: %v. Trying the next candidate.\n", infra, err)
+				b.setReason(ctx, c, h, "failover: "+err.Error())
+				_ = b.Store.DeleteCluster(ctx, name)
+				continue
+			}
+			b.setReason(ctx, c, h, "provisioning failed: "+err.Error())
+			return nil, nil, err
+		}
+		h.Info = info
+		if len(info.Nodes) > 0 {
+			n := info.Nodes[0]
+			h.CPUs, h.MemoryGB, h.GPUs = n.CPUs, n.MemoryGB, n.GPUs
+		}
+		h.Reason = "starting agents"
+		b.saveHandle(c, h)
+		if err := b.Store.UpsertCluster(ctx, c); err != nil {
+			return nil, nil, err
+		}
+		_ = b.Store.AddHistory(ctx, &state.History{ClusterHash: c.ClusterHash, Name: name, UserHash: user.Hash,
+			UserName: user.Name, Resources: c.Resources, NumNodes: t.NumNodes, PricePerHour: cand.HourlyPrice,
+			LaunchedAt: c.LaunchedAt, UsageIntervals: []state.Interval{{Start: time.Now().Unix()}}})
+		return c, h, nil
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// nodeResources turns the request and the chosen candidate into what each
+// node must offer.
+func nodeResources(r *resources.Resources, c optimizer.Candidate) provision.Resources {
+	out := provision.Resources{InstanceType: c.InstanceType}
+	if c.Cloud == "local" {
+		// Local nodes offer what was asked (at least one CPU); "N+" asks
+		// for at least N, so N is what the node gets.
+		if r.CPUs != nil {
+			out.CPUs = r.CPUs.Value
+		}
+		if r.Memory != nil && !r.Memory.PerCPU {
+			out.MemoryGB = r.Memory.Value
+		}
+	} else {
+		out.CPUs, out.MemoryGB = c.VCPUs, c.MemoryGiB
+		if math.IsNaN(out.MemoryGB) {
+			out.MemoryGB = 0
+		}
+	}
+	if c.AccName != "" {
+		out.GPUs = map[string]float64{c.AccName: c.AccCount}
+	}
+	return out
+}
+
+func newHash(name string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", name, time.Now().UnixNano())))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// hashSetup is what decides whether setup runs again on a re-launch: the
+// setup script, its environment and the workdir.
+func hashSetup(t *api.TaskSpec) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", t.Setup, t.Workdir, t.WorkdirGit, t.WorkdirRef)
+	keys := make([]string, 0, len(t.Envs))
+	for k := range t.Envs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\x00", k, t.Envs[k])
+	}
+	if t.Workdir != "" {
+		_ = filepath.Walk(t.Workdir, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				fmt.Fprintf(h, "%s %d %d\x00", p, fi.Size(), fi.ModTime().UnixNano())
+			}
+			return nil
+		})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func (b *Backend) setReason(ctx context.Context, c *state.Cluster, h *Handle, reason string) {
+	h.Reason = reason
+	b.saveHandle(c, h)
+	_ = b.Store.UpsertCluster(context.WithoutCancel(ctx), c)
+	b.event(ctx, c, string(c.Status), string(c.Status), reason)
+}
+
+func (b *Backend) event(ctx context.Context, c *state.Cluster, from, to, reason string) {
+	_ = b.Store.AddClusterEvent(context.WithoutCancel(ctx), &state.ClusterEvent{ClusterName: c.Name, ClusterHash: c.ClusterHash,
+		Reason: reason, FromStatus: from, ToStatus: to})
+}
+
+// onAutostopCommand is what the head agent runs when autostop fires: a
+// call back into this API server (`sky stop` / `sky down`).
+func (b *Backend) onAutostopCommand(name string) string {
+	var env []string
+	for _, kv := range b.CallbackEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, k+"="+provision.Quote(v))
+	}
+	env = append(env, "HOME="+provision.Quote(b.Home))
+	return strings.Join(env, " ") + ` "$(test "$SKYGO_AUTOSTOP_ACTION" = down && echo ` +
+		provision.Quote(b.Sky+" down -y "+name) + ` || echo ` + provision.Quote(b.Sky+" stop -y "+name) + `)"`
+}
+
+// startAgents starts the agent on every node (idempotent) and marks the
+// cluster UP.
+func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, log io.Writer) error {
+	fmt.Fprintln(log, "Starting node agents...")
+	cfgs := b.agentConfigs(h, b.onAutostopScript(c.Name))
+	err := parallel(len(runners), func(i int) error {
+		return b.agentCall(ctx, runners[i], cfgs[i], nil, "start")
+	})
+	if err != nil {
+		return err
+	}
+	from := c.Status
+	c.Status = state.ClusterUp
+	c.ClusterEverUp = true
+	h.Reason = ""
+	b.saveHandle(c, h)
+	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+		return err
+	}
+	b.event(ctx, c, string(from), "UP", "cluster is up")
+	return nil
+}
+
+// onAutostopScript wraps onAutostopCommand in `sh -c` so the agent can run
+// it as one shell command.
+func (b *Backend) onAutostopScript(name string) string {
+	return "sh -c " + provision.Quote(`cmd=`+b.onAutostopCommand(name)+`; eval "$cmd"`)
+}
+
+// parallel runs f(0..n-1) concurrently and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = f(i)
+		}(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// syncWorkdir copies the workdir to ~/sky_workdir on every node.
+func (b *Backend) syncWorkdir(ctx context.Context, runners []provision.CommandRunner, t *api.TaskSpec, log io.Writer) error {
+	switch {
+	case t.WorkdirGit != "":
+		fmt.Fprintf(log, "Cloning %s into ~/sky_workdir on %d node%s...\n", t.WorkdirGit, len(runners), plural(len(runners)))
+		cmd := "rm -rf ~/sky_workdir && git clone --quiet " + provision.Quote(t.WorkdirGit) + " ~/sky_workdir"
+		if t.WorkdirRef != "" {
+			cmd += " && cd ~/sky_workdir && git checkout --quiet " + provision.Quote(t.WorkdirRef)
+		}
+		return parallel(len(runners), func(i int) error {
+			res, err := runners[i].Run(ctx, cmd, provision.RunOptions{})
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("git clone of %s failed on %s: %s", t.WorkdirGit, runners[i].NodeIP(), strings.TrimSpace(string(res.Stderr)))
+			}
+			return err
+		})
+	case t.Workdir != "":
+		fi, err := os.Stat(t.Workdir)
+		if err != nil || !fi.IsDir() {
+			return fmt.Errorf("workdir %s is not a directory the API server can read; give an existing local directory", t.Workdir)
+		}
+		excludes := ignorePatterns(t.Workdir)
+		fmt.Fprintf(log, "Syncing workdir %s to ~/sky_workdir on %d node%s...\n", t.Workdir, len(runners), plural(len(runners)))
+		return parallel(len(runners), func(i int) error {
+			return runners[i].Rsync(ctx, t.Workdir, "~/sky_workdir", provision.RsyncOptions{Excludes: excludes})
+		})
+	}
+	return nil
+}
+
+// ignorePatterns reads .skyignore, else .gitignore, of a directory.
+func ignorePatterns(dir string) []string {
+	for _, f := range []string{".skyignore", ".gitignore"} {
+		raw, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		var out []string
+		for _, line := range strings.Split(string(raw), "\n") {
+			line = strings.TrimSpace(line)
+			if line != "" && !strings.HasPrefix(line, "#") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// syncFileMounts copies local file_mounts sources to every node.
+func (b *Backend) syncFileMounts(ctx context.Context, runners []provision.CommandRunner, t *api.TaskSpec, log io.Writer) error {
+	dsts := make([]string, 0, len(t.FileMounts))
+	for d := range t.FileMounts {
+		dsts = append(dsts, d)
+	}
+	sort.Strings(dsts)
+	for _, dst := range dsts {
+		src := t.FileMounts[dst]
+		fi, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("file_mounts %s: source %s: %w", dst, src, err)
+		}
+		fmt.Fprintf(log, "Syncing %s -> %s\n", src, dst)
+		err = parallel(len(runners), func(i int) error {
+			if fi.IsDir() {
+				return runners[i].Rsync(ctx, src, dst, provision.RsyncOptions{Excludes: ignorePatterns(src)})
+			}
+			return runners[i].Upload(ctx, src, dst)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clusterInfoJSON is SKYPILOT_CLUSTER_INFO.
+func clusterInfoJSON(name string, h *Handle) string {
+	raw, _ := json.Marshal(map[string]any{"cluster_name": name, "cloud": h.Info.Cloud, "region": nullable(h.Info.Region), "zone": nullable(h.Info.Zone)})
+	return string(raw)
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func gpusPerNode(h *Handle) int {
+	total := 0.0
+	for name, n := range h.GPUs {
+		if !strings.HasPrefix(strings.ToLower(name), "tpu") {
+			total += n
+		}
+	}
+	return int(math.Ceil(total))
+}
+
+// runSetup runs setup on every node at once, with the SETUP_* variables;
+// any node failing fails the launch.
+func (b *Backend) runSetup(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, t *api.TaskSpec, user User, log io.Writer) error {
+	ts := agentRunTimestamp()
+	ips := make([]string, len(runners))
+	for i, r := range runners {
+		ips[i] = r.NodeIP()
+	}
+	fmt.Fprintf(log, "Running setup on %d node%s.\n", len(runners), plural(len(runners)))
+	codes := make([]int, len(runners))
+	var mu sync.Mutex
+	err := parallel(len(runners), func(i int) error {
+		env := map[string]string{}
+		for k, v := range t.Envs {
+			env[k] = v
+		}
+		for k, v := range t.Secrets {
+			env[k] = v
+		}
+		env["SKYPILOT_SETUP_NODE_IPS"] = strings.Join(ips, "\n")
+		env["SKYPILOT_SETUP_NODE_RANK"] = fmt.Sprint(i)
+		env["SKYPILOT_SETUP_NUM_GPUS_PER_NODE"] = fmt.Sprint(gpusPerNode(h))
+		env["SKYPILOT_CLUSTER_INFO"] = clusterInfoJSON(c.Name, h)
+		env["SKYPILOT_USER"] = user.Name
+		logFile := fmt.Sprintf("~/sky_logs/%s/setup-%d.log", ts, i)
+		script := setupScript(env, t.Setup)
+		cmd := "mkdir -p ~/sky_logs/" + ts + " && { cd ~/sky_workdir 2>/dev/null || cd ~; bash -s; } > " + logFile + " 2>&1; rc=$?; cat " + logFile + "; exit $rc"
+		w := &prefixWriter{w: log, mu: &mu, prefix: fmt.Sprintf("(setup pid=node%d) ", i)}
+		if len(runners) == 1 {
+			w.prefix = "(setup) "
+		}
+		res, err := runners[i].Run(ctx, cmd, provision.RunOptions{Stdin: strings.NewReader(script), Stdout: w, Stderr: w})
+		w.flush()
+		if err != nil {
+			return err
+		}
+		codes[i] = res.ExitCode
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, code := range codes {
+		if code != 0 {
+			tail, _ := runners[i].Run(ctx, fmt.Sprintf("tail -n 10 ~/sky_logs/%s/setup-%d.log", ts, i), provision.RunOptions{})
+			b.event(ctx, c, string(c.Status), string(c.Status), fmt.Sprintf("setup failed on node %d with return code %d", i, code))
+			return &ClusterError{Type: "CommandError", Msg: fmt.Sprintf("Failed to setup with return code %d on node %d. Last lines of its setup log:\n%s",
+				code, i, strings.TrimRight(string(tail.Stdout), "\n"))}
+		}
+	}
+	return nil
+}
+
+func setupScript(env map[string]string, body string) string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	sb.WriteString("unset CUDA_VISIBLE_DEVICES\n")
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "export %s=%s\n", k, provision.Quote(env[k]))
+	}
+	sb.WriteString(body)
+	sb.WriteString("\n")
+	return sb.String()
+}
+
+func agentRunTimestamp() string {
+	t := time.Now()
+	return "sky-" + t.Format("2006-01-02-15-04-05") + fmt.Sprintf("-%06d", t.Nanosecond()/1000)
+}
+
+// prefixWriter prefixes each line written through it.
+type prefixWriter struct {
+	w      io.Writer
+	mu     *sync.Mutex
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		p.mu.Lock()
+		_, _ = io.WriteString(p.w, p.prefix+string(p.buf[:i+1]))
+		p.mu.Unlock()
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+func (p *prefixWriter) flush() {
+	if len(p.buf) > 0 {
+		p.mu.Lock()
+		_, _ = io.WriteString(p.w, p.prefix+string(p.buf)+"\n")
+		p.mu.Unlock()
+		p.buf = nil
+	}
+}
+
+// applyLaunchAutostop sets autostop from -i / --down on the head agent.
+func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, body api.LaunchBody) error {
+	idle := -1
+	if body.IdleMinutes != nil {
+		idle = *body.IdleMinutes
+	}
+	if body.Down && idle < 0 {
+		idle = 0
+	}
+	if idle < 0 {
+		return nil
+	}
+	return b.setAutostop(ctx, c, h, head, agent.AutostopConfig{IdleMinutes: idle, Down: body.Down})
+}
+
+// submitAndFollow submits the run command to the head agent and, unless
+// detached, streams its log until it ends.
+func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, t *api.TaskSpec, user User, detach bool, log io.Writer) (*api.LaunchResult, error) {
+	spec := agent.JobSpec{Name: t.Name, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
+		User: user.Name, UserHash: user.Hash}
+	if r, err := resources.Parse(t.Resources); err == nil {
+		if r.CPUs != nil && !r.CPUs.PerCPU {
+			v := r.CPUs.Value
+			spec.CPUs = &v
+		}
+		if name := r.AcceleratorName(); name != "" {
+			spec.GPUs = map[string]float64{name: r.AcceleratorCount()}
+		}
+	}
+	var out struct {
+		JobID int `json:"job_id"`
+	}
+	if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
+		return nil, err
+	}
+	result := &api.LaunchResult{ClusterName: c.Name, JobID: out.JobID}
+	fmt.Fprintf(log, "Job submitted, ID: %d\n", out.JobID)
+	if detach {
+		fmt.Fprintf(log, "Job %d is running detached. Follow it with: sky logs %s %d\n", out.JobID, c.Name, out.JobID)
+		return result, nil
+	}
+	status, err := b.followJob(ctx, head, out.JobID, log)
+	if err != nil {
+		return result, err
+	}
+	result.Status = status
+	return result, nil
+}
+
+// followJob streams a job's log to w until it ends and returns its status.
+func (b *Backend) followJob(ctx context.Context, head provision.CommandRunner, jobID int, w io.Writer) (string, error) {
+	_, err := head.Stream(ctx, b.agentCommand("logs", "--job", fmt.Sprint(jobID), "--follow"), w, w)
+	if err != nil {
+		return "", err
+	}
+	st, err := b.jobStatus(ctx, head, jobID)
+	if err != nil {
+		return "", err
+	}
+	return st, nil
+}
+
+func (b *Backend) jobStatus(ctx context.Context, head provision.CommandRunner, jobID int) (string, error) {
+	var rep agent.StatusReport
+	if err := b.agentCall(ctx, head, nil, &rep, "status", fmt.Sprint(jobID)); err != nil {
+		return "", err
+	}
+	for _, j := range rep.Jobs {
+		if j.JobID == jobID {
+			return string(j.Status), nil
+		}
+	}
+	return "", nil
+}

@@ -1,0 +1,429 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/state"
+)
+
+var clusterNameRE = regexp.MustCompile(`^[a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?$`)
+
+// ValidateClusterName applies SkyPilot's cluster name rule.
+func ValidateClusterName(name string) error {
+	if name == "" {
+		return &ClusterError{Type: "ValueError", Msg: "cluster name is empty; pass one with -c NAME"}
+	}
+	if !clusterNameRE.MatchString(name) || len(name) > 63 {
+		return &ClusterError{Type: "ValueError", Msg: fmt.Sprintf(
+			"Cluster name %q is invalid: it must start with a letter, end with a letter or digit, contain only letters, digits, '-', '_' and '.', and be at most 63 characters.", name)}
+	}
+	return nil
+}
+
+// Stop stops every node of a cluster, keeping its disks (directories).
+func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers bool, log io.Writer) error {
+	defer b.lock(name)()
+	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
+	if err != nil {
+		return err
+	}
+	if c.Status == state.ClusterStopped {
+		fmt.Fprintf(log, "Cluster %s is already stopped.\n", name)
+		return nil
+	}
+	p, err := b.provisioner(h.Infra)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "Stopping cluster %s...\n", name)
+	if err := p.Stop(ctx, name); err != nil {
+		return err
+	}
+	from := c.Status
+	c.Status = state.ClusterStopped
+	c.Autostop, c.ToDown = -1, false
+	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+		return err
+	}
+	b.closeUsage(ctx, c)
+	b.event(ctx, c, string(from), "STOPPED", "stopped by user")
+	fmt.Fprintf(log, "Cluster %s stopped.\n", name)
+	return nil
+}
+
+// Start restarts a stopped cluster's nodes and agents.
+func (b *Backend) Start(ctx context.Context, name string, user User, log io.Writer) error {
+	defer b.lock(name)()
+	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
+	if err != nil {
+		return err
+	}
+	if c.Status == state.ClusterUp {
+		fmt.Fprintf(log, "Cluster %s is already UP.\n", name)
+		return nil
+	}
+	return b.startLocked(ctx, c, h, log)
+}
+
+func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, log io.Writer) error {
+	p, err := b.provisioner(h.Infra)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "Starting cluster %s...\n", c.Name)
+	info, err := p.Start(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	h.Info = info
+	runners, err := p.Runners(info)
+	if err != nil {
+		return err
+	}
+	if err := b.startAgents(ctx, c, h, runners, log); err != nil {
+		return err
+	}
+	b.openUsage(ctx, c)
+	fmt.Fprintf(log, "Cluster %s is UP.\n", c.Name)
+	return nil
+}
+
+// Down removes a cluster and everything on it. With purge, a failure to
+// clean up the infrastructure still removes the record.
+func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, purge bool, log io.Writer) error {
+	defer b.lock(name)()
+	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "Terminating cluster %s...\n", name)
+	if p, perr := b.provisioner(h.Infra); perr == nil {
+		if err := p.Terminate(ctx, name); err != nil && !purge {
+			return fmt.Errorf("terminating %s: %w (use --purge to remove the record anyway)", name, err)
+		}
+	} else if !purge {
+		return perr
+	}
+	b.closeUsage(ctx, c)
+	b.event(ctx, c, string(c.Status), "TERMINATED", "terminated by user")
+	if err := b.Store.DeleteCluster(ctx, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "Cluster %s terminated.\n", name)
+	return nil
+}
+
+// Refresh asks the infrastructure and the head agent for a cluster's real
+// state and records it: nodes gone -> removed, nodes stopped -> STOPPED,
+// agent dead -> INIT with the reason.
+func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster, error) {
+	h, err := b.handleOf(c)
+	if err != nil || h.Info == nil {
+		return c, err
+	}
+	p, err := b.provisioner(h.Infra)
+	if err != nil {
+		return c, nil
+	}
+	nodes, err := p.Query(ctx, c.Name)
+	if err != nil {
+		return c, err
+	}
+	up, stopped := 0, 0
+	for _, n := range nodes {
+		switch n.Status {
+		case provision.NodeUp:
+			up++
+		case provision.NodeStopped:
+			stopped++
+		}
+	}
+	from := c.Status
+	switch {
+	case len(nodes) == 0:
+		b.closeUsage(ctx, c)
+		b.event(ctx, c, string(from), "TERMINATED", "nodes no longer exist")
+		return nil, b.Store.DeleteCluster(ctx, c.Name)
+	case stopped == len(nodes):
+		if c.Status != state.ClusterStopped {
+			c.Status = state.ClusterStopped
+			b.closeUsage(ctx, c)
+		}
+	case up == len(nodes) && c.Status != state.ClusterStopped:
+		runners, err := p.Runners(h.Info)
+		if err != nil {
+			return c, err
+		}
+		var rep agent.StatusReport
+		aerr := b.agentCall(ctx, runners[0], nil, &rep, "status")
+		if aerr != nil || !rep.Daemon.Alive {
+			reason := "the head node's agent is not running"
+			if aerr != nil {
+				reason += ": " + aerr.Error()
+			} else if rep.Daemon.Error != "" {
+				reason += ": " + rep.Daemon.Error
+			}
+			c.Status = state.ClusterInit
+			h.Reason = reason + "; run `sky start` or `sky launch` again to repair it"
+		} else if c.Status == state.ClusterInit && h.Reason != "" && c.ClusterEverUp {
+			c.Status = state.ClusterUp
+			h.Reason = ""
+		}
+	default:
+		c.Status = state.ClusterInit
+		h.Reason = fmt.Sprintf("%d of %d nodes are up", up, len(nodes))
+	}
+	b.saveHandle(c, h)
+	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+		return c, err
+	}
+	if from != c.Status {
+		b.event(ctx, c, string(from), string(c.Status), "status refresh: "+h.Reason)
+	}
+	return c, nil
+}
+
+func (b *Backend) handleOf(c *state.Cluster) (*Handle, error) {
+	var h Handle
+	if len(c.Handle) == 0 {
+		return &h, nil
+	}
+	return &h, jsonUnmarshal(c.Handle, &h)
+}
+
+// Autostop sets (or cancels, idle < 0) a cluster's autostop.
+func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agent.AutostopConfig) error {
+	defer b.lock(name)()
+	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
+	if err != nil {
+		return err
+	}
+	if c.Status != state.ClusterUp {
+		return &ClusterError{Type: "ClusterNotUpError", Msg: fmt.Sprintf("Cluster %q is %s; autostop can only be set on an UP cluster.", name, c.Status)}
+	}
+	runners, err := b.runners(h)
+	if err != nil {
+		return err
+	}
+	return b.setAutostop(ctx, c, h, runners[0], cfg)
+}
+
+func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, cfg agent.AutostopConfig) error {
+	args := []string{"--idle-minutes", fmt.Sprint(cfg.IdleMinutes)}
+	if cfg.IdleMinutes < 0 {
+		args = []string{"--cancel"}
+	}
+	if cfg.Down {
+		args = append(args, "--down")
+	}
+	if cfg.WaitFor != "" {
+		args = append(args, "--wait-for", cfg.WaitFor)
+	}
+	if cfg.Hook != "" {
+		args = append(args, "--hook", cfg.Hook)
+	}
+	if cfg.HookTimeout > 0 {
+		args = append(args, "--hook-timeout", fmt.Sprint(cfg.HookTimeout))
+	}
+	if err := b.agentCall(ctx, head, nil, nil, "set-autostop", args...); err != nil {
+		return err
+	}
+	c.Autostop, c.ToDown = cfg.IdleMinutes, cfg.Down && cfg.IdleMinutes >= 0
+	if cfg.IdleMinutes < 0 {
+		c.Autostop = -1
+	}
+	return b.Store.UpsertCluster(ctx, c)
+}
+
+// openUsage starts a new usage interval in the cluster's history row.
+func (b *Backend) openUsage(ctx context.Context, c *state.Cluster) {
+	b.editHistory(ctx, c, func(h *state.History) {
+		n := len(h.UsageIntervals)
+		if n == 0 || h.UsageIntervals[n-1].End != nil {
+			h.UsageIntervals = append(h.UsageIntervals, state.Interval{Start: time.Now().Unix()})
+		}
+	})
+}
+
+// closeUsage ends the open usage interval.
+func (b *Backend) closeUsage(ctx context.Context, c *state.Cluster) {
+	b.editHistory(ctx, c, func(h *state.History) {
+		n := len(h.UsageIntervals)
+		if n > 0 && h.UsageIntervals[n-1].End == nil {
+			now := time.Now().Unix()
+			h.UsageIntervals[n-1].End = &now
+		}
+	})
+}
+
+func (b *Backend) editHistory(ctx context.Context, c *state.Cluster, edit func(*state.History)) {
+	ctx = context.WithoutCancel(ctx)
+	hs, err := b.Store.ListHistory(ctx, 0)
+	if err != nil {
+		return
+	}
+	for _, h := range hs {
+		if h.ClusterHash == c.ClusterHash {
+			edit(h)
+			_ = b.Store.AddHistory(ctx, h)
+			return
+		}
+	}
+}
+
+// Queue returns the jobs of a cluster.
+func (b *Backend) Queue(ctx context.Context, name string, user User, allUsers, skipFinished bool) ([]agent.Job, error) {
+	head, err := b.head(ctx, name, user, true)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{}
+	if skipFinished {
+		args = append(args, "--skip-finished")
+	}
+	if !allUsers && user.Hash != "" {
+		args = append(args, "--user-hash", user.Hash)
+	}
+	var jobs []agent.Job
+	if err := b.agentCall(ctx, head, nil, &jobs, "queue", args...); err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// head returns the head node's runner of an UP cluster.
+func (b *Backend) head(ctx context.Context, name string, user User, allUsers bool) (provision.CommandRunner, error) {
+	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
+	if err != nil {
+		return nil, err
+	}
+	if c.Status == state.ClusterStopped {
+		return nil, &ClusterError{Type: "ClusterNotUpError", Msg: fmt.Sprintf("Cluster %q is STOPPED. Run `sky start %s` first.", name, name)}
+	}
+	runners, err := b.runners(h)
+	if err != nil {
+		return nil, err
+	}
+	return runners[0], nil
+}
+
+// Cancel cancels jobs on a cluster.
+func (b *Backend) Cancel(ctx context.Context, name string, user User, ids []int, all, allUsers bool) (any, error) {
+	head, err := b.head(ctx, name, user, false)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{}
+	if all {
+		args = append(args, "--all")
+	}
+	if !allUsers && user.Hash != "" && all {
+		args = append(args, "--user-hash", user.Hash)
+	}
+	for _, id := range ids {
+		args = append(args, fmt.Sprint(id))
+	}
+	var out any
+	if err := b.agentCall(ctx, head, nil, &out, "cancel", args...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Logs streams a job's log (the latest job when id is 0) to w and returns
+// the job's status when it ends (or now, without follow).
+func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, follow bool, tail int, worker *int, w io.Writer) (string, error) {
+	head, err := b.head(ctx, name, user, true)
+	if err != nil {
+		return "", err
+	}
+	if jobID == 0 {
+		jobs, err := b.Queue(ctx, name, user, true, false)
+		if err != nil {
+			return "", err
+		}
+		if len(jobs) == 0 {
+			return "", &ClusterError{Type: "JobNotFound", Msg: fmt.Sprintf("No job found on cluster %q.", name)}
+		}
+		jobID = jobs[0].JobID
+	}
+	args := []string{"--job", fmt.Sprint(jobID)}
+	if follow {
+		args = append(args, "--follow")
+	}
+	if tail > 0 {
+		args = append(args, "--tail", fmt.Sprint(tail))
+	}
+	if worker != nil {
+		args = append(args, "--rank", fmt.Sprint(*worker))
+	}
+	if _, err := head.Stream(ctx, b.agentCommand("logs", args...), w, w); err != nil {
+		return "", err
+	}
+	return b.jobStatus(ctx, head, jobID)
+}
+
+// JobStatus returns the status of a job ("" when it does not exist).
+func (b *Backend) JobStatus(ctx context.Context, name string, user User, jobID int) (int, string, error) {
+	head, err := b.head(ctx, name, user, true)
+	if err != nil {
+		return 0, "", err
+	}
+	if jobID == 0 {
+		jobs, err := b.Queue(ctx, name, user, true, false)
+		if err != nil {
+			return 0, "", err
+		}
+		if len(jobs) == 0 {
+			return 0, "", nil
+		}
+		jobID = jobs[0].JobID
+	}
+	st, err := b.jobStatus(ctx, head, jobID)
+	return jobID, st, err
+}
+
+// HookLog returns the path of the autostop hook's log on the head node and
+// its content.
+func (b *Backend) HookLog(ctx context.Context, name string, user User, w io.Writer) error {
+	head, err := b.head(ctx, name, user, true)
+	if err != nil {
+		var ce *ClusterError
+		if !errors.As(err, &ce) {
+			return err
+		}
+	}
+	if head == nil {
+		c, h, err := b.loadCluster(ctx, name, user.Hash, true)
+		if err != nil {
+			return err
+		}
+		_ = c
+		p, err := b.provisioner(h.Infra)
+		if err != nil {
+			return err
+		}
+		rs, err := p.Runners(h.Info)
+		if err != nil {
+			return err
+		}
+		head = rs[0]
+	}
+	res, err := head.Run(ctx, "cat ~/.sky/hooks/*.log 2>/dev/null", provision.RunOptions{})
+	if err != nil {
+		return err
+	}
+	if len(res.Stdout) == 0 {
+		fmt.Fprintln(w, "No hook log on this cluster yet.")
+		return nil
+	}
+	_, err = w.Write(res.Stdout)
+	return err
+}

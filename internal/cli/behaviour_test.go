@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
+	"github.com/skygo/skygo/internal/version"
+)
+
+func TestColorDecision(t *testing.T) {
+	tests := []struct {
+		tty  bool
+		env  map[string]string
+		want bool
+	}{
+		{tty: true, env: map[string]string{"TERM": "xterm-256color"}, want: true},
+		{tty: false, env: map[string]string{"TERM": "xterm"}, want: false},
+		{tty: true, env: map[string]string{"NO_COLOR": "1", "TERM": "xterm"}, want: false},
+		{tty: true, env: map[string]string{"NO_COLOR": "", "TERM": "xterm"}, want: true},
+		{tty: true, env: map[string]string{"TERM": "dumb"}, want: false},
+	}
+	for _, tc := range tests {
+		got := colorAllowed(tc.tty, func(k string) string { return tc.env[k] })
+		if got != tc.want {
+			t.Errorf("tty=%v env=%v: color %v, want %v", tc.tty, tc.env, got, tc.want)
+		}
+	}
+	io, _, _ := testIO("", true)
+	io.Color = false
+	if s := io.Bold("x"); s != "x" {
+		t.Errorf("Bold without colour = %q", s)
+	}
+	io.Color = true
+	if s := io.Bold("x"); s != "\x1b[1mx\x1b[0m" {
+		t.Errorf("Bold with colour = %q", s)
+	}
+}
+
+func TestConfirm(t *testing.T) {
+	tests := []struct {
+		name    string
+		yes     bool
+		tty     bool
+		input   string
+		wantErr string // "" = proceed
+		prompt  bool
+	}{
+		{name: "-y skips the prompt", yes: true, tty: false},
+		{name: "no tty refuses", tty: false, wantErr: "pass -y/--yes"},
+		{name: "enter means yes", tty: true, input: "\n", prompt: true},
+		{name: "y", tty: true, input: "y\n", prompt: true},
+		{name: "n aborts", tty: true, input: "n\n", wantErr: "aborted", prompt: true},
+		{name: "eof aborts", tty: true, input: "", wantErr: "aborted", prompt: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			io, _, errOut := testIO(tc.input, tc.tty)
+			err := io.Confirm("Tearing down cluster dev.", tc.yes)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if got := strings.Contains(errOut.String(), "Proceed? [Y/n]"); got != tc.prompt {
+				t.Errorf("prompt shown = %v, want %v (stderr %q)", got, tc.prompt, errOut.String())
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{errors.New("boom"), 1},
+		{flagErrorf("bad flag"), 2},
+		{fmt.Errorf("wrapped: %w", flagErrorf("bad")), 2},
+		{&ExitError{Code: 100}, 100},
+		{&ExitError{Code: 103, Msg: "cancelled"}, 103},
+		{notAvailable("down", "x"), 1},
+	}
+	for _, tc := range tests {
+		if got := exitCodeFor(tc.err); got != tc.want {
+			t.Errorf("exitCodeFor(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+	var buf bytes.Buffer
+	printError(&buf, &ExitError{Code: 101})
+	if buf.Len() != 0 {
+		t.Errorf("silent ExitError printed %q", buf.String())
+	}
+	printError(&buf, errors.New("cluster dev not found"))
+	if buf.String() != "Error: cluster dev not found\n" {
+		t.Errorf("printError = %q", buf.String())
+	}
+}
+
+func TestTableAndJSON(t *testing.T) {
+	tb := newTable(nil, "NAME", "INFRA", "STATUS")
+	tb.addRow("dev", "AWS (us-east-1)", "UP")
+	tb.addRow("a-much-longer-name", "-", "STOPPED")
+	var buf bytes.Buffer
+	if err := tb.render(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME                INFRA            STATUS\n" +
+		"dev                 AWS (us-east-1)  UP\n" +
+		"a-much-longer-name  -                STOPPED\n"
+	if buf.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	buf.Reset()
+	type rec struct {
+		Name   string `json:"name"`
+		Nodes  int    `json:"nodes"`
+		Status string `json:"status"`
+	}
+	if err := printJSON(&buf, []rec{{"dev", 2, "UP"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[\n  {\n    \"name\": \"dev\",\n    \"nodes\": 2,\n    \"status\": \"UP\"\n  }\n]\n"; buf.String() != want {
+		t.Errorf("json = %q, want %q", buf.String(), want)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"launch", "--cpu", "4"}, "did you mean --cpus?"},
+		{[]string{"lanch"}, `did you mean "launch"?`},
+		{[]string{"jobs", "lanch"}, `did you mean "launch"?`},
+		{[]string{"status", "-o", "yaml"}, "choose table or json"},
+		{[]string{"logs"}, "missing argument(s); expected CLUSTER [JOB_IDS]..."},
+		{[]string{"down", "--graceful-timeout", "5", "x"}, "only applies with --graceful"},
+		{[]string{"launch", "--num-nodes", "many"}, "invalid argument"},
+		{[]string{"launch", "--config", "no-such-file.yaml", "--", "echo"}, "invalid --config"},
+		{[]string{"jobs", "launch", "-o", "yaml", "--", "echo"}, "choose one of id, json"},
+		{[]string{"serve", "up"}, "expected SERVICE_YAML"},
+	}
+	for _, tc := range tests {
+		out, errOut, code := runInProcess(t, tc.args...)
+		if code != 2 {
+			t.Errorf("sky %v: exit %d, want 2 (stderr %q)", tc.args, code, errOut)
+		}
+		if !strings.HasPrefix(errOut, "Error: ") || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "--help' for more information") {
+			t.Errorf("sky %v: stderr %q, want Error: ...%s... and a usage hint", tc.args, errOut, tc.want)
+		}
+		if out != "" {
+			t.Errorf("sky %v: stdout %q, want nothing", tc.args, out)
+		}
+	}
+}
+
+// A command whose machinery is missing still checks all its input, then
+// says so in one line and exits 1.
+func TestNotAvailableYet(t *testing.T) {
+	yamlPath := writeFile(t, "t.yaml", "resources:\n  cpus: 2\nrun: echo hi\n")
+	tests := []struct {
+		args []string
+		line string
+	}{
+		{[]string{"down", "dev", "-y"}, "Error: sky down: tearing down clusters is not available in this build yet.\n"},
+		{[]string{"launch", "-c", "dev", yamlPath}, "Error: sky launch: launching clusters is not available in this build yet.\n"},
+		{[]string{"launch", "-c", "dev", "--", "echo", "hi"}, "Error: sky launch: launching clusters is not available in this build yet.\n"},
+		{[]string{"jobs", "pool", "status"}, "Error: sky jobs pool status: pools is not available in this build yet.\n"},
+		{[]string{"status", "-o", "json"}, "Error: sky status: listing clusters is not available in this build yet.\n"},
+	}
+	for _, tc := range tests {
+		out, errOut, code := runBinary(t, nil, tc.args...)
+		if code != 1 || errOut != tc.line || out != "" {
+			t.Errorf("sky %v: exit %d stdout %q stderr %q; want exit 1 and %q", tc.args, code, out, errOut, tc.line)
+		}
+	}
+	// Input is checked first: a broken YAML is reported, not the stand-in.
+	bad := writeFile(t, "bad.yaml", "resources:\n  cpus: four\nrun: echo\n")
+	_, errOut, code := runBinary(t, nil, "launch", bad)
+	if code != 1 || !strings.Contains(errOut, "bad.yaml:2:") || strings.Contains(errOut, "not available") {
+		t.Errorf("launch bad.yaml: exit %d stderr %q; want the loader's file:line error", code, errOut)
+	}
+}
+
+func TestVersionAndCompletion(t *testing.T) {
+	out, _, code := runBinary(t, nil, "--version")
+	if code != 0 || !strings.Contains(out, version.Version) || !strings.Contains(out, "commit "+version.Commit) {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		out, errOut, code := runInProcess(t, "completion", sh)
+		if code != 0 || !strings.Contains(out, "sky") || len(out) < 500 {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", sh, code, len(out), errOut)
+		}
+	}
+	if _, _, code := runInProcess(t, "completion", "tcsh"); code != 2 {
+		t.Errorf("completion tcsh: exit %d, want 2", code)
+	}
+}
+
+func TestValidateCorpus(t *testing.T) {
+	dir := filepath.Join(testutil.SharedDir(t), "corpus", "yamls")
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"examples__minimal.yaml", []string{"YAML is valid.", "minimal: aws"}},
+		{"examples__amd__amd-minGPT-ddp.yaml", []string{"YAML is valid.", "gpus=MI300:4", "cpus=128"}},
+	}
+	for _, tc := range tests {
+		out, errOut, code := runBinary(t, []string{"NO_COLOR=1"}, "validate", filepath.Join(dir, tc.file))
+		if code != 0 {
+			t.Errorf("validate %s: exit %d, stderr %q", tc.file, code, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("validate %s: output %q lacks %q", tc.file, out, w)
+			}
+		}
+	}
+	_, errOut, code := runBinary(t, nil, "validate", filepath.Join(dir, "..", "invalid", "authored__cpus_not_number.yaml"))
+	if code != 1 || !regexpMatch(`authored__cpus_not_number.yaml:\d+:\d+: `, errOut) {
+		t.Errorf("invalid YAML: exit %d, stderr %q; want exit 1 with file:line:col", code, errOut)
+	}
+}
+
+func regexpMatch(pattern, s string) bool {
+	return regexpMust(pattern).MatchString(s)
+}
+
+// A --secret value never shows up in any output, whatever the command does
+// with it: success, a load error, or the not-available stand-in.
+func TestSecretNeverPrinted(t *testing.T) {
+	const secret = "s3cr3t-Value-9f8e7d"
+	good := writeFile(t, "task.yaml", "name: sec\nsecrets:\n  API_KEY: null\nenvs:\n  SHOWN: $API_KEY\nrun: echo $API_KEY\n")
+	bad := writeFile(t, "bad.yaml", "secrets:\n  API_KEY: null\nresources:\n  cpus: nope\nrun: echo\n")
+	dotenv := writeFile(t, "secrets.env", "OTHER="+secret+"\n")
+	runs := [][]string{
+		{"validate", good, "--secret", "API_KEY=" + secret},
+		{"validate", good, "--secret-file", dotenv, "--secret", "API_KEY=" + secret},
+		{"validate", bad, "--secret", "API_KEY=" + secret},
+		{"launch", good, "--secret", "API_KEY=" + secret},
+		{"launch", good, "--secret", "bad key=" + secret},
+		{"jobs", "launch", good, "--secret", "API_KEY=" + secret, "-o", "json"},
+	}
+	for _, args := range runs {
+		out, errOut, _ := runBinary(t, []string{"NO_COLOR=1"}, args...)
+		if strings.Contains(out+errOut, secret) {
+			t.Errorf("sky %v printed the secret:\nstdout %q\nstderr %q", args[:2], out, errOut)
+		}
+	}
+}
+
+// BenchmarkHelp measures `sky --help` as a whole process against /bin/true
+// in the same run, so the ratio says how much our start-up adds.
+func BenchmarkHelp(b *testing.B) {
+	bin := testutil.SkyBinary(b)
+	timeIt := func(name string, args ...string) time.Duration {
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if err := exec.Command(name, args...).Run(); err != nil {
+				b.Fatalf("%s: %v", name, err)
+			}
+		}
+		return time.Since(start) / time.Duration(b.N)
+	}
+	b.ResetTimer()
+	base := timeIt("/bin/true")
+	sky := timeIt(bin, "--help")
+	b.ReportMetric(float64(sky.Microseconds()), "sky-us/op")
+	b.ReportMetric(float64(base.Microseconds()), "true-us/op")
+	b.ReportMetric(float64(sky)/float64(base), "ratio")
+}
+
+func regexpMust(p string) *regexp.Regexp { return regexp.MustCompile(p) }

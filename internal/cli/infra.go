@@ -1,0 +1,341 @@
+package cli
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// CheckOptions is everything `sky check` needs.
+type CheckOptions struct {
+	IO        *IOStreams
+	Config    []string
+	Infras    []string
+	Verbose   bool
+	Workspace string
+	Output    string
+}
+
+func newCheckCmd(f *Factory, runF func(*CheckOptions) error) *cobra.Command {
+	opts := &CheckOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "check [flags] [INFRA_LIST]...",
+		Short: "Check which infrastructure can be used",
+		Long: `Check credentials and access for each infrastructure (or only the named
+ones, e.g. 'sky check aws k8s') and record which are enabled.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			opts.Infras = args
+			var err error
+			if opts.Output, err = parseOutput(opts.Output); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return notAvailable("check", "checking infrastructure access")
+		},
+	}
+	addConfigFlag(cmd, &opts.Config)
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "Show the account in use for each infrastructure")
+	cmd.Flags().StringVarP(&opts.Workspace, "workspace", "w", "", "Check only this workspace (default: all)")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// DashboardOptions is everything `sky dashboard` and `sky jobs dashboard`
+// need.
+type DashboardOptions struct {
+	IO     *IOStreams
+	Config []string
+	Jobs   bool // open the managed-jobs page
+}
+
+func newDashboardCmd(f *Factory, runF func(*DashboardOptions) error) *cobra.Command {
+	return dashboardCmd(f, runF, false)
+}
+
+func dashboardCmd(f *Factory, runF func(*DashboardOptions) error, jobs bool) *cobra.Command {
+	opts := &DashboardOptions{IO: f.IO, Jobs: jobs}
+	short, name := "Open the SkyPilot dashboard in a browser", "dashboard"
+	if jobs {
+		short, name = "Open the managed jobs dashboard in a browser", "jobs dashboard"
+	}
+	cmd := &cobra.Command{
+		Use:   "dashboard [flags]",
+		Short: short,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return notAvailable(name, "the dashboard")
+		},
+	}
+	addConfigFlag(cmd, &opts.Config)
+	return cmd
+}
+
+// GpusListOptions is everything `sky gpus list` needs.
+type GpusListOptions struct {
+	IO          *IOStreams
+	Config      []string
+	Accelerator string
+	All         bool
+	Infra       string
+	Cloud       string
+	Region      string
+	AllRegions  bool
+	Verbose     bool
+	Output      string
+}
+
+func newGpusCmd(f *Factory) *cobra.Command {
+	return newGroupCmd("gpus", "List GPUs and other accelerators, and label Kubernetes GPU nodes",
+		newGpusListCmd(f, func(o *GpusListOptions) error { return gpusListRunRemote(f, o) }, "list"), newGpusLabelCmd(f, nil))
+}
+
+// newShowGpusCmd is the old spelling `sky show-gpus`, kept hidden so old
+// scripts keep working.
+func newShowGpusCmd(f *Factory) *cobra.Command {
+	c := newGpusListCmd(f, func(o *GpusListOptions) error { return gpusListRunRemote(f, o) }, "show-gpus")
+	c.Hidden = true
+	c.Deprecated = "use 'sky gpus list'"
+	return c
+}
+
+func newGpusListCmd(f *Factory, runF func(*GpusListOptions) error, use string) *cobra.Command {
+	opts := &GpusListOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   use + " [flags] [ACCELERATOR_STR]",
+		Short: "Show GPUs, TPUs and other accelerators with their prices",
+		Long: `Without an argument, list common accelerators and the counts offered.
+With ACCELERATOR_STR (NAME or NAME:COUNT, case-insensitive), list every
+offering of it with prices.`,
+		Args: rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				opts.Accelerator = args[0]
+			}
+			var err error
+			if opts.Output, err = parseOutput(opts.Output); err != nil {
+				return err
+			}
+			if opts.Infra != "" && (opts.Cloud != "" || opts.Region != "") {
+				return flagErrorf("--infra cannot be combined with --cloud or --region; put both in --infra (e.g. aws/us-east-1)")
+			}
+			if opts.AllRegions && opts.Accelerator == "" {
+				return flagErrorf("--all-regions needs an ACCELERATOR_STR, e.g. 'sky gpus list A100 --all-regions'")
+			}
+			if opts.AllRegions && opts.Region != "" {
+				return flagErrorf("--all-regions and --region cannot be used together")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return notAvailable("gpus list", "the accelerator catalog")
+		},
+	}
+	fs := cmd.Flags()
+	addConfigFlag(cmd, &opts.Config)
+	fs.BoolVarP(&opts.All, "all", "a", false, "Show all accelerators, not only common ones, with prices")
+	fs.StringVar(&opts.Infra, "infra", "", "Infrastructure to list, e.g. aws or aws/us-east-1")
+	fs.StringVar(&opts.Cloud, "cloud", "", "Cloud to list")
+	fs.StringVar(&opts.Region, "region", "", "Region to list (default: all regions)")
+	fs.BoolVar(&opts.AllRegions, "all-regions", false, "Show the accelerator's offerings in every region of every cloud")
+	fs.BoolVarP(&opts.Verbose, "verbose", "v", false, "Show all details, untruncated")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// GpusLabelOptions is everything `sky gpus label` needs.
+type GpusLabelOptions struct {
+	IO      *IOStreams
+	Config  []string
+	Context string
+	Cleanup bool
+	Async   bool
+}
+
+func newGpusLabelCmd(f *Factory, runF func(*GpusLabelOptions) error) *cobra.Command {
+	opts := &GpusLabelOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "label [flags]",
+		Short: "Label the GPU nodes of a Kubernetes cluster for SkyPilot",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return notAvailable("gpus label", "Kubernetes GPU labelling")
+		},
+	}
+	addConfigFlag(cmd, &opts.Config)
+	cmd.Flags().StringVarP(&opts.Context, "context", "c", "", "Kubernetes context (default: the API server's current context)")
+	cmd.Flags().BoolVar(&opts.Cleanup, "cleanup", false, "Only remove the GPU labeller's resources")
+	cmd.Flags().BoolVar(&opts.Async, "async", false, "Do not wait for labelling to finish")
+	return cmd
+}
+
+// SSHOptions is everything `sky ssh up` and `sky ssh down` need.
+type SSHOptions struct {
+	IO     *IOStreams
+	Config []string
+	Infra  string // node pool name; "" = all pools in the file
+	File   string // ssh_node_pools.yaml to use (up only)
+	Async  bool
+}
+
+func newSSHCmd(f *Factory) *cobra.Command {
+	return newGroupCmd("ssh", "Set up and tear down SSH node pools",
+		newSSHUpDownCmd(f, nil, true), newSSHUpDownCmd(f, nil, false))
+}
+
+func newSSHUpDownCmd(f *Factory, runF func(*SSHOptions) error, up bool) *cobra.Command {
+	opts := &SSHOptions{IO: f.IO}
+	var async boolPair
+	use, short, what := "down", "Tear down SSH node pools", "tearing down SSH node pools"
+	if up {
+		use, short, what = "up", "Set up SSH node pools from ~/.sky/ssh_node_pools.yaml", "setting up SSH node pools"
+	}
+	cmd := &cobra.Command{
+		Use:   use + " [flags]",
+		Short: short,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			if opts.File != "" {
+				if _, err := os.Stat(opts.File); err != nil {
+					return flagErrorf("--file %s: file not found", opts.File)
+				}
+			}
+			opts.Async = async.Value
+			if runF != nil {
+				return runF(opts)
+			}
+			return notAvailable("ssh "+use, what)
+		},
+	}
+	addConfigFlag(cmd, &opts.Config)
+	cmd.Flags().StringVar(&opts.Infra, "infra", "", "Only this node pool (default: every pool in the file)")
+	if up {
+		cmd.Flags().StringVarP(&opts.File, "file", "f", "", "Node pools file (default ~/.sky/ssh_node_pools.yaml)")
+	}
+	addAsyncFlag(cmd, &async)
+	return cmd
+}
+
+// LocalUpOptions is everything `sky local up` needs.
+type LocalUpOptions struct {
+	IO          *IOStreams
+	Config      []string
+	GPUs        bool
+	IPsFile     string
+	SSHUser     string
+	SSHKeyPath  string
+	Cleanup     bool
+	ContextName string
+	Password    string
+	Name        string
+	PortStart   int
+	Async       bool
+}
+
+func newLocalCmd(f *Factory) *cobra.Command {
+	return newGroupCmd("local", "Run a local Kubernetes cluster for development",
+		newLocalUpCmd(f, func(o *LocalUpOptions) error { return localUpRunRemote(f, o) }),
+		newLocalDownCmd(f, func(o *LocalDownOptions) error { return localDownRunRemote(f, o) }))
+}
+
+func newLocalUpCmd(f *Factory, runF func(*LocalUpOptions) error) *cobra.Command {
+	opts := &LocalUpOptions{IO: f.IO}
+	var gpus, async boolPair
+	cmd := &cobra.Command{
+		Use:   "up [flags]",
+		Short: "Create a local Kubernetes cluster (kind) usable as --infra k8s",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			remote := []bool{opts.IPsFile != "", opts.SSHUser != "", opts.SSHKeyPath != ""}
+			if (remote[0] || remote[1] || remote[2]) && !(remote[0] && remote[1] && remote[2]) {
+				return flagErrorf("--ips, --ssh-user and --ssh-key-path go together: give all three to deploy on remote machines")
+			}
+			for _, p := range []struct{ flag, path string }{{"--ips", opts.IPsFile}, {"--ssh-key-path", opts.SSHKeyPath}} {
+				if p.path == "" {
+					continue
+				}
+				if _, err := os.Stat(p.path); err != nil {
+					return flagErrorf("%s %s: file not found", p.flag, p.path)
+				}
+			}
+			if cmd.Flags().Changed("port-start") && (opts.PortStart < 1 || opts.PortStart > 65535-1000) {
+				return flagErrorf("invalid --port-start %d: want a port from 1 to %d", opts.PortStart, 65535-1000)
+			}
+			opts.GPUs, opts.Async = gpus.Value, async.Value
+			if runF != nil {
+				return runF(opts)
+			}
+			return notAvailable("local up", "local Kubernetes clusters")
+		},
+	}
+	fs := cmd.Flags()
+	addConfigFlag(cmd, &opts.Config)
+	addBoolPair(fs, &gpus, "gpus", "", true, "Expose the machine's GPUs to the cluster when present", "Do not expose GPUs")
+	fs.StringVar(&opts.IPsFile, "ips", "", "File of remote machine IPs (one per line) to deploy on instead of this machine")
+	fs.StringVar(&opts.SSHUser, "ssh-user", "", "SSH user for the remote machines")
+	fs.StringVar(&opts.SSHKeyPath, "ssh-key-path", "", "SSH private key for the remote machines")
+	fs.BoolVar(&opts.Cleanup, "cleanup", false, "Remove the cluster from the remote machines instead of deploying")
+	fs.StringVar(&opts.ContextName, "context-name", "", "Kubernetes context name for the remote cluster")
+	fs.StringVar(&opts.Password, "password", "", "sudo password on the remote machines, if needed")
+	fs.StringVar(&opts.Name, "name", "", "Name of the local cluster (default skypilot)")
+	fs.IntVar(&opts.PortStart, "port-start", 0, "First host port of the range mapped for services (default: picked automatically)")
+	addAsyncFlag(cmd, &async)
+	return cmd
+}
+
+// LocalDownOptions is everything `sky local down` needs.
+type LocalDownOptions struct {
+	IO     *IOStreams
+	Config []string
+	Name   string
+	Async  bool
+}
+
+func newLocalDownCmd(f *Factory, runF func(*LocalDownOptions) error) *cobra.Command {
+	opts := &LocalDownOptions{IO: f.IO}
+	var async boolPair
+	cmd := &cobra.Command{
+		Use:   "down [flags]",
+		Short: "Disable the local infrastructure and remove its clusters",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			opts.Async = async.Value
+			if runF != nil {
+				return runF(opts)
+			}
+			return notAvailable("local down", "local Kubernetes clusters")
+		},
+	}
+	addConfigFlag(cmd, &opts.Config)
+	cmd.Flags().StringVar(&opts.Name, "name", "", "Name of the local cluster (default skypilot)")
+	addAsyncFlag(cmd, &async)
+	return cmd
+}

@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/task"
+)
+
+// callOptions says how a command waits for its request.
+type callOptions struct {
+	Async  bool // print the request id and return
+	Stream bool // copy the request log to stdout while it runs
+}
+
+// call submits op to the API server, streams its log when asked, and
+// decodes the result. Ctrl-C while streaming detaches: the request keeps
+// running and the user is told how to re-attach.
+func (f *Factory) call(op string, body, result any, co callOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	id, err := c.Submit(ctx, op, body)
+	if err != nil {
+		return err
+	}
+	if co.Async {
+		fmt.Fprintf(f.IO.Out, "Submitted request %s (sky.%s). Follow it with: sky api logs %s\n", id, op, id)
+		return nil
+	}
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	if co.Stream {
+		_, serr := c.Stream(sctx, id, f.IO.Out, client.StreamOptions{Follow: true})
+		if sctx.Err() != nil {
+			fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
+			return &ExitError{Code: 130}
+		}
+		if serr != nil {
+			return serr
+		}
+	}
+	err = c.Wait(sctx, id, result)
+	if sctx.Err() != nil {
+		fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
+		return &ExitError{Code: 130}
+	}
+	var re *client.RequestError
+	if errors.As(err, &re) {
+		if co.Stream {
+			// The server wrote the error at the end of the log just streamed.
+			return &ExitError{Code: exitError}
+		}
+		return errors.New(re.Message)
+	}
+	return err
+}
+
+// taskSpec turns a loaded task into what the server runs: absolute paths,
+// resources in canonical form, secrets revealed for transport (the server
+// redacts them in its records).
+func taskSpec(t *task.Task) (api.TaskSpec, error) {
+	s := api.TaskSpec{Name: t.Name, NumNodes: t.NumNodes, Envs: t.Envs, Setup: t.Setup, Run: t.Run}
+	if t.Resources != nil {
+		s.Resources = t.Resources.ToMap()
+	}
+	if len(t.Secrets) > 0 {
+		s.Secrets = map[string]string{}
+		for k, v := range t.Secrets {
+			s.Secrets[k] = v.Reveal()
+		}
+	}
+	if w := t.Workdir; w != nil {
+		if w.URL != "" {
+			s.WorkdirGit, s.WorkdirRef = w.URL, w.Ref
+		} else if w.Path != "" {
+			p, err := absPath(w.Path)
+			if err != nil {
+				return s, err
+			}
+			s.Workdir = p
+		}
+	}
+	for dst, fm := range t.FileMounts {
+		if fm.Storage != nil || task.IsCloudURI(fm.Source) {
+			return s, fmt.Errorf("file_mounts %s: bucket and cloud storage mounts are not available in this build yet; mount a local path instead", dst)
+		}
+		p, err := absPath(fm.Source)
+		if err != nil {
+			return s, err
+		}
+		if s.FileMounts == nil {
+			s.FileMounts = map[string]string{}
+		}
+		s.FileMounts[dst] = p
+	}
+	if y, err := t.ToYAML(); err == nil {
+		s.YAML = string(y)
+	}
+	return s, nil
+}
+
+func absPath(p string) (string, error) {
+	if strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		p = filepath.Join(home, p[2:])
+	}
+	return filepath.Abs(p)
+}
+
+// singleTask loads a task command line that must describe exactly one task.
+func singleTask(in *taskInput) (*task.Task, error) {
+	dag, err := prepareTask(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(dag.Tasks) != 1 {
+		return nil, fmt.Errorf("this YAML holds %d tasks (a pipeline or job group); run it with `sky jobs launch`", len(dag.Tasks))
+	}
+	t := dag.Tasks[0]
+	if err := task.ValidateForLaunch(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// jobExit turns a job's final status into the CLI's exit code
+// (runtime.md: 0 succeeded, 100 failed, 101 not finished, 103 cancelled).
+func jobExit(status string) error {
+	switch status {
+	case "", "SUCCEEDED":
+		return nil
+	case "FAILED", "FAILED_SETUP", "FAILED_DRIVER":
+		return &ExitError{Code: 100}
+	case "CANCELLED":
+		return &ExitError{Code: 103}
+	default:
+		return &ExitError{Code: 101}
+	}
+}
+
+func generatedClusterName() string {
+	u := os.Getenv("USER")
+	if u == "" {
+		u = "user"
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(u) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("user")
+	}
+	return fmt.Sprintf("sky-%04x-%s", time.Now().UnixNano()&0xffff, b.String())
+}
+
+func launchRunRemote(f *Factory, opts *LaunchOptions) error {
+	t, err := singleTask(opts.Task)
+	if err != nil {
+		return err
+	}
+	spec, err := taskSpec(t)
+	if err != nil {
+		return err
+	}
+	name := opts.Cluster
+	if name == "" {
+		name = generatedClusterName()
+	}
+	body := api.LaunchBody{Task: spec, ClusterName: name, Dryrun: opts.DryRun, Detach: opts.Detach,
+		NoSetup: opts.NoSetup || opts.Fast, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
+		Down: opts.Autostop.Down, Command: "sky " + strings.Join(os.Args[1:], " ")}
+	if !opts.DryRun {
+		if err := opts.IO.Confirm(fmt.Sprintf("Launching on cluster '%s'.", name), opts.Yes); err != nil {
+			return err
+		}
+	}
+	var res api.LaunchResult
+	if err := f.call("launch", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
+		return err
+	}
+	if opts.Async || opts.DryRun {
+		return nil
+	}
+	if res.JobID > 0 && opts.Detach {
+		return nil
+	}
+	return jobExit(res.Status)
+}
+
+func execRunRemote(f *Factory, opts *ExecOptions) error {
+	t, err := singleTask(opts.Task)
+	if err != nil {
+		return err
+	}
+	spec, err := taskSpec(t)
+	if err != nil {
+		return err
+	}
+	body := api.ExecBody{Task: spec, ClusterName: opts.Cluster, Detach: opts.Detach, Command: "sky " + strings.Join(os.Args[1:], " ")}
+	var res api.LaunchResult
+	if err := f.call("exec", body, &res, callOptions{Async: opts.Async, Stream: !opts.Detach}); err != nil {
+		return err
+	}
+	if opts.Async {
+		return nil
+	}
+	if opts.Detach {
+		fmt.Fprintf(opts.IO.Out, "Job submitted, ID: %d\n", res.JobID)
+		return nil
+	}
+	return jobExit(res.Status)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

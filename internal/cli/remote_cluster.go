@@ -1,0 +1,432 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/check"
+)
+
+// clusterRow is what status prints of a cluster record (the server sends
+// the full `sky status -o json` record; the table needs these fields).
+type clusterRow struct {
+	Name               string  `json:"name"`
+	LaunchedAt         int64   `json:"launched_at"`
+	LastUse            *string `json:"last_use"`
+	Status             string  `json:"status"`
+	Autostop           int     `json:"autostop"`
+	ToDown             bool    `json:"to_down"`
+	UserName           string  `json:"user_name"`
+	UserHash           string  `json:"user_hash"`
+	Cloud              *string `json:"cloud"`
+	Region             *string `json:"region"`
+	ResourcesStr       string  `json:"resources_str"`
+	LastEvent          *string `json:"last_event"`
+	LaunchStatusReason *string `json:"launch_status_reason"`
+	HeadIP             string  `json:"head_ip"`
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func infraCell(r clusterRow) string {
+	cloud := deref(r.Cloud)
+	if cloud == "" {
+		return "-"
+	}
+	if reg := strings.TrimPrefix(deref(r.Region), "ssh-"); reg != "" && !strings.EqualFold(reg, cloud) {
+		return cloud + " (" + reg + ")"
+	}
+	return cloud
+}
+
+func autostopCell(min int, down bool) string {
+	if min < 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%dm", min)
+	if min > 0 && min%60 == 0 {
+		s = fmt.Sprintf("%dh", min/60)
+	}
+	if down {
+		s += " (down)"
+	}
+	return s
+}
+
+func agoEpoch(now time.Time, epoch int64) string {
+	if epoch == 0 {
+		return "-"
+	}
+	return ago(now, float64(epoch))
+}
+
+func statusRunRemote(f *Factory, opts *StatusOptions) error {
+	var recs []json.RawMessage
+	body := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, Refresh: opts.Refresh}
+	if err := f.call("status", body, &recs, callOptions{}); err != nil {
+		return err
+	}
+	rows := make([]clusterRow, len(recs))
+	for i, raw := range recs {
+		if err := json.Unmarshal(raw, &rows[i]); err != nil {
+			return err
+		}
+	}
+	if opts.IP || opts.Endpoints || opts.Endpoint != 0 {
+		if len(rows) == 0 {
+			return fmt.Errorf("cluster %s not found; run `sky status` to see your clusters", opts.Clusters[0])
+		}
+		if opts.IP {
+			fmt.Fprintln(opts.IO.Out, rows[0].HeadIP)
+			return nil
+		}
+		return fmt.Errorf("cluster %s exposes no ports (ports are not available on the local infrastructure)", rows[0].Name)
+	}
+	if opts.Output == "json" {
+		if recs == nil {
+			recs = []json.RawMessage{}
+		}
+		return printJSON(opts.IO.Out, recs)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(opts.IO.Out, "No existing clusters.")
+		return nil
+	}
+	headers := []string{"NAME"}
+	if opts.AllUsers {
+		headers = append(headers, "USER")
+	}
+	headers = append(headers, "INFRA", "RESOURCES", "STATUS", "AUTOSTOP", "LAUNCHED")
+	if opts.Verbose {
+		headers = append(headers, "HEAD_IP", "COMMAND", "LAST_EVENT")
+	}
+	tb := newTable(opts.IO.Bold, headers...)
+	now := time.Now()
+	for _, r := range rows {
+		cells := []string{r.Name}
+		if opts.AllUsers {
+			cells = append(cells, r.UserName)
+		}
+		status := r.Status
+		if r.Status == "INIT" && deref(r.LaunchStatusReason) != "" {
+			status += " (" + deref(r.LaunchStatusReason) + ")"
+		}
+		cells = append(cells, infraCell(r), r.ResourcesStr, status, autostopCell(r.Autostop, r.ToDown), agoEpoch(now, r.LaunchedAt))
+		if opts.Verbose {
+			cells = append(cells, orDash(r.HeadIP), orDash(deref(r.LastUse)), orDash(deref(r.LastEvent)))
+		}
+		tb.addRow(cells...)
+	}
+	fmt.Fprintln(opts.IO.Out, opts.IO.Bold("Clusters"))
+	return tb.render(opts.IO.Out)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func selectBody(s ClusterSelectOptions) api.ClustersBody {
+	return api.ClustersBody{ClusterNames: s.Clusters, All: s.All || s.AllUsers, AllUsers: s.AllUsers}
+}
+
+func stopRunRemote(f *Factory, opts *StopOptions) error {
+	return f.call("stop", selectBody(opts.Select), nil, callOptions{Async: opts.Select.Async, Stream: true})
+}
+
+func downRunRemote(f *Factory, opts *DownOptions) error {
+	b := selectBody(opts.Select)
+	b.Purge = opts.Purge
+	return f.call("down", b, nil, callOptions{Async: opts.Select.Async, Stream: true})
+}
+
+func startRunRemote(f *Factory, opts *StartOptions) error {
+	if err := f.call("start", api.ClustersBody{ClusterNames: opts.Clusters, All: opts.All}, nil, callOptions{Async: opts.Async, Stream: true}); err != nil {
+		return err
+	}
+	if opts.Autostop.IdleMinutes != nil && !opts.Async {
+		return f.call("autostop", api.AutostopBody{ClusterNames: opts.Clusters, All: opts.All, IdleMinutes: *opts.Autostop.IdleMinutes,
+			Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor}, nil, callOptions{Stream: true})
+	}
+	return nil
+}
+
+func autostopRunRemote(f *Factory, opts *AutostopOptions) error {
+	idle := 5
+	if opts.Autostop.IdleMinutes != nil {
+		idle = *opts.Autostop.IdleMinutes
+	}
+	b := api.AutostopBody{ClusterNames: opts.Select.Clusters, All: opts.Select.All || opts.Select.AllUsers, AllUsers: opts.Select.AllUsers,
+		IdleMinutes: idle, Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Cancel: opts.Cancel}
+	return f.call("autostop", b, nil, callOptions{Async: opts.Select.Async, Stream: true})
+}
+
+type costRow struct {
+	Name        string  `json:"name"`
+	LaunchedAt  int64   `json:"launched_at"`
+	Duration    int64   `json:"duration"`
+	NumNodes    int     `json:"num_nodes"`
+	Status      string  `json:"status"`
+	TotalCost   float64 `json:"total_cost"`
+	CostPerHour float64 `json:"cost_per_hour"`
+}
+
+func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
+	var recs []json.RawMessage
+	if err := f.call("cost_report", api.CostReportBody{Days: opts.Days, All: opts.All}, &recs, callOptions{}); err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		if recs == nil {
+			recs = []json.RawMessage{}
+		}
+		return printJSON(opts.IO.Out, recs)
+	}
+	tb := newTable(opts.IO.Bold, "NAME", "LAUNCHED", "DURATION", "NODES", "STATUS", "COST/hr", "COST (est.)")
+	total := 0.0
+	now := time.Now()
+	for i, raw := range recs {
+		var r costRow
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		total += r.TotalCost
+		if i >= 5 && !opts.All {
+			continue
+		}
+		tb.addRow(r.Name, agoEpoch(now, r.LaunchedAt), formatDuration(time.Duration(r.Duration)*time.Second), fmt.Sprint(r.NumNodes),
+			r.Status, fmt.Sprintf("$ %.2f", r.CostPerHour), fmt.Sprintf("$ %.2f", r.TotalCost))
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(opts.IO.Out, "No clusters launched in the period.")
+		return nil
+	}
+	if err := tb.render(opts.IO.Out); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "\nTotal cost: $%.2f\n", total)
+	return nil
+}
+
+func formatDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh %dm %ds", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm %ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+type jobRow struct {
+	JobID       int      `json:"job_id"`
+	JobName     string   `json:"job_name"`
+	Username    string   `json:"username"`
+	SubmittedAt float64  `json:"submitted_at"`
+	StartAt     *float64 `json:"start_at"`
+	EndAt       *float64 `json:"end_at"`
+	Resources   string   `json:"resources"`
+	Status      string   `json:"status"`
+	LogPath     string   `json:"log_path"`
+}
+
+func queueRunRemote(f *Factory, opts *QueueOptions) error {
+	var out map[string][]json.RawMessage
+	b := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, SkipFinished: opts.SkipFinished}
+	if err := f.call("queue", b, &out, callOptions{}); err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		if out == nil {
+			out = map[string][]json.RawMessage{}
+		}
+		return printJSON(opts.IO.Out, out)
+	}
+	now := time.Now()
+	for _, name := range sortedKeys(out) {
+		who := "current user"
+		if opts.AllUsers {
+			who = "all users"
+		}
+		fmt.Fprintf(opts.IO.Out, "Job queue of %s on cluster %s\n", who, name)
+		tb := newTable(opts.IO.Bold, "ID", "NAME", "USER", "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "LOG")
+		for _, raw := range out[name] {
+			var j jobRow
+			if err := json.Unmarshal(raw, &j); err != nil {
+				return err
+			}
+			started, dur := "-", "-"
+			if j.StartAt != nil {
+				started = ago(now, *j.StartAt)
+				end := float64(now.UnixNano()) / 1e9
+				if j.EndAt != nil {
+					end = *j.EndAt
+				}
+				dur = formatDuration(time.Duration((end - *j.StartAt) * float64(time.Second)))
+			}
+			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, j.Status, j.LogPath)
+		}
+		if err := tb.render(opts.IO.Out); err != nil {
+			return err
+		}
+		fmt.Fprintln(opts.IO.Out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(opts.IO.Out, "No UP clusters to show jobs of.")
+	}
+	return nil
+}
+
+func logsRunRemote(f *Factory, opts *LogsOptions) error {
+	b := api.LogsBody{ClusterName: opts.Cluster, JobIDs: opts.JobIDs, Follow: opts.Follow, Tail: opts.Tail}
+	if opts.Worker > 0 {
+		w := opts.Worker
+		b.Worker = &w
+	}
+	switch {
+	case opts.Status:
+		var st api.JobStatusResult
+		if err := f.call("job_status", b, &st, callOptions{}); err != nil {
+			return err
+		}
+		if st.Status == "" {
+			if len(opts.JobIDs) > 0 {
+				fmt.Fprintf(opts.IO.Out, "Job %d not found on cluster %s.\n", opts.JobIDs[0], opts.Cluster)
+			} else {
+				fmt.Fprintf(opts.IO.Out, "No job found on cluster '%s'.\n", opts.Cluster)
+			}
+			return &ExitError{Code: 102}
+		}
+		fmt.Fprintf(opts.IO.Out, "Job %d: %s\n", st.JobID, st.Status)
+		return jobExit(st.Status)
+	case opts.Hook != "":
+		return f.call("hook_logs", b, nil, callOptions{Stream: true})
+	case opts.SyncDown || opts.Provision:
+		return notAvailable("logs", map[bool]string{true: "--sync-down", false: "--provision"}[opts.SyncDown])
+	}
+	var st api.JobStatusResult
+	if err := f.call("logs", b, &st, callOptions{Stream: true}); err != nil {
+		return err
+	}
+	if !opts.Follow {
+		return nil
+	}
+	return jobExit(st.Status)
+}
+
+func cancelRunRemote(f *Factory, opts *CancelOptions) error {
+	b := api.CancelBody{ClusterName: opts.Cluster, JobIDs: opts.JobIDs, All: opts.All || opts.AllUsers, AllUsers: opts.AllUsers}
+	if len(b.JobIDs) == 0 && !b.All {
+		// SkyPilot cancels the latest job when none is named.
+		var st api.JobStatusResult
+		if err := f.call("job_status", api.LogsBody{ClusterName: opts.Cluster}, &st, callOptions{}); err != nil {
+			return err
+		}
+		if st.JobID == 0 {
+			fmt.Fprintf(opts.IO.Out, "No job found on cluster '%s'.\n", opts.Cluster)
+			return nil
+		}
+		b.JobIDs = []int{st.JobID}
+	}
+	var res json.RawMessage
+	if err := f.call("cancel", b, &res, callOptions{Async: opts.Async}); err != nil {
+		return err
+	}
+	if !opts.Async {
+		fmt.Fprintf(opts.IO.Out, "Cancelled on cluster %s: %s\n", opts.Cluster, strings.TrimSpace(string(res)))
+	}
+	return nil
+}
+
+func checkRunRemote(f *Factory, opts *CheckOptions) error {
+	var res []check.Result
+	if err := f.call("check", api.CheckBody{Infras: opts.Infras, Verbose: opts.Verbose}, &res, callOptions{}); err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		return printJSON(opts.IO.Out, check.JSON(opts.Workspace, res))
+	}
+	fmt.Fprintln(opts.IO.Out, "Checking credentials to enable infra for SkyPilot.")
+	var enabled []string
+	for _, r := range res {
+		mark := opts.IO.Green("enabled")
+		if !r.Enabled {
+			mark = "disabled"
+		} else {
+			enabled = append(enabled, r.Infra)
+		}
+		fmt.Fprintf(opts.IO.Out, "  %s: %s", r.Infra, mark)
+		if r.Reason != "" {
+			fmt.Fprintf(opts.IO.Out, "\n    %s", r.Reason)
+		}
+		fmt.Fprintln(opts.IO.Out)
+		if opts.Verbose {
+			for _, d := range r.Details {
+				fmt.Fprintf(opts.IO.Out, "    %s\n", d)
+			}
+		}
+	}
+	fmt.Fprintf(opts.IO.Out, "\nEnabled infra: %s\n", strings.Join(enabled, ", "))
+	return nil
+}
+
+// gpusResult is what /list_accelerators returns: the rendered table and
+// strict JSON (the server renders both so NaN prices never travel).
+type gpusResult struct {
+	Table string          `json:"table"`
+	JSON  json.RawMessage `json:"json"`
+}
+
+func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
+	name, count := opts.Accelerator, 0.0
+	if name != "" {
+		var n float64
+		if i := strings.LastIndex(name, ":"); i > 0 {
+			if _, err := fmt.Sscanf(name[i+1:], "%g", &n); err != nil || n <= 0 {
+				return flagErrorf("invalid accelerator %q: want NAME or NAME:COUNT with a positive COUNT", name)
+			}
+			name, count = name[:i], n
+		}
+	}
+	infra := opts.Infra
+	if infra == "" && opts.Cloud != "" {
+		infra = opts.Cloud
+		if opts.Region != "" {
+			infra += "/" + opts.Region
+		}
+	}
+	var res gpusResult
+	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions}
+	if err := f.call("list_accelerators", b, &res, callOptions{}); err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		_, err := opts.IO.Out.Write(append(res.JSON, '\n'))
+		return err
+	}
+	_, err := fmt.Fprint(opts.IO.Out, res.Table)
+	return err
+}
+
+func localUpRunRemote(f *Factory, opts *LocalUpOptions) error {
+	if opts.IPsFile != "" {
+		return notAvailable("local up --ips", "deploying on remote machines (use SSH node pools: sky ssh up)")
+	}
+	return f.call("local_up", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
+}
+
+func localDownRunRemote(f *Factory, opts *LocalDownOptions) error {
+	return f.call("local_down", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
+}

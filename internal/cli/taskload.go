@@ -1,0 +1,287 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/fielderr"
+	"github.com/skygo/skygo/internal/resources"
+	"github.com/skygo/skygo/internal/task"
+)
+
+// prepareTask loads what a task command line describes (a YAML file, or an
+// inline command) through the task loader, with --env/--secret applied,
+// then applies the name/num-nodes/workdir and resource flags. Every task
+// command goes through here, so a bad YAML or flag fails before any request.
+func prepareTask(in *taskInput) (*task.DAG, error) {
+	opts := task.LoadOptions{
+		Env:         envStrings(in.Env),
+		EnvFiles:    in.EnvFiles,
+		Secrets:     envStrings(in.Secrets),
+		SecretFiles: in.SecretFiles,
+	}
+	var (
+		dag *task.DAG
+		err error
+	)
+	switch {
+	case in.Entry.YAMLPath != "":
+		dag, err = task.Load(in.Entry.YAMLPath, opts)
+	default:
+		// An inline command (or none: provision only) is a one-task YAML
+		// built here, so envs and secrets go through the same loader.
+		doc := map[string]any{}
+		if in.Entry.Command != "" {
+			doc["run"] = in.Entry.Command
+		}
+		data, merr := yaml.Marshal(doc)
+		if merr != nil {
+			return nil, merr
+		}
+		if len(doc) == 0 {
+			data = []byte("resources: {}\n")
+		}
+		dag, err = task.LoadBytes("<command line>", data, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range dag.Tasks {
+		if err := applyTaskOverrides(t, in); err != nil {
+			return nil, err
+		}
+	}
+	return dag, nil
+}
+
+// envStrings turns resolved --env/--secret entries back into K=V strings.
+func envStrings(vars []envVar) []string {
+	out := make([]string, 0, len(vars))
+	for _, v := range vars {
+		out = append(out, v.Key+"="+v.Value)
+	}
+	return out
+}
+
+// applyTaskOverrides applies the non-resource flags, then the resource ones.
+func applyTaskOverrides(t *task.Task, in *taskInput) error {
+	if in.Name != "" {
+		t.Name = in.Name
+	}
+	if in.NumNodes > 0 {
+		t.NumNodes = in.NumNodes
+	}
+	switch {
+	case in.Workdir != "":
+		t.Workdir = &task.Workdir{Path: in.Workdir}
+	case in.GitURL != "":
+		t.Workdir = &task.Workdir{URL: in.GitURL, Ref: in.GitRef}
+	case in.GitRef != "":
+		if t.Workdir == nil || !t.Workdir.IsGit() {
+			return flagErrorf("--git-ref needs a git workdir: give --git-url too (or a workdir with url: in the YAML)")
+		}
+		t.Workdir.Ref = in.GitRef
+	}
+	r, err := applyResourceOverrides(t.ResourcesConfig, in.Res)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		t.Resources = r
+	}
+	return nil
+}
+
+// applyResourceOverrides is the one place resource flags meet the resources
+// package. It edits a copy of the resources section as written and parses
+// it again, so the flags get exactly the YAML's validation and messages.
+// A flag replaces the field in the base and in every any_of/ordered item
+// (SkyPilot overrides each candidate); "none" removes it. It returns nil when
+// no resource flag was given.
+func applyResourceOverrides(section map[string]any, o resourceOverrides) (*resources.Resources, error) {
+	edits := o.edits()
+	if len(edits) == 0 {
+		return nil, nil
+	}
+	base := copyMap(section)
+	if err := legacyInfraToParts(base, o); err != nil {
+		return nil, err
+	}
+	targets := []map[string]any{base}
+	for _, key := range []string{"any_of", "ordered"} {
+		items, _ := base[key].([]any)
+		for i, it := range items {
+			if m, ok := it.(map[string]any); ok {
+				m = copyMap(m)
+				items[i] = m
+				if err := legacyInfraToParts(m, o); err != nil {
+					return nil, err
+				}
+				targets = append(targets, m)
+			}
+		}
+	}
+	for _, e := range edits {
+		for i, m := range targets {
+			for _, k := range e.clear {
+				delete(m, k)
+			}
+			if i == 0 && e.value != nil {
+				m[e.key] = e.value
+			}
+		}
+	}
+	r, err := resources.Parse(base)
+	if err != nil {
+		var fe *fielderr.Error
+		if errors.As(err, &fe) {
+			return nil, flagErrorf("resource flags: %s", fe.Under("resources").Error())
+		}
+		return nil, flagErrorf("resource flags: %v", err)
+	}
+	return r, nil
+}
+
+// resourceEdit sets key to value (nil: only clear) after deleting the keys
+// in clear, which always include key itself and its aliases.
+type resourceEdit struct {
+	key   string
+	value any
+	clear []string
+}
+
+// edits lists what the flags change, in a fixed order.
+func (o resourceOverrides) edits() []resourceEdit {
+	var out []resourceEdit
+	add := func(f fieldOverride, key string, value func(string) any, alsoClear ...string) {
+		if !f.Set {
+			return
+		}
+		e := resourceEdit{key: key, clear: append([]string{key}, alsoClear...)}
+		if !f.Reset {
+			e.value = value(f.Value)
+		}
+		out = append(out, e)
+	}
+	asString := func(s string) any { return s }
+	add(o.Infra, "infra", asString, "cloud", "region", "zone")
+	add(o.Cloud, "cloud", asString, "infra")
+	add(o.Region, "region", asString, "infra")
+	add(o.Zone, "zone", asString, "infra")
+	add(o.Accelerators, "accelerators", asString, "gpus")
+	add(o.InstanceType, "instance_type", asString)
+	add(o.Cpus, "cpus", asString)
+	add(o.Memory, "memory", asString)
+	add(o.DiskSize, "disk_size", func(s string) any { n, _ := strconv.Atoi(s); return n })
+	add(o.DiskTier, "disk_tier", asString)
+	add(o.NetworkTier, "network_tier", asString)
+	add(o.ImageID, "image_id", asString)
+	add(o.LocalDisk, "local_disk", asString)
+	add(o.Ports, "ports", func(s string) any {
+		var list []any
+		for _, p := range splitComma(s) {
+			list = append(list, p)
+		}
+		return list
+	})
+	if o.Priority.Set {
+		// An integer is a priority, anything else a priority class name;
+		// "none" clears both.
+		e := resourceEdit{clear: []string{"priority", "priority_class"}}
+		if !o.Priority.Reset {
+			if n, err := strconv.Atoi(o.Priority.Value); err == nil {
+				e.key, e.value = "priority", n
+			} else {
+				e.key, e.value = "priority_class", o.Priority.Value
+			}
+		}
+		out = append(out, e)
+	}
+	if o.UseSpot != nil {
+		out = append(out, resourceEdit{key: "use_spot", value: *o.UseSpot, clear: []string{"use_spot"}})
+	}
+	return out
+}
+
+// legacyInfraToParts rewrites an `infra:` string into cloud/region/zone when
+// a --cloud/--region/--zone flag will change one part, so the other parts
+// of the YAML's infra are kept (as SkyPilot does) and the two spellings
+// never meet in one mapping.
+func legacyInfraToParts(m map[string]any, o resourceOverrides) error {
+	if !(o.Cloud.Set || o.Region.Set || o.Zone.Set) || o.Infra.Set {
+		return nil
+	}
+	s, ok := m["infra"].(string)
+	if !ok {
+		return nil
+	}
+	inf, err := resources.ParseInfra(s)
+	if err != nil {
+		return flagErrorf("resources.infra %q: %v", s, err)
+	}
+	delete(m, "infra")
+	for k, v := range map[string]string{"cloud": inf.Cloud, "region": inf.Region, "zone": inf.Zone} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return nil
+}
+
+// copyMap copies a decoded YAML mapping deeply enough for editing: nested
+// mappings and lists are copied, scalars shared.
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = copyValue(v)
+	}
+	return out
+}
+
+func copyValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return copyMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyValue(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// resourcesString is a task's canonical resources string.
+func resourcesString(r *resources.Resources) string {
+	if r == nil {
+		return "-"
+	}
+	// The resources package is adding String(); until it lands, fall back
+	// to the section's fields in key order.
+	if s, ok := any(r).(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%+v", *r)
+}
+
+// describeTasks is the one-line-per-task summary `sky validate` prints.
+func describeTasks(dag *task.DAG) []string {
+	var lines []string
+	for i, t := range dag.Tasks {
+		name := t.Name
+		if name == "" {
+			name = fmt.Sprintf("task %d", i+1)
+		}
+		nodes := ""
+		if t.NumNodes > 1 {
+			nodes = fmt.Sprintf(" x %d nodes", t.NumNodes)
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s%s", name, resourcesString(t.Resources), nodes))
+	}
+	return lines
+}

@@ -1,0 +1,187 @@
+// Package core is the API server's operations: each is a server.Op that
+// decodes its body (internal/api), does the work through the backend,
+// optimizer, catalog and check packages, and returns a JSON-able result.
+// Progress text goes to the request log, which the CLI streams.
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/catalog"
+	"github.com/skygo/skygo/internal/check"
+	"github.com/skygo/skygo/internal/config"
+	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/optimizer"
+	"github.com/skygo/skygo/internal/server"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// Env is what the operations share.
+type Env struct {
+	Home    string
+	Store   *state.Store
+	Backend *backend.Backend
+
+	catOnce sync.Once
+	cat     *catalog.Catalog
+}
+
+// New builds the operations' environment for a server with these options.
+func New(st *state.Store, so server.Options) (*Env, error) {
+	sky, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locating the sky binary: %w", err)
+	}
+	lp, err := local.New("")
+	if err != nil {
+		return nil, err
+	}
+	port := so.Port
+	if port == 0 {
+		port = server.DefaultPort
+	}
+	e := &Env{Home: so.Home, Store: st}
+	e.Backend = &backend.Backend{Home: so.Home, Store: st, Sky: sky, Local: lp,
+		CallbackEnv: []string{fmt.Sprintf("%s=%d", server.EnvPort, port)}}
+	return e, nil
+}
+
+// Ops returns every operation the server offers.
+func Ops(st *state.Store, so server.Options) ([]server.Op, error) {
+	e, err := New(st, so)
+	if err != nil {
+		return nil, err
+	}
+	return e.Ops(), nil
+}
+
+// Ops lists the operations of e.
+func (e *Env) Ops() []server.Op {
+	return []server.Op{
+		{Name: "validate", Schedule: server.Short, Run: e.validate},
+		{Name: "check", Schedule: server.Short, Run: e.check},
+		{Name: "list_accelerators", Schedule: server.Short, Run: e.listAccelerators},
+		{Name: "launch", Schedule: server.Long, Run: e.launch},
+		{Name: "exec", Schedule: server.Long, Run: e.exec},
+		{Name: "status", Schedule: server.Short, Run: e.status},
+		{Name: "stop", Schedule: server.Short, Run: e.stop},
+		{Name: "start", Schedule: server.Long, Run: e.start},
+		{Name: "down", Schedule: server.Short, Run: e.down},
+		{Name: "autostop", Schedule: server.Short, Run: e.autostop},
+		{Name: "queue", Schedule: server.Short, Run: e.queue},
+		{Name: "cancel", Schedule: server.Short, Run: e.cancel},
+		{Name: "logs", Schedule: server.Long, Run: e.logs},
+		{Name: "job_status", Schedule: server.Short, Run: e.jobStatus},
+		{Name: "hook_logs", Schedule: server.Short, Run: e.hookLogs},
+		{Name: "cost_report", Schedule: server.Short, Run: e.costReport},
+		{Name: "local_up", Schedule: server.Long, Run: e.localUp},
+		{Name: "local_down", Schedule: server.Long, Run: e.localDown},
+	}
+}
+
+func (e *Env) catalog() *catalog.Catalog {
+	e.catOnce.Do(func() {
+		cfg, _ := config.Load(config.LoadOptions{Home: e.Home})
+		e.cat = catalog.New(catalog.Options{Dir: cfg.CatalogDir(), CacheDir: e.Home + "/.sky/catalogs"})
+	})
+	return e.cat
+}
+
+func userOf(r *server.Request) backend.User {
+	return backend.User{Name: r.User.Name, Hash: r.User.ID}
+}
+
+const settingLocalDisabled = "local_disabled"
+const settingEnabledInfras = "enabled_infras"
+
+// runCheck runs the credential checks, stores the enabled set and returns
+// the results.
+func (e *Env) runCheck(ctx context.Context, infras []string, verbose bool) ([]check.Result, error) {
+	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
+	if err != nil {
+		return nil, err
+	}
+	disabled, _ := e.Store.GetSetting(ctx, settingLocalDisabled)
+	res, err := check.Run(ctx, check.Options{Home: e.Home, Config: cfg, Infras: infras, Verbose: verbose, LocalDisabled: disabled == "1"})
+	if err != nil {
+		return nil, err
+	}
+	if len(infras) == 0 {
+		var enabled []string
+		for _, r := range res {
+			if r.Enabled {
+				enabled = append(enabled, infraKey(r.Infra))
+			}
+		}
+		raw, _ := json.Marshal(enabled)
+		_ = e.Store.SetSetting(ctx, settingEnabledInfras, string(raw))
+	}
+	return res, nil
+}
+
+// infraKey maps a check display name ("AWS", "Kubernetes") to the
+// optimizer's infra name ("aws", "kubernetes").
+func infraKey(display string) string {
+	k := strings.ToLower(display)
+	switch k {
+	case "ssh node pools", "ssh":
+		return "ssh"
+	}
+	return strings.ReplaceAll(k, " ", "")
+}
+
+// enabledInfras is the stored result of the last `sky check`, running the
+// checks once when there is none.
+func (e *Env) enabledInfras(ctx context.Context) ([]string, error) {
+	raw, err := e.Store.GetSetting(ctx, settingEnabledInfras)
+	if err == nil && raw != "" {
+		var out []string
+		if json.Unmarshal([]byte(raw), &out) == nil {
+			return out, nil
+		}
+	}
+	if _, err := e.runCheck(ctx, nil, false); err != nil {
+		return nil, err
+	}
+	raw, _ = e.Store.GetSetting(ctx, settingEnabledInfras)
+	var out []string
+	_ = json.Unmarshal([]byte(raw), &out)
+	return out, nil
+}
+
+// localCapacity offers this machine as the local infrastructure: free of
+// charge, with this machine's CPUs and memory, and no GPUs.
+type localCapacity struct{ p *local.Provisioner }
+
+func (l localCapacity) Name() string { return "local" }
+
+func (l localCapacity) Feasible(_ context.Context, req optimizer.Request, numNodes int) ([]optimizer.Candidate, string) {
+	switch {
+	case req.AccName != "":
+		return nil, fmt.Sprintf("this machine has no %s accelerators", req.AccName)
+	case req.InstanceType != "":
+		return nil, "the local infrastructure has no instance types (asked for " + req.InstanceType + ")"
+	case req.UseSpot:
+		return nil, "the local infrastructure has no spot instances"
+	case req.CPUs.IsSet() && req.CPUs.Value > l.p.CPUs:
+		return nil, fmt.Sprintf("asked for %g CPUs per node; this machine has %g", req.CPUs.Value, l.p.CPUs)
+	case req.Memory.IsSet() && !req.Memory.PerCPU && req.Memory.Value > l.p.MemoryGB:
+		return nil, fmt.Sprintf("asked for %g GB of memory per node; this machine has %.0f GB", req.Memory.Value, l.p.MemoryGB)
+	}
+	cpus := float64(runtime.NumCPU())
+	if req.CPUs.IsSet() {
+		cpus = req.CPUs.Value
+	}
+	mem := l.p.MemoryGB
+	if req.Memory.IsSet() && !req.Memory.PerCPU {
+		mem = req.Memory.Value
+	}
+	return []optimizer.Candidate{{Cloud: "local", VCPUs: cpus, MemoryGiB: mem}}, ""
+}

@@ -1,0 +1,428 @@
+// Package local is SkyGo's embedded local infrastructure: clusters whose
+// nodes are sandboxes on this machine.
+//
+// A node is a directory used as HOME (<root>/clusters/<cluster>/node-<i>/,
+// root defaulting to ~/.sky/local), so ~/sky_workdir and ~/sky_logs are per
+// node; a loopback address 127.0.0.x (x ≥ 2, distinct across all local
+// clusters; Linux routes all of 127/8 to lo); and the processes started
+// through its Runner, which all carry SKYGO_LOCAL_NODE=<node dir> in their
+// environment. That marker is how Stop finds every process of a node
+// (agent daemon and jobs) without trusting PID files.
+//
+// The only record is <root>/clusters/<cluster>/cluster.json, written
+// atomically; IP allocation scans those records under a file lock. Every
+// operation is idempotent and converges after a crash at any point:
+// Provision recreates missing node directories, Terminate kills and removes
+// whatever is left.
+//
+// Capacity is this machine: each node advertises the CPUs and memory
+// requested (default: the machine's); asking for more than the machine has,
+// or for GPUs, is a provision.CapacityError.
+package local
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skygo/skygo/internal/provision"
+)
+
+// CloudName is the display name in SKYPILOT_CLUSTER_INFO and status.
+const CloudName = "Local"
+
+// Provisioner implements provision.Provisioner on this machine.
+type Provisioner struct {
+	root string
+	// Machine capacity; filled from the OS by New, overridable in tests.
+	CPUs     float64
+	MemoryGB float64
+	// StopGrace is how long stopped processes get after SIGTERM.
+	StopGrace time.Duration
+}
+
+var _ provision.Provisioner = (*Provisioner)(nil)
+
+// New returns a provisioner keeping its clusters under root
+// (DefaultRoot() when empty).
+func New(root string) (*Provisioner, error) {
+	if root == "" {
+		var err error
+		if root, err = DefaultRoot(); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Provisioner{root: abs, CPUs: float64(runtime.NumCPU()), MemoryGB: machineMemoryGB(), StopGrace: 2 * time.Second}, nil
+}
+
+// DefaultRoot is ~/.sky/local.
+func DefaultRoot() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("local infra needs a home directory: %w", err)
+	}
+	return filepath.Join(home, ".sky", "local"), nil
+}
+
+// Root is the directory holding all local clusters.
+func (p *Provisioner) Root() string { return p.root }
+
+// ClusterDir is where the cluster's record and node directories live.
+func (p *Provisioner) ClusterDir(name string) string {
+	return filepath.Join(p.root, "clusters", name)
+}
+
+// NodeDir is the HOME of node i of the cluster.
+func (p *Provisioner) NodeDir(name string, i int) string {
+	return filepath.Join(p.ClusterDir(name), fmt.Sprintf("node-%d", i))
+}
+
+// record is cluster.json.
+type record struct {
+	Name      string               `json:"name"`
+	Status    provision.NodeStatus `json:"status"`
+	Nodes     []provision.NodeInfo `json:"nodes"`
+	CreatedAt time.Time            `json:"created_at"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func validName(name string) error {
+	if !nameRE.MatchString(name) || strings.Contains(name, "..") || len(name) > 100 {
+		return &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster name %q must start with a letter or digit and contain only letters, digits, '.', '_' and '-'", name)}
+	}
+	return nil
+}
+
+// Provision implements provision.Provisioner. It adopts an existing
+// cluster of the same name (restarting it if stopped).
+func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec) (*provision.ClusterInfo, error) {
+	if err := validName(spec.Name); err != nil {
+		return nil, err
+	}
+	n := spec.NumNodes
+	if n <= 0 {
+		n = 1
+	}
+	if err := p.checkCapacity(spec.Resources); err != nil {
+		return nil, err
+	}
+	unlock, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	rec, err := p.read(spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		if len(rec.Nodes) != n {
+			return nil, &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q already exists with %d node(s), not %d; run `sky down %s` first or use another name", spec.Name, len(rec.Nodes), n, spec.Name)}
+		}
+	} else {
+		// A crash during an earlier Terminate may have left files behind
+		// without a record; start clean.
+		if err := os.RemoveAll(p.ClusterDir(spec.Name)); err != nil {
+			return nil, fmt.Errorf("clearing leftovers of cluster %q: %w", spec.Name, err)
+		}
+		ips, err := p.allocateIPs(n)
+		if err != nil {
+			return nil, err
+		}
+		rec = &record{Name: spec.Name, CreatedAt: time.Now().UTC()}
+		cpus, mem := spec.Resources.CPUs, spec.Resources.MemoryGB
+		if cpus <= 0 {
+			cpus = p.CPUs
+		}
+		if mem <= 0 {
+			mem = p.MemoryGB
+		}
+		for i := 0; i < n; i++ {
+			rec.Nodes = append(rec.Nodes, provision.NodeInfo{
+				Index: i, ID: fmt.Sprintf("%s-node-%d", spec.Name, i), InternalIP: ips[i],
+				Home: p.NodeDir(spec.Name, i), CPUs: cpus, MemoryGB: mem,
+			})
+		}
+	}
+	rec.Status = provision.NodeUp
+	if err := p.write(rec); err != nil {
+		return nil, err
+	}
+	for _, node := range rec.Nodes {
+		if err := os.MkdirAll(filepath.Join(node.Home, ".sky"), 0o755); err != nil {
+			return nil, fmt.Errorf("creating node directory: %w", err)
+		}
+	}
+	return p.info(rec), nil
+}
+
+func (p *Provisioner) checkCapacity(r provision.Resources) error {
+	if r.CPUs > p.CPUs {
+		return &provision.CapacityError{Where: "local", Msg: fmt.Sprintf("%g CPUs per node requested but this machine has %g; ask for fewer CPUs or use other infrastructure", r.CPUs, p.CPUs)}
+	}
+	if r.MemoryGB > p.MemoryGB {
+		return &provision.CapacityError{Where: "local", Msg: fmt.Sprintf("%g GB of memory per node requested but this machine has %.1f GB; ask for less memory or use other infrastructure", r.MemoryGB, p.MemoryGB)}
+	}
+	for name, n := range r.GPUs {
+		if n > 0 {
+			return &provision.CapacityError{Where: "local", Msg: fmt.Sprintf("%s:%g requested but local infrastructure offers no GPUs; use other infrastructure", name, n)}
+		}
+	}
+	if r.InstanceType != "" {
+		return &provision.CapacityError{Where: "local", Msg: fmt.Sprintf("instance type %q does not exist on local infrastructure", r.InstanceType)}
+	}
+	return nil
+}
+
+// Stop implements provision.Provisioner: every process of every node is
+// ended (agent and jobs); directories are kept.
+func (p *Provisioner) Stop(ctx context.Context, name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	rec, err := p.read(name)
+	if err != nil || rec == nil {
+		return err
+	}
+	// Mark first: if we crash while killing, the cluster reads as stopping
+	// rather than up, and a retried Stop finishes the job.
+	rec.Status = provision.NodeStopping
+	if err := p.write(rec); err != nil {
+		return err
+	}
+	if err := p.killNodes(rec); err != nil {
+		return err
+	}
+	rec.Status = provision.NodeStopped
+	return p.write(rec)
+}
+
+func (p *Provisioner) killNodes(rec *record) error {
+	var errs []error
+	for _, node := range rec.Nodes {
+		if err := KillProcsWithEnv(EnvNode+"="+node.Home, p.StopGrace); err != nil {
+			errs = append(errs, fmt.Errorf("stopping node %d of %q: %w", node.Index, rec.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start implements provision.Provisioner. Agents are restarted by the
+// backend's bootstrap, as after a Provision.
+func (p *Provisioner) Start(ctx context.Context, name string) (*provision.ClusterInfo, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	unlock, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rec, err := p.read(name)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q does not exist; launch it with `sky launch -c %s`", name, name)}
+	}
+	rec.Status = provision.NodeUp
+	if err := p.write(rec); err != nil {
+		return nil, err
+	}
+	return p.info(rec), nil
+}
+
+// Terminate implements provision.Provisioner: processes are killed and
+// the cluster directory removed, releasing its addresses.
+func (p *Provisioner) Terminate(ctx context.Context, name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	rec, err := p.read(name)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		if err := p.killNodes(rec); err != nil {
+			return err
+		}
+	} else {
+		// No record (crashed Terminate): still kill whatever carries a
+		// marker under the cluster directory.
+		dirs, _ := filepath.Glob(filepath.Join(p.ClusterDir(name), "node-*"))
+		for _, d := range dirs {
+			if err := KillProcsWithEnv(EnvNode+"="+d, p.StopGrace); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.RemoveAll(p.ClusterDir(name)); err != nil {
+		return fmt.Errorf("removing cluster %q: %w", name, err)
+	}
+	return nil
+}
+
+// Query implements provision.Provisioner.
+func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeState, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	rec, err := p.read(name)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	out := make([]provision.NodeState, len(rec.Nodes))
+	for i, n := range rec.Nodes {
+		st := rec.Status
+		if _, err := os.Stat(n.Home); err != nil {
+			st = provision.NodePending // directory lost: Provision will recreate it
+		}
+		out[i] = provision.NodeState{Index: n.Index, ID: n.ID, Status: st}
+	}
+	return out, nil
+}
+
+// Info returns the cluster's nodes as recorded, or nil if it does not exist.
+func (p *Provisioner) Info(name string) (*provision.ClusterInfo, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	rec, err := p.read(name)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	return p.info(rec), nil
+}
+
+// Runners implements provision.Provisioner.
+func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandRunner, error) {
+	if info == nil || len(info.Nodes) == 0 {
+		return nil, &provision.ConfigError{Where: "local", Msg: "cluster has no nodes"}
+	}
+	out := make([]provision.CommandRunner, len(info.Nodes))
+	for i, n := range info.Nodes {
+		out[i] = NewRunner(n.Home, n.InternalIP)
+	}
+	return out, nil
+}
+
+func (p *Provisioner) info(rec *record) *provision.ClusterInfo {
+	nodes := make([]provision.NodeInfo, len(rec.Nodes))
+	copy(nodes, rec.Nodes)
+	return &provision.ClusterInfo{Name: rec.Name, Cloud: CloudName, Region: "local", Nodes: nodes}
+}
+
+func (p *Provisioner) recordPath(name string) string {
+	return filepath.Join(p.ClusterDir(name), "cluster.json")
+}
+
+func (p *Provisioner) read(name string) (*record, error) {
+	b, err := os.ReadFile(p.recordPath(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading local cluster %q: %w", name, err)
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("reading local cluster %q: %s is corrupt (%v); run `sky down %s` to remove it", name, p.recordPath(name), err, name)
+	}
+	return &rec, nil
+}
+
+func (p *Provisioner) write(rec *record) error {
+	dir := p.ClusterDir(rec.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing local cluster %q: %w", rec.Name, err)
+	}
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	tmp := p.recordPath(rec.Name) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("writing local cluster %q: %w", rec.Name, err)
+	}
+	if err := os.Rename(tmp, p.recordPath(rec.Name)); err != nil {
+		return fmt.Errorf("writing local cluster %q: %w", rec.Name, err)
+	}
+	return nil
+}
+
+// lock serialises record changes of all local clusters (IP allocation
+// must see every cluster).
+func (p *Provisioner) lock() (func(), error) {
+	if err := os.MkdirAll(p.root, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", p.root, err)
+	}
+	f, err := os.OpenFile(filepath.Join(p.root, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking local infra: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking local infra: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// allocateIPs picks n loopback addresses not used by any local cluster,
+// lowest first, skipping .0, .1 and .255 in every /24.
+func (p *Provisioner) allocateIPs(n int) ([]string, error) {
+	used := map[string]bool{}
+	records, _ := filepath.Glob(filepath.Join(p.root, "clusters", "*", "cluster.json"))
+	for _, path := range records {
+		rec, err := p.read(filepath.Base(filepath.Dir(path)))
+		if err != nil || rec == nil {
+			continue
+		}
+		for _, node := range rec.Nodes {
+			used[node.InternalIP] = true
+		}
+	}
+	var out []string
+	addr := netip.MustParseAddr("127.0.0.2")
+	for len(out) < n {
+		if !addr.IsValid() || addr.As4()[0] != 127 {
+			return nil, &provision.CapacityError{Where: "local", Msg: "no free loopback address left in 127.0.0.0/8; tear down some local clusters"}
+		}
+		b := addr.As4()
+		if b[3] >= 2 && b[3] <= 254 && !used[addr.String()] {
+			out = append(out, addr.String())
+		}
+		addr = addr.Next()
+	}
+	return out, nil
+}
+
+func machineMemoryGB() float64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, _ := strconv.ParseFloat(fields[1], 64)
+			return kb / (1024 * 1024)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,176 @@
+package ssh
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/skygo/skygo/internal/provision"
+)
+
+// HostFacts is what Probe learns about a host.
+type HostFacts struct {
+	OS       string         `json:"os"`   // uname -s, lower-case: "linux"
+	Arch     string         `json:"arch"` // Go-style: "amd64", "arm64"
+	CPUs     int            `json:"cpus"`
+	MemoryGB float64        `json:"memory_gb"`
+	GPUs     map[string]int `json:"gpus,omitempty"` // from nvidia-smi, when present
+	Home     string         `json:"home"`
+	// IP is the host's own address of the connection we came in on
+	// ($SSH_CONNECTION), i.e. its real address even when the pool names it
+	// by alias.
+	IP string `json:"ip"`
+}
+
+// probeScript prints one fact per line, in a fixed order, then the GPU
+// names one per line.
+const probeScript = `uname -s; uname -m; nproc 2>/dev/null || getconf _NPROCESSORS_ONLN; ` +
+	`awk '/^MemTotal:/{print $2}' /proc/meminfo 2>/dev/null || echo 0; printf '%s\n' "$HOME"; ` +
+	`set -- $SSH_CONNECTION; printf '%s\n' "$3"; ` +
+	`if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null; fi; true`
+
+// Probe connects to ep and reports its OS, architecture, CPUs, memory and
+// GPUs. Errors name the host and the cause (a *DialError for unreachable,
+// timeout and auth failures).
+func (d *Dialer) Probe(ctx context.Context, ep Endpoint) (HostFacts, error) {
+	r := NewRunner(d, ep, "", "", "")
+	res, err := r.Run(ctx, probeScript, provision.RunOptions{})
+	if err != nil {
+		return HostFacts{}, err
+	}
+	if res.ExitCode != 0 {
+		return HostFacts{}, fmt.Errorf("probing %s: exit %d: %s", ep, res.ExitCode, bytes.TrimSpace(res.Stderr))
+	}
+	f, err := parseFacts(string(res.Stdout))
+	if err != nil {
+		return HostFacts{}, fmt.Errorf("probing %s: %w", ep, err)
+	}
+	if f.IP == "" {
+		f.IP = ep.Addr
+	}
+	return f, nil
+}
+
+func parseFacts(out string) (HostFacts, error) {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) < 6 {
+		return HostFacts{}, fmt.Errorf("unexpected probe output %q", out)
+	}
+	f := HostFacts{OS: strings.ToLower(strings.TrimSpace(lines[0])), Arch: goArch(strings.TrimSpace(lines[1]))}
+	cpus, err := strconv.Atoi(strings.TrimSpace(lines[2]))
+	if err != nil {
+		return HostFacts{}, fmt.Errorf("CPU count %q is not a number", lines[2])
+	}
+	f.CPUs = cpus
+	kb, err := strconv.ParseFloat(strings.TrimSpace(lines[3]), 64)
+	if err != nil {
+		return HostFacts{}, fmt.Errorf("memory size %q is not a number", lines[3])
+	}
+	f.MemoryGB = float64(int(kb/(1024*1024)*10)) / 10 // one decimal, rounded down
+	f.Home = strings.TrimSpace(lines[4])
+	f.IP = strings.TrimSpace(lines[5])
+	for _, l := range lines[6:] {
+		if name := GPUName(l); name != "" {
+			if f.GPUs == nil {
+				f.GPUs = map[string]int{}
+			}
+			f.GPUs[name]++
+		}
+	}
+	return f, nil
+}
+
+func goArch(uname string) string {
+	switch uname {
+	case "x86_64", "amd64":
+		return "amd64"
+	case "aarch64", "arm64":
+		return "arm64"
+	}
+	return uname
+}
+
+var memSuffix = regexp.MustCompile(`(\d+)\s*GB`)
+
+// GPUName maps an nvidia-smi product name to the accelerator name used in
+// task YAMLs: "NVIDIA A100-SXM4-80GB" → "A100-80GB", "Tesla V100-SXM2-16GB"
+// → "V100", "NVIDIA H100 80GB HBM3" → "H100", "NVIDIA GeForce RTX 4090" →
+// "RTX4090". Only the A100 has a memory variant in the catalog.
+func GPUName(smi string) string {
+	s := strings.TrimSpace(smi)
+	if s == "" {
+		return ""
+	}
+	for _, p := range []string{"NVIDIA ", "Tesla ", "GeForce ", "Quadro "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '-' })
+	if len(fields) == 0 {
+		return ""
+	}
+	name := fields[0]
+	if (name == "RTX" || name == "GTX") && len(fields) > 1 {
+		name += fields[1]
+	}
+	if name == "A100" {
+		if m := memSuffix.FindStringSubmatch(s); m != nil && m[1] == "80" {
+			return "A100-80GB"
+		}
+	}
+	return name
+}
+
+// BinaryPath is where EnsureBinary puts the sky binary on a host.
+const BinaryPath = "~/.sky/bin/sky"
+
+// EnsureBinary puts localBinary at ~/.sky/bin/sky on the node unless the
+// node already has a file with the same SHA-256. The copy goes to a
+// temporary name, is checked, made executable and renamed into place, so
+// a running agent never sees half a binary. It reports whether it copied.
+func EnsureBinary(ctx context.Context, r provision.CommandRunner, localBinary string) (bool, error) {
+	want, err := fileSHA256(localBinary)
+	if err != nil {
+		return false, fmt.Errorf("hashing the sky binary: %w", err)
+	}
+	res, err := r.Run(ctx, "sha256sum "+BinaryPath+" 2>/dev/null", provision.RunOptions{})
+	if err != nil {
+		return false, fmt.Errorf("checking the sky binary on %s: %w", r.NodeIP(), err)
+	}
+	if fields := strings.Fields(string(res.Stdout)); res.ExitCode == 0 && len(fields) > 0 && fields[0] == want {
+		return false, nil
+	}
+	tmp := "~/.sky/bin/.sky.upload-" + newToken()
+	if err := r.Upload(ctx, localBinary, tmp); err != nil {
+		return false, err
+	}
+	cmd := fmt.Sprintf(`t=%s; h=$(sha256sum "$t" | cut -d' ' -f1); if [ "$h" != %s ]; then rm -f "$t"; echo "copied binary has hash $h, expected %s" >&2; exit 1; fi; chmod 755 "$t" && mv -f "$t" %s`,
+		provision.QuoteHomePath(tmp), want, want, BinaryPath)
+	res, err = r.Run(ctx, cmd, provision.RunOptions{})
+	if err != nil {
+		return false, fmt.Errorf("installing the sky binary on %s: %w", r.NodeIP(), err)
+	}
+	if res.ExitCode != 0 {
+		return false, fmt.Errorf("installing the sky binary on %s: %s", r.NodeIP(), bytes.TrimSpace(res.Stderr))
+	}
+	return true, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

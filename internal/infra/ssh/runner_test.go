@@ -1,0 +1,357 @@
+package ssh
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skygo/skygo/internal/provision"
+)
+
+func TestRunStreamOverCachedConnections(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for i := range h.IPs {
+		r := NewRunner(d, h.endpoint(i), "", "", "")
+		res, err := r.Run(ctx, "hostname; echo err >&2; exit 3", provision.RunOptions{})
+		if err != nil {
+			t.Fatalf("host %s: %v", h.IPs[i], err)
+		}
+		name := strings.TrimSpace(string(res.Stdout))
+		if res.ExitCode != 3 || string(res.Stderr) != "err\n" || name != h.Names[i] {
+			t.Fatalf("host %s: got exit %d stdout %q stderr %q, want 3, %q, err", h.IPs[i], res.ExitCode, name, res.Stderr, h.Names[i])
+		}
+		seen[name] = true
+		c1, _ := d.Client(ctx, h.endpoint(i))
+
+		var out bytes.Buffer
+		code, err := r.Stream(ctx, `for i in 1 2 3; do echo "line $i"; done; echo "$SSH_CONNECTION" | cut -d' ' -f3`, &out, io.Discard)
+		if err != nil || code != 0 {
+			t.Fatalf("stream on %s: code %d err %v", h.IPs[i], code, err)
+		}
+		if want := "line 1\nline 2\nline 3\n" + h.IPs[i] + "\n"; out.String() != want {
+			t.Fatalf("stream on %s: got %q want %q", h.IPs[i], out.String(), want)
+		}
+		// stdin reaches the command, quoting survives.
+		res, err = r.Run(ctx, `cat; printf '%s' "it's a \"test\" $HOME"`, provision.RunOptions{Stdin: strings.NewReader("input|")})
+		if err != nil || string(res.Stdout) != `input|it's a "test" /root` {
+			t.Fatalf("stdin/quoting on %s: %q %v", h.IPs[i], res.Stdout, err)
+		}
+		if c2, _ := d.Client(ctx, h.endpoint(i)); c1 != c2 {
+			t.Fatalf("host %s: connection was not reused", h.IPs[i])
+		}
+		if r.Home() != "/root" {
+			t.Fatalf("Home = %q", r.Home())
+		}
+	}
+	if len(seen) != len(h.IPs) {
+		t.Fatalf("hostnames not distinct: %v", seen)
+	}
+}
+
+func TestReconnectAfterConnectionDies(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	ctx := context.Background()
+	r := NewRunner(d, h.endpoint(0), "", "", "")
+	if _, err := r.Run(ctx, "true", provision.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.Client(ctx, h.endpoint(0))
+	c.Close() // as if the network dropped it
+	res, err := r.Run(ctx, "echo back", provision.RunOptions{})
+	if err != nil || string(res.Stdout) != "back\n" {
+		t.Fatalf("after the connection died: %q %v", res.Stdout, err)
+	}
+}
+
+func TestCancelKillsRemoteProcessTree(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	r := NewRunner(d, h.endpoint(1), "", "", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		// A child in the background and one in the foreground: both must go.
+		_, err := r.Stream(ctx, `sleep 301 & ps -o pgid= $$; sleep 300`, pw, io.Discard)
+		pw.Close()
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("pgid %q: %v", line, err)
+	}
+	go io.Copy(io.Discard, pr)
+	// The checker records its own commands elsewhere, so that the
+	// runner's record directory can be checked for leftovers.
+	check := NewRunner(d, h.endpoint(1), "", "~/.sky/run-check", "")
+	if res, _ := check.Run(context.Background(), "pgrep -g "+strconv.Itoa(pgid), provision.RunOptions{}); res.ExitCode != 0 {
+		t.Fatalf("process group %d not running before cancel", pgid)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stream after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Stream did not return after cancel")
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("cancel took %v", el)
+	}
+	// By process group and by session: pids are shared with the whole
+	// machine (the hosts have their own network, not their own pids).
+	// Zombies are dead already; this machine's init reaps them late.
+	pg := strconv.Itoa(pgid)
+	res, err := check.Run(context.Background(), "ps -e -o pid=,pgid=,sid=,stat=,args= | awk -v pg="+pg+" '($2==pg || $3==pg) && $4 !~ /^Z/'; echo done", provision.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Stdout); got != "done\n" {
+		t.Fatalf("processes of group %d still running after cancel: %q", pgid, got)
+	}
+	// The pgid record is gone too.
+	res, _ = check.Run(context.Background(), "ls ~/.sky/run | wc -l", provision.RunOptions{})
+	if strings.TrimSpace(string(res.Stdout)) != "0" {
+		t.Fatalf("pgid files left: %s", res.Stdout)
+	}
+}
+
+func TestUploadAndEnsureBinary(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	ctx := context.Background()
+	r := NewRunner(d, h.endpoint(2), "", "", "")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "script.sh")
+	os.WriteFile(src, []byte("#!/bin/sh\necho uploaded\n"), 0o751)
+	if err := r.Upload(ctx, src, "~/up dir/script.sh"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(ctx, `stat -c %a ~/'up dir/script.sh' && ~/'up dir/script.sh'`, provision.RunOptions{})
+	if err != nil || string(res.Stdout) != "751\nuploaded\n" {
+		t.Fatalf("uploaded file: %q %q %v", res.Stdout, res.Stderr, err)
+	}
+
+	bin := filepath.Join(dir, "sky")
+	os.WriteFile(bin, bytes.Repeat([]byte("fake sky binary\n"), 100000), 0o755)
+	copied, err := EnsureBinary(ctx, r, bin)
+	if err != nil || !copied {
+		t.Fatalf("first EnsureBinary: copied=%v err=%v", copied, err)
+	}
+	copied, err = EnsureBinary(ctx, r, bin)
+	if err != nil || copied {
+		t.Fatalf("second EnsureBinary: copied=%v err=%v, want no copy", copied, err)
+	}
+	os.WriteFile(bin, []byte("new version\n"), 0o755)
+	if copied, err = EnsureBinary(ctx, r, bin); err != nil || !copied {
+		t.Fatalf("changed binary: copied=%v err=%v", copied, err)
+	}
+	res, _ = r.Run(ctx, `cat ~/.sky/bin/sky; stat -c %a ~/.sky/bin/sky; ls -A ~/.sky/bin | wc -l`, provision.RunOptions{})
+	if string(res.Stdout) != "new version\n755\n1\n" {
+		t.Fatalf("installed binary: %q", res.Stdout)
+	}
+}
+
+func TestRsyncWithExcludes(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	ctx := context.Background()
+	r := NewRunner(d, h.endpoint(0), "", "", "")
+	src := t.TempDir()
+	for _, f := range []string{"a.txt", "sub/b.txt", "skip.log", "node_modules/x.js"} {
+		os.MkdirAll(filepath.Join(src, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(src, f), []byte(f), 0o644)
+	}
+	if _, err := r.Run(ctx, "rm -rf ~/sync && mkdir -p ~/sync/dst && echo keep > ~/sync/dst/remote-only", provision.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Rsync(ctx, src, "~/sync/dst", provision.RsyncOptions{Excludes: []string{"*.log", "node_modules/"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := r.Run(ctx, "cd ~/sync/dst && find . -type f | sort", provision.RunOptions{})
+	if want := "./a.txt\n./remote-only\n./sub/b.txt\n"; string(res.Stdout) != want {
+		t.Fatalf("synced files:\n%s\nwant:\n%s", res.Stdout, want)
+	}
+}
+
+func TestKnownHostsAcceptNewThenRefuseChanged(t *testing.T) {
+	h := sshHosts(t)
+	ctx := context.Background()
+	kh := &KnownHosts{File: filepath.Join(t.TempDir(), "known_hosts")}
+	d := NewDialer(kh)
+	defer d.Close()
+	if _, err := d.Probe(ctx, h.endpoint(0)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(kh.File)
+	if !strings.HasPrefix(string(b), h.IPs[0]+" ssh-ed25519 ") || strings.Count(string(b), "\n") != 1 {
+		t.Fatalf("accept-new recorded %q", b)
+	}
+	// A second, fresh dialer trusts the recorded key and adds nothing.
+	d2 := NewDialer(kh)
+	defer d2.Close()
+	if _, err := d2.Probe(ctx, h.endpoint(0)); err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := os.ReadFile(kh.File); !bytes.Equal(b, b2) {
+		t.Fatalf("known_hosts changed on a known host: %q", b2)
+	}
+	// Pretend host 0 used to have host 1's key: the real key is refused.
+	other := filepath.Join(h.State, "ssh-hosts", h.Names[1], "ssh_host_ed25519_key.pub")
+	pub, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(pub))
+	os.WriteFile(kh.File, []byte(h.IPs[0]+" "+fields[0]+" "+fields[1]+"\n"), 0o600)
+	d3 := NewDialer(kh)
+	defer d3.Close()
+	_, err = d3.Probe(ctx, h.endpoint(0))
+	var de *DialError
+	var hk *HostKeyChangedError
+	if !errors.As(err, &de) || de.Kind != HostKeyChanged || !errors.As(err, &hk) {
+		t.Fatalf("changed key: got %v, want a host key changed DialError", err)
+	}
+	if !strings.Contains(err.Error(), h.IPs[0]) || !strings.Contains(err.Error(), kh.File+":1") {
+		t.Fatalf("error should name the host and the known_hosts line: %v", err)
+	}
+}
+
+func TestUnreachableAndAuthErrorsNameTheHost(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	d.ConnectTimeout = 2 * time.Second
+	ctx := context.Background()
+
+	bogus := Endpoint{Name: "10.200.57.250", Addr: "10.200.57.250", Port: 22, User: "root", IdentityFiles: []string{h.Key}}
+	_, err := d.Probe(ctx, bogus)
+	var de *DialError
+	if !errors.As(err, &de) || (de.Kind != Timeout && de.Kind != Unreachable) || !strings.Contains(err.Error(), "10.200.57.250") {
+		t.Fatalf("bogus host: %v", err)
+	}
+
+	// A real host, wrong port: connection refused.
+	closed := h.endpoint(0)
+	closed.Port = 2
+	_, err = d.Probe(ctx, closed)
+	if !errors.As(err, &de) || de.Kind != Unreachable || !strings.Contains(err.Error(), h.IPs[0]+":2") {
+		t.Fatalf("closed port: %v", err)
+	}
+
+	// A key the host does not accept.
+	wrongKey := filepath.Join(t.TempDir(), "id")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", wrongKey).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+	bad := h.endpoint(0)
+	bad.IdentityFiles = []string{wrongKey}
+	_, err = d.Probe(ctx, bad)
+	if !errors.As(err, &de) || de.Kind != AuthFailed || !strings.Contains(err.Error(), h.IPs[0]) {
+		t.Fatalf("wrong key: %v", err)
+	}
+	// A password is never shown in errors.
+	bad.IdentityFiles = nil
+	bad.Password = "hunter2-secret"
+	_, err = d.Probe(ctx, bad)
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("password auth error: %v", err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	f, err := d.Probe(context.Background(), h.endpoint(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.OS != "linux" || f.Arch == "" || f.CPUs < 1 || f.MemoryGB <= 0 || f.Home != "/root" || f.IP != h.IPs[1] {
+		t.Fatalf("facts: %+v", f)
+	}
+}
+
+func TestProxyJump(t *testing.T) {
+	h := sshHosts(t)
+	home := t.TempDir()
+	cfg := "Host jumpbox\n  HostName " + h.IPs[0] + "\n  User root\n  IdentityFile " + h.Key + "\n" +
+		"Host behind\n  HostName " + h.IPs[2] + "\n  ProxyJump jumpbox\n"
+	c, err := ParseConfig(cfg, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &Resolver{Home: home, Config: c, LocalUser: "nobody"}
+	ep, err := res.Resolve(&Pool{Name: "p", User: "root", IdentityFile: h.Key}, Host{Name: "behind", UseSSHConfig: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ep.Jumps) != 1 || ep.Jumps[0].Addr != h.IPs[0] {
+		t.Fatalf("jumps: %+v", ep.Jumps)
+	}
+	d := newTestDialer(t)
+	r := NewRunner(d, ep, "", "", "")
+	out, err := r.Run(context.Background(), `hostname; echo "$SSH_CONNECTION" | cut -d' ' -f1`, provision.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := h.Names[2] + "\n" + h.IPs[0] + "\n"; string(out.Stdout) != want {
+		t.Fatalf("through jump host: %q, want %q (connection from the jump host)", out.Stdout, want)
+	}
+	// The system ssh command we hand to rsync takes the same path.
+	args := append(SSHCommand(ep, d.KnownHosts), ep.Addr, "hostname")
+	b, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(b)) != h.Names[2] {
+		t.Fatalf("system ssh via ProxyCommand: %q %v", b, err)
+	}
+}
+
+// BenchmarkRunTrue compares one command over the cached connection with a
+// fresh system `ssh host true` (what every command would cost without the
+// cache); ratio = ours / system ssh.
+func BenchmarkRunTrue(b *testing.B) {
+	h := sshHosts(b)
+	d := newTestDialer(b)
+	ctx := context.Background()
+	ep := h.endpoint(0)
+	r := NewRunner(d, ep, "", "", "")
+	if _, err := r.Run(ctx, "true", provision.RunOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	const sysRuns = 10
+	args := append(SSHCommand(ep, d.KnownHosts), ep.Addr, "true")
+	start := time.Now()
+	for i := 0; i < sysRuns; i++ {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			b.Fatalf("system ssh: %v %s", err, out)
+		}
+	}
+	sys := time.Since(start) / sysRuns
+	b.ResetTimer()
+	start = time.Now()
+	for i := 0; i < b.N; i++ {
+		if res, err := r.Run(ctx, "true", provision.RunOptions{}); err != nil || res.ExitCode != 0 {
+			b.Fatal(err)
+		}
+	}
+	ours := time.Since(start) / time.Duration(b.N)
+	b.ReportMetric(float64(sys.Microseconds()), "ssh-true-us")
+	b.ReportMetric(float64(ours)/float64(sys), "ratio")
+}

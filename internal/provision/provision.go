@@ -1,0 +1,203 @@
+// Package provision holds the seams between the backend and every kind of
+// infrastructure: a Provisioner creates, stops, starts and removes the nodes
+// of a cluster, and a CommandRunner runs shell commands and copies files on
+// one node. Local sandboxes, SSH hosts, Slurm allocations, Kubernetes pods
+// and cloud VMs all implement these two interfaces, so the backend drives
+// them the same way:
+//
+//	info, err := prov.Provision(ctx, provision.ClusterSpec{Name: "dev", NumNodes: 2})
+//	var capErr *provision.CapacityError
+//	if errors.As(err, &capErr) { /* block this candidate, ask the optimizer again */ }
+//	runners, err := prov.Runners(info) // head first
+//	res, err := runners[0].Run(ctx, provision.Quote("sky")+" agent status --json", provision.RunOptions{})
+//
+// Commands are shell strings. Build them with Quote / Join so that user
+// values are never pasted into a command unquoted.
+package provision
+
+import (
+	"context"
+	"io"
+	"strings"
+)
+
+// Result is what one finished command produced.
+type Result struct {
+	Stdout   []byte
+	Stderr   []byte
+	ExitCode int
+}
+
+// RunOptions adjusts one Run. A zero value runs the command with no input
+// and captures its output into the Result.
+type RunOptions struct {
+	// Stdin is fed to the command; nil means no input. Prefer stdin over
+	// command-line arguments for secrets: arguments are visible in ps.
+	Stdin io.Reader
+	// Stdout and Stderr, when set, receive the output as it is produced
+	// instead of it being captured into Result.
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// RsyncOptions adjusts one Rsync.
+type RsyncOptions struct {
+	// Excludes are rsync-style patterns (as in .skyignore / .gitignore).
+	Excludes []string
+	// Delete removes files on the node that are absent locally. The default
+	// is additive, like SkyPilot's workdir sync.
+	Delete bool
+}
+
+// CommandRunner runs commands on one node. A non-zero exit code is not an
+// error: err is for "could not run the command at all" (transport down,
+// context cancelled), and callers read Result.ExitCode.
+type CommandRunner interface {
+	// Run runs cmd with bash on the node and waits for it.
+	Run(ctx context.Context, cmd string, opts RunOptions) (Result, error)
+	// Stream runs cmd and copies its output to stdout and stderr as it
+	// arrives; it returns the command's exit code.
+	Stream(ctx context.Context, cmd string, stdout, stderr io.Writer) (exitCode int, err error)
+	// Upload copies one local file to remotePath ("~/" or a relative path
+	// is under the node's home).
+	Upload(ctx context.Context, localPath, remotePath string) error
+	// Rsync copies the contents of localDir into remoteDir.
+	Rsync(ctx context.Context, localDir, remoteDir string, opts RsyncOptions) error
+	// NodeIP is the node's address on the cluster's internal network.
+	NodeIP() string
+	// Home is the home directory of the remote user on the node.
+	Home() string
+}
+
+// Resources is what each node of a cluster must offer.
+type Resources struct {
+	// CPUs per node; 0 means "whatever the instance has".
+	CPUs float64
+	// MemoryGB per node; 0 means "whatever the instance has".
+	MemoryGB float64
+	// GPUs per node by accelerator name, e.g. {"A100": 8}.
+	GPUs map[string]float64
+	// InstanceType, when the infrastructure has named instance types.
+	InstanceType string
+}
+
+// ClusterSpec is what the backend asks a Provisioner for.
+type ClusterSpec struct {
+	Name      string
+	NumNodes  int
+	Resources Resources
+	Region    string
+	Zone      string
+	// Ports to open on the head node (clouds, Kubernetes).
+	Ports []string
+	// Labels to put on the created resources where supported.
+	Labels map[string]string
+}
+
+// NodeInfo describes one provisioned node.
+type NodeInfo struct {
+	// Index is the node's position in the cluster; 0 is the head.
+	Index int `json:"index"`
+	// ID names the node on its infrastructure (instance id, pod name...).
+	ID string `json:"id"`
+	// InternalIP is the address other nodes of the cluster use.
+	InternalIP string `json:"internal_ip"`
+	// ExternalIP is the address the backend reaches, when different.
+	ExternalIP string `json:"external_ip,omitempty"`
+	// Home is the remote user's home directory on the node.
+	Home string `json:"home"`
+	// CPUs, MemoryGB and GPUs are what the node offers to jobs.
+	CPUs     float64            `json:"cpus"`
+	MemoryGB float64            `json:"memory_gb"`
+	GPUs     map[string]float64 `json:"gpus,omitempty"`
+}
+
+// ClusterInfo is the result of a successful Provision or Start.
+type ClusterInfo struct {
+	Name string `json:"name"`
+	// Cloud is the display name used in SKYPILOT_CLUSTER_INFO ("Local", "AWS", ...).
+	Cloud  string `json:"cloud"`
+	Region string `json:"region,omitempty"`
+	Zone   string `json:"zone,omitempty"`
+	// Nodes, head first, in the stable order that defines node ranks.
+	Nodes []NodeInfo `json:"nodes"`
+}
+
+// NodeStatus is the observed state of one node.
+type NodeStatus string
+
+// Node states reported by Query.
+const (
+	NodePending    NodeStatus = "PENDING"    // being created or queued
+	NodeUp         NodeStatus = "UP"         // running
+	NodeStopping   NodeStatus = "STOPPING"   // on its way to STOPPED
+	NodeStopped    NodeStatus = "STOPPED"    // kept but not running
+	NodeTerminated NodeStatus = "TERMINATED" // gone
+)
+
+// NodeState pairs a node with its observed status.
+type NodeState struct {
+	Index  int        `json:"index"`
+	ID     string     `json:"id"`
+	Status NodeStatus `json:"status"`
+}
+
+// Provisioner manages the nodes of clusters on one infrastructure. Every
+// method is idempotent and safe to retry after a crash at any point:
+// Provision of an existing cluster returns it, Stop of a stopped one and
+// Terminate of a missing one succeed.
+type Provisioner interface {
+	// Provision creates (or adopts) the cluster's nodes and returns them.
+	Provision(ctx context.Context, spec ClusterSpec) (*ClusterInfo, error)
+	// Stop stops every process and node of the cluster, keeping its disks.
+	Stop(ctx context.Context, name string) error
+	// Start restarts a stopped cluster and returns its nodes.
+	Start(ctx context.Context, name string) (*ClusterInfo, error)
+	// Terminate removes everything the cluster owns.
+	Terminate(ctx context.Context, name string) error
+	// Query observes the cluster's nodes. A cluster that does not exist
+	// yields an empty slice and no error.
+	Query(ctx context.Context, name string) ([]NodeState, error)
+	// Runners returns one CommandRunner per node, head first.
+	Runners(info *ClusterInfo) ([]CommandRunner, error)
+}
+
+// Quote returns s as one shell word for bash, safe whatever s contains.
+func Quote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			strings.ContainsRune("-_./=:,+@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// Join quotes every word and joins them with spaces into one command.
+func Join(words ...string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = Quote(w)
+	}
+	return strings.Join(q, " ")
+}
+
+// QuoteHomePath quotes a path that may start with "~/" so that the shell
+// still expands the home directory: "~/a b" becomes ~/'a b'.
+func QuoteHomePath(p string) string {
+	if p == "~" {
+		return "~"
+	}
+	if strings.HasPrefix(p, "~/") {
+		return "~/" + Quote(p[2:])
+	}
+	return Quote(p)
+}

@@ -1,0 +1,303 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/skygo/skygo/internal/state"
+)
+
+// User is who a request is attributed to.
+type User struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role,omitempty"`
+}
+
+// Headers a client sends to say who it is. They are trusted only on a
+// server without authentication, which only listens on loopback.
+const (
+	HeaderUserName = "X-SkyPilot-User-Name"
+	HeaderUserID   = "X-SkyPilot-User-ID"
+)
+
+// TokenPrefix starts every service-account token.
+const TokenPrefix = "sky_"
+
+// UserHash is the id of a user known only by name: the first 8 hex digits
+// of SHA-256 of the name, stable across machines and restarts.
+func UserHash(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:4])
+}
+
+// LocalUser is the OS user running this process.
+func LocalUser() User {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return User{ID: UserHash(name), Name: name, Role: state.RoleAdmin}
+}
+
+// HashToken is how tokens are stored: SHA-256, hex. Tokens are 256 random
+// bits, so a fast hash is enough (unlike passwords).
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func newToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// authError is a 401 with SkyPilot's wording.
+type authError struct{ msg string }
+
+func (e *authError) Error() string { return e.msg }
+
+// authCache remembers recent successful credential checks. bcrypt takes
+// tens of milliseconds by design; without the cache every call of a
+// basic-auth client (and every health probe) would pay it and 200
+// concurrent clients would queue behind the CPU. Entries expire quickly so
+// a changed password or deleted token stops working within authCacheTTL.
+type authCache struct {
+	mu sync.Mutex
+	m  map[string]authEntry
+}
+
+type authEntry struct {
+	user    User
+	expires time.Time
+}
+
+const authCacheTTL = 30 * time.Second
+
+func (c *authCache) get(key string) (User, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || time.Now().After(e.expires) {
+		return User{}, false
+	}
+	return e.user, true
+}
+
+func (c *authCache) put(key string, u User) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) > 10000 { // bound memory; a full reset is fine for a cache
+		c.m = map[string]authEntry{}
+	}
+	c.m[key] = authEntry{user: u, expires: time.Now().Add(authCacheTTL)}
+}
+
+func (c *authCache) flush() {
+	c.mu.Lock()
+	c.m = map[string]authEntry{}
+	c.mu.Unlock()
+}
+
+// authEnabled reports whether callers must prove who they are. In SkyGo an
+// auth mode, once on, applies to loopback callers too (SkyPilot lets
+// loopback skip basic auth): a server that has users must not hand out
+// admin rights to anything that can reach 127.0.0.1, and it keeps auth
+// testable on one machine.
+func (s *Server) authEnabled() bool { return s.opts.BasicAuth || s.opts.ServiceAccounts }
+
+// authenticate works out who is calling, or returns an *authError.
+func (s *Server) authenticate(r *http.Request) (User, error) {
+	h := r.Header.Get("Authorization")
+	if !s.authEnabled() {
+		// No auth: the identity is what the client says (SkyPilot's model).
+		if name := r.Header.Get(HeaderUserName); name != "" {
+			id := r.Header.Get(HeaderUserID)
+			if id == "" {
+				id = UserHash(name)
+			}
+			return User{ID: id, Name: name, Role: state.RoleAdmin}, nil
+		}
+		return s.localUser, nil
+	}
+	scheme, cred, _ := strings.Cut(h, " ")
+	switch {
+	case strings.EqualFold(scheme, "Bearer") || r.Header.Get("X-Skypilot-Auth-Mode") == "token":
+		if !s.opts.ServiceAccounts {
+			return User{}, &authError{"Service account authentication disabled"}
+		}
+		return s.checkToken(r.Context(), strings.TrimSpace(cred))
+	case strings.EqualFold(scheme, "Basic"):
+		if !s.opts.BasicAuth {
+			return User{}, &authError{"Basic authentication disabled; use a service account token"}
+		}
+		return s.checkBasic(r.Context(), strings.TrimSpace(cred))
+	default:
+		return User{}, &authError{"Authentication required"}
+	}
+}
+
+func (s *Server) checkToken(ctx context.Context, token string) (User, error) {
+	bad := &authError{"Invalid or expired service account token"}
+	if !strings.HasPrefix(token, TokenPrefix) {
+		return User{}, bad
+	}
+	hash := HashToken(token)
+	if u, ok := s.auth.get("t:" + hash); ok {
+		return u, nil
+	}
+	t, err := s.store.GetTokenByHash(ctx, hash)
+	if err != nil {
+		if !errors.Is(err, state.ErrNotFound) {
+			s.log.Error("token lookup", "err", err)
+		}
+		return User{}, bad
+	}
+	if t.ExpiresAt != nil && float64(time.Now().Unix()) > *t.ExpiresAt {
+		return User{}, bad
+	}
+	su, err := s.store.GetUser(ctx, t.UserID)
+	if err != nil {
+		return User{}, bad
+	}
+	u := User{ID: su.ID, Name: su.Name, Role: su.Role}
+	s.auth.put("t:"+hash, u)
+	// Recording use is a write; the cache above keeps it to once per TTL.
+	_ = s.store.TouchToken(ctx, t.ID)
+	return u, nil
+}
+
+func (s *Server) checkBasic(ctx context.Context, cred string) (User, error) {
+	bad := &authError{"Invalid credentials"}
+	raw, err := base64.StdEncoding.DecodeString(cred)
+	if err != nil {
+		return User{}, bad
+	}
+	name, pass, ok := strings.Cut(string(raw), ":")
+	if !ok || name == "" {
+		return User{}, bad
+	}
+	key := "b:" + HashToken(string(raw))
+	if u, ok := s.auth.get(key); ok {
+		return u, nil
+	}
+	su, err := s.store.GetUserByName(ctx, name)
+	if err != nil || su.PasswordHash == "" {
+		// Spend the same time as a real check so timing does not reveal
+		// which user names exist.
+		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(pass))
+		return User{}, bad
+	}
+	if bcrypt.CompareHashAndPassword([]byte(su.PasswordHash), []byte(pass)) != nil {
+		return User{}, bad
+	}
+	u := User{ID: su.ID, Name: su.Name, Role: su.Role}
+	s.auth.put(key, u)
+	return u, nil
+}
+
+// ensureInitialAdmin creates the admin named by SKYPILOT_INITIAL_BASIC_AUTH
+// ("user:password") if no user of that name exists yet.
+func (s *Server) ensureInitialAdmin(ctx context.Context) error {
+	spec := s.opts.InitialBasicAuth
+	if spec == "" {
+		return nil
+	}
+	name, pass, ok := strings.Cut(spec, ":")
+	if !ok || name == "" || pass == "" {
+		return errors.New("SKYPILOT_INITIAL_BASIC_AUTH must be USER:PASSWORD")
+	}
+	if _, err := s.store.GetUserByName(ctx, name); err == nil {
+		return nil
+	} else if !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.DefaultCost)
+	if err != nil {
+		return err
+	}
+	err = s.store.CreateUser(ctx, &state.User{ID: UserHash(name), Name: name, PasswordHash: string(hash), Role: state.RoleAdmin})
+	if err != nil && !errors.Is(err, state.ErrExists) {
+		return fmt.Errorf("create initial admin %s: %w", name, err)
+	}
+	s.log.Info("created initial admin user", "user", name)
+	return nil
+}
+
+// ensureAdminToken bootstraps a token-only server: with service accounts on
+// and basic auth off, nobody could ever create the first token. So the
+// first start writes an admin token to api_server/admin_token (0600) on the
+// server's own disk; only someone with access to that file can use it.
+func (s *Server) ensureAdminToken(ctx context.Context) error {
+	if !s.opts.ServiceAccounts || s.opts.BasicAuth {
+		return nil
+	}
+	ts, err := s.store.ListTokens(ctx, "")
+	if err != nil {
+		return err
+	}
+	if len(ts) > 0 {
+		return nil
+	}
+	tok, _, err := s.createToken(ctx, User{ID: "server", Name: "server"}, "admin", state.RoleAdmin, 0)
+	if err != nil {
+		return err
+	}
+	path := s.paths.AdminToken
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write admin token: %w", err)
+	}
+	s.log.Info("created the first admin service-account token", "path", path)
+	return nil
+}
+
+// createToken makes a service account (user "sa-...") and its token, and
+// returns the token (shown once) and its record.
+func (s *Server) createToken(ctx context.Context, creator User, name, role string, expiresDays int) (string, *state.Token, error) {
+	if name == "" {
+		return "", nil, errors.New("token_name is required")
+	}
+	if role == "" {
+		role = state.RoleUser
+	}
+	if role != state.RoleUser && role != state.RoleAdmin {
+		return "", nil, fmt.Errorf("role %q: want %s or %s", role, state.RoleUser, state.RoleAdmin)
+	}
+	saID := "sa-" + randomHex(6)
+	if err := s.store.CreateUser(ctx, &state.User{ID: saID, Name: name + "-" + saID, Role: role}); err != nil {
+		return "", nil, err
+	}
+	tok := newToken()
+	rec := &state.Token{ID: "tok-" + randomHex(6), Name: name, Hash: HashToken(tok), UserID: saID, CreatorUserID: creator.ID}
+	if expiresDays > 0 {
+		exp := float64(time.Now().Add(time.Duration(expiresDays) * 24 * time.Hour).Unix())
+		rec.ExpiresAt = &exp
+	}
+	if err := s.store.CreateToken(ctx, rec); err != nil {
+		return "", nil, err
+	}
+	return tok, rec, nil
+}

@@ -1,0 +1,40 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// builtinOps are registered on every server. debug.sleep runs a real child
+// `sleep` so tests (and operators) can prove that cancelling a request
+// kills the work it started.
+func builtinOps() []Op {
+	return []Op{{Name: "debug.sleep", Schedule: Long, Run: debugSleep}}
+}
+
+func debugSleep(ctx context.Context, r *Request) (any, error) {
+	var b struct {
+		Seconds float64 `json:"seconds"`
+	}
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	if b.Seconds < 0 || b.Seconds > 86400 {
+		return nil, &OpError{Type: "ValueError", Message: fmt.Sprintf("seconds=%v: want 0..86400", b.Seconds)}
+	}
+	cmd := Command(ctx, "sleep", strconv.FormatFloat(b.Seconds, 'f', -1, 64))
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start sleep: %w", err)
+	}
+	fmt.Fprintf(r.Log, "sleeping for %gs (pid %d)\n", b.Seconds, cmd.Process.Pid)
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sleep: %w", err)
+	}
+	fmt.Fprintln(r.Log, "done sleeping")
+	return map[string]any{"slept_seconds": b.Seconds}, nil
+}

@@ -1,0 +1,319 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/skygo/skygo/internal/state"
+)
+
+// Schedule says which worker pool runs an operation.
+type Schedule int
+
+const (
+	// Short is for quick reads and light actions (status, stop, cancel...).
+	Short Schedule = iota
+	// Long is for provisioning-type work (launch, exec, start...).
+	Long
+)
+
+func (s Schedule) String() string {
+	if s == Long {
+		return "long"
+	}
+	return "short"
+}
+
+// Op is one operation the server offers. Name "launch" is served at
+// POST /launch and recorded as request name "sky.launch"; "jobs.launch" is
+// POST /jobs/launch and "sky.jobs.launch".
+//
+// Run must honour ctx: cancelling a request cancels ctx, and the request is
+// only reported CANCELLED once Run returns. Child processes must be started
+// with Command (or exec.CommandContext plus a process-group kill), so that
+// cancelling also kills everything they spawned.
+type Op struct {
+	Name     string
+	Schedule Schedule
+	Run      func(ctx context.Context, r *Request) (any, error)
+}
+
+// Request is what an operation sees of the API request it serves.
+type Request struct {
+	ID          string
+	Name        string // "sky.<op>"
+	User        User
+	Body        json.RawMessage // the POSTed JSON object
+	ClusterName string          // body's cluster_name, if any
+	// Log is the request's own log (request_logs/<id>.log); whatever the
+	// op writes here is what `sky api logs <id>` and the CLI stream show.
+	Log io.Writer
+}
+
+// Decode unmarshals the request body into v.
+func (r *Request) Decode(v any) error {
+	if len(r.Body) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return &OpError{Type: "ValueError", Message: fmt.Sprintf("request body of %s: %v", r.Name, err)}
+	}
+	return nil
+}
+
+// OpError lets an operation choose the error type recorded in the request
+// (e.g. "ClusterNotUpError"); other errors are recorded with type
+// "SkyGoError".
+type OpError struct {
+	Type    string
+	Message string
+}
+
+func (e *OpError) Error() string { return e.Message }
+
+// ErrorType implements the interface the executor looks for.
+func (e *OpError) ErrorType() string { return e.Type }
+
+// Command is exec.CommandContext for operations: the child gets its own
+// process group, and cancelling ctx kills that whole group (SIGKILL), so a
+// cancelled request leaves no grandchildren running.
+func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The child leads its group, so -pid addresses the whole group.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// pool bounds how many requests of one schedule run at once.
+type pool struct {
+	name    string
+	sem     chan struct{}
+	waiting atomic.Int64
+	busy    atomic.Int64
+}
+
+func newPool(name string, n int) *pool {
+	return &pool{name: name, sem: make(chan struct{}, n)}
+}
+
+// job is the in-memory handle of a request this process is executing.
+type job struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// executor runs requests on the two pools. The database record is the
+// truth; the job map only holds cancel funcs and completion signals.
+type executor struct {
+	store   *state.Store
+	log     *slog.Logger
+	logDir  string
+	metrics *metrics
+	long    *pool
+	short   *pool
+	baseCtx context.Context
+
+	mu   sync.Mutex
+	jobs map[string]*job
+	wg   sync.WaitGroup
+}
+
+// defaultWorkers sizes the pools from CPUs and memory as SkyPilot does:
+// about 0.4 GB per long worker and 0.3 GB per short one. SkyGo's workers
+// are goroutines, not processes, so the memory figures are a budget for
+// what operations may do rather than our own overhead. A local server
+// caps long workers at 4 so a laptop stays usable.
+func defaultWorkers(deploy bool) (long, short int) {
+	cpus := runtime.NumCPU()
+	memGB := availableMemoryGB()
+	long = min(2*cpus, int(memGB*0.6/0.4))
+	short = min(8*cpus, int(memGB*0.4/0.3))
+	if !deploy {
+		long = min(long, 4)
+		short = min(short, 16)
+	}
+	return max(long, 1), max(short, 2)
+}
+
+// availableMemoryGB reads MemAvailable from /proc/meminfo; 4 GB if unknown.
+func availableMemoryGB() float64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 4
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemAvailable:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			if err == nil {
+				return kb / (1 << 20)
+			}
+		}
+	}
+	return 4
+}
+
+func (e *executor) jobFor(id string) *job {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.jobs[id]
+}
+
+// submit starts the request's goroutine; it waits for a worker slot.
+func (e *executor) submit(rec *state.Request, op Op, req *Request, logFile *os.File) {
+	ctx, cancel := context.WithCancel(e.baseCtx)
+	j := &job{cancel: cancel, done: make(chan struct{})}
+	e.mu.Lock()
+	e.jobs[rec.RequestID] = j
+	e.mu.Unlock()
+	p := e.short
+	if op.Schedule == Long {
+		p = e.long
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer func() {
+			cancel()
+			logFile.Close()
+			e.mu.Lock()
+			delete(e.jobs, rec.RequestID)
+			e.mu.Unlock()
+			close(j.done)
+		}()
+		p.waiting.Add(1)
+		select {
+		case p.sem <- struct{}{}:
+			p.waiting.Add(-1)
+		case <-ctx.Done(): // cancelled while queued
+			p.waiting.Add(-1)
+			return
+		}
+		defer func() { <-p.sem }()
+		e.run(ctx, rec, op, req, p)
+	}()
+}
+
+func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Request, p *pool) {
+	pid := os.Getpid()
+	// The DB may be shared with other goroutines' slow writes; use a
+	// context that survives cancellation so status writes still land.
+	bg := context.WithoutCancel(ctx)
+	ok, err := e.store.SetRequestStatus(bg, rec.RequestID, []state.RequestStatus{state.RequestPending}, state.RequestRunning, state.RequestUpdate{PID: &pid})
+	if err != nil || !ok {
+		if err != nil {
+			e.log.Error("start request", "request_id", rec.RequestID, "err", err)
+		}
+		return // cancelled before it started
+	}
+	p.busy.Add(1)
+	defer p.busy.Add(-1)
+	start := time.Now()
+	e.log.Info("request started", "request_id", rec.RequestID, "name", rec.Name, "user", rec.UserName, "pool", p.name)
+	result, runErr := safeRun(ctx, op, req)
+
+	to, upd := state.RequestSucceeded, state.RequestUpdate{}
+	switch {
+	case runErr == nil:
+		b, err := json.Marshal(result)
+		if err != nil {
+			runErr = fmt.Errorf("encode result of %s: %w", rec.Name, err)
+		} else {
+			s := string(b)
+			upd.ReturnValue = &s
+		}
+	}
+	if runErr != nil {
+		to = state.RequestFailed
+		if ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
+			to = state.RequestCancelled
+		}
+		s := encodeError(runErr)
+		upd.Error = &s
+		if to == state.RequestCancelled {
+			fmt.Fprintln(req.Log, "Request cancelled.")
+		} else {
+			fmt.Fprintf(req.Log, "Error: %v\n", runErr)
+		}
+	}
+	moved, err := e.store.SetRequestStatus(bg, rec.RequestID, []state.RequestStatus{state.RequestRunning}, to, upd)
+	if err != nil {
+		e.log.Error("finish request", "request_id", rec.RequestID, "err", err)
+	}
+	final := to
+	if !moved {
+		// Someone else (cancel, shutdown) already decided the outcome.
+		if r, err := e.store.GetRequest(bg, rec.RequestID); err == nil {
+			final = r.Status
+		}
+	}
+	e.metrics.finished(rec.Name, string(final), time.Since(start))
+	e.log.Info("request finished", "request_id", rec.RequestID, "name", rec.Name, "status", final, "duration", time.Since(start).Round(time.Millisecond).String())
+}
+
+// safeRun turns a panic in an operation into a FAILED request instead of
+// a dead server.
+func safeRun(ctx context.Context, op Op, req *Request) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &OpError{Type: "InternalError", Message: fmt.Sprintf("operation %s panicked: %v", op.Name, p)}
+		}
+	}()
+	return op.Run(ctx, req)
+}
+
+// encodeError is the request record's error field: {type, message, object}.
+func encodeError(err error) string {
+	typ := "SkyGoError"
+	var te interface{ ErrorType() string }
+	switch {
+	case errors.As(err, &te):
+		typ = te.ErrorType()
+	case errors.Is(err, context.Canceled):
+		typ = "RequestCancelled"
+	}
+	b, _ := json.Marshal(map[string]any{"type": typ, "message": err.Error(), "object": nil})
+	return string(b)
+}
+
+// cancel stops a job of this process and waits (bounded) until its Run
+// has returned, so that its processes are gone when the caller hears back.
+func (e *executor) cancelAndWait(id string, wait time.Duration) {
+	j := e.jobFor(id)
+	if j == nil {
+		return
+	}
+	j.cancel()
+	select {
+	case <-j.done:
+	case <-time.After(wait):
+		e.log.Warn("cancelled request still running", "request_id", id, "waited", wait)
+	}
+}
+
+// active lists the ids of jobs in this process.
+func (e *executor) active() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := make([]string, 0, len(e.jobs))
+	for id := range e.jobs {
+		ids = append(ids, id)
+	}
+	return ids
+}

@@ -1,0 +1,755 @@
+// Package server is the SkyGo API server: every `sky` command is a client
+// of it. Operations are registered by the caller; the server records each
+// request in the state database, runs it on a bounded worker pool (long or
+// short), and lets clients wait for it, stream its log, list and cancel
+// requests (spec/api.md).
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/version"
+)
+
+// Defaults and environment variables (SkyPilot's names).
+const (
+	DefaultHost = "127.0.0.1"
+	DefaultPort = 46580
+	// EnvPort moves the local server (and where clients look for it).
+	EnvPort = "SKYPILOT_API_SERVER_LOCAL_PORT"
+	// MinCompatibleAPIVersion is the oldest client API version served.
+	MinCompatibleAPIVersion = 1
+	// Version headers, sent both ways.
+	HeaderAPIVersion = "X-SkyPilot-API-Version"
+	HeaderVersion    = "X-SkyPilot-Version"
+	// HeaderRequestID carries the id of a submitted request.
+	HeaderRequestID = "X-Skypilot-Request-ID"
+	// HeaderStreamRequestID names the request a stream belongs to.
+	HeaderStreamRequestID = "X-SkyPilot-Stream-Request-ID"
+)
+
+// RestartedError is the error message of requests a dead server left behind.
+const RestartedError = "the API server was restarted while this request was running; run the command again"
+
+// PortFromEnv is the port named by SKYPILOT_API_SERVER_LOCAL_PORT, or 46580.
+func PortFromEnv() (int, error) {
+	v := strings.TrimSpace(os.Getenv(EnvPort))
+	if v == "" {
+		return DefaultPort, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p <= 0 || p > 65535 {
+		return 0, fmt.Errorf("%s=%q is not a port number (1-65535)", EnvPort, v)
+	}
+	return p, nil
+}
+
+// Paths are the server's files under ~/.sky/api_server.
+type Paths struct {
+	Dir         string
+	Log         string // server.log
+	PID         string // server.pid
+	RequestLogs string // request_logs/<id>.log
+	AdminToken  string // admin_token (token-only servers, 0600)
+	SkyLogs     string // ~/sky_logs, the only tree /api/stream serves by path
+}
+
+// PathsFor returns the server paths under a home directory.
+func PathsFor(home string) Paths {
+	dir := filepath.Join(home, ".sky", "api_server")
+	return Paths{
+		Dir:         dir,
+		Log:         filepath.Join(dir, "server.log"),
+		PID:         filepath.Join(dir, "server.pid"),
+		RequestLogs: filepath.Join(dir, "request_logs"),
+		AdminToken:  filepath.Join(dir, "admin_token"),
+		SkyLogs:     filepath.Join(home, "sky_logs"),
+	}
+}
+
+// Options configure a server. Zero values mean the defaults.
+type Options struct {
+	Host   string // 127.0.0.1; --deploy binds 0.0.0.0
+	Port   int    // 46580 or SKYPILOT_API_SERVER_LOCAL_PORT
+	Deploy bool   // team server: use the machine fully, bind all addresses
+	// BasicAuth (--enable-basic-auth, ENABLE_BASIC_AUTH=true) and
+	// ServiceAccounts (ENABLE_SERVICE_ACCOUNTS=true) are the auth modes.
+	BasicAuth       bool
+	ServiceAccounts bool
+	// InitialBasicAuth is "user:password" for the first admin
+	// (SKYPILOT_INITIAL_BASIC_AUTH).
+	InitialBasicAuth string
+	Home             string       // default $HOME
+	Store            *state.Store // default: opened from DBURI
+	DBURI            string       // `db` config; SKYPILOT_DB_CONNECTION_URI wins
+	LongWorkers      int          // default from CPUs and memory
+	ShortWorkers     int
+	Logger           *slog.Logger // default: JSON lines to server.log
+	// WritePIDFile makes Serve write server.pid (what `sky api stop`
+	// reads) and remove it on exit.
+	WritePIDFile bool
+}
+
+// ApplyEnv fills unset options from the environment, the way `sky api
+// start` is configured in SkyPilot.
+func (o *Options) ApplyEnv() error {
+	if o.Port == 0 {
+		p, err := PortFromEnv()
+		if err != nil {
+			return err
+		}
+		o.Port = p
+	}
+	if strings.EqualFold(os.Getenv("ENABLE_BASIC_AUTH"), "true") {
+		o.BasicAuth = true
+	}
+	if strings.EqualFold(os.Getenv("ENABLE_SERVICE_ACCOUNTS"), "true") {
+		o.ServiceAccounts = true
+	}
+	if o.InitialBasicAuth == "" {
+		o.InitialBasicAuth = os.Getenv("SKYPILOT_INITIAL_BASIC_AUTH")
+	}
+	return nil
+}
+
+// Server is one API server.
+type Server struct {
+	opts      Options
+	paths     Paths
+	store     *state.Store
+	ownStore  bool
+	log       *slog.Logger
+	logFile   *os.File
+	ops       map[string]Op // by request name
+	exec      *executor
+	metrics   *metrics
+	auth      authCache
+	localUser User
+	dummyHash []byte
+	mux       *http.ServeMux
+	closing   atomic.Bool
+	stopExec  context.CancelFunc
+	closeOnce sync.Once
+}
+
+// isLoopback reports whether host only accepts local connections.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// New builds a server: it opens the store, checks the auth rules, fails
+// requests a previous server left unfinished, and registers ops plus the
+// built-in ones. It does not listen yet (see Serve).
+func New(opts Options, ops []Op) (*Server, error) {
+	ctx := context.Background()
+	if opts.Home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find home directory: %w", err)
+		}
+		opts.Home = h
+	}
+	if opts.Port == 0 {
+		opts.Port = DefaultPort
+	}
+	if opts.Host == "" {
+		opts.Host = DefaultHost
+		if opts.Deploy {
+			opts.Host = "0.0.0.0"
+		}
+	}
+	if !isLoopback(opts.Host) && !opts.BasicAuth && !opts.ServiceAccounts {
+		return nil, fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it would get admin rights; "+
+			"pass --enable-basic-auth (or ENABLE_BASIC_AUTH=true with SKYPILOT_INITIAL_BASIC_AUTH=user:password) or set ENABLE_SERVICE_ACCOUNTS=true", opts.Host)
+	}
+	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]Op{}, localUser: LocalUser()}
+	s.auth.m = map[string]authEntry{}
+	for _, d := range []string{s.paths.Dir, s.paths.RequestLogs} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	s.log = opts.Logger
+	if s.log == nil {
+		f, err := os.OpenFile(s.paths.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open server log: %w", err)
+		}
+		s.logFile = f
+		s.log = slog.New(slog.NewJSONHandler(f, nil))
+	}
+	s.store = opts.Store
+	if s.store == nil {
+		st, err := state.Open(ctx, state.ResolveURI(opts.DBURI), state.DefaultSQLitePath(opts.Home))
+		if err != nil {
+			s.closeLog()
+			return nil, err
+		}
+		s.store, s.ownStore = st, true
+	}
+	fail := func(err error) (*Server, error) {
+		s.Close()
+		return nil, err
+	}
+	h, _ := bcrypt.GenerateFromPassword([]byte(randomHex(8)), bcrypt.DefaultCost)
+	s.dummyHash = h
+
+	long, short := defaultWorkers(opts.Deploy)
+	if opts.LongWorkers > 0 {
+		long = opts.LongWorkers
+	}
+	if opts.ShortWorkers > 0 {
+		short = opts.ShortWorkers
+	}
+	execCtx, stop := context.WithCancel(context.Background())
+	s.stopExec = stop
+	s.exec = &executor{store: s.store, log: s.log, logDir: s.paths.RequestLogs,
+		long: newPool("long", long), short: newPool("short", short), baseCtx: execCtx, jobs: map[string]*job{}}
+	s.metrics = newMetrics(s.exec.long, s.exec.short)
+	s.exec.metrics = s.metrics
+	s.store.SetObserver(s.metrics.observeDB)
+
+	for _, op := range append(builtinOps(), ops...) {
+		if op.Name == "" || op.Run == nil || strings.ContainsAny(op.Name, "/ ") {
+			return fail(fmt.Errorf("operation %q: needs a dotted name without slashes and a Run func", op.Name))
+		}
+		name := "sky." + op.Name
+		if _, dup := s.ops[name]; dup {
+			return fail(fmt.Errorf("operation %q registered twice", op.Name))
+		}
+		s.ops[name] = op
+	}
+	if err := s.ensureInitialAdmin(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.ensureAdminToken(ctx); err != nil {
+		return fail(err)
+	}
+	if ids, err := s.store.FailActiveRequests(ctx, encodeError(&OpError{Type: "ServerRestarted", Message: RestartedError})); err != nil {
+		return fail(fmt.Errorf("mark abandoned requests: %w", err))
+	} else if len(ids) > 0 {
+		s.log.Warn("marked requests of a previous server FAILED", "count", len(ids), "request_ids", ids)
+	}
+	s.mux = s.routes()
+	return s, nil
+}
+
+// Store is the server's database.
+func (s *Server) Store() *state.Store { return s.store }
+
+// Paths are the server's files.
+func (s *Server) Paths() Paths { return s.paths }
+
+// Addr is host:port the server is configured for.
+func (s *Server) Addr() string {
+	return net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
+}
+
+// Listen opens the configured address, with an error that says what to do
+// when the port is taken.
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.Addr())
+	if err != nil {
+		if errors.Is(err, syscallEADDRINUSE) {
+			return nil, fmt.Errorf("cannot listen on %s: the port is already in use (another API server?); stop it with `sky api stop` or choose another port with --port or %s", s.Addr(), EnvPort)
+		}
+		return nil, fmt.Errorf("cannot listen on %s: %w", s.Addr(), err)
+	}
+	return ln, nil
+}
+
+// Handler is the HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Serve answers on ln until ctx is done, then shuts down: new calls get
+// 503, running requests are cancelled and recorded FAILED, and the
+// listener closes. It returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.opts.WritePIDFile {
+		if err := os.WriteFile(s.paths.PID, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+			return fmt.Errorf("write pid file: %w", err)
+		}
+		defer func() {
+			// Remove it only if it is still ours (a new server may have
+			// replaced it).
+			if b, err := os.ReadFile(s.paths.PID); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
+				os.Remove(s.paths.PID)
+			}
+		}()
+	}
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.log.Info("API server listening", "addr", ln.Addr().String(), "pid", os.Getpid(), "version", version.Version,
+		"db", s.store.Where(), "long_workers", cap(s.exec.long.sem), "short_workers", cap(s.exec.short.sem),
+		"basic_auth", s.opts.BasicAuth, "service_accounts", s.opts.ServiceAccounts)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.closing.Store(true)
+	s.log.Info("API server shutting down")
+	s.abortRunning("the API server was stopped while this request was running; run the command again")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close() // streams in follow mode do not end by themselves
+	}
+	return nil
+}
+
+// abortRunning records every active request of this process FAILED and
+// cancels it.
+func (s *Server) abortRunning(msg string) {
+	errJSON := encodeError(&OpError{Type: "ServerShutdown", Message: msg})
+	for _, id := range s.exec.active() {
+		_, _ = s.store.SetRequestStatus(context.Background(), id, state.ActiveRequestStatuses, state.RequestFailed, state.RequestUpdate{Error: &errJSON})
+		s.exec.cancelAndWait(id, 5*time.Second)
+	}
+}
+
+// Close stops workers and releases the store (if the server opened it).
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if s.stopExec != nil {
+			s.stopExec()
+		}
+		if s.exec != nil {
+			s.exec.wg.Wait()
+		}
+		if s.ownStore {
+			err = s.store.Close()
+		}
+		s.closeLog()
+	})
+	return err
+}
+
+func (s *Server) closeLog() {
+	if s.logFile != nil {
+		s.logFile.Close()
+	}
+}
+
+// httpError is an error with an HTTP status and a public message.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func errf(code int, format string, a ...any) error {
+	return &httpError{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+// handler is what routes implement: return a value to encode as JSON, or
+// an error; writeErr maps it to a status.
+type handler func(w http.ResponseWriter, r *http.Request, u User) (any, error)
+
+func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	var ae *authError
+	switch {
+	case errors.As(err, &ae):
+		if s.opts.BasicAuth {
+			w.Header().Set("WWW-Authenticate", `Basic realm="SkyPilot API server"`)
+		}
+		s.writeJSON(w, http.StatusUnauthorized, map[string]string{"detail": ae.msg})
+	case errors.As(err, &he):
+		s.writeJSON(w, he.code, map[string]string{"detail": he.msg})
+	case errors.Is(err, state.ErrNotFound):
+		s.writeJSON(w, http.StatusNotFound, map[string]string{"detail": err.Error()})
+	case errors.Is(err, state.ErrAmbiguous):
+		s.writeJSON(w, http.StatusBadRequest, map[string]string{"detail": err.Error()})
+	default:
+		s.log.Error("internal error", "path", r.URL.Path, "err", err)
+		s.writeJSON(w, http.StatusInternalServerError, map[string]string{"detail": "internal server error: " + err.Error()})
+	}
+}
+
+// wrap adds versioning, shutdown, authentication and error mapping.
+func (s *Server) wrap(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.checkVersion(w, r) {
+			return
+		}
+		if s.closing.Load() {
+			s.writeJSON(w, http.StatusServiceUnavailable, map[string]string{"detail": "Server is shutting down, please try again later."})
+			return
+		}
+		u, err := s.authenticate(r)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		v, err := h(w, r, u)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		if v != nil {
+			s.writeJSON(w, http.StatusOK, v)
+		}
+	})
+}
+
+// checkVersion sets the server's version headers and rejects clients
+// older than MinCompatibleAPIVersion (400 version_mismatch).
+func (s *Server) checkVersion(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set(HeaderAPIVersion, strconv.Itoa(version.APIVersion))
+	w.Header().Set(HeaderVersion, version.Version)
+	v := r.Header.Get(HeaderAPIVersion)
+	if v == "" {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < MinCompatibleAPIVersion {
+		s.writeJSON(w, http.StatusBadRequest, map[string]string{"error": "version_mismatch",
+			"message": fmt.Sprintf("client API version %q is not supported by this server (API version %d, oldest supported %d); upgrade the client",
+				v, version.APIVersion, MinCompatibleAPIVersion)})
+		return false
+	}
+	return true
+}
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	for name, op := range s.ops {
+		path := "/" + strings.ReplaceAll(strings.TrimPrefix(name, "sky."), ".", "/")
+		mux.Handle("POST "+path, s.wrap(s.submitHandler(name, op)))
+	}
+	mux.HandleFunc("GET /api/health", s.handleHealth)
+	mux.Handle("GET /api/get", s.wrap(s.handleGet))
+	mux.Handle("GET /api/stream", s.wrap(s.handleStream))
+	mux.Handle("GET /api/status", s.wrap(s.handleStatus))
+	mux.Handle("POST /api/cancel", s.wrap(s.handleCancel))
+	mux.Handle("GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+		s.metrics.handler().ServeHTTP(w, r)
+		return nil, nil
+	}))
+	mux.Handle("GET /users", s.wrap(s.handleListUsers))
+	mux.Handle("POST /users/create", s.wrap(s.handleCreateUser))
+	mux.Handle("POST /users/delete", s.wrap(s.handleDeleteUser))
+	mux.Handle("GET /users/service-account-tokens", s.wrap(s.handleListTokens))
+	mux.Handle("POST /users/service-account-tokens", s.wrap(s.handleCreateToken))
+	mux.Handle("POST /users/service-account-tokens/delete", s.wrap(s.handleDeleteToken))
+	return mux
+}
+
+// maxBody bounds a request body; tasks travel as YAML strings, uploads go
+// elsewhere.
+const maxBody = 32 << 20
+
+func (s *Server) submitHandler(name string, op Op) handler {
+	return func(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			return nil, errf(http.StatusBadRequest, "reading request body: %v", err)
+		}
+		if len(body) > maxBody {
+			return nil, errf(http.StatusRequestEntityTooLarge, "request body is larger than %d MiB", maxBody>>20)
+		}
+		if len(strings.TrimSpace(string(body))) == 0 {
+			body = []byte("{}")
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(body, &fields); err != nil {
+			return nil, errf(http.StatusBadRequest, "the body of POST %s must be a JSON object: %v", r.URL.Path, err)
+		}
+		cluster, _ := fields["cluster_name"].(string)
+		entry, _ := fields["entrypoint"].(string)
+		rec := &state.Request{
+			RequestID: uuid.NewString(), Name: name, Entrypoint: entry, RequestBody: redactSecrets(fields, body),
+			Status: state.RequestPending, UserID: u.ID, UserName: u.Name,
+			ScheduleType: op.Schedule.String(), ClusterName: cluster,
+		}
+		logFile, err := os.OpenFile(filepath.Join(s.paths.RequestLogs, rec.RequestID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create request log: %w", err)
+		}
+		if err := s.store.CreateRequest(r.Context(), rec); err != nil {
+			logFile.Close()
+			return nil, err
+		}
+		req := &Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile}
+		s.exec.submit(rec, op, req, logFile)
+		w.Header().Set(HeaderRequestID, rec.RequestID)
+		w.Header().Set("Access-Control-Expose-Headers", HeaderRequestID)
+		s.writeJSON(w, http.StatusOK, nil)
+		return nil, nil
+	}
+}
+
+// isAdmin says whether u may see and touch everyone's requests. Without
+// auth every caller is the machine's own user.
+func (s *Server) isAdmin(u User) bool {
+	return !s.authEnabled() || u.Role == state.RoleAdmin
+}
+
+// lookup finds a request the caller may see.
+func (s *Server) lookup(ctx context.Context, u User, idOrPrefix string) (*state.Request, error) {
+	rec, err := s.store.GetRequest(ctx, idOrPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if !s.isAdmin(u) && rec.UserID != u.ID {
+		// Say "not found", not "forbidden": ids of others are not theirs
+		// to probe.
+		return nil, fmt.Errorf("request %s: %w", idOrPrefix, state.ErrNotFound)
+	}
+	return rec, nil
+}
+
+// waitFinal blocks until the request is final or ctx ends.
+func (s *Server) waitFinal(ctx context.Context, id string) (*state.Request, error) {
+	for {
+		if j := s.exec.jobFor(id); j != nil {
+			select {
+			case <-j.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		rec, err := s.store.GetRequest(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Status.Final() {
+			return rec, nil
+		}
+		// Not ours (or between states): poll.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+	id := r.URL.Query().Get("request_id")
+	if id == "" {
+		return nil, errf(http.StatusBadRequest, "request_id is required")
+	}
+	rec, err := s.lookup(r.Context(), u, id)
+	if err != nil {
+		return nil, err
+	}
+	rec, err = s.waitFinal(r.Context(), rec.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status == state.RequestFailed {
+		// SkyPilot's shape: 500 with the encoded request as detail.
+		s.writeJSON(w, http.StatusInternalServerError, map[string]any{"detail": rec})
+		return nil, nil
+	}
+	return rec, nil
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+	q := r.URL.Query()
+	f := state.RequestFilter{ClusterName: q.Get("cluster_name"), AllStatuses: parseBool(q.Get("all_status"))}
+	for _, v := range q["request_ids"] {
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				f.IDPrefixes = append(f.IDPrefixes, id)
+			}
+		}
+	}
+	if len(f.IDPrefixes) > 0 {
+		f.AllStatuses = true // asking by id means "whatever its status"
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			return nil, errf(http.StatusBadRequest, "limit=%q: want a non-negative integer", l)
+		}
+		f.Limit = n
+	}
+	f.UserID = q.Get("user_id")
+	switch {
+	case !s.authEnabled():
+	case !s.isAdmin(u):
+		if f.UserID != "" && f.UserID != u.ID {
+			return nil, errf(http.StatusForbidden, "Forbidden: only admins can list other users' requests")
+		}
+		f.UserID = u.ID
+	case !parseBool(q.Get("all_users")) && f.UserID == "":
+		f.UserID = u.ID // admins see their own unless they ask for all
+	}
+	recs, err := s.store.ListRequests(r.Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	if recs == nil {
+		recs = []*state.Request{}
+	}
+	return recs, nil
+}
+
+type cancelBody struct {
+	RequestIDs []string `json:"request_ids"`
+	AllUsers   bool     `json:"all_users"`
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+	var b cancelBody
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b); err != nil && !errors.Is(err, io.EOF) {
+		return nil, errf(http.StatusBadRequest, "cancel body: %v", err)
+	}
+	if len(b.RequestIDs) > 0 && b.AllUsers {
+		return nil, errf(http.StatusBadRequest, "give request_ids or all_users, not both")
+	}
+	ctx := r.Context()
+	var targets []*state.Request
+	if len(b.RequestIDs) > 0 {
+		for _, id := range b.RequestIDs {
+			rec, err := s.store.GetRequest(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if !s.isAdmin(u) && rec.UserID != u.ID {
+				return nil, errf(http.StatusForbidden, "Forbidden: request %s belongs to another user", rec.RequestID)
+			}
+			targets = append(targets, rec)
+		}
+	} else {
+		f := state.RequestFilter{UserID: u.ID}
+		if b.AllUsers && s.isAdmin(u) {
+			f.UserID = "" // a non-admin asking for all users cancels their own
+		}
+		recs, err := s.store.ListRequests(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		targets = recs
+	}
+	errJSON := encodeError(&OpError{Type: "RequestCancelled", Message: "request cancelled by " + u.Name})
+	cancelled := []string{}
+	for _, rec := range targets {
+		ok, err := s.store.SetRequestStatus(ctx, rec.RequestID, state.ActiveRequestStatuses, state.RequestCancelled, state.RequestUpdate{Error: &errJSON})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s.exec.cancelAndWait(rec.RequestID, 10*time.Second)
+			cancelled = append(cancelled, rec.RequestID)
+			s.log.Info("request cancelled", "request_id", rec.RequestID, "by", u.Name)
+		}
+	}
+	return cancelled, nil
+}
+
+// health is GET /api/health (fields per spec/api.md; unset ones omitted).
+type health struct {
+	Status                 string `json:"status"`
+	APIVersion             string `json:"api_version,omitempty"`
+	Version                string `json:"version,omitempty"`
+	VersionOnDisk          string `json:"version_on_disk,omitempty"`
+	Commit                 string `json:"commit,omitempty"`
+	BasicAuthEnabled       *bool  `json:"basic_auth_enabled,omitempty"`
+	ServiceAccountsEnabled *bool  `json:"service_account_token_enabled,omitempty"`
+	User                   *User  `json:"user,omitempty"`
+}
+
+// handleHealth never touches the worker pools and, for authenticated
+// callers, only the auth cache after the first call, so it answers at
+// once however busy the server is.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if !s.checkVersion(w, r) {
+		return
+	}
+	if s.closing.Load() {
+		s.writeJSON(w, http.StatusServiceUnavailable, health{Status: "unhealthy"})
+		return
+	}
+	u, err := s.authenticate(r)
+	if err != nil {
+		if r.Header.Get(HeaderAPIVersion) == "" {
+			// Orchestrator probes carry no version: just say we are up.
+			s.writeJSON(w, http.StatusOK, health{Status: "healthy"})
+			return
+		}
+		s.writeJSON(w, http.StatusOK, health{Status: "needs_auth", APIVersion: strconv.Itoa(version.APIVersion), Version: version.Version,
+			BasicAuthEnabled: &s.opts.BasicAuth, ServiceAccountsEnabled: &s.opts.ServiceAccounts})
+		return
+	}
+	s.writeJSON(w, http.StatusOK, health{
+		Status: "healthy", APIVersion: strconv.Itoa(version.APIVersion), Version: version.Version,
+		VersionOnDisk: version.Version, Commit: version.Commit,
+		BasicAuthEnabled: &s.opts.BasicAuth, ServiceAccountsEnabled: &s.opts.ServiceAccounts,
+		User: &User{ID: u.ID, Name: u.Name, Role: u.Role},
+	})
+}
+
+func parseBool(v string) bool {
+	b, _ := strconv.ParseBool(v)
+	return b
+}
+
+// redactSecrets is the body as it is recorded: every value under a
+// "secrets" key (a task's secrets travel in the body so they can reach the
+// nodes) is replaced, so request records never hold them.
+func redactSecrets(fields map[string]any, body []byte) string {
+	if !strings.Contains(string(body), `"secrets"`) {
+		return string(body)
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, sub := range t {
+				if m, ok := sub.(map[string]any); ok && k == "secrets" {
+					for name := range m {
+						m[name] = "<redacted>"
+					}
+					continue
+				}
+				walk(sub)
+			}
+		case []any:
+			for _, sub := range t {
+				walk(sub)
+			}
+		}
+	}
+	walk(fields)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return "{}"
+	}
+	return string(out)
+}

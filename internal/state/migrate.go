@@ -1,0 +1,209 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// migration is one forward-only schema step. Steps are applied in version
+// order, each in its own transaction, and recorded in schema_version; a
+// released step is never edited, only followed by a new one.
+type migration struct {
+	version int
+	name    string
+	stmts   []string // '{serial}' becomes the dialect's auto-increment key
+}
+
+// migrations is the schema history. Times are epoch seconds (DOUBLE
+// PRECISION, as SkyPilot reports them); JSON documents are TEXT so both
+// dialects store them the same way.
+var migrations = []migration{
+	{1, "requests", []string{
+		`CREATE TABLE requests (
+			request_id TEXT PRIMARY KEY,
+			name TEXT NOT NULL,
+			entrypoint TEXT NOT NULL DEFAULT '',
+			request_body TEXT NOT NULL DEFAULT '',
+			status TEXT NOT NULL,
+			created_at DOUBLE PRECISION NOT NULL,
+			started_at DOUBLE PRECISION,
+			finished_at DOUBLE PRECISION,
+			user_id TEXT NOT NULL DEFAULT '',
+			user_name TEXT NOT NULL DEFAULT '',
+			return_value TEXT NOT NULL DEFAULT '',
+			error TEXT NOT NULL DEFAULT '',
+			pid INTEGER,
+			schedule_type TEXT NOT NULL DEFAULT 'short',
+			cluster_name TEXT NOT NULL DEFAULT '',
+			status_msg TEXT NOT NULL DEFAULT '',
+			should_retry INTEGER NOT NULL DEFAULT 0,
+			file_mounts_blob_id TEXT NOT NULL DEFAULT ''
+		)`,
+		`CREATE INDEX requests_created_at ON requests (created_at)`,
+		`CREATE INDEX requests_status ON requests (status)`,
+		`CREATE INDEX requests_user ON requests (user_id)`,
+	}},
+	{2, "users and service-account tokens", []string{
+		`CREATE TABLE users (
+			id TEXT PRIMARY KEY,
+			name TEXT NOT NULL UNIQUE,
+			password_hash TEXT NOT NULL DEFAULT '',
+			role TEXT NOT NULL DEFAULT 'user',
+			created_at DOUBLE PRECISION NOT NULL
+		)`,
+		`CREATE TABLE service_account_tokens (
+			token_id TEXT PRIMARY KEY,
+			token_name TEXT NOT NULL,
+			token_hash TEXT NOT NULL UNIQUE,
+			user_id TEXT NOT NULL,
+			creator_user_id TEXT NOT NULL DEFAULT '',
+			created_at DOUBLE PRECISION NOT NULL,
+			last_used_at DOUBLE PRECISION,
+			expires_at DOUBLE PRECISION
+		)`,
+	}},
+	{3, "clusters, history and events", []string{
+		`CREATE TABLE clusters (
+			name TEXT PRIMARY KEY,
+			cluster_hash TEXT NOT NULL DEFAULT '',
+			user_hash TEXT NOT NULL DEFAULT '',
+			user_name TEXT NOT NULL DEFAULT '',
+			workspace TEXT NOT NULL DEFAULT 'default',
+			status TEXT NOT NULL,
+			handle TEXT NOT NULL DEFAULT '',
+			resources TEXT NOT NULL DEFAULT '',
+			num_nodes INTEGER NOT NULL DEFAULT 1,
+			launched_at BIGINT NOT NULL DEFAULT 0,
+			autostop INTEGER NOT NULL DEFAULT -1,
+			to_down INTEGER NOT NULL DEFAULT 0,
+			last_use TEXT NOT NULL DEFAULT '',
+			status_updated_at BIGINT NOT NULL DEFAULT 0,
+			cluster_ever_up INTEGER NOT NULL DEFAULT 0,
+			is_managed INTEGER NOT NULL DEFAULT 0,
+			config_hash TEXT NOT NULL DEFAULT '',
+			last_creation_yaml TEXT NOT NULL DEFAULT '',
+			last_creation_command TEXT NOT NULL DEFAULT '',
+			metadata TEXT NOT NULL DEFAULT ''
+		)`,
+		`CREATE TABLE cluster_history (
+			cluster_hash TEXT PRIMARY KEY,
+			name TEXT NOT NULL,
+			user_hash TEXT NOT NULL DEFAULT '',
+			user_name TEXT NOT NULL DEFAULT '',
+			workspace TEXT NOT NULL DEFAULT 'default',
+			resources TEXT NOT NULL DEFAULT '',
+			num_nodes INTEGER NOT NULL DEFAULT 1,
+			price_per_hour DOUBLE PRECISION NOT NULL DEFAULT 0,
+			launched_at BIGINT NOT NULL DEFAULT 0,
+			usage_intervals TEXT NOT NULL DEFAULT '[]'
+		)`,
+		`CREATE INDEX cluster_history_launched ON cluster_history (launched_at)`,
+		`CREATE TABLE cluster_events (
+			id {serial},
+			cluster_name TEXT NOT NULL,
+			cluster_hash TEXT NOT NULL DEFAULT '',
+			event_type TEXT NOT NULL DEFAULT 'STATUS_CHANGE',
+			reason TEXT NOT NULL DEFAULT '',
+			from_status TEXT NOT NULL DEFAULT '',
+			to_status TEXT NOT NULL DEFAULT '',
+			transitioned_at DOUBLE PRECISION NOT NULL
+		)`,
+		`CREATE INDEX cluster_events_name ON cluster_events (cluster_name, transitioned_at)`,
+	}},
+	{4, "settings", []string{
+		`CREATE TABLE settings (
+			key TEXT PRIMARY KEY,
+			value TEXT NOT NULL,
+			updated_at DOUBLE PRECISION NOT NULL
+		)`,
+	}},
+}
+
+// SchemaVersion is the newest migration this build knows.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+func (s *Store) dialectSQL(stmt string) string {
+	serial := "INTEGER PRIMARY KEY AUTOINCREMENT"
+	if s.dialect == Postgres {
+		serial = "BIGSERIAL PRIMARY KEY"
+	}
+	return strings.ReplaceAll(stmt, "{serial}", serial)
+}
+
+// migrate brings the schema up to date. Several processes may open the same
+// database at once (two `sky` commands, a restarted server), so the whole
+// check-and-apply runs under a lock: PostgreSQL's advisory lock, or
+// SQLite's write lock taken by BEGIN IMMEDIATE.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.where, err)
+	}
+	defer conn.Close()
+	if s.dialect == Postgres {
+		// An arbitrary constant key shared by every SkyGo process.
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(53170001)`); err != nil {
+			return fmt.Errorf("migrate %s: lock: %w", s.where, err)
+		}
+		defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock(53170001)`) //nolint:errcheck
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version INTEGER PRIMARY KEY,
+		name TEXT NOT NULL,
+		applied_at DOUBLE PRECISION NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate %s: create schema_version: %w", s.where, err)
+	}
+	for _, m := range migrations {
+		if err := s.applyOne(ctx, conn, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) applyOne(ctx context.Context, conn *sql.Conn, m migration) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate %s to v%d: %w", s.where, m.version, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	var n int
+	if err := tx.QueryRowContext(ctx, s.rebind(`SELECT COUNT(*) FROM schema_version WHERE version = ?`), m.version).Scan(&n); err != nil {
+		return fmt.Errorf("migrate %s: read schema_version: %w", s.where, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	for _, st := range m.stmts {
+		if _, err := tx.ExecContext(ctx, s.dialectSQL(st)); err != nil {
+			return fmt.Errorf("migrate %s to v%d (%s): %w", s.where, m.version, m.name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`), m.version, m.name, nowSeconds()); err != nil {
+		return fmt.Errorf("migrate %s: record v%d: %w", s.where, m.version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate %s to v%d: commit: %w", s.where, m.version, err)
+	}
+	return nil
+}
+
+// AppliedVersions lists the migration versions recorded in the database.
+func (s *Store) AppliedVersions(ctx context.Context) ([]int, error) {
+	rows, err := s.query(ctx, "list schema versions", `SELECT version FROM schema_version ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
