@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -43,7 +44,9 @@ func runInProcess(t *testing.T, args ...string) (stdout, stderr string, code int
 func runBinary(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(testutil.SkyBinary(t), args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	// A private HOME and port: a command that reaches for the API server
+	// never touches a real one.
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), fmt.Sprintf("SKYPILOT_API_SERVER_LOCAL_PORT=%d", testutil.FreePort(t)))
 	cmd.Env = append(cmd.Env, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -59,7 +59,7 @@ func (d *Dialer) Probe(ctx context.Context, ep Endpoint) (HostFacts, error) {
 }
 
 func parseFacts(out string) (HostFacts, error) {
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) < 6 {
 		return HostFacts{}, fmt.Errorf("unexpected probe output %q", out)
 	}

@@ -1,0 +1,485 @@
+package ssh
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/skygo/skygo/internal/provision"
+)
+
+// CloudName is the display name in SKYPILOT_CLUSTER_INFO and status.
+const CloudName = "SSH"
+
+// HostClusterDir is the cluster's directory on each of its hosts.
+func HostClusterDir(cluster string) string { return "~/.sky/clusters/" + cluster }
+
+// PgidDir is where the cluster's runners record the process groups of the
+// commands they run (one file per running command, holding its pgid).
+// Long-lived processes that leave their session (daemons) should record
+// theirs here too: Terminate kills every group recorded here.
+func PgidDir(cluster string) string { return HostClusterDir(cluster) + "/pgids" }
+
+// hostPaths are what a cluster leaves on a host besides HostClusterDir:
+// removed by Terminate (the host served only this cluster). The agent's
+// own pid files under ~/.sky/agent are killed first. ~/.sky/bin/sky stays
+// (it belongs to `sky ssh up`, not to a cluster).
+var hostPaths = []string{"~/.sky/agent", "~/.sky/hooks", "~/sky_workdir", "~/sky_logs"}
+
+// Provisioner implements provision.Provisioner for one SSH node pool
+// (`infra: ssh/<pool>`). A host serves one cluster at a time: which host
+// belongs to which cluster is recorded in a claims file (~/.sky/ssh/
+// claims.json by default), changed only under an exclusive file lock so
+// that concurrent launches never claim the same host twice. Hosts are
+// keyed by their resolved user@address:port, so a machine listed in two
+// pools is still claimed once.
+type Provisioner struct {
+	Pool       *Pool
+	Resolver   *Resolver
+	Dialer     *Dialer
+	ClaimsPath string
+	// ProbeTimeout bounds probing one host during Provision (default 20 s).
+	ProbeTimeout time.Duration
+	Log          *slog.Logger
+}
+
+var _ provision.Provisioner = (*Provisioner)(nil)
+
+// DefaultClaimsPath is ~/.sky/ssh/claims.json under home.
+func DefaultClaimsPath(home string) string {
+	return filepath.Join(home, ".sky", "ssh", "claims.json")
+}
+
+// NewProvisioner returns a provisioner for pool keeping claims in
+// DefaultClaimsPath(home).
+func NewProvisioner(home string, pool *Pool, res *Resolver, d *Dialer) *Provisioner {
+	return &Provisioner{Pool: pool, Resolver: res, Dialer: d, ClaimsPath: DefaultClaimsPath(home)}
+}
+
+func (p *Provisioner) where() string { return "ssh/" + p.Pool.Name }
+
+func (p *Provisioner) logger() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.Default()
+}
+
+// claims is the claims file: every cluster on every pool.
+type claims struct {
+	Clusters map[string]*clusterClaim `json:"clusters"`
+}
+
+type clusterClaim struct {
+	Pool      string               `json:"pool"`
+	Hosts     []claimedHost        `json:"hosts"` // head first
+	Nodes     []provision.NodeInfo `json:"nodes"`
+	CreatedAt time.Time            `json:"created_at"`
+}
+
+type claimedHost struct {
+	Name string `json:"name"` // as in the pool
+	Key  string `json:"key"`  // user@addr:port
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func (p *Provisioner) validName(name string) error {
+	if !nameRE.MatchString(name) || strings.Contains(name, "..") || len(name) > 100 {
+		return &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("cluster name %q must start with a letter or digit and contain only letters, digits, '.', '_' and '-'", name)}
+	}
+	return nil
+}
+
+// withClaims runs fn on the claims file under an exclusive lock and
+// writes the result back (atomically) when fn says so.
+func (p *Provisioner) withClaims(fn func(c *claims) (bool, error)) error {
+	if err := os.MkdirAll(filepath.Dir(p.ClaimsPath), 0o700); err != nil {
+		return fmt.Errorf("SSH host claims: %w", err)
+	}
+	lf, err := os.OpenFile(p.ClaimsPath+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("SSH host claims: %w", err)
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking SSH host claims: %w", err)
+	}
+	c := &claims{Clusters: map[string]*clusterClaim{}}
+	b, err := os.ReadFile(p.ClaimsPath)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("reading SSH host claims: %w", err)
+	default:
+		if err := json.Unmarshal(b, c); err != nil {
+			return fmt.Errorf("%s is corrupt (%v); fix or remove it (it records which cluster holds which SSH host)", p.ClaimsPath, err)
+		}
+		if c.Clusters == nil {
+			c.Clusters = map[string]*clusterClaim{}
+		}
+	}
+	write, err := fn(c)
+	if err != nil || !write {
+		return err
+	}
+	b, _ = json.MarshalIndent(c, "", "  ")
+	tmp := p.ClaimsPath + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("writing SSH host claims: %w", err)
+	}
+	if err := os.Rename(tmp, p.ClaimsPath); err != nil {
+		return fmt.Errorf("writing SSH host claims: %w", err)
+	}
+	return nil
+}
+
+// candidate is a pool host considered for a new cluster.
+type candidate struct {
+	host  Host
+	ep    Endpoint
+	facts HostFacts
+	err   error  // unreachable / auth / probe failure
+	small string // why it does not fit, when reachable
+}
+
+// Provision implements provision.Provisioner: it claims spec.NumNodes free
+// hosts that fit spec.Resources, in pool order (the first becomes the
+// head). An existing cluster of the same name is returned as is.
+func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec) (*provision.ClusterInfo, error) {
+	if err := p.validName(spec.Name); err != nil {
+		return nil, err
+	}
+	n := spec.NumNodes
+	if n <= 0 {
+		n = 1
+	}
+	var info *provision.ClusterInfo
+	err := p.withClaims(func(c *claims) (bool, error) {
+		if cc := c.Clusters[spec.Name]; cc != nil {
+			if cc.Pool != p.Pool.Name {
+				return false, &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("cluster %q already exists on ssh/%s; run `sky down %s` first or use another name", spec.Name, cc.Pool, spec.Name)}
+			}
+			if len(cc.Nodes) != n {
+				return false, &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("cluster %q already exists with %d node(s), not %d; run `sky down %s` first or use another name", spec.Name, len(cc.Nodes), n, spec.Name)}
+			}
+			info = p.info(spec.Name, cc)
+			return false, nil
+		}
+		busy := map[string]string{} // host key -> cluster
+		for name, cc := range c.Clusters {
+			for _, h := range cc.Hosts {
+				busy[h.Key] = name
+			}
+		}
+		var free []*candidate
+		var busyNames []string
+		var errs []string
+		for _, h := range p.Pool.Hosts {
+			ep, err := p.Resolver.Resolve(p.Pool, h)
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			if cl, ok := busy[ep.key()]; ok {
+				busyNames = append(busyNames, fmt.Sprintf("%s (cluster %s)", h.Name, cl))
+				continue
+			}
+			free = append(free, &candidate{host: h, ep: ep})
+		}
+		p.probeAll(ctx, free, spec.Resources)
+		var chosen []*candidate
+		authFailures := 0
+		for _, cd := range free {
+			var de *DialError
+			if errors.As(cd.err, &de) && (de.Kind == AuthFailed || de.Kind == BadCredentials) {
+				authFailures++
+			}
+			switch {
+			case cd.err != nil:
+				errs = append(errs, cd.err.Error())
+			case cd.small != "":
+				errs = append(errs, fmt.Sprintf("%s: %s", cd.host.Name, cd.small))
+			case len(chosen) < n:
+				chosen = append(chosen, cd)
+			}
+		}
+		if len(chosen) < n {
+			msg := fmt.Sprintf("%d host(s) needed but only %d of the pool's %d hosts are free and fit the request; %d busy",
+				n, len(chosen), len(p.Pool.Hosts), len(busyNames))
+			if len(busyNames) > 0 {
+				msg += ": " + strings.Join(busyNames, ", ")
+			}
+			if len(errs) > 0 {
+				msg += "; unusable: " + strings.Join(errs, "; ")
+			}
+			msg += ". Free hosts with `sky down <cluster>`, add hosts to the pool, or ask for less"
+			if authFailures > 0 && authFailures == len(free) && len(busyNames) == 0 {
+				// Nothing else stood in the way: the credentials are the
+				// problem, and trying elsewhere will not fix them.
+				return false, &provision.AuthError{Where: p.where(), Msg: strings.Join(errs, "; ")}
+			}
+			return false, &provision.CapacityError{Where: p.where(), Msg: msg}
+		}
+		cc := &clusterClaim{Pool: p.Pool.Name, CreatedAt: time.Now().UTC()}
+		for i, cd := range chosen {
+			cc.Hosts = append(cc.Hosts, claimedHost{Name: cd.host.Name, Key: cd.ep.key()})
+			node := provision.NodeInfo{Index: i, ID: cd.host.Name, InternalIP: cd.facts.IP, Home: cd.facts.Home,
+				CPUs: float64(cd.facts.CPUs), MemoryGB: cd.facts.MemoryGB}
+			if cd.ep.Addr != cd.facts.IP {
+				node.ExternalIP = cd.ep.Addr
+			}
+			for g, k := range cd.facts.GPUs {
+				if node.GPUs == nil {
+					node.GPUs = map[string]float64{}
+				}
+				node.GPUs[g] = float64(k)
+			}
+			cc.Nodes = append(cc.Nodes, node)
+		}
+		c.Clusters[spec.Name] = cc
+		info = p.info(spec.Name, cc)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// probeAll probes the candidates in parallel and records whether each fits.
+func (p *Provisioner) probeAll(ctx context.Context, cands []*candidate, req provision.Resources) {
+	timeout := p.ProbeTimeout
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	var wg sync.WaitGroup
+	for _, cd := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			cd.facts, cd.err = p.Dialer.Probe(pctx, cd.ep)
+			if cd.err == nil {
+				cd.small = fits(cd.facts, req)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// fits says why facts cannot serve req ("" when they can).
+func fits(f HostFacts, req provision.Resources) string {
+	var why []string
+	if req.CPUs > float64(f.CPUs) {
+		why = append(why, fmt.Sprintf("%g CPUs requested, host has %d", req.CPUs, f.CPUs))
+	}
+	if req.MemoryGB > f.MemoryGB {
+		why = append(why, fmt.Sprintf("%g GB memory requested, host has %.1f GB", req.MemoryGB, f.MemoryGB))
+	}
+	names := make([]string, 0, len(req.GPUs))
+	for g := range req.GPUs {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	for _, g := range names {
+		want := req.GPUs[g]
+		if want <= 0 {
+			continue
+		}
+		have := 0
+		for name, k := range f.GPUs {
+			if strings.EqualFold(name, g) {
+				have += k
+			}
+		}
+		if float64(have) < want {
+			why = append(why, fmt.Sprintf("%s:%g requested, host has %d", g, want, have))
+		}
+	}
+	if req.InstanceType != "" {
+		why = append(why, fmt.Sprintf("instance type %q does not apply to SSH hosts", req.InstanceType))
+	}
+	return strings.Join(why, ", ")
+}
+
+func (p *Provisioner) info(name string, cc *clusterClaim) *provision.ClusterInfo {
+	nodes := make([]provision.NodeInfo, len(cc.Nodes))
+	copy(nodes, cc.Nodes)
+	return &provision.ClusterInfo{Name: name, Cloud: CloudName, Region: "ssh-" + cc.Pool, Nodes: nodes}
+}
+
+func (p *Provisioner) claim(name string) (*clusterClaim, error) {
+	var cc *clusterClaim
+	err := p.withClaims(func(c *claims) (bool, error) {
+		cc = c.Clusters[name]
+		return false, nil
+	})
+	if cc != nil && cc.Pool != p.Pool.Name {
+		return nil, &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("cluster %q is on ssh/%s, not ssh/%s", name, cc.Pool, p.Pool.Name)}
+	}
+	return cc, err
+}
+
+// Info returns the cluster's nodes, or nil if it holds no hosts.
+func (p *Provisioner) Info(name string) (*provision.ClusterInfo, error) {
+	cc, err := p.claim(name)
+	if err != nil || cc == nil {
+		return nil, err
+	}
+	return p.info(name, cc), nil
+}
+
+// Stop implements provision.Provisioner: not possible on SSH pools.
+func (p *Provisioner) Stop(ctx context.Context, name string) error {
+	return &provision.NotSupportedError{Where: p.where(), Operation: "stop",
+		Msg: "stopping clusters on SSH node pools is not supported; use sky down"}
+}
+
+// Start implements provision.Provisioner: hosts never stop, so a claimed
+// cluster is simply returned.
+func (p *Provisioner) Start(ctx context.Context, name string) (*provision.ClusterInfo, error) {
+	info, err := p.Info(name)
+	if err != nil {
+		return nil, err
+	}
+	if info == nil {
+		return nil, &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("cluster %q does not exist; launch it with `sky launch -c %s --infra %s`", name, name, p.where())}
+	}
+	return info, nil
+}
+
+// Terminate implements provision.Provisioner: on every host it kills each
+// process group recorded under PgidDir and the agent's (never by name),
+// removes the cluster's directories, then releases the hosts. A host that
+// cannot be reached is released anyway (with a warning): its processes
+// cannot be killed, and keeping it claimed would block `sky down`
+// forever. Any other failure keeps every claim so that a retry converges.
+func (p *Provisioner) Terminate(ctx context.Context, name string) error {
+	if err := p.validName(name); err != nil {
+		return err
+	}
+	cc, err := p.claim(name)
+	if err != nil || cc == nil {
+		return err
+	}
+	runners, err := p.runners(name, cc.Nodes, DefaultPgidDir)
+	if err != nil {
+		return err
+	}
+	globs := []string{provision.QuoteHomePath(PgidDir(name)) + "/*", "~/.sky/agent/ranks/*.pid", "~/.sky/agent/daemon.pid"}
+	rm := []string{provision.QuoteHomePath(HostClusterDir(name))}
+	rm = append(rm, hostPaths...)
+	script := killFilesScript(globs...) + "; rm -rf " + strings.Join(rm, " ")
+	errs := make([]error, len(runners))
+	var wg sync.WaitGroup
+	for i, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.Run(ctx, script, provision.RunOptions{})
+			var de *DialError
+			switch {
+			case errors.As(err, &de) && (de.Kind == Unreachable || de.Kind == Timeout):
+				p.logger().Warn("releasing unreachable SSH host without cleaning it", "cluster", name, "host", r.ep.String(), "err", err)
+			case err != nil:
+				errs[i] = fmt.Errorf("cleaning host %s of cluster %s: %w", r.ep.Name, name, err)
+			case res.ExitCode != 0:
+				errs[i] = fmt.Errorf("cleaning host %s of cluster %s: exit %d: %s", r.ep.Name, name, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return p.withClaims(func(c *claims) (bool, error) {
+		if _, ok := c.Clusters[name]; !ok {
+			return false, nil
+		}
+		delete(c.Clusters, name)
+		return true, nil
+	})
+}
+
+// Query implements provision.Provisioner: UP for a host that answers a
+// command; PENDING for one that does not (the backend shows the cluster
+// as not healthy, INIT); nothing when the cluster holds no hosts.
+func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeState, error) {
+	if err := p.validName(name); err != nil {
+		return nil, err
+	}
+	cc, err := p.claim(name)
+	if err != nil || cc == nil {
+		return nil, err
+	}
+	runners, err := p.runners(name, cc.Nodes, DefaultPgidDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provision.NodeState, len(runners))
+	var wg sync.WaitGroup
+	for i, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			st := provision.NodeUp
+			if res, err := r.Run(qctx, "true", provision.RunOptions{}); err != nil || res.ExitCode != 0 {
+				st = provision.NodePending
+			}
+			out[i] = provision.NodeState{Index: cc.Nodes[i].Index, ID: cc.Nodes[i].ID, Status: st}
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// Runners implements provision.Provisioner: SSH runners, head first, that
+// record their commands under PgidDir(info.Name).
+func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandRunner, error) {
+	if info == nil || len(info.Nodes) == 0 {
+		return nil, &provision.ConfigError{Where: p.where(), Msg: "cluster has no nodes"}
+	}
+	rs, err := p.runners(info.Name, info.Nodes, PgidDir(info.Name))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provision.CommandRunner, len(rs))
+	for i, r := range rs {
+		out[i] = r
+	}
+	return out, nil
+}
+
+func (p *Provisioner) runners(cluster string, nodes []provision.NodeInfo, pgDir string) ([]*Runner, error) {
+	byName := map[string]Host{}
+	for _, h := range p.Pool.Hosts {
+		byName[h.Name] = h
+	}
+	out := make([]*Runner, len(nodes))
+	for i, n := range nodes {
+		h, ok := byName[n.ID]
+		if !ok {
+			return nil, &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("host %s of cluster %s is no longer in pool %s (~/.sky/ssh_node_pools.yaml); put it back to reach it", n.ID, cluster, p.Pool.Name)}
+		}
+		ep, err := p.Resolver.Resolve(p.Pool, h)
+		if err != nil {
+			return nil, &provision.ConfigError{Where: p.where(), Msg: err.Error()}
+		}
+		out[i] = NewRunner(p.Dialer, ep, n.InternalIP, pgDir, n.Home)
+	}
+	return out, nil
+}
