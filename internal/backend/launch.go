@@ -340,23 +340,22 @@ func (b *Backend) event(ctx context.Context, c *state.Cluster, from, to, reason 
 }
 
 // onAutostopCommand is what the head agent runs when autostop fires: a
-// call back into this API server (`sky stop` / `sky down`).
+// call back into this API server. The agent sets SKYGO_AUTOSTOP_ACTION to
+// "stop" or "down", which are exactly the sky subcommands to run.
 func (b *Backend) onAutostopCommand(name string) string {
-	var env []string
+	parts := []string{"env"}
 	for _, kv := range b.CallbackEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		env = append(env, k+"="+provision.Quote(v))
+		parts = append(parts, provision.Quote(kv))
 	}
-	env = append(env, "HOME="+provision.Quote(b.Home))
-	return strings.Join(env, " ") + ` "$(test "$SKYGO_AUTOSTOP_ACTION" = down && echo ` +
-		provision.Quote(b.Sky+" down -y "+name) + ` || echo ` + provision.Quote(b.Sky+" stop -y "+name) + `)"`
+	parts = append(parts, provision.Quote("HOME="+b.Home), provision.Quote(b.Sky))
+	return strings.Join(parts, " ") + ` "$SKYGO_AUTOSTOP_ACTION" -y ` + provision.Quote(name)
 }
 
 // startAgents starts the agent on every node (idempotent) and marks the
 // cluster UP.
 func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, log io.Writer) error {
 	fmt.Fprintln(log, "Starting node agents...")
-	cfgs := b.agentConfigs(h, b.onAutostopScript(c.Name))
+	cfgs := b.agentConfigs(h, b.onAutostopCommand(c.Name))
 	err := parallel(len(runners), func(i int) error {
 		return b.agentCall(ctx, runners[i], cfgs[i], nil, "start")
 	})
@@ -373,12 +372,6 @@ func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, 
 	}
 	b.event(ctx, c, string(from), "UP", "cluster is up")
 	return nil
-}
-
-// onAutostopScript wraps onAutostopCommand in `sh -c` so the agent can run
-// it as one shell command.
-func (b *Backend) onAutostopScript(name string) string {
-	return "sh -c " + provision.Quote(`cmd=`+b.onAutostopCommand(name)+`; eval "$cmd"`)
 }
 
 // parallel runs f(0..n-1) concurrently and returns the first error.
