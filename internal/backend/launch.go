@@ -594,19 +594,28 @@ func (p *prefixWriter) flush() {
 	}
 }
 
-// applyLaunchAutostop sets autostop from -i / --down on the head agent.
+// applyLaunchAutostop sets autostop from -i / --down, else from the
+// task's resources.autostop (with its wait_for and hook).
 func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, body api.LaunchBody) error {
-	idle := -1
+	cfg := agent.AutostopConfig{IdleMinutes: -1, Down: body.Down}
 	if body.IdleMinutes != nil {
-		idle = *body.IdleMinutes
+		cfg.IdleMinutes = *body.IdleMinutes
+	} else if r, err := resources.Parse(body.Task.Resources); err == nil && r.Autostop != nil {
+		a := r.Autostop
+		if !a.Enabled {
+			return b.setAutostop(ctx, c, h, head, agent.AutostopConfig{IdleMinutes: -1})
+		}
+		// SkyPilot rounds a YAML idle time of 0 up to one minute.
+		cfg = agent.AutostopConfig{IdleMinutes: max(a.IdleMinutes, 1), Down: a.Down || body.Down,
+			WaitFor: a.WaitFor, Hook: a.Hook, HookTimeout: a.HookTimeout}
 	}
-	if body.Down && idle < 0 {
-		idle = 0
+	if body.Down && cfg.IdleMinutes < 0 {
+		cfg.IdleMinutes = 0
 	}
-	if idle < 0 {
+	if cfg.IdleMinutes < 0 {
 		return nil
 	}
-	return b.setAutostop(ctx, c, h, head, agent.AutostopConfig{IdleMinutes: idle, Down: body.Down})
+	return b.setAutostop(ctx, c, h, head, cfg)
 }
 
 // submitAndFollow submits the run command to the head agent and, unless

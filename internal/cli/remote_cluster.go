@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -340,13 +341,24 @@ func cancelRunRemote(f *Factory, opts *CancelOptions) error {
 		}
 		b.JobIDs = []int{st.JobID}
 	}
-	var res json.RawMessage
+	var res struct {
+		Cancelled []int `json:"cancelled"`
+	}
 	if err := f.call("cancel", b, &res, callOptions{Async: opts.Async}); err != nil {
 		return err
 	}
-	if !opts.Async {
-		fmt.Fprintf(opts.IO.Out, "Cancelled on cluster %s: %s\n", opts.Cluster, strings.TrimSpace(string(res)))
+	if opts.Async {
+		return nil
 	}
+	if len(res.Cancelled) == 0 {
+		fmt.Fprintf(opts.IO.Out, "No unfinished job to cancel on cluster %s.\n", opts.Cluster)
+		return nil
+	}
+	ids := make([]string, len(res.Cancelled))
+	for i, id := range res.Cancelled {
+		ids[i] = fmt.Sprint(id)
+	}
+	fmt.Fprintf(opts.IO.Out, "Cancelled job(s) %s on cluster %s.\n", strings.Join(ids, ", "), opts.Cluster)
 	return nil
 }
 
@@ -356,7 +368,7 @@ func checkRunRemote(f *Factory, opts *CheckOptions) error {
 		return err
 	}
 	if opts.Output == "json" {
-		return printJSON(opts.IO.Out, check.JSON(opts.Workspace, res))
+		return printJSON(opts.IO.Out, check.JSON(cmp.Or(opts.Workspace, "default"), res))
 	}
 	fmt.Fprintln(opts.IO.Out, "Checking credentials to enable infra for SkyPilot.")
 	var enabled []string

@@ -80,6 +80,21 @@ func stopHosts() {
 	}
 }
 
+// cleanStale stops what an earlier run of these tests left behind when it
+// was killed before TestMain could clean up (a test timeout panics past
+// it): its hosts and loopback sshd, by the pid files in its state dir.
+func cleanStale() {
+	dirs, _ := filepath.Glob("/var/tmp/skygo-ssh-test-*")
+	for _, d := range dirs {
+		for _, s := range []string{"stop-ssh-hosts.sh", "stop-sshd.sh"} {
+			c := exec.Command("bash", filepath.Join(testinfraDir(), s))
+			c.Env = append(os.Environ(), "TESTINFRA_STATE="+d, "SSH_HOSTS_NAME="+testHostName)
+			c.Run()
+		}
+		os.RemoveAll(d)
+	}
+}
+
 // sshHosts starts the hosts (once) and returns them; the test fails with
 // the script's own message when they cannot be started.
 func sshHosts(t testing.TB) *testHosts {
@@ -88,6 +103,7 @@ func sshHosts(t testing.TB) *testHosts {
 		t.Skip("SKYGO_SKIP_SSH=1: skipping tests against real sshd hosts")
 	}
 	hostsOnce.Do(func() {
+		cleanStale()
 		var err error
 		stateDir, err = os.MkdirTemp("/var/tmp", "skygo-ssh-test-")
 		if err != nil {
