@@ -22,7 +22,7 @@ unit: build
 
 # bench: benchmarks that print ratios against a baseline measured in the same run.
 bench: build
-	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 20x -count 1 ./...
+	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./...
 
 # fuzz: the YAML loader fuzzer; FUZZTIME=5m make fuzz
 FUZZTIME ?= 60s
