@@ -61,14 +61,19 @@ type Dialer struct {
 	// dropped after KeepAliveMax (default 3) unanswered keepalives.
 	KeepAlive    time.Duration
 	KeepAliveMax int
-	Log          *slog.Logger
+	// MaxSessions caps concurrent commands per host (default 8): sshd
+	// refuses channels beyond its MaxSessions (10 unless configured), and
+	// two slots stay free for the kill sessions of cancelled commands.
+	MaxSessions int
+	Log         *slog.Logger
 
 	mu      sync.Mutex
 	entries map[string]*connEntry
 }
 
 type connEntry struct {
-	mu     sync.Mutex // held while dialling, so one dial per host at a time
+	sem    chan struct{} // one token per running command
+	mu     sync.Mutex    // held while dialling, so one dial per host at a time
 	client *gossh.Client
 	done   chan struct{} // closed when client is gone
 }
@@ -85,19 +90,56 @@ func (d *Dialer) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Client returns the cached connection to ep, dialling when there is none
-// or the cached one died.
-func (d *Dialer) Client(ctx context.Context, ep Endpoint) (*gossh.Client, error) {
+func (d *Dialer) entry(ep Endpoint) *connEntry {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.entries == nil {
 		d.entries = map[string]*connEntry{}
 	}
 	e := d.entries[ep.key()]
 	if e == nil {
-		e = &connEntry{}
+		n := d.MaxSessions
+		if n <= 0 {
+			n = 8
+		}
+		e = &connEntry{sem: make(chan struct{}, n)}
 		d.entries[ep.key()] = e
 	}
-	d.mu.Unlock()
+	return e
+}
+
+// slot waits for a free session slot on ep's connection; the caller runs
+// release when its session is closed.
+func (d *Dialer) slot(ctx context.Context, ep Endpoint) (release func(), err error) {
+	e := d.entry(ep)
+	select {
+	case e.sem <- struct{}{}:
+		return func() { <-e.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// alive says whether the cached connection to ep is still up.
+func (d *Dialer) alive(ep Endpoint) bool {
+	e := d.entry(ep)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.client == nil {
+		return false
+	}
+	select {
+	case <-e.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Client returns the cached connection to ep, dialling when there is none
+// or the cached one died.
+func (d *Dialer) Client(ctx context.Context, ep Endpoint) (*gossh.Client, error) {
+	e := d.entry(ep)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()

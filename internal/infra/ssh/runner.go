@@ -104,6 +104,12 @@ func (r *Runner) session(ctx context.Context) (*gossh.Session, error) {
 		if err == nil {
 			return s, nil
 		}
+		var oce *gossh.OpenChannelError
+		if errors.As(err, &oce) && r.d.alive(r.ep) {
+			// The server refused this channel (session limit) but the
+			// connection is fine: other commands run on it, keep it.
+			return nil, fmt.Errorf("opening a session on %s: %w (raise MaxSessions in the host's sshd_config, or lower Dialer.MaxSessions)", r.ep, err)
+		}
 		r.d.Forget(r.ep)
 		if attempt == 1 || ctx.Err() != nil {
 			return nil, &DialError{Host: r.ep.String(), Kind: Unreachable, Err: fmt.Errorf("opening a session: %w", err)}
@@ -118,11 +124,19 @@ func newToken() string {
 }
 
 // wrap builds the remote command line. The outer part is POSIX sh (it is
-// read by the user's login shell); the command itself runs under bash.
+// read by the user's login shell); the command itself runs under bash,
+// with the environment the login shell set up (as `ssh host cmd` would).
+//
+// SHLVL=2: bash sources ~/.bashrc when it believes sshd started it, i.e.
+// when it is a top-level shell (SHLVL < 2 after exec) and SSH_CLIENT is
+// set. The login shell already did that; doing it again in the wrapper
+// doubled the cost of every command on hosts with a slow .bashrc (pyenv,
+// conda). Test and mkdir keep the common case to builtins.
 func wrap(pgFile, cmd string) string {
 	const inner = `echo $$ > "$0"; bash -c "$1"; rc=$?; rm -f "$0"; exit $rc`
-	return fmt.Sprintf("mkdir -p %s 2>/dev/null; exec setsid -w bash -c %s %s %s",
-		provision.QuoteHomePath(dirOf(pgFile)), provision.Quote(inner), provision.QuoteHomePath(pgFile), provision.Quote(cmd))
+	dir := provision.QuoteHomePath(dirOf(pgFile))
+	return fmt.Sprintf("[ -d %s ] || mkdir -p %s 2>/dev/null; SHLVL=2 exec setsid -w bash -c %s %s %s",
+		dir, dir, provision.Quote(inner), provision.QuoteHomePath(pgFile), provision.Quote(cmd))
 }
 
 func dirOf(p string) string {
@@ -137,6 +151,11 @@ func (r *Runner) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 	if err := ctx.Err(); err != nil {
 		return -1, err
 	}
+	release, err := r.d.slot(ctx, r.ep)
+	if err != nil {
+		return -1, fmt.Errorf("waiting for a free session on %s: %w", r.ep, err)
+	}
+	defer release()
 	s, err := r.session(ctx)
 	if err != nil {
 		return -1, err

@@ -355,3 +355,76 @@ func BenchmarkRunTrue(b *testing.B) {
 	b.ReportMetric(float64(sys.Microseconds()), "ssh-true-us")
 	b.ReportMetric(float64(ours)/float64(sys), "ratio")
 }
+
+// A host that stops answering (its link goes down) must not hang a running
+// command: keepalives notice, the command fails naming the host, and the
+// next command dials again once the host is back.
+func TestKeepaliveDetectsDeadHost(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	d.KeepAlive = 200 * time.Millisecond
+	d.KeepAliveMax = 3
+	d.ConnectTimeout = 2 * time.Second
+	ep := h.endpoint(2)
+	r := NewRunner(d, ep, "", "", "")
+	ctx := context.Background()
+	if _, err := r.Run(ctx, "true", provision.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	veth := testHostName + "v3" // the root-namespace end of host 3's link
+	link := func(state string) {
+		if out, err := exec.Command("ip", "link", "set", veth, state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set %s %s: %v %s", veth, state, err, out)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Stream(ctx, "sleep 20", io.Discard, io.Discard)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	link("down")
+	t.Cleanup(func() { exec.Command("ip", "link", "set", veth, "up").Run() })
+	select {
+	case err := <-done:
+		var de *DialError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), h.IPs[2]) {
+			t.Fatalf("command on a dead host: %v, want a DialError naming %s", err, h.IPs[2])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("command on a dead host did not end")
+	}
+	link("up")
+	waitFor(t, "host back", func() bool {
+		res, err := r.Run(ctx, "echo back", provision.RunOptions{})
+		return err == nil && string(res.Stdout) == "back\n"
+	})
+}
+
+func TestConcurrentCommandsShareOneConnection(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	d.MaxSessions = 3
+	r := NewRunner(d, h.endpoint(0), "", "", "")
+	ctx := context.Background()
+	start := time.Now()
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		go func() {
+			res, err := r.Run(ctx, "sleep 0.5; echo "+strconv.Itoa(i), provision.RunOptions{})
+			if err == nil && strings.TrimSpace(string(res.Stdout)) != strconv.Itoa(i) {
+				err = errors.New("wrong output " + string(res.Stdout))
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 6; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 6 commands, 3 at a time: at least two rounds of 0.5 s.
+	if el := time.Since(start); el < time.Second {
+		t.Fatalf("6 commands with MaxSessions=3 took %v; the cap was not applied", el)
+	}
+}
