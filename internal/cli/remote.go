@@ -171,6 +171,12 @@ func generatedClusterName() string {
 }
 
 func launchRunRemote(f *Factory, opts *LaunchOptions) error {
+	switch {
+	case opts.Resize:
+		return notAvailable("launch --resize", "resizing clusters")
+	case opts.CloneFrom != "":
+		return notAvailable("launch --clone-disk-from", "cloning cluster disks")
+	}
 	t, err := singleTask(opts.Task)
 	if err != nil {
 		return err
