@@ -155,7 +155,9 @@ func (e *Env) launch(ctx context.Context, r *server.Request) (any, error) {
 		fmt.Fprintln(r.Log, "Dryrun finished.")
 		return api.LaunchResult{ClusterName: b.ClusterName}, nil
 	}
-	out, err := e.Backend.Launch(ctx, b, userOf(r), plan, r.Log)
+	log := newRedactingLog(r.Log, b.Task.Secrets)
+	defer closeLog(log)
+	out, err := e.Backend.Launch(ctx, b, userOf(r), plan, log)
 	return out, opErr(err)
 }
 
@@ -164,7 +166,9 @@ func (e *Env) exec(ctx context.Context, r *server.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	out, err := e.Backend.Exec(ctx, b, userOf(r), r.Log)
+	log := newRedactingLog(r.Log, b.Task.Secrets)
+	defer closeLog(log)
+	out, err := e.Backend.Exec(ctx, b, userOf(r), log)
 	return out, opErr(err)
 }
 
