@@ -14,6 +14,8 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/editdist"
 )
 
 //go:embed schema.json
@@ -347,7 +349,7 @@ func collectProps(n map[string]any, set map[string]bool, depth int) {
 func suggest(name string, allowed []string) string {
 	best, bestD := "", 1<<30
 	for _, a := range allowed {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(a)); d < bestD {
+		if d := editdist.Levenshtein(strings.ToLower(name), strings.ToLower(a)); d < bestD {
 			best, bestD = a, d
 		}
 	}
@@ -359,26 +361,6 @@ func suggest(name string, allowed []string) string {
 		return best
 	}
 	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // validateDoc checks a parsed source against the full config schema and

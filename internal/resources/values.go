@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skygo/skygo/internal/editdist"
 	"github.com/skygo/skygo/internal/fielderr"
 )
 
@@ -225,7 +226,7 @@ func suggest(s string, candidates []string) string {
 	best, bestDist := "", -1
 	ls := strings.ToLower(s)
 	for _, c := range candidates {
-		d := editDistance(ls, strings.ToLower(c))
+		d := editdist.OSA(ls, strings.ToLower(c))
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = c, d
 		}
@@ -235,31 +236,4 @@ func suggest(s string, candidates []string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the optimal-string-alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of two neighbouring
-// letters ("asw" -> "aws") each cost 1. Bytes are compared; keys are ASCII.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

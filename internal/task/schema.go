@@ -14,6 +14,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/skygo/skygo/internal/editdist"
 )
 
 // printer renders the library's own messages for the rare error kinds we
@@ -395,7 +397,7 @@ func describe(v any) string {
 func closest(name string, candidates []string) string {
 	best, bestScore := "", 0.0
 	for _, c := range candidates {
-		s := similarity(strings.ToLower(name), strings.ToLower(c))
+		s := editdist.Similarity(strings.ToLower(name), strings.ToLower(c))
 		if s > bestScore {
 			best, bestScore = c, s
 		}
@@ -404,26 +406,4 @@ func closest(name string, candidates []string) string {
 		return ""
 	}
 	return best
-}
-
-func similarity(a, b string) float64 {
-	if len(a)+len(b) == 0 {
-		return 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			switch {
-			case a[i-1] == b[j-1]:
-				cur[j] = prev[j-1] + 1
-			case prev[j] >= cur[j-1]:
-				cur[j] = prev[j]
-			default:
-				cur[j] = cur[j-1]
-			}
-		}
-		prev, cur = cur, prev
-	}
-	return 2 * float64(prev[len(b)]) / float64(len(a)+len(b))
 }
