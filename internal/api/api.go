@@ -101,7 +101,8 @@ type LogsBody struct {
 	Hook        bool   `json:"hook,omitempty"`
 }
 
-// JobStatusResult is /job_status's answer: job id -> status ("" = not found).
+// JobStatusResult is the answer of /job_status and /logs: the job and its
+// status ("" when the job does not exist).
 type JobStatusResult struct {
 	JobID  int    `json:"job_id"`
 	Status string `json:"status"`

@@ -106,13 +106,11 @@ func (b *Backend) loadCluster(ctx context.Context, name, userHash string, allUse
 		return nil, nil, &ClusterError{Type: "ClusterOwnerIdentityMismatchError",
 			Msg: fmt.Sprintf("Cluster %q belongs to user %s; you cannot operate on another user's cluster.", name, c.UserName)}
 	}
-	var h Handle
-	if len(c.Handle) > 0 {
-		if err := json.Unmarshal(c.Handle, &h); err != nil {
-			return nil, nil, fmt.Errorf("cluster %s: unreadable handle: %w", name, err)
-		}
+	h, err := HandleOf(c)
+	if err != nil {
+		return nil, nil, err
 	}
-	return c, &h, nil
+	return c, h, nil
 }
 
 func (b *Backend) saveHandle(c *state.Cluster, h *Handle) {

@@ -113,14 +113,14 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if err := b.Store.UpsertCluster(ctx, c); err != nil {
 		return nil, err
 	}
-	if err := b.applyLaunchAutostop(ctx, c, h, runners[0], body); err != nil {
+	if err := b.applyLaunchAutostop(ctx, c, h, runners[0], body, res); err != nil {
 		return nil, err
 	}
 	if t.Run == "" {
 		fmt.Fprintf(log, "Cluster %s is UP. No run command: nothing to submit.\n", name)
 		return &api.LaunchResult{ClusterName: name}, nil
 	}
-	return b.submitAndFollow(ctx, c, h, runners[0], &t, user, body.Detach, log)
+	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, log)
 }
 
 // Exec submits a task to an existing UP cluster: sync workdir, no setup.
@@ -154,7 +154,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err := b.Store.UpsertCluster(ctx, c); err != nil {
 		return nil, err
 	}
-	return b.submitAndFollow(ctx, c, h, runners[0], &t, user, body.Detach, log)
+	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -596,11 +596,11 @@ func (p *prefixWriter) flush() {
 
 // applyLaunchAutostop sets autostop from -i / --down, else from the
 // task's resources.autostop (with its wait_for and hook).
-func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, body api.LaunchBody) error {
+func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, body api.LaunchBody, r *resources.Resources) error {
 	cfg := agent.AutostopConfig{IdleMinutes: -1, Down: body.Down}
 	if body.IdleMinutes != nil {
 		cfg.IdleMinutes = *body.IdleMinutes
-	} else if r, err := resources.Parse(body.Task.Resources); err == nil && r.Autostop != nil {
+	} else if r.Autostop != nil {
 		a := r.Autostop
 		if !a.Enabled {
 			return b.setAutostop(ctx, c, h, head, agent.AutostopConfig{IdleMinutes: -1})
@@ -620,17 +620,15 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 
 // submitAndFollow submits the run command to the head agent and, unless
 // detached, streams its log until it ends.
-func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, t *api.TaskSpec, user User, detach bool, log io.Writer) (*api.LaunchResult, error) {
+func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, t *api.TaskSpec, r *resources.Resources, user User, detach bool, log io.Writer) (*api.LaunchResult, error) {
 	spec := agent.JobSpec{Name: t.Name, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
-	if r, err := resources.Parse(t.Resources); err == nil {
-		if r.CPUs != nil && !r.CPUs.PerCPU {
-			v := r.CPUs.Value
-			spec.CPUs = &v
-		}
-		if name := r.AcceleratorName(); name != "" {
-			spec.GPUs = map[string]float64{name: r.AcceleratorCount()}
-		}
+	if r.CPUs != nil && !r.CPUs.PerCPU {
+		v := r.CPUs.Value
+		spec.CPUs = &v
+	}
+	if name := r.AcceleratorName(); name != "" {
+		spec.GPUs = map[string]float64{name: r.AcceleratorCount()}
 	}
 	var out struct {
 		JobID int `json:"job_id"`

@@ -2,7 +2,7 @@ package backend
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -124,7 +124,7 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 // state and records it: nodes gone -> removed, nodes stopped -> STOPPED,
 // agent dead -> INIT with the reason.
 func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster, error) {
-	h, err := b.handleOf(c)
+	h, err := HandleOf(c)
 	if err != nil || h.Info == nil {
 		return c, err
 	}
@@ -190,12 +190,17 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 	return c, nil
 }
 
-func (b *Backend) handleOf(c *state.Cluster) (*Handle, error) {
+// HandleOf decodes the backend's handle stored in a cluster record; a
+// record without one gives an empty handle.
+func HandleOf(c *state.Cluster) (*Handle, error) {
 	var h Handle
 	if len(c.Handle) == 0 {
 		return &h, nil
 	}
-	return &h, jsonUnmarshal(c.Handle, &h)
+	if err := json.Unmarshal(c.Handle, &h); err != nil {
+		return nil, fmt.Errorf("cluster %s: unreadable handle: %w", c.Name, err)
+	}
+	return &h, nil
 }
 
 // Autostop sets (or cancels, idle < 0) a cluster's autostop.
@@ -390,33 +395,18 @@ func (b *Backend) JobStatus(ctx context.Context, name string, user User, jobID i
 	return jobID, st, err
 }
 
-// HookLog returns the path of the autostop hook's log on the head node and
-// its content.
+// HookLog writes the autostop hook's log from the head node to w. It works
+// on a stopped cluster too: the log is on the node's disk.
 func (b *Backend) HookLog(ctx context.Context, name string, user User, w io.Writer) error {
-	head, err := b.head(ctx, name, user, true)
+	_, h, err := b.loadCluster(ctx, name, user.Hash, true)
 	if err != nil {
-		var ce *ClusterError
-		if !errors.As(err, &ce) {
-			return err
-		}
+		return err
 	}
-	if head == nil {
-		c, h, err := b.loadCluster(ctx, name, user.Hash, true)
-		if err != nil {
-			return err
-		}
-		_ = c
-		p, err := b.provisioner(h.Infra)
-		if err != nil {
-			return err
-		}
-		rs, err := p.Runners(h.Info)
-		if err != nil {
-			return err
-		}
-		head = rs[0]
+	runners, err := b.runners(h)
+	if err != nil {
+		return err
 	}
-	res, err := head.Run(ctx, "cat ~/.sky/hooks/*.log 2>/dev/null", provision.RunOptions{})
+	res, err := runners[0].Run(ctx, "cat ~/.sky/hooks/*.log 2>/dev/null", provision.RunOptions{})
 	if err != nil {
 		return err
 	}

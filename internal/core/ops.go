@@ -326,8 +326,10 @@ func fmtNum(v float64) string {
 }
 
 func (e *Env) record(ctx context.Context, c *state.Cluster) ClusterRecord {
-	var h backend.Handle
-	_ = jsonUnmarshal(c.Handle, &h)
+	h, err := backend.HandleOf(c)
+	if err != nil {
+		h = &backend.Handle{Reason: err.Error()}
+	}
 	rec := ClusterRecord{Name: c.Name, LaunchedAt: c.LaunchedAt, LastUse: strp(c.LastUse), Status: string(c.Status),
 		Autostop: c.Autostop, ToDown: c.ToDown, ClusterHash: c.ClusterHash, ClusterEverUp: c.ClusterEverUp,
 		StatusUpdatedAt: c.StatusUpdatedAt, UserHash: c.UserHash, UserName: c.UserName, Workspace: c.Workspace,
@@ -386,11 +388,8 @@ func (e *Env) record(ctx context.Context, c *state.Cluster) ClusterRecord {
 	return rec
 }
 
-// StatusBody is the body of /status.
-type StatusBody = api.ClustersBody
-
 func (e *Env) status(ctx context.Context, r *server.Request) (any, error) {
-	var b StatusBody
+	var b api.ClustersBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
@@ -579,9 +578,7 @@ func (e *Env) localDown(ctx context.Context, r *server.Request) (any, error) {
 		return nil, err
 	}
 	for _, c := range cs {
-		var h backend.Handle
-		_ = jsonUnmarshal(c.Handle, &h)
-		if h.Infra == "local" {
+		if h, err := backend.HandleOf(c); err == nil && h.Infra == "local" {
 			if err := e.Backend.Down(ctx, c.Name, userOf(r), true, true, r.Log); err != nil {
 				return nil, err
 			}
