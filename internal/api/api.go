@@ -128,3 +128,26 @@ type CostReportBody struct {
 	Days int  `json:"days,omitempty"`
 	All  bool `json:"all,omitempty"`
 }
+
+// ValidateBody is the body of /validate: the YAML text and the client's
+// overrides already resolved (task.LoadOptions.Resolved), so the server
+// needs none of the client's files. Secrets travel as a map so that
+// request records redact them.
+type ValidateBody struct {
+	Name    string            `json:"name"`
+	YAML    string            `json:"yaml"`
+	Env     []string          `json:"env,omitempty"`
+	Secrets map[string]string `json:"secrets,omitempty"`
+}
+
+// ValidateResult lists each task of a validated YAML.
+type ValidateResult struct {
+	Tasks []ValidatedTask `json:"tasks"`
+}
+
+// ValidatedTask is one task as the server loaded it.
+type ValidatedTask struct {
+	Name      string `json:"name"`
+	Resources string `json:"resources"`
+	NumNodes  int    `json:"num_nodes"`
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +46,21 @@ func runBinary(t *testing.T, env []string, args ...string) (stdout, stderr strin
 	t.Helper()
 	cmd := exec.Command(testutil.SkyBinary(t), args...)
 	// A private HOME and port: a command that reaches for the API server
-	// never touches a real one.
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), fmt.Sprintf("SKYPILOT_API_SERVER_LOCAL_PORT=%d", testutil.FreePort(t)))
+	// (validate does) starts its own, which is stopped when the test ends.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home, fmt.Sprintf("SKYPILOT_API_SERVER_LOCAL_PORT=%d", testutil.FreePort(t)))
 	cmd.Env = append(cmd.Env, env...)
+	stopEnv := cmd.Env
+	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(home, ".sky", "api_server")); err != nil {
+			return // no server was started
+		}
+		stop := exec.Command(testutil.SkyBinary(t), "api", "stop")
+		stop.Env = stopEnv
+		if out, err := stop.CombinedOutput(); err != nil {
+			t.Errorf("stopping the API server the test started: %v\n%s", err, out)
+		}
+	})
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

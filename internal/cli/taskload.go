@@ -17,12 +17,7 @@ import (
 // then applies the name/num-nodes/workdir and resource flags. Every task
 // command goes through here, so a bad YAML or flag fails before any request.
 func prepareTask(in *taskInput) (*task.DAG, error) {
-	opts := task.LoadOptions{
-		Env:         envStrings(in.Env),
-		EnvFiles:    in.EnvFiles,
-		Secrets:     envStrings(in.Secrets),
-		SecretFiles: in.SecretFiles,
-	}
+	opts := loadOptions(in)
 	var (
 		dag *task.DAG
 		err error
@@ -55,6 +50,17 @@ func prepareTask(in *taskInput) (*task.DAG, error) {
 		}
 	}
 	return dag, nil
+}
+
+// loadOptions is how a task command line's --env/--secret flags and files
+// reach the task loader.
+func loadOptions(in *taskInput) task.LoadOptions {
+	return task.LoadOptions{
+		Env:         envStrings(in.Env),
+		EnvFiles:    in.EnvFiles,
+		Secrets:     envStrings(in.Secrets),
+		SecretFiles: in.SecretFiles,
+	}
 }
 
 // envStrings turns resolved --env/--secret entries back into K=V strings.
@@ -256,32 +262,14 @@ func copyValue(v any) any {
 	}
 }
 
-// resourcesString is a task's canonical resources string.
-func resourcesString(r *resources.Resources) string {
-	if r == nil {
-		return "-"
+// describeTask is one line of `sky validate`: "name: resources x N nodes".
+func describeTask(i int, name, res string, numNodes int) string {
+	if name == "" {
+		name = fmt.Sprintf("task %d", i+1)
 	}
-	// The resources package is adding String(); until it lands, fall back
-	// to the section's fields in key order.
-	if s, ok := any(r).(fmt.Stringer); ok {
-		return s.String()
+	nodes := ""
+	if numNodes > 1 {
+		nodes = fmt.Sprintf(" x %d nodes", numNodes)
 	}
-	return fmt.Sprintf("%+v", *r)
-}
-
-// describeTasks is the one-line-per-task summary `sky validate` prints.
-func describeTasks(dag *task.DAG) []string {
-	var lines []string
-	for i, t := range dag.Tasks {
-		name := t.Name
-		if name == "" {
-			name = fmt.Sprintf("task %d", i+1)
-		}
-		nodes := ""
-		if t.NumNodes > 1 {
-			nodes = fmt.Sprintf(" x %d nodes", t.NumNodes)
-		}
-		lines = append(lines, fmt.Sprintf("%s: %s%s", name, resourcesString(t.Resources), nodes))
-	}
-	return lines
+	return fmt.Sprintf("%s: %s%s", name, res, nodes)
 }

@@ -2,6 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"strings"
+
+	"github.com/skygo/skygo/internal/api"
 
 	"github.com/spf13/cobra"
 )
@@ -34,7 +38,7 @@ Errors name the file, line and column.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return validateRun(opts)
+			return validateRun(f, opts)
 		},
 	}
 	fs := cmd.Flags()
@@ -45,20 +49,42 @@ Errors name the file, line and column.`,
 	return cmd
 }
 
-// validateRun loads the YAML and prints the verdict and the resources.
-func validateRun(opts *ValidateOptions) error {
+// validateRun loads the YAML here, so errors name the file and line at
+// once, then has the API server load it too (the server is where tasks
+// run, so its verdict is the one that counts) and prints the server's view.
+func validateRun(f *Factory, opts *ValidateOptions) error {
 	dag, err := prepareTask(opts.Task)
 	if err != nil {
 		return err
 	}
 	redact := dag.Redactor()
-	out := opts.IO.Out
 	for _, w := range dag.Warnings {
 		fmt.Fprintln(opts.IO.ErrOut, opts.IO.Yellow("Warning: "+redact.Redact(w)))
 	}
+	resolved, err := loadOptions(opts.Task).Resolved()
+	if err != nil {
+		return err
+	}
+	text, err := os.ReadFile(opts.Task.Entry.YAMLPath)
+	if err != nil {
+		return err
+	}
+	body := api.ValidateBody{Name: opts.Task.Entry.YAMLPath, YAML: string(text), Env: resolved.Env}
+	for _, kv := range resolved.Secrets {
+		k, v, _ := strings.Cut(kv, "=")
+		if body.Secrets == nil {
+			body.Secrets = map[string]string{}
+		}
+		body.Secrets[k] = v
+	}
+	var res api.ValidateResult
+	if err := f.call("validate", body, &res, callOptions{}); err != nil {
+		return err
+	}
+	out := opts.IO.Out
 	fmt.Fprintln(out, opts.IO.Green("YAML is valid."))
-	for _, line := range describeTasks(dag) {
-		fmt.Fprintln(out, "  "+redact.Redact(line))
+	for i, t := range res.Tasks {
+		fmt.Fprintln(out, "  "+redact.Redact(describeTask(i, t.Name, t.Resources, t.NumNodes)))
 	}
 	return nil
 }

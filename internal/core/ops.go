@@ -21,42 +21,26 @@ import (
 	"github.com/skygo/skygo/internal/task"
 )
 
-// ValidateBody is the body of /validate.
-type ValidateBody struct {
-	Name    string   `json:"name"`
-	YAML    string   `json:"yaml"`
-	Env     []string `json:"env,omitempty"`
-	Secrets []string `json:"secrets,omitempty"`
-}
-
-// ValidateResult lists each task's canonical resources.
-type ValidateResult struct {
-	Tasks []ValidatedTask `json:"tasks"`
-}
-
-// ValidatedTask is one task of a validated DAG.
-type ValidatedTask struct {
-	Name      string `json:"name"`
-	Resources string `json:"resources"`
-}
-
 func (e *Env) validate(ctx context.Context, r *server.Request) (any, error) {
-	var b ValidateBody
+	var b api.ValidateBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	dag, err := task.LoadBytes(b.Name, []byte(b.YAML), task.LoadOptions{Env: b.Env, Secrets: b.Secrets,
-		LookupEnv: func(string) (string, bool) { return "", false }})
+	opts := task.LoadOptions{Env: b.Env, LookupEnv: func(string) (string, bool) { return "", false }}
+	for k, v := range b.Secrets {
+		opts.Secrets = append(opts.Secrets, k+"="+v)
+	}
+	dag, err := task.LoadBytes(b.Name, []byte(b.YAML), opts)
 	if err != nil {
 		return nil, &server.OpError{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
-	out := ValidateResult{Tasks: []ValidatedTask{}}
+	out := api.ValidateResult{Tasks: []api.ValidatedTask{}}
 	for _, t := range dag.Tasks {
 		rs := "-"
 		if t.Resources != nil {
 			rs = t.Resources.String()
 		}
-		out.Tasks = append(out.Tasks, ValidatedTask{Name: t.Name, Resources: rs})
+		out.Tasks = append(out.Tasks, api.ValidatedTask{Name: t.Name, Resources: rs, NumNodes: t.NumNodes})
 	}
 	return out, nil
 }

@@ -149,3 +149,23 @@ func Substitute(s string, vars map[string]string) string {
 		return m
 	})
 }
+
+// Resolved reads the --env-file / --secret-file files and bare KEY flags of
+// o and returns the same overrides as plain KEY=VALUE flags, in precedence
+// order, with no files left. It lets a client send its overrides to a
+// server that cannot read the client's files or environment.
+func (o LoadOptions) Resolved() (LoadOptions, error) {
+	ov, err := o.resolve()
+	if err != nil {
+		return LoadOptions{}, err
+	}
+	flat := func(kvs []kv) []string {
+		out := make([]string, 0, len(kvs))
+		for _, p := range kvs {
+			out = append(out, p.key+"="+p.val)
+		}
+		return out
+	}
+	return LoadOptions{Env: flat(ov.envs), Secrets: flat(ov.secrets),
+		LookupEnv: func(string) (string, bool) { return "", false }}, nil
+}
