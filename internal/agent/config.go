@@ -39,11 +39,18 @@ type Node struct {
 	IP   string `json:"ip"`
 	Home string `json:"home"`
 	// Transport is how the head runs commands there: "local" (exec with
-	// HOME=Home on this machine). Other transports plug in via NewNodeRunner.
+	// HOME=Home on this machine) or "ssh" (the system ssh client, see
+	// transport_ssh.go). Others plug in via Transports.
 	Transport string `json:"transport"`
 	// Sky is the path of the sky binary on that node; for local nodes the
 	// running binary is used when empty.
 	Sky string `json:"sky,omitempty"`
+	// SSHUser, SSHPort and SSHKey are how the head reaches the node with
+	// transport "ssh": the user and port to log in with and the private
+	// key's path on the head.
+	SSHUser string `json:"ssh_user,omitempty"`
+	SSHPort int    `json:"ssh_port,omitempty"`
+	SSHKey  string `json:"ssh_key,omitempty"`
 	// CPUs and GPUs the node offers to jobs.
 	CPUs float64            `json:"cpus"`
 	GPUs map[string]float64 `json:"gpus,omitempty"`

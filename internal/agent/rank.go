@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -226,8 +227,8 @@ type NodeRunner interface {
 	Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error)
 }
 
-// Transports maps Node.Transport to a constructor; other transports (SSH,
-// Kubernetes) register here.
+// Transports maps Node.Transport to a constructor; "ssh" registers itself
+// in transport_ssh.go, others (Kubernetes) register the same way.
 var Transports = map[string]func(Node) (NodeRunner, error){
 	"local": func(n Node) (NodeRunner, error) { return local.NewRunner(n.Home, n.IP), nil },
 }
@@ -239,7 +240,12 @@ func newNodeRunner(n Node) (NodeRunner, error) {
 	}
 	mk, ok := Transports[t]
 	if !ok {
-		return nil, fmt.Errorf("node %s: transport %q is not supported by this agent (known: local)", n.IP, t)
+		known := make([]string, 0, len(Transports))
+		for k := range Transports {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return nil, fmt.Errorf("node %s: transport %q is not supported by this agent (known: %s)", n.IP, t, strings.Join(known, ", "))
 	}
 	return mk(n)
 }

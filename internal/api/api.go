@@ -151,3 +151,18 @@ type ValidatedTask struct {
 	Resources string `json:"resources"`
 	NumNodes  int    `json:"num_nodes"`
 }
+
+// SSHUpBody is the body of /ssh_up.
+type SSHUpBody struct {
+	// Infra is one node pool; "" means every pool (that
+	// ssh.allowed_node_pools allows).
+	Infra string `json:"infra,omitempty"`
+	// PoolsYAML, when set, is a node pools file sent by the client
+	// (`sky ssh up --file`) used instead of ~/.sky/ssh_node_pools.yaml.
+	PoolsYAML string `json:"pools_yaml,omitempty"`
+}
+
+// SSHDownBody is the body of /ssh_down.
+type SSHDownBody struct {
+	Infra string `json:"infra,omitempty"`
+}

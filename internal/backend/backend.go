@@ -33,6 +33,7 @@ type Backend struct {
 	CallbackEnv []string
 	Local       *local.Provisioner
 
+	ssh   sshState
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 }
@@ -73,6 +74,12 @@ func (b *Backend) provisioner(infra string) (provision.Provisioner, error) {
 	switch strings.SplitN(infra, "/", 2)[0] {
 	case "local":
 		return b.Local, nil
+	case "ssh":
+		p, err := b.SSHProvisioner(SSHPoolOf(infra))
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
 	return nil, &provision.NotSupportedError{Where: infra, Operation: "provisioning",
 		Msg: "this build of SkyGo cannot provision on " + infra + " yet; use the local infrastructure (infra: local)"}
@@ -133,7 +140,7 @@ func (b *Backend) runners(h *Handle) ([]provision.CommandRunner, error) {
 // agentCall runs `sky agent <verb> --json args...` on a node, feeding in
 // as stdin, and decodes the JSON answer into out.
 func (b *Backend) agentCall(ctx context.Context, r provision.CommandRunner, in any, out any, verb string, args ...string) error {
-	cmd := b.agentCommand(verb, append([]string{"--json"}, args...)...)
+	cmd := b.agentCommand(r, verb, append([]string{"--json"}, args...)...)
 	var stdin io.Reader
 	if in != nil {
 		raw, err := json.Marshal(in)
@@ -170,16 +177,22 @@ func (e *agentError) Error() string {
 	return fmt.Sprintf("node agent (%s) on %s: %s", e.verb, e.node, e.msg)
 }
 
-func (b *Backend) agentCommand(verb string, args ...string) string {
-	parts := append([]string{b.Sky, "agent", verb}, args...)
-	return provision.Join(parts...)
+// agentCommand is `sky agent <verb> args...` with the sky binary of the
+// node r reaches.
+func (b *Backend) agentCommand(r provision.CommandRunner, verb string, args ...string) string {
+	return b.skyWord(r) + " " + provision.Join(append([]string{"agent", verb}, args...)...)
 }
 
-// agentConfigs builds each node's agent config.
-func (b *Backend) agentConfigs(h *Handle, onAutostop string) []agent.Config {
+// agentConfigs builds each node's agent config. nodes, when set, is how
+// the head reaches each node (SSH clusters); otherwise every node is
+// local.
+func (b *Backend) agentConfigs(h *Handle, onAutostop string, nodes []agent.Node) []agent.Config {
 	var out []agent.Config
 	for i := range h.Info.Nodes {
 		c := agent.ConfigFromCluster(h.Info, i, "local")
+		if nodes != nil {
+			c.Nodes = nodes
+		}
 		c.OnAutostop = onAutostop
 		out = append(out, c)
 	}

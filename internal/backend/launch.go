@@ -90,6 +90,12 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 			return nil, err
 		}
 	}
+	if isSSH(h) {
+		// Rewritten on every launch: cheap, and it repairs a deleted file.
+		if err := b.writeSSHConfig(h); err != nil {
+			fmt.Fprintf(log, "Warning: `ssh %s` will not work: %v\n", name, err)
+		}
+	}
 	if err := b.syncWorkdir(ctx, runners, &t, log); err != nil {
 		return nil, err
 	}
@@ -208,11 +214,8 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			return nil, nil, err
 		}
 		cand := p.Tasks[0].Chosen
-		infra := cand.Cloud
-		if cand.Region != "" {
-			infra += "/" + cand.Region
-		}
-		prov, err := b.provisioner(cand.Cloud)
+		infra := InfraName(cand.Cloud, cand.Region)
+		prov, err := b.provisioner(infra)
 		if err != nil {
 			failures = append(failures, err.Error())
 			blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud})
@@ -227,7 +230,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if raw, err := json.Marshal(res.ToMap()); err == nil {
 			c.Resources = raw
 		}
-		h := &Handle{Infra: cand.Cloud, PricePerHour: cand.HourlyPrice, InstanceType: cand.InstanceType,
+		h := &Handle{Infra: infra, PricePerHour: cand.HourlyPrice, InstanceType: cand.InstanceType,
 			UseSpot: cand.UseSpot, Reason: fmt.Sprintf("provisioning on %s (attempt %d)", infra, attempt)}
 		b.saveHandle(c, h)
 		if err := b.Store.UpsertCluster(ctx, c); err != nil {
@@ -277,9 +280,10 @@ func plural(n int) string {
 // node must offer.
 func nodeResources(r *resources.Resources, c optimizer.Candidate) provision.Resources {
 	out := provision.Resources{InstanceType: c.InstanceType}
-	if c.Cloud == "local" {
+	if c.Cloud == "local" || c.Cloud == "ssh" {
 		// Local nodes offer what was asked (at least one CPU); "N+" asks
-		// for at least N, so N is what the node gets.
+		// for at least N, so N is what the node gets. SSH hosts are
+		// whole machines: the request is what each claimed host must fit.
 		if r.CPUs != nil {
 			out.CPUs = r.CPUs.Value
 		}
@@ -354,8 +358,19 @@ func (b *Backend) onAutostopCommand(name string) string {
 // startAgents starts the agent on every node (idempotent) and marks the
 // cluster UP.
 func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, log io.Writer) error {
+	var nodes []agent.Node
+	onAutostop := b.onAutostopCommand(c.Name)
+	if isSSH(h) {
+		var err error
+		if nodes, err = b.bootstrapSSH(ctx, h, runners, log); err != nil {
+			return err
+		}
+		// The callback runs `sky stop|down` against this API server from
+		// the head node, which only works when the head is this machine.
+		onAutostop = ""
+	}
 	fmt.Fprintln(log, "Starting node agents...")
-	cfgs := b.agentConfigs(h, b.onAutostopCommand(c.Name))
+	cfgs := b.agentConfigs(h, onAutostop, nodes)
 	err := parallel(len(runners), func(i int) error {
 		return b.agentCall(ctx, runners[i], cfgs[i], nil, "start")
 	})
@@ -652,7 +667,7 @@ func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Hand
 
 // followJob streams a job's log to w until it ends and returns its status.
 func (b *Backend) followJob(ctx context.Context, head provision.CommandRunner, jobID int, w io.Writer) (string, error) {
-	_, err := head.Stream(ctx, b.agentCommand("logs", "--job", fmt.Sprint(jobID), "--follow"), w, w)
+	_, err := head.Stream(ctx, b.agentCommand(head, "logs", "--job", fmt.Sprint(jobID), "--follow"), w, w)
 	if err != nil {
 		return "", err
 	}

@@ -3,12 +3,14 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"time"
 
 	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -44,6 +46,10 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 	}
 	fmt.Fprintf(log, "Stopping cluster %s...\n", name)
 	if err := p.Stop(ctx, name); err != nil {
+		var ns *provision.NotSupportedError
+		if errors.As(err, &ns) {
+			return &ClusterError{Type: "NotSupportedError", Msg: fmt.Sprintf("Cluster %s cannot be stopped: %s", name, ns.Msg)}
+		}
 		return err
 	}
 	from := c.Status
@@ -110,6 +116,11 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 		}
 	} else if !purge {
 		return perr
+	}
+	if isSSH(h) {
+		if err := ssh.RemoveSSHConfig(b.Home, name); err != nil {
+			fmt.Fprintf(log, "Warning: %v\n", err)
+		}
 	}
 	b.closeUsage(ctx, c)
 	b.event(ctx, c, string(c.Status), "TERMINATED", "terminated by user")
@@ -369,7 +380,7 @@ func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, f
 	if worker != nil {
 		args = append(args, "--rank", fmt.Sprint(*worker))
 	}
-	if _, err := head.Stream(ctx, b.agentCommand("logs", args...), w, w); err != nil {
+	if _, err := head.Stream(ctx, b.agentCommand(head, "logs", args...), w, w); err != nil {
 		return "", err
 	}
 	return b.jobStatus(ctx, head, jobID)

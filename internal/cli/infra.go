@@ -199,7 +199,8 @@ type SSHOptions struct {
 
 func newSSHCmd(f *Factory) *cobra.Command {
 	return newGroupCmd("ssh", "Set up and tear down SSH node pools",
-		newSSHUpDownCmd(f, nil, true), newSSHUpDownCmd(f, nil, false))
+		newSSHUpDownCmd(f, func(o *SSHOptions) error { return sshUpRunRemote(f, o) }, true),
+		newSSHUpDownCmd(f, func(o *SSHOptions) error { return sshDownRunRemote(f, o) }, false))
 }
 
 func newSSHUpDownCmd(f *Factory, runF func(*SSHOptions) error, up bool) *cobra.Command {

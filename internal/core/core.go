@@ -83,6 +83,8 @@ func (e *Env) Ops() []server.Op {
 		{Name: "cost_report", Schedule: server.Short, Run: e.costReport},
 		{Name: "local_up", Schedule: server.Long, Run: e.localUp},
 		{Name: "local_down", Schedule: server.Long, Run: e.localDown},
+		{Name: "ssh_up", Schedule: server.Long, Run: e.sshUp},
+		{Name: "ssh_down", Schedule: server.Long, Run: e.sshDown},
 	}
 }
 
@@ -112,6 +114,11 @@ func (e *Env) runCheck(ctx context.Context, infras []string, verbose bool) ([]ch
 	res, err := check.Run(ctx, check.Options{Home: e.Home, Config: cfg, Infras: infras, Verbose: verbose, LocalDisabled: disabled == "1"})
 	if err != nil {
 		return nil, err
+	}
+	for i := range res {
+		if infraKey(res[i].Infra) == "ssh" && res[i].Enabled {
+			e.describeSSHPools(ctx, &res[i])
+		}
 	}
 	if len(infras) == 0 {
 		var enabled []string

@@ -107,7 +107,7 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *server.Reques
 			Blocked:  blocked,
 			Target:   target,
 			Catalog:  e.catalog(),
-			Capacity: []optimizer.CapacityInfra{localCapacity{e.Backend.Local}},
+			Capacity: []optimizer.CapacityInfra{localCapacity{e.Backend.Local}, sshCapacity{e}},
 		})
 		if err != nil {
 			return nil, &server.OpError{Type: "ResourcesUnavailableError", Message: err.Error()}

@@ -33,8 +33,9 @@ func PgidDir(cluster string) string { return HostClusterDir(cluster) + "/pgids" 
 // hostPaths are what a cluster leaves on a host besides HostClusterDir:
 // removed by Terminate (the host served only this cluster). The agent's
 // own pid files under ~/.sky/agent are killed first. ~/.sky/bin/sky stays
-// (it belongs to `sky ssh up`, not to a cluster).
-var hostPaths = []string{"~/.sky/agent", "~/.sky/hooks", "~/sky_workdir", "~/sky_logs"}
+// (it belongs to `sky ssh up`, not to a cluster). The cluster-key files
+// are the private keys the backend gives a head node to reach its workers.
+var hostPaths = []string{"~/.sky/agent", "~/.sky/hooks", "~/sky_workdir", "~/sky_logs", "~/.sky/ssh/cluster-key*"}
 
 // Provisioner implements provision.Provisioner for one SSH node pool
 // (`infra: ssh/<pool>`). A host serves one cluster at a time: which host
@@ -436,9 +437,23 @@ func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeS
 			defer wg.Done()
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			st := provision.NodeUp
-			if res, err := r.Run(qctx, "true", provision.RunOptions{}); err != nil || res.ExitCode != 0 {
-				st = provision.NodePending
+			// A dead host can hold a command past its context (opening a
+			// channel on a connection whose peer vanished waits for the
+			// keepalive, and a cancelled command tries to kill itself
+			// remotely): stop waiting at the deadline, the command ends
+			// on its own in the background.
+			ok := make(chan bool, 1)
+			go func() {
+				res, err := r.Run(qctx, "true", provision.RunOptions{})
+				ok <- err == nil && res.ExitCode == 0
+			}()
+			st := provision.NodePending
+			select {
+			case up := <-ok:
+				if up {
+					st = provision.NodeUp
+				}
+			case <-qctx.Done():
 			}
 			out[i] = provision.NodeState{Index: cc.Nodes[i].Index, ID: cc.Nodes[i].ID, Status: st}
 		}()

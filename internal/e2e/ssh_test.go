@@ -1,0 +1,506 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// SSH node pools end to end: real sshd hosts in network namespaces,
+// started once per test process by ../shared/testinfra/start-ssh-hosts.sh
+// (root needed; it installs openssh-server, rsync and iproute2 when
+// missing) and stopped by TestMain. SKYGO_SKIP_SSH=1 skips these tests.
+//
+// The hosts have their own name prefix, subnet and state directory, all
+// different from internal/infra/ssh's tests, which may run at the same
+// time. The state directory is under /var/tmp: each host mounts a private
+// /tmp, which would hide a state directory there from its own sshd.
+const (
+	e2eHostName   = "sge2e"
+	e2eHostPrefix = "10.200.58"
+	e2eNumHosts   = 3
+	e2ePool       = "e2epool"
+	e2eStateGlob  = "/var/tmp/skygo-e2e-ssh-*"
+)
+
+type e2eHosts struct {
+	IPs   []string
+	Names []string
+	Key   string
+	State string
+}
+
+var (
+	e2eHostsOnce    sync.Once
+	e2eHostsVal     *e2eHosts
+	e2eHostsErr     error
+	e2eHostsStarted bool
+	e2eStateDir     string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if e2eHostsStarted {
+		stopE2EHosts(e2eStateDir)
+	}
+	if e2eStateDir != "" {
+		os.RemoveAll(e2eStateDir)
+	}
+	os.Exit(code)
+}
+
+func testinfraScript(name string) string {
+	if d := os.Getenv("SKYGO_SHARED"); d != "" {
+		return filepath.Join(d, "testinfra", name)
+	}
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..", "..", "shared", "testinfra", name)
+}
+
+func e2eScriptEnv(state string) []string {
+	return append(os.Environ(), "TESTINFRA_STATE="+state, "SSH_HOSTS_NAME="+e2eHostName,
+		"SSH_HOSTS_PREFIX="+e2eHostPrefix, "SSH_HOSTS_KEEP_STATE=0", "SSH_HOSTS_SHARED_HOME=0")
+}
+
+// stopE2EHosts stops the hosts and loopback sshd of a state dir by the
+// pids the scripts recorded (never by name).
+func stopE2EHosts(state string) {
+	for _, s := range []string{"stop-ssh-hosts.sh", "stop-sshd.sh"} {
+		c := exec.Command("bash", testinfraScript(s))
+		c.Env = e2eScriptEnv(state)
+		if out, err := c.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n%s", s, err, out)
+		}
+	}
+}
+
+// sshPoolHosts starts the hosts once and returns them. A run killed
+// before TestMain could clean up (a test timeout) left its state dir
+// behind: its hosts are stopped first.
+func sshPoolHosts(t testing.TB) *e2eHosts {
+	t.Helper()
+	if os.Getenv("SKYGO_SKIP_SSH") == "1" {
+		t.Skip("SKYGO_SKIP_SSH=1: skipping tests against real sshd hosts")
+	}
+	e2eHostsOnce.Do(func() {
+		stale, _ := filepath.Glob(e2eStateGlob)
+		for _, d := range stale {
+			stopE2EHosts(d)
+			os.RemoveAll(d)
+		}
+		var err error
+		if e2eStateDir, err = os.MkdirTemp("/var/tmp", "skygo-e2e-ssh-"); err != nil {
+			e2eHostsErr = err
+			return
+		}
+		// start-ssh-hosts.sh also starts a loopback sshd: give it a free port.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			e2eHostsErr = err
+			return
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		c := exec.Command("bash", testinfraScript("start-ssh-hosts.sh"), fmt.Sprint(e2eNumHosts))
+		c.Env = append(e2eScriptEnv(e2eStateDir), fmt.Sprintf("SSHD_PORT=%d", port))
+		e2eHostsStarted = true
+		if out, err := c.CombinedOutput(); err != nil {
+			e2eHostsErr = fmt.Errorf("start-ssh-hosts.sh %d failed (%v):\n%s", e2eNumHosts, err, out)
+			return
+		}
+		e2eHostsVal, e2eHostsErr = readE2EInfo(filepath.Join(e2eStateDir, "ssh-hosts", "info.env"))
+		if e2eHostsVal != nil {
+			e2eHostsVal.State = e2eStateDir
+		}
+	})
+	if e2eHostsErr != nil {
+		t.Fatal(e2eHostsErr)
+	}
+	return e2eHostsVal
+}
+
+func readE2EInfo(path string) (*e2eHosts, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	kv := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			kv[k] = strings.Trim(v, `"`)
+		}
+	}
+	h := &e2eHosts{IPs: strings.Fields(kv["SSH_HOSTS"]), Names: strings.Fields(kv["SSH_HOST_NAMES"]), Key: kv["SSH_KEY"]}
+	if len(h.IPs) != e2eNumHosts || len(h.Names) != e2eNumHosts || h.Key == "" {
+		return nil, fmt.Errorf("%s: unexpected content %v", path, kv)
+	}
+	return h, nil
+}
+
+// writePool writes the test HOME's ~/.sky/ssh_node_pools.yaml: one pool
+// with every host, as root with the testinfra key.
+func (h *e2eHosts) writePool(t testing.TB, e *skyEnv) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:\n  user: root\n  identity_file: %s\n  hosts:\n", e2ePool, h.Key)
+	for _, ip := range h.IPs {
+		fmt.Fprintf(&b, "    - %s\n", ip)
+	}
+	dir := filepath.Join(e.home, ".sky")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ssh_node_pools.yaml"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sshArgs is the system ssh to host i as root, with the testinfra key
+// and no host key bookkeeping of its own.
+func (h *e2eHosts) sshArgs(i int, cmd string) []string {
+	return []string{"-i", h.Key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5", "root@" + h.IPs[i], cmd}
+}
+
+// onHost runs a shell command on host i and returns its output; failing
+// to reach the host fails the test.
+func (h *e2eHosts) onHost(t testing.TB, i int, cmd string) string {
+	t.Helper()
+	r := runCmd(t, 30*time.Second, os.Environ(), "ssh", h.sshArgs(i, cmd)...)
+	if r.code != 0 {
+		t.Fatalf("on host %s: %s", h.IPs[i], r)
+	}
+	return r.stdout
+}
+
+// markedProcs lists, on host i only (same UTS namespace as the shell ssh
+// lands in), the processes whose environment holds marker. The hosts
+// share one pid namespace, so /proc alone would show every host's.
+func (h *e2eHosts) markedProcs(t testing.TB, i int, marker string) []string {
+	t.Helper()
+	cmd := `me=$(readlink /proc/self/ns/uts); for p in /proc/[0-9]*; do ` +
+		`[ "$(readlink $p/ns/uts 2>/dev/null)" = "$me" ] || continue; ` +
+		`grep -qa ` + marker + ` $p/environ 2>/dev/null && echo "${p#/proc/} $(tr '\0' ' ' < $p/cmdline)"; done; true`
+	out := strings.TrimSpace(h.onHost(t, i, cmd))
+	var procs []string
+	for _, l := range strings.Split(out, "\n") {
+		// the grep and the loop's own subshells carry the marker in argv, not env
+		if l != "" && !strings.Contains(l, "grep") {
+			procs = append(procs, l)
+		}
+	}
+	return procs
+}
+
+// setLink brings host i's network up or down (from inside its namespace),
+// as if the machine dropped off the network.
+func (h *e2eHosts) setLink(t testing.TB, i int, up bool) {
+	t.Helper()
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if out, err := exec.Command("ip", "netns", "exec", h.Names[i], "ip", "link", "set", "eth0", state).CombinedOutput(); err != nil {
+		t.Fatalf("ip link set eth0 %s in %s: %v: %s", state, h.Names[i], err, out)
+	}
+}
+
+func (e *skyEnv) launchOK(t testing.TB, args ...string) result {
+	t.Helper()
+	r := e.exec(3*time.Minute, nil, append([]string{"launch", "-y"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("%s\n%s", r, e.serverLogTail())
+	}
+	return r
+}
+
+// TestSSHNodePool walks one pool through the user's whole story: ssh up,
+// a 2-node task, ssh into it, cancel, down, relaunch without copying, a
+// host dying under a job, a launch failing half-way and converging, and
+// ssh down. The steps share hosts and depend on each other, so the first
+// failure stops the test.
+func TestSSHNodePool(t *testing.T) {
+	h := sshPoolHosts(t)
+	e := newEnv(t)
+	h.writePool(t, e)
+	t.Cleanup(func() {
+		for i := range h.IPs {
+			_ = exec.Command("ip", "netns", "exec", h.Names[i], "ip", "link", "set", "eth0", "up").Run()
+		}
+	})
+
+	// sky ssh up: every host probed, binary copied, table printed.
+	r := e.must("ssh", "up")
+	for _, ip := range h.IPs {
+		if !strings.Contains(r.stdout, ip) {
+			t.Errorf("sky ssh up does not list host %s:\n%s", ip, r.stdout)
+		}
+	}
+	if got := strings.Count(r.stdout, "copied"); got != e2eNumHosts {
+		t.Errorf("sky ssh up copied the binary to %d hosts, want %d:\n%s", got, e2eNumHosts, r.stdout)
+	}
+	if got := strings.Count(r.stdout, " ready "); got != e2eNumHosts {
+		t.Errorf("sky ssh up shows %d ready hosts, want %d:\n%s", got, e2eNumHosts, r.stdout)
+	}
+	r = e.must("check", "ssh", "-v")
+	if want := fmt.Sprintf("pool %s: %d of %d host(s) ready", e2ePool, e2eNumHosts, e2eNumHosts); !strings.Contains(r.stdout, want) {
+		t.Errorf("sky check ssh -v: want %q in:\n%s", want, r.stdout)
+	}
+
+	// A 2-node task with a workdir.
+	wd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wd, "marker.txt"), []byte("synced-e2e\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := writeFile(t, "task.yaml", fmt.Sprintf(`num_nodes: 2
+resources:
+  infra: ssh/%s
+workdir: %s
+setup: echo "setup-on-$(hostname)"
+run: |
+  echo "rank=$SKYPILOT_NODE_RANK host=$(hostname) ips=$(echo $SKYPILOT_NODE_IPS | tr ' ' ,) file=$(cat marker.txt)"
+`, e2ePool, wd))
+	r = e.launchOK(t, "-c", "pc", yaml)
+	ips := h.IPs[0] + "," + h.IPs[1]
+	for _, want := range []string{
+		"setup-on-" + h.Names[0], "setup-on-" + h.Names[1],
+		fmt.Sprintf("rank=0 host=%s ips=%s file=synced-e2e", h.Names[0], ips),
+		fmt.Sprintf("rank=1 host=%s ips=%s file=synced-e2e", h.Names[1], ips),
+		"SUCCEEDED",
+	} {
+		if !strings.Contains(r.out(), want) {
+			t.Errorf("launch output lacks %q:\n%s", want, r.out())
+		}
+	}
+	if strings.Contains(r.out(), "copied") || strings.Count(r.out(), "up to date") != 2 {
+		t.Errorf("after sky ssh up, launch should find the binary up to date on both nodes:\n%s", r.out())
+	}
+	// Setup logs on each node, run logs per rank on the head.
+	if out := h.onHost(t, 0, "ls ~/sky_logs/*/setup-0.log ~/sky_logs/*/tasks/"); !strings.Contains(out, "0-head.log") || !strings.Contains(out, "1-worker1.log") {
+		t.Errorf("head node logs: want setup-0.log and per-rank logs, got:\n%s", out)
+	}
+	if out := h.onHost(t, 1, "cat ~/sky_logs/*/setup-1.log"); !strings.Contains(out, "setup-on-"+h.Names[1]) {
+		t.Errorf("worker setup log: got %q", out)
+	}
+	cl := e.status(false)["pc"]
+	if cl.Status != "UP" || cl.LaunchStatusReason != nil {
+		t.Errorf("cluster pc after launch: %+v", cl)
+	}
+
+	// ssh <cluster> through the generated config. OpenSSH reads the
+	// passwd home, not $HOME, so the test names the generated file with
+	// -F and checks that ~/.ssh/config includes it.
+	gen := filepath.Join(e.home, ".sky", "generated", "ssh", "pc")
+	for alias, want := range map[string]string{"pc": h.Names[0], "pc-worker1": h.Names[1]} {
+		out := runCmd(t, 30*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", alias, "hostname")
+		if out.code != 0 || strings.TrimSpace(out.stdout) != want {
+			t.Errorf("ssh %s hostname: want %s, got %s", alias, want, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.home, ".ssh", "config")); !strings.Contains(string(b), "Include ~/.sky/generated/ssh/*") {
+		t.Errorf("~/.ssh/config does not include the generated entries:\n%s", b)
+	}
+
+	// Stop is not supported on SSH pools.
+	if r := e.exec(cmdTimeout, nil, "stop", "-y", "pc"); r.code == 0 || !strings.Contains(r.out(), "use sky down") {
+		t.Errorf("sky stop on an SSH cluster should fail saying to use sky down: %s", r)
+	}
+
+	// Cancel a running 2-node job: nothing of it may stay on either host.
+	const mark = "SKYGO_E2E_CANCEL_MARK=c4nc3l"
+	long := writeFile(t, "long.yaml", fmt.Sprintf("num_nodes: 2\nresources:\n  infra: ssh/%s\nenvs:\n  SKYGO_E2E_CANCEL_MARK: c4nc3l\nrun: sleep 300\n", e2ePool))
+	e.must("exec", "-d", "pc", long)
+	e.waitJob("pc", 2, 30*time.Second, "RUNNING", func(j job) bool { return j.Status == "RUNNING" })
+	for i := 0; i < 2; i++ {
+		if !waitFor(10*time.Second, func() bool { return len(h.markedProcs(t, i, mark)) > 0 }) {
+			t.Fatalf("job 2 runs but host %s shows no process of it", h.IPs[i])
+		}
+	}
+	e.must("cancel", "-y", "pc", "2")
+	e.waitJob("pc", 2, 30*time.Second, "CANCELLED", func(j job) bool { return j.Status == "CANCELLED" })
+	for i := 0; i < 2; i++ {
+		var left []string
+		if !waitFor(10*time.Second, func() bool { left = h.markedProcs(t, i, mark); return len(left) == 0 }) {
+			t.Errorf("after cancel, host %s still runs:\n%s", h.IPs[i], strings.Join(left, "\n"))
+		}
+	}
+
+	// Down releases the hosts and removes the cluster's files and config.
+	e.must("down", "-y", "pc")
+	claims, _ := os.ReadFile(filepath.Join(e.home, ".sky", "ssh", "claims.json"))
+	if strings.Contains(string(claims), `"pc"`) {
+		t.Errorf("claims after down still hold pc:\n%s", claims)
+	}
+	if _, err := os.Stat(gen); !os.IsNotExist(err) {
+		t.Errorf("generated ssh config %s survived down (%v)", gen, err)
+	}
+	if out := h.onHost(t, 0, "ls -d ~/sky_workdir ~/.sky/agent ~/.sky/ssh/cluster-key 2>/dev/null; ls ~/.sky/bin"); strings.TrimSpace(out) != "sky" {
+		t.Errorf("head host after down: want only ~/.sky/bin/sky left, got:\n%s", out)
+	}
+
+	// A second launch copies nothing.
+	r = e.launchOK(t, "-c", "pd", yaml)
+	if strings.Contains(r.out(), "copied") || strings.Count(r.out(), "up to date") != 2 {
+		t.Errorf("second launch should copy no binary:\n%s", r.out())
+	}
+
+	// A host dying under a running job: the job fails with a reason, in
+	// bounded time, and a refresh reports the cluster not UP.
+	e.must("exec", "-d", "pd", long)
+	e.waitJob("pd", 2, 30*time.Second, "RUNNING", func(j job) bool { return j.Status == "RUNNING" })
+	h.setLink(t, 1, false)
+	start := time.Now()
+	j := e.waitJob("pd", 2, 60*time.Second, "FAILED", func(j job) bool { return strings.HasPrefix(j.Status, "FAILED") })
+	t.Logf("job ended %s %.1fs after its worker host went away: %s", j.Status, time.Since(start).Seconds(), j.FailureReason)
+	if j.FailureReason == "" {
+		t.Errorf("job on a dead host ended %s without a reason", j.Status)
+	}
+	logs := e.exec(cmdTimeout, nil, "logs", "pd", "2", "--no-follow")
+	if !strings.Contains(logs.out(), "reaching node 1 ("+h.IPs[1]+")") {
+		t.Errorf("job log should name the node that could not be reached:\n%s", logs.out())
+	}
+	cl = e.status(true)["pd"]
+	if cl.Status == "UP" || cl.LaunchStatusReason == nil || !strings.Contains(*cl.LaunchStatusReason, "1 of 2 nodes are up") {
+		t.Errorf("sky status -r with a dead host: %+v (reason %v)", cl, deref(cl.LaunchStatusReason))
+	}
+	h.setLink(t, 1, true)
+	e.must("down", "-y", "pd")
+
+	// A launch failing half-way (the binary cannot be installed on the
+	// head) stays INIT with the reason; fixed, a re-launch converges.
+	h.onHost(t, 0, "rm -rf ~/.sky/bin && echo not-a-dir > ~/.sky/bin")
+	one := writeFile(t, "one.yaml", fmt.Sprintf("resources:\n  infra: ssh/%s\nrun: echo converged\n", e2ePool))
+	if r := e.exec(3*time.Minute, nil, "launch", "-y", "-c", "pe", one); r.code == 0 {
+		t.Fatalf("launch with a broken ~/.sky/bin on the head should fail: %s", r)
+	}
+	cl = e.status(false)["pe"]
+	if cl.Status != "INIT" || cl.LaunchStatusReason == nil || !strings.Contains(*cl.LaunchStatusReason, "starting agents failed") {
+		t.Errorf("half-launched cluster: want INIT with a reason, got %+v (reason %v)", cl, deref(cl.LaunchStatusReason))
+	}
+	if r := e.must("status", "-v"); !strings.Contains(r.stdout, "starting agents failed") {
+		t.Errorf("sky status -v does not show the reason:\n%s", r.stdout)
+	}
+	h.onHost(t, 0, "rm -f ~/.sky/bin")
+	r = e.launchOK(t, "-c", "pe", one)
+	if !strings.Contains(r.out(), "converged") || !strings.Contains(r.out(), "copied") {
+		t.Errorf("re-launch should copy the binary again and run:\n%s", r.out())
+	}
+	if cl = e.status(false)["pe"]; cl.Status != "UP" {
+		t.Errorf("re-launched cluster: %+v", cl)
+	}
+
+	// ssh down refuses while a cluster holds hosts, then cleans up.
+	if r := e.exec(cmdTimeout, nil, "ssh", "down"); r.code == 0 || !strings.Contains(r.out(), "pe (pool "+e2ePool+")") {
+		t.Errorf("sky ssh down with a cluster on the pool should refuse naming it: %s", r)
+	}
+	e.must("down", "-y", "pe")
+	e.must("ssh", "down")
+	for i := range h.IPs {
+		if out := h.onHost(t, i, "ls -a ~/.sky 2>/dev/null | grep -v '^\\.*$'; true"); strings.Contains(out, "bin") {
+			t.Errorf("host %s after sky ssh down still has ~/.sky/bin:\n%s", h.IPs[i], out)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// --- benchmarks ---
+
+// sshBenchEnv is a server with the pool set up (binary on every host).
+func sshBenchEnv(b *testing.B) (*skyEnv, *e2eHosts) {
+	h := sshPoolHosts(b)
+	e := newEnv(b)
+	h.writePool(b, e)
+	e.must("ssh", "up")
+	return e, h
+}
+
+// sshTrue is one `ssh host true` with the system client: the baseline,
+// a full connection set-up like the one a `sky exec` needs at most.
+func sshTrue(b *testing.B, h *e2eHosts) time.Duration {
+	start := time.Now()
+	if r := runCmd(b, 30*time.Second, os.Environ(), "ssh", h.sshArgs(0, "true")...); r.code != 0 {
+		b.Fatal(r)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkSSHExecDetach: `sky exec -d` on a 1-node SSH cluster against
+// `ssh host true` (goal: ratio ≤ 1.5).
+func BenchmarkSSHExecDetach(b *testing.B) {
+	e, h := sshBenchEnv(b)
+	e.launchOK(b, "-c", "bx", "--infra", "ssh/"+e2ePool)
+	var sum, base time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sum += timeRun(b, e.env, "", e.bin, "exec", "-d", "bx", "--", "true")
+		b.StopTimer()
+		base += sshTrue(b, h)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	report(b, "exec", sum, base, b.N)
+}
+
+// BenchmarkSSHBootstrap: a fresh host (no sky binary) to a cluster with
+// its agent running: `sky launch` with nothing to run, which probes,
+// copies the binary and starts the agent (goal ≤ 2 s).
+func BenchmarkSSHBootstrap(b *testing.B) {
+	e, h := sshBenchEnv(b)
+	var sum, base time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		h.onHost(b, 0, "rm -f ~/.sky/bin/sky")
+		name := fmt.Sprintf("bb%d", i)
+		b.StartTimer()
+		start := time.Now()
+		r := e.launchOK(b, "-c", name, "--infra", "ssh/"+e2ePool)
+		sum += time.Since(start)
+		b.StopTimer()
+		if !strings.Contains(r.out(), "copied") {
+			b.Fatalf("bootstrap of a fresh host did not copy the binary:\n%s", r.out())
+		}
+		base += sshTrue(b, h)
+		e.must("down", "-y", name)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	report(b, "bootstrap", sum, base, b.N)
+}
+
+// BenchmarkSSHLaunchTwoNodes: `sky launch` of a 2-node task on the pool,
+// from no cluster to SUCCEEDED (binaries already installed by ssh up).
+func BenchmarkSSHLaunchTwoNodes(b *testing.B) {
+	e, h := sshBenchEnv(b)
+	yaml := filepath.Join(b.TempDir(), "two.yaml")
+	if err := os.WriteFile(yaml, []byte(fmt.Sprintf("num_nodes: 2\nresources:\n  infra: ssh/%s\nrun: echo hi-$SKYPILOT_NODE_RANK\n", e2ePool)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var sum, base time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("bl%d", i)
+		sum += timeRun(b, e.env, "hi-1", e.bin, "launch", "-y", "-c", name, yaml)
+		b.StopTimer()
+		base += sshTrue(b, h)
+		e.must("down", "-y", name)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	report(b, "launch2", sum, base, b.N)
+}
