@@ -14,6 +14,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/skygo/skygo/internal/agent"
 	"github.com/skygo/skygo/internal/infra/local"
@@ -32,6 +33,8 @@ type Backend struct {
 	// this API server (HOME, SKYPILOT_API_SERVER_LOCAL_PORT, ...).
 	CallbackEnv []string
 	Local       *local.Provisioner
+	// RetryDelay is the first pause of --retry-until-up (default 5 s).
+	RetryDelay time.Duration
 
 	ssh   sshState
 	mu    sync.Mutex

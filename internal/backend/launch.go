@@ -205,8 +205,23 @@ func gpuString(g map[string]float64) string {
 func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.TaskSpec, res *resources.Resources, user User, plan Planner, body api.LaunchBody, log io.Writer) (*state.Cluster, *Handle, error) {
 	var blocked []optimizer.Blocked
 	var failures []string
+	capacityFailures, round := 0, 1
 	for attempt := 1; ; attempt++ {
 		p, err := plan(ctx, res, t.NumNodes, blocked)
+		if err != nil && body.Retry && capacityFailures > 0 {
+			// -r: every candidate was out of capacity; start over after a
+			// pause, until something frees up or the request is cancelled.
+			delay := b.retryDelay(round)
+			fmt.Fprintf(log, "No candidate had capacity (round %d). Retrying in %s (--retry-until-up; cancel the request to stop).\n", round, delay)
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(delay):
+			}
+			blocked, failures, capacityFailures = nil, nil, 0
+			round++
+			continue
+		}
 		if err != nil {
 			if len(failures) > 0 {
 				return nil, nil, fmt.Errorf("%w\nProvisioning attempts that failed:\n  %s", err, strings.Join(failures, "\n  "))
@@ -242,6 +257,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if err != nil {
 			var capErr *provision.CapacityError
 			if errors.As(err, &capErr) {
+				capacityFailures++
 				failures = append(failures, err.Error())
 				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
 				fmt.Fprintf(log, "No capacity on %s: %v. Trying the next candidate.\n", infra, err)
@@ -267,6 +283,19 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			LaunchedAt: c.LaunchedAt, UsageIntervals: []state.Interval{{Start: time.Now().Unix()}}})
 		return c, h, nil
 	}
+}
+
+// retryDelay is the pause before round+1 of --retry-until-up: doubling
+// from RetryDelay (default 5 s) up to one minute.
+func (b *Backend) retryDelay(round int) time.Duration {
+	d := b.RetryDelay
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	for i := 1; i < round && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
 }
 
 func plural(n int) string {

@@ -1,0 +1,114 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/optimizer"
+	"github.com/skygo/skygo/internal/resources"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// newTestBackend is a backend over a real SQLite store and a real local
+// provisioner in temp dirs, with a machine of cpus CPUs.
+func newTestBackend(t *testing.T, cpus float64) *Backend {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := state.OpenSQLite(context.Background(), filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	lp, err := local.New(filepath.Join(dir, "local"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp.CPUs = cpus
+	return &Backend{Home: dir, Store: st, Local: lp, RetryDelay: 10 * time.Millisecond}
+}
+
+// localPlanner always proposes the local infra unless it is blocked, as
+// the optimizer would; onCall runs before each answer.
+func localPlanner(onCall func(n int)) Planner {
+	n := 0
+	return func(_ context.Context, _ *resources.Resources, _ int, blocked []optimizer.Blocked) (*optimizer.Plan, error) {
+		n++
+		onCall(n)
+		for _, b := range blocked {
+			if b.Cloud == "local" {
+				return nil, errors.New("no candidate left")
+			}
+		}
+		return &optimizer.Plan{Tasks: []optimizer.TaskPlan{{Chosen: optimizer.Candidate{Cloud: "local", NumNodes: 1}}}}, nil
+	}
+}
+
+func TestFailoverWithoutRetryReportsEveryAttempt(t *testing.T) {
+	b := newTestBackend(t, 1)
+	res, _ := resources.Parse(map[string]any{"cpus": 2})
+	var log bytes.Buffer
+	_, _, err := b.provisionWithFailover(context.Background(), "c1", api.TaskSpec{NumNodes: 1}, res, User{Name: "u"},
+		localPlanner(func(int) {}), api.LaunchBody{}, &log)
+	if err == nil || !strings.Contains(err.Error(), "Provisioning attempts that failed") || !strings.Contains(err.Error(), "no capacity on local") {
+		t.Fatalf("want the capacity failure listed, got %v\nlog:\n%s", err, log.String())
+	}
+	if _, err := b.Store.GetCluster(context.Background(), "c1"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("a cluster that never came up must leave no record, got %v", err)
+	}
+}
+
+func TestRetryUntilUpWaitsForCapacity(t *testing.T) {
+	b := newTestBackend(t, 1)
+	res, _ := resources.Parse(map[string]any{"cpus": 2})
+	var log bytes.Buffer
+	// Capacity appears on the third planning call (the second round).
+	plan := localPlanner(func(n int) {
+		if n == 3 {
+			b.Local.CPUs = 4
+		}
+	})
+	c, h, err := b.provisionWithFailover(context.Background(), "c2", api.TaskSpec{NumNodes: 1}, res, User{Name: "u"},
+		plan, api.LaunchBody{Retry: true}, &log)
+	if err != nil {
+		t.Fatalf("retry-until-up: %v\nlog:\n%s", err, log.String())
+	}
+	t.Cleanup(func() { _ = b.Local.Terminate(context.Background(), "c2") })
+	if c.Name != "c2" || h.Info == nil || len(h.Info.Nodes) != 1 {
+		t.Fatalf("cluster not provisioned: %+v %+v", c, h)
+	}
+	if !strings.Contains(log.String(), "Retrying in 10ms") {
+		t.Fatalf("the wait is not reported:\n%s", log.String())
+	}
+}
+
+func TestRetryUntilUpStopsWhenCancelled(t *testing.T) {
+	b := newTestBackend(t, 1)
+	res, _ := resources.Parse(map[string]any{"cpus": 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	plan := localPlanner(func(n int) {
+		if n == 4 {
+			cancel()
+		}
+	})
+	_, _, err := b.provisionWithFailover(ctx, "c3", api.TaskSpec{NumNodes: 1}, res, User{Name: "u"},
+		plan, api.LaunchBody{Retry: true}, &bytes.Buffer{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+}
+
+func TestRetryDelayDoublesToAMinute(t *testing.T) {
+	b := &Backend{}
+	for round, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 4: 40 * time.Second, 5: time.Minute, 9: time.Minute} {
+		if got := b.retryDelay(round); got != want {
+			t.Errorf("retryDelay(%d) = %s, want %s", round, got, want)
+		}
+	}
+}
