@@ -1,149 +1,40 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil/sshhosts"
 )
 
-// SSH node pools end to end: real sshd hosts in network namespaces,
-// started once per test process by ../shared/testinfra/start-ssh-hosts.sh
-// (root needed; it installs openssh-server, rsync and iproute2 when
-// missing) and stopped by TestMain. SKYGO_SKIP_SSH=1 skips these tests.
-//
-// The hosts have their own name prefix, subnet and state directory, all
-// different from internal/infra/ssh's tests, which may run at the same
-// time. The state directory is under /var/tmp: each host mounts a private
-// /tmp, which would hide a state directory there from its own sshd.
+// SSH node pools end to end, on real sshd hosts in network namespaces
+// (internal/testutil/sshhosts; SKYGO_SKIP_SSH=1 skips these tests).
 const (
-	e2eHostName   = "sge2e"
-	e2eHostPrefix = "10.200.58"
-	e2eNumHosts   = 3
-	e2ePool       = "e2epool"
-	e2eStateGlob  = "/var/tmp/skygo-e2e-ssh-*"
+	e2eNumHosts = 3
+	e2ePool     = "e2epool"
 )
 
-type e2eHosts struct {
-	IPs   []string
-	Names []string
-	Key   string
-	State string
-}
+// e2eSet's name prefix and subnet differ from internal/infra/ssh's tests,
+// which may run at the same time.
+var e2eSet = &sshhosts.Set{Name: "sge2e", Prefix: "10.200.58", N: e2eNumHosts}
 
-var (
-	e2eHostsOnce    sync.Once
-	e2eHostsVal     *e2eHosts
-	e2eHostsErr     error
-	e2eHostsStarted bool
-	e2eStateDir     string
-)
+type e2eHosts struct{ *sshhosts.Hosts }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if e2eHostsStarted {
-		stopE2EHosts(e2eStateDir)
-	}
-	if e2eStateDir != "" {
-		os.RemoveAll(e2eStateDir)
-	}
+	e2eSet.Stop()
 	os.Exit(code)
 }
 
-func testinfraScript(name string) string {
-	if d := os.Getenv("SKYGO_SHARED"); d != "" {
-		return filepath.Join(d, "testinfra", name)
-	}
-	wd, _ := os.Getwd()
-	return filepath.Join(wd, "..", "..", "..", "shared", "testinfra", name)
-}
-
-func e2eScriptEnv(state string) []string {
-	return append(os.Environ(), "TESTINFRA_STATE="+state, "SSH_HOSTS_NAME="+e2eHostName,
-		"SSH_HOSTS_PREFIX="+e2eHostPrefix, "SSH_HOSTS_KEEP_STATE=0", "SSH_HOSTS_SHARED_HOME=0")
-}
-
-// stopE2EHosts stops the hosts and loopback sshd of a state dir by the
-// pids the scripts recorded (never by name).
-func stopE2EHosts(state string) {
-	for _, s := range []string{"stop-ssh-hosts.sh", "stop-sshd.sh"} {
-		c := exec.Command("bash", testinfraScript(s))
-		c.Env = e2eScriptEnv(state)
-		if out, err := c.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n%s", s, err, out)
-		}
-	}
-}
-
-// sshPoolHosts starts the hosts once and returns them. A run killed
-// before TestMain could clean up (a test timeout) left its state dir
-// behind: its hosts are stopped first.
+// sshPoolHosts starts the hosts once and returns them.
 func sshPoolHosts(t testing.TB) *e2eHosts {
 	t.Helper()
-	if os.Getenv("SKYGO_SKIP_SSH") == "1" {
-		t.Skip("SKYGO_SKIP_SSH=1: skipping tests against real sshd hosts")
-	}
-	e2eHostsOnce.Do(func() {
-		stale, _ := filepath.Glob(e2eStateGlob)
-		for _, d := range stale {
-			stopE2EHosts(d)
-			os.RemoveAll(d)
-		}
-		var err error
-		if e2eStateDir, err = os.MkdirTemp("/var/tmp", "skygo-e2e-ssh-"); err != nil {
-			e2eHostsErr = err
-			return
-		}
-		// start-ssh-hosts.sh also starts a loopback sshd: give it a free port.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			e2eHostsErr = err
-			return
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		c := exec.Command("bash", testinfraScript("start-ssh-hosts.sh"), fmt.Sprint(e2eNumHosts))
-		c.Env = append(e2eScriptEnv(e2eStateDir), fmt.Sprintf("SSHD_PORT=%d", port))
-		e2eHostsStarted = true
-		if out, err := c.CombinedOutput(); err != nil {
-			e2eHostsErr = fmt.Errorf("start-ssh-hosts.sh %d failed (%v):\n%s", e2eNumHosts, err, out)
-			return
-		}
-		e2eHostsVal, e2eHostsErr = readE2EInfo(filepath.Join(e2eStateDir, "ssh-hosts", "info.env"))
-		if e2eHostsVal != nil {
-			e2eHostsVal.State = e2eStateDir
-		}
-	})
-	if e2eHostsErr != nil {
-		t.Fatal(e2eHostsErr)
-	}
-	return e2eHostsVal
-}
-
-func readE2EInfo(path string) (*e2eHosts, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	kv := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			kv[k] = strings.Trim(v, `"`)
-		}
-	}
-	h := &e2eHosts{IPs: strings.Fields(kv["SSH_HOSTS"]), Names: strings.Fields(kv["SSH_HOST_NAMES"]), Key: kv["SSH_KEY"]}
-	if len(h.IPs) != e2eNumHosts || len(h.Names) != e2eNumHosts || h.Key == "" {
-		return nil, fmt.Errorf("%s: unexpected content %v", path, kv)
-	}
-	return h, nil
+	return &e2eHosts{e2eSet.Get(t)}
 }
 
 // writePool writes the test HOME's ~/.sky/ssh_node_pools.yaml: one pool

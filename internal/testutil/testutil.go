@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -23,14 +24,24 @@ func RepoRoot(t testing.TB) string {
 // Tests that need it fail, not skip, when it is missing: CI always has it.
 func SharedDir(t testing.TB) string {
 	t.Helper()
-	if d := os.Getenv("SKYGO_SHARED"); d != "" {
-		return d
-	}
-	d := filepath.Join(RepoRoot(t), "..", "shared")
-	if _, err := os.Stat(filepath.Join(d, "spec")); err != nil {
-		t.Fatalf("shared folder not found at %s (set SKYGO_SHARED): %v", d, err)
+	d, err := SharedPath()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return d
+}
+
+// SharedPath is SharedDir for code without a testing.TB (TestMain).
+func SharedPath() (string, error) {
+	if d := os.Getenv("SKYGO_SHARED"); d != "" {
+		return d, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	d := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", "..", "shared"))
+	if _, err := os.Stat(filepath.Join(d, "spec")); err != nil {
+		return "", fmt.Errorf("shared folder not found at %s (set SKYGO_SHARED): %w", d, err)
+	}
+	return d, nil
 }
 
 var (
