@@ -58,10 +58,6 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	}
 	var re *client.RequestError
 	if errors.As(err, &re) {
-		if co.Stream {
-			// The server wrote the error at the end of the log just streamed.
-			return &ExitError{Code: exitError}
-		}
 		return errors.New(re.Message)
 	}
 	return err

@@ -246,10 +246,11 @@ func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Requ
 		}
 		s := encodeError(runErr)
 		upd.Error = &s
+		// A failure's message lives in the request record, not the log:
+		// clients print it on stderr after the log ends (`sky api status
+		// -v` shows it too), so it is not printed twice or on stdout.
 		if to == state.RequestCancelled {
 			fmt.Fprintln(req.Log, "Request cancelled.")
-		} else {
-			fmt.Fprintf(req.Log, "Error: %v\n", runErr)
 		}
 	}
 	moved, err := e.store.SetRequestStatus(bg, rec.RequestID, []state.RequestStatus{state.RequestRunning}, to, upd)
