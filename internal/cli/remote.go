@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,7 +43,13 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	if co.Stream {
-		_, serr := c.Stream(sctx, id, f.IO.Out, client.StreamOptions{Follow: true})
+		var out io.Writer = f.IO.Out
+		if f.IO.IsTTY {
+			pw := newProgressWriter(f.IO.Out)
+			defer pw.Close()
+			out = pw
+		}
+		_, serr := c.Stream(sctx, id, out, client.StreamOptions{Follow: true})
 		if sctx.Err() != nil {
 			fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
 			return &ExitError{Code: 130}
