@@ -395,7 +395,8 @@ func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, 
 			return err
 		}
 		// The callback runs `sky stop|down` against this API server from
-		// the head node, which only works when the head is this machine.
+		// the head node, which only works when the head is this machine;
+		// the server's autostop sweep (autostop.go) acts for SSH clusters.
 		onAutostop = ""
 	}
 	fmt.Fprintln(log, "Starting node agents...")

@@ -232,6 +232,10 @@ func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agen
 }
 
 func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, cfg agent.AutostopConfig) error {
+	if isSSH(h) && cfg.IdleMinutes >= 0 && !cfg.Down {
+		return &ClusterError{Type: "NotSupportedError", Msg: fmt.Sprintf(
+			"Cluster %s is on an SSH node pool, where clusters cannot be stopped; autostop there can only tear down: add --down.", c.Name)}
+	}
 	args := []string{"--idle-minutes", fmt.Sprint(cfg.IdleMinutes)}
 	if cfg.IdleMinutes < 0 {
 		args = []string{"--cancel"}

@@ -293,7 +293,19 @@ run: |
 	if r := e.exec(cmdTimeout, nil, "ssh", "down"); r.code == 0 || !strings.Contains(r.out(), "pe (pool "+e2ePool+")") {
 		t.Errorf("sky ssh down with a cluster on the pool should refuse naming it: %s", r)
 	}
-	e.must("down", "-y", "pe")
+	// Autostop on a pool can only tear down; the server carries it out,
+	// since the head cannot call back.
+	if r := e.exec(cmdTimeout, nil, "autostop", "pe", "-i", "5"); r.code == 0 || !strings.Contains(r.out(), "--down") {
+		t.Errorf("autostop without --down on an SSH cluster should be refused pointing at --down: %s", r)
+	}
+	e.must("autostop", "pe", "-i", "0", "--down")
+	if !waitFor(45*time.Second, func() bool { _, ok := e.status(false)["pe"]; return !ok }) {
+		t.Errorf("autostop --down did not tear the SSH cluster down within 45 s: %+v", e.status(false)["pe"])
+		e.must("down", "-y", "pe")
+	}
+	if out := e.serverLogTail(); !strings.Contains(out, "autostop: cluster pe") {
+		t.Errorf("the server log does not record the autostop teardown:\n%s", out)
+	}
 	e.must("ssh", "down")
 	for i := range h.IPs {
 		if out := h.onHost(t, i, "ls -a ~/.sky 2>/dev/null | grep -v '^\\.*$'; true"); strings.Contains(out, "bin") {
