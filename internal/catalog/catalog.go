@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skygo/skygo/internal/paths"
 )
 
 // Defaults for Options fields left empty.
@@ -96,7 +98,7 @@ func New(opts Options) *Catalog {
 	}
 	if opts.CacheDir == "" {
 		if home, err := os.UserHomeDir(); err == nil {
-			opts.CacheDir = filepath.Join(home, ".sky", "catalogs")
+			opts.CacheDir = paths.CatalogCache(home)
 		}
 	}
 	if len(opts.BaseURLs) == 0 {

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
@@ -125,6 +126,9 @@ func configDB(home string) string {
 func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	so, err := o.serverOptions()
 	if err != nil {
+		return err
+	}
+	if err := adoptLegacyState(ctx, so.Home); err != nil {
 		return err
 	}
 	var ops []server.Op
@@ -689,7 +693,7 @@ func newAPILogoutCmd(f *Factory) *cobra.Command {
 			if err := client.WriteLogin(home, client.LoginConfig{}); err != nil {
 				return err
 			}
-			_ = os.Remove(filepath.Join(home, ".sky", "cookies.txt"))
+			_ = os.Remove(paths.Cookies(home))
 			if lc.Endpoint == "" {
 				fmt.Fprintln(f.IO.Out, "Not logged into any SkyPilot API server.")
 				return nil
@@ -736,4 +740,24 @@ func newAPIDebugSleepCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "Print the request id and return without waiting.")
 	return cmd
+}
+
+// adoptLegacyState moves what an earlier SkyGo build kept at SkyPilot's
+// paths (~/.sky/state.db and the local clusters' ~/.sky/local) into
+// ~/.sky/skygo, so an upgrade keeps its clusters. A SkyPilot state.db is
+// recognised and left alone.
+func adoptLegacyState(ctx context.Context, home string) error {
+	moved, err := state.AdoptLegacySQLite(ctx, paths.SkyPilotStateDB(home), paths.StateDB(home))
+	if err != nil || !moved {
+		return err
+	}
+	legacyLocal := filepath.Join(paths.SkyDir(home), "local")
+	if _, err := os.Stat(filepath.Join(legacyLocal, "clusters")); err == nil {
+		if _, err := os.Stat(paths.LocalInfra(home)); errors.Is(err, os.ErrNotExist) {
+			if err := os.Rename(legacyLocal, paths.LocalInfra(home)); err != nil {
+				return fmt.Errorf("move the local clusters to %s: %w", paths.LocalInfra(home), err)
+			}
+		}
+	}
+	return nil
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil"
 )
 
@@ -52,7 +52,7 @@ func runBinary(t *testing.T, env []string, args ...string) (stdout, stderr strin
 	cmd.Env = append(cmd.Env, env...)
 	stopEnv := cmd.Env
 	t.Cleanup(func() {
-		if _, err := os.Stat(filepath.Join(home, ".sky", "api_server")); err != nil {
+		if _, err := os.Stat(paths.ServerDir(home)); err != nil {
 			return // no server was started
 		}
 		stop := exec.Command(testutil.SkyBinary(t), "api", "stop")

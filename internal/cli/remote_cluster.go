@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -96,6 +97,9 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 			recs = []json.RawMessage{}
 		}
 		return printJSON(opts.IO.Out, recs)
+	}
+	if c, err := f.Client(); err == nil && c.Local {
+		defer noteSkyPilotClusters(context.Background(), opts.IO)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.Out, "No existing clusters.")

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/skygo/skygo/internal/paths"
 )
 
 // startTimeout bounds how long the client waits for a server it started.
@@ -33,7 +35,7 @@ func osUserName() string {
 // across processes, so two CLI calls racing here start one server; the
 // loser finds it healthy once it gets the lock.
 func (c *Client) ensureServer(ctx context.Context) error {
-	dir := filepath.Join(c.home, ".sky", "api_server")
+	dir := paths.ServerDir(c.home)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -46,8 +48,8 @@ func (c *Client) ensureServer(ctx context.Context) error {
 		return fmt.Errorf("lock %s: %w", lf.Name(), err)
 	}
 	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	if _, err := c.Health(ctx); err == nil {
-		return nil
+	if _, err := c.Health(ctx); err == nil || errors.Is(err, ErrForeignServer) {
+		return err
 	}
 	logPath := filepath.Join(dir, "server.log")
 	if err := c.spawnServer(logPath); err != nil {
@@ -55,8 +57,8 @@ func (c *Client) ensureServer(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if _, err := c.Health(ctx); err == nil {
-			return nil
+		if _, err := c.Health(ctx); err == nil || errors.Is(err, ErrForeignServer) {
+			return err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("started a local API server but it did not answer at %s within %s; see %s", c.Endpoint, startTimeout, logPath)

@@ -17,10 +17,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/version"
 )
 
@@ -73,6 +75,9 @@ type Client struct {
 	opts  Options
 	hc    *http.Client
 	base  *url.URL
+	// ownChecked is set once a local endpoint proved to be a SkyGo
+	// server; until then no operation is sent there.
+	ownChecked atomic.Bool
 }
 
 // LoginConfig is the part of ~/.sky/config.yaml that `sky api login`
@@ -82,66 +87,55 @@ type LoginConfig struct {
 	Token    string
 }
 
-// ConfigPath is ~/.sky/config.yaml under home.
-func ConfigPath(home string) string { return filepath.Join(home, ".sky", "config.yaml") }
+// ConfigPath is ~/.sky/config.yaml under home: the user's config, shared
+// with SkyPilot, which SkyGo reads but never writes.
+func ConfigPath(home string) string { return paths.Config(home) }
 
-// ReadLogin reads api_server.endpoint and api_server.service_account_token
-// from ~/.sky/config.yaml (a missing file is not an error).
-func ReadLogin(home string) (LoginConfig, error) {
-	b, err := os.ReadFile(ConfigPath(home))
-	if errors.Is(err, os.ErrNotExist) {
-		return LoginConfig{}, nil
-	}
-	if err != nil {
-		return LoginConfig{}, err
-	}
-	var doc struct {
-		APIServer struct {
-			Endpoint string `yaml:"endpoint"`
-			Token    string `yaml:"service_account_token"`
-		} `yaml:"api_server"`
-	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return LoginConfig{}, fmt.Errorf("%s: %w", ConfigPath(home), err)
-	}
-	return LoginConfig{Endpoint: doc.APIServer.Endpoint, Token: doc.APIServer.Token}, nil
+// LoginPath is where `sky api login` keeps the endpoint and token:
+// SkyGo's own file, so a login never rewrites SkyPilot's config.yaml.
+func LoginPath(home string) string { return filepath.Join(paths.Root(home), "login.yaml") }
+
+// loginDoc is the shape of both files: SkyPilot's api_server keys.
+type loginDoc struct {
+	APIServer struct {
+		Endpoint string `yaml:"endpoint"`
+		Token    string `yaml:"service_account_token"`
+	} `yaml:"api_server"`
 }
 
-// WriteLogin stores (or, with a zero LoginConfig, removes) the endpoint and
-// token in ~/.sky/config.yaml, keeping the file's other keys. The file is
-// written 0600 because it may now hold a token.
-func WriteLogin(home string, lc LoginConfig) error {
-	path := ConfigPath(home)
-	doc := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
+// ReadLogin reads api_server.endpoint and api_server.service_account_token
+// from SkyGo's login file when `sky api login` or `logout` wrote one,
+// else from ~/.sky/config.yaml, so a SkyPilot user's endpoint carries
+// over until they log in or out with SkyGo. Missing files are not errors.
+func ReadLogin(home string) (LoginConfig, error) {
+	for _, path := range []string{LoginPath(home), ConfigPath(home)} {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return LoginConfig{}, err
+		}
+		var doc loginDoc
 		if err := yaml.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return LoginConfig{}, fmt.Errorf("%s: %w", path, err)
 		}
-		if doc == nil {
-			doc = map[string]any{}
-		}
+		return LoginConfig{Endpoint: doc.APIServer.Endpoint, Token: doc.APIServer.Token}, nil
 	}
-	api, _ := doc["api_server"].(map[string]any)
-	if api == nil {
-		api = map[string]any{}
-	}
-	delete(api, "endpoint")
-	delete(api, "service_account_token")
-	if lc.Endpoint != "" {
-		api["endpoint"] = lc.Endpoint
-	}
-	if lc.Token != "" {
-		api["service_account_token"] = lc.Token
-	}
-	if len(api) == 0 {
-		delete(doc, "api_server")
-	} else {
-		doc["api_server"] = api
-	}
+	return LoginConfig{}, nil
+}
+
+// WriteLogin stores the endpoint and token in SkyGo's login file; a zero
+// LoginConfig records a logout (which also stops the fallback to
+// config.yaml). The file is 0600 because it may hold a token.
+func WriteLogin(home string, lc LoginConfig) error {
+	var doc loginDoc
+	doc.APIServer.Endpoint, doc.APIServer.Token = lc.Endpoint, lc.Token
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return err
 	}
+	path := LoginPath(home)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -268,6 +262,35 @@ func (e *RequestError) Error() string {
 // client was not allowed to start a server).
 var ErrServerNotRunning = errors.New("SkyPilot API server is not running")
 
+// ErrForeignServer means the local endpoint is answered by a server that
+// is not SkyGo's (an installed SkyPilot's, most likely): SkyGo never sends
+// it requests, since the two keep separate state.
+var ErrForeignServer = errors.New("another API server answers on SkyGo's local port")
+
+// checkOwnServer refuses a response on the local endpoint that did not
+// come from a SkyGo server.
+func (c *Client) checkOwnServer(resp *http.Response) error {
+	if !c.Local {
+		return nil
+	}
+	if strings.HasPrefix(resp.Header.Get("Server"), version.ServerHeaderPrefix) {
+		c.ownChecked.Store(true)
+		return nil
+	}
+	resp.Body.Close()
+	port := c.base.Port()
+	return fmt.Errorf("%w: a SkyPilot API server is running at %s. Stop it with SkyPilot's `sky api stop`, or give SkyGo another port: export %s=%d",
+		ErrForeignServer, c.Endpoint, EnvPort, nextPort(port))
+}
+
+func nextPort(p string) int {
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 || n >= 65535 {
+		return defaultPort + 1
+	}
+	return n + 1
+}
+
 func (c *Client) newRequest(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Request, error) {
 	u := *c.base
 	u.Path = strings.TrimRight(u.Path, "/") + path
@@ -312,6 +335,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		}
 		return c.hc.Do(req)
 	}
+	if c.Local && !c.ownChecked.Load() {
+		// A SkyPilot server on the port must never receive an operation
+		// (it would run it against SkyPilot's state): ask who it is first.
+		if _, err := c.Health(ctx); err != nil && !errors.Is(err, ErrServerNotRunning) {
+			return nil, err
+		}
+	}
 	resp, err := send()
 	if err != nil && c.Local && isConnRefused(err) {
 		if !c.opts.AutoStart {
@@ -327,6 +357,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+	}
+	if err := c.checkOwnServer(resp); err != nil {
+		return nil, err
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
@@ -599,6 +632,9 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 			return nil, fmt.Errorf("%w at %s", ErrServerNotRunning, c.Endpoint)
 		}
 		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+	}
+	if err := c.checkOwnServer(resp); err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -62,32 +62,44 @@ func TestEndpointResolution(t *testing.T) {
 
 func TestLoginFile(t *testing.T) {
 	home := t.TempDir()
-	path := ConfigPath(home)
-	os.MkdirAll(filepath.Dir(path), 0o700)
-	os.WriteFile(path, []byte("allowed_clouds: [aws]\napi_server:\n  requests_retention_hours: 5\n"), 0o644)
+	t.Setenv(EnvEndpoint, "")
+	t.Setenv(EnvToken, "")
+	// A SkyPilot user's config.yaml, with the endpoint its own login wrote.
+	cfg := ConfigPath(home)
+	os.MkdirAll(filepath.Dir(cfg), 0o700)
+	orig := []byte("allowed_clouds: [aws]\napi_server:\n  endpoint: http://skypilot:46580\n")
+	os.WriteFile(cfg, orig, 0o644)
+	if lc, err := ReadLogin(home); err != nil || lc.Endpoint != "http://skypilot:46580" {
+		t.Fatalf("before any SkyGo login, ReadLogin = %+v, %v; want config.yaml's endpoint", lc, err)
+	}
+
 	if err := WriteLogin(home, LoginConfig{Endpoint: "http://h:1", Token: "sky_abc"}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := os.Stat(path)
-	if st.Mode().Perm() != 0o600 {
-		t.Fatalf("config.yaml mode %v, want 0600 (it holds a token)", st.Mode().Perm())
+	st, err := os.Stat(LoginPath(home))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("login file: %v, mode %v, want 0600 (it holds a token)", err, st.Mode().Perm())
 	}
 	lc, err := ReadLogin(home)
 	if err != nil || lc.Endpoint != "http://h:1" || lc.Token != "sky_abc" {
 		t.Fatalf("ReadLogin = %+v, %v", lc, err)
 	}
-	t.Setenv(EnvEndpoint, "")
-	t.Setenv(EnvToken, "")
 	c, _ := New(Options{Home: home})
 	if c.auth != "Bearer sky_abc" || c.Local {
 		t.Fatalf("client from login: auth=%q local=%v", c.auth, c.Local)
 	}
+
 	if err := WriteLogin(home, LoginConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(path)
-	if strings.Contains(string(b), "sky_abc") || !strings.Contains(string(b), "allowed_clouds") || !strings.Contains(string(b), "requests_retention_hours") {
-		t.Fatalf("after logout config.yaml =\n%s", b)
+	if lc, err := ReadLogin(home); err != nil || lc.Endpoint != "" || lc.Token != "" {
+		t.Fatalf("after logout ReadLogin = %+v, %v; want nothing (not config.yaml's endpoint)", lc, err)
+	}
+	if c, _ := New(Options{Home: home}); !c.Local {
+		t.Fatalf("after logout the client uses %s, want the local server", c.Endpoint)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != string(orig) {
+		t.Fatalf("config.yaml was modified:\n%s", b)
 	}
 }
 

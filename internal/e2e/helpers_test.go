@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil"
 )
 
@@ -147,7 +148,7 @@ func (e *skyEnv) mustJSON(v any, args ...string) {
 
 // serverLogTail is the end of the API server log, to explain a failure.
 func (e *skyEnv) serverLogTail() string {
-	b, err := os.ReadFile(filepath.Join(e.home, ".sky", "api_server", "server.log"))
+	b, err := os.ReadFile(filepath.Join(paths.ServerDir(e.home), "server.log"))
 	if err != nil {
 		return "(no server log)"
 	}
@@ -159,7 +160,7 @@ func (e *skyEnv) serverLogTail() string {
 
 // clusterDir is where the local infrastructure keeps a cluster.
 func (e *skyEnv) clusterDir(cluster string) string {
-	return filepath.Join(e.home, ".sky", "local", "clusters", cluster)
+	return filepath.Join(paths.LocalInfra(e.home), "clusters", cluster)
 }
 
 // nodeHome is the HOME of node i of a local cluster.
@@ -298,14 +299,14 @@ func procsWithEnv(substr string) []proc {
 // HOME is left; leftovers are reported and killed by pid.
 func (e *skyEnv) cleanup() {
 	t := e.t
-	if _, err := os.Stat(filepath.Join(e.home, ".sky", "api_server")); err == nil {
+	if _, err := os.Stat(paths.ServerDir(e.home)); err == nil {
 		if r := e.exec(cmdTimeout, nil, "down", "-a", "-y"); r.code != 0 {
 			t.Errorf("cleanup: %s", r)
 		}
 		if r := e.exec(30*time.Second, nil, "api", "stop"); r.code != 0 {
 			t.Errorf("cleanup: %s", r)
 		}
-		if b, err := os.ReadFile(filepath.Join(e.home, ".sky", "api_server", "server.pid")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(paths.ServerDir(e.home), "server.pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && len(procsWithEnvPid(pid, e.home)) > 0 {
 				t.Errorf("cleanup: API server pid %d still runs after `sky api stop`; killing it", pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)

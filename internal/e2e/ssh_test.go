@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil/sshhosts"
 )
 
@@ -190,14 +191,14 @@ run: |
 	// ssh <cluster> through the generated config. OpenSSH reads the
 	// passwd home, not $HOME, so the test names the generated file with
 	// -F and checks that ~/.ssh/config includes it.
-	gen := filepath.Join(e.home, ".sky", "generated", "ssh", "pc")
+	gen := filepath.Join(paths.GeneratedSSH(e.home), "pc")
 	for alias, want := range map[string]string{"pc": h.Names[0], "pc-worker1": h.Names[1]} {
 		out := runCmd(t, 30*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", alias, "hostname")
 		if out.code != 0 || strings.TrimSpace(out.stdout) != want {
 			t.Errorf("ssh %s hostname: want %s, got %s", alias, want, out)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(e.home, ".ssh", "config")); !strings.Contains(string(b), "Include ~/.sky/generated/ssh/*") {
+	if b, _ := os.ReadFile(filepath.Join(e.home, ".ssh", "config")); !strings.Contains(string(b), "Include ~/.sky/skygo/generated/ssh/*") {
 		t.Errorf("~/.ssh/config does not include the generated entries:\n%s", b)
 	}
 
@@ -227,7 +228,7 @@ run: |
 
 	// Down releases the hosts and removes the cluster's files and config.
 	e.must("down", "-y", "pc")
-	claims, _ := os.ReadFile(filepath.Join(e.home, ".sky", "ssh", "claims.json"))
+	claims, _ := os.ReadFile(filepath.Join(paths.Root(e.home), "ssh", "claims.json"))
 	if strings.Contains(string(claims), `"pc"`) {
 		t.Errorf("claims after down still hold pc:\n%s", claims)
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil"
 )
 
@@ -128,7 +129,7 @@ func (e *env) startServer(args ...string) *exec.Cmd {
 // killPIDFileServer stops a server the CLI started in the background, by
 // the PID it recorded.
 func (e *env) killPIDFileServer() {
-	b, err := os.ReadFile(filepath.Join(e.home, ".sky", "api_server", "server.pid"))
+	b, err := os.ReadFile(filepath.Join(paths.ServerDir(e.home), "server.pid"))
 	if err != nil {
 		return
 	}
@@ -173,7 +174,7 @@ var sleepPID = regexp.MustCompile(`\(pid (\d+)\)`)
 // childPID waits for the debug.sleep request's log to name its child.
 func (e *env) childPID(t testing.TB, id string) int {
 	t.Helper()
-	path := filepath.Join(e.home, ".sky", "api_server", "request_logs", id+".log")
+	path := filepath.Join(paths.ServerDir(e.home), "request_logs", id+".log")
 	for i := 0; i < 200; i++ {
 		b, _ := os.ReadFile(path)
 		if m := sleepPID.FindSubmatch(b); m != nil {
@@ -470,7 +471,7 @@ func TestE2EAutoStartOnce(t *testing.T) {
 			t.Fatalf("concurrent first calls: %s", e)
 		}
 	}
-	logb, _ := os.ReadFile(filepath.Join(e.home, ".sky", "api_server", "server.log"))
+	logb, _ := os.ReadFile(filepath.Join(paths.ServerDir(e.home), "server.log"))
 	if n := strings.Count(string(logb), `"msg":"API server listening"`); n != 1 {
 		t.Fatalf("%d servers started, want 1; server.log:\n%s", n, logb)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
 )
@@ -62,7 +63,7 @@ func PortFromEnv() (int, error) {
 	return p, nil
 }
 
-// Paths are the server's files under ~/.sky/api_server.
+// Paths are the server's files under ~/.sky/skygo/api_server.
 type Paths struct {
 	Dir         string
 	Log         string // server.log
@@ -74,7 +75,7 @@ type Paths struct {
 
 // PathsFor returns the server paths under a home directory.
 func PathsFor(home string) Paths {
-	dir := filepath.Join(home, ".sky", "api_server")
+	dir := paths.ServerDir(home)
 	return Paths{
 		Dir:         dir,
 		Log:         filepath.Join(dir, "server.log"),
@@ -144,7 +145,7 @@ type Server struct {
 	auth      authCache
 	localUser User
 	dummyHash []byte
-	mux       *http.ServeMux
+	mux       http.Handler
 	closing   atomic.Bool
 	stopExec  context.CancelFunc
 	closeOnce sync.Once
@@ -252,7 +253,13 @@ func New(opts Options, ops []Op) (*Server, error) {
 	} else if len(ids) > 0 {
 		s.log.Warn("marked requests of a previous server FAILED", "count", len(ids), "request_ids", ids)
 	}
-	s.mux = s.routes()
+	routes := s.routes()
+	// Every answer names its server, so a SkyGo client never mistakes a
+	// SkyPilot server on the same port for its own.
+	s.mux = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", version.ServerHeader())
+		routes.ServeHTTP(w, r)
+	})
 	return s, nil
 }
 

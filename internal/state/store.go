@@ -19,6 +19,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+
+	"github.com/skygo/skygo/internal/paths"
 )
 
 // Dialect is the SQL flavour of the database behind a Store.
@@ -62,9 +64,10 @@ type Store struct {
 	observe func(op string, d time.Duration)
 }
 
-// DefaultSQLitePath is ~/.sky/state.db under home.
+// DefaultSQLitePath is SkyGo's database under home (~/.sky/skygo/state.db;
+// SkyPilot's ~/.sky/state.db is never opened).
 func DefaultSQLitePath(home string) string {
-	return filepath.Join(home, ".sky", "state.db")
+	return paths.StateDB(home)
 }
 
 // ResolveURI picks the database: env SKYPILOT_DB_CONNECTION_URI, then the

@@ -9,3 +9,11 @@ var (
 	// APIVersion is the API server protocol version (see spec/api.md).
 	APIVersion = 1
 )
+
+// ServerHeaderPrefix starts the Server header of every SkyGo API server
+// response; a client tells its own server from SkyPilot's (which may hold
+// the same port) by it.
+const ServerHeaderPrefix = "skygo/"
+
+// ServerHeader is the Server header this build's API server sends.
+func ServerHeader() string { return ServerHeaderPrefix + Version }

@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -70,13 +71,13 @@ func New(root string) (*Provisioner, error) {
 	return &Provisioner{root: abs, CPUs: float64(runtime.NumCPU()), MemoryGB: machineMemoryGB(), StopGrace: 2 * time.Second}, nil
 }
 
-// DefaultRoot is ~/.sky/local.
+// DefaultRoot is ~/.sky/skygo/local.
 func DefaultRoot() (string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("local infra needs a home directory: %w", err)
 	}
-	return filepath.Join(home, ".sky", "local"), nil
+	return paths.LocalInfra(home), nil
 }
 
 // Root is the directory holding all local clusters.

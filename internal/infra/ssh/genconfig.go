@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
 )
 
 // IncludeLine is what ~/.ssh/config needs so that `ssh <cluster>` finds
-// the generated entries (SkyPilot writes the same line).
-const IncludeLine = "Include ~/.sky/generated/ssh/*"
+// the generated entries. SkyPilot's own line names ~/.sky/generated/ssh;
+// SkyGo's entries live in its own directory, so both can be included.
+const IncludeLine = "Include ~/.sky/skygo/generated/ssh/*"
 
 // GeneratedHost is one Host entry of a cluster's generated ssh config.
 type GeneratedHost struct {
@@ -28,9 +30,9 @@ type GeneratedHost struct {
 	ProxyCommand string
 }
 
-// GeneratedConfigPath is ~/.sky/generated/ssh/<cluster> under home.
+// GeneratedConfigPath is ~/.sky/skygo/generated/ssh/<cluster> under home.
 func GeneratedConfigPath(home, cluster string) string {
-	return filepath.Join(home, ".sky", "generated", "ssh", cluster)
+	return filepath.Join(paths.GeneratedSSH(home), cluster)
 }
 
 // WriteSSHConfig writes the entries `<cluster>` (the head, nodes[0]) and
@@ -81,10 +83,10 @@ func (p *Provisioner) GeneratedHosts(info *provision.ClusterInfo) ([]GeneratedHo
 	return out, nil
 }
 
-// WriteSSHConfigHosts writes ~/.sky/generated/ssh/<cluster> (0600) and
+// WriteSSHConfigHosts writes ~/.sky/skygo/generated/ssh/<cluster> (0600) and
 // adds IncludeLine at the top of ~/.ssh/config when it is not there yet
 // (creating the file 0600 if missing). Host keys are checked against
-// SkyGo's ~/.sky/known_hosts (where our own connections recorded them)
+// SkyGo's ~/.sky/skygo/known_hosts (where our own connections recorded them)
 // and the user's file.
 func WriteSSHConfigHosts(home, cluster string, hosts []GeneratedHost) error {
 	if !nameRE.MatchString(cluster) || strings.Contains(cluster, "..") {

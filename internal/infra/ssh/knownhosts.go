@@ -12,6 +12,8 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/skygo/skygo/internal/paths"
 )
 
 // KnownHosts checks host keys the way `StrictHostKeyChecking=accept-new`
@@ -30,10 +32,11 @@ type KnownHosts struct {
 	mu    sync.Mutex
 }
 
-// DefaultKnownHosts is ~/.sky/known_hosts, with ~/.ssh/known_hosts read too.
+// DefaultKnownHosts is ~/.sky/skygo/known_hosts, with ~/.ssh/known_hosts
+// read too.
 func DefaultKnownHosts(home string) *KnownHosts {
 	return &KnownHosts{
-		File:  filepath.Join(home, ".sky", "known_hosts"),
+		File:  paths.KnownHosts(home),
 		Extra: []string{filepath.Join(home, ".ssh", "known_hosts")},
 	}
 }

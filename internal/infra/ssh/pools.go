@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/paths"
 )
 
 // Pool is one entry of ~/.sky/ssh_node_pools.yaml: a named set of hosts
@@ -72,7 +73,7 @@ func (e *PoolError) Error() string {
 
 // DefaultPoolsPath is ~/.sky/ssh_node_pools.yaml under home.
 func DefaultPoolsPath(home string) string {
-	return filepath.Join(home, ".sky", "ssh_node_pools.yaml")
+	return paths.SSHNodePools(home)
 }
 
 // LoadPools reads and validates a pools file. Every problem found is

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -56,9 +57,9 @@ type Provisioner struct {
 
 var _ provision.Provisioner = (*Provisioner)(nil)
 
-// DefaultClaimsPath is ~/.sky/ssh/claims.json under home.
+// DefaultClaimsPath is ~/.sky/skygo/ssh/claims.json under home.
 func DefaultClaimsPath(home string) string {
-	return filepath.Join(home, ".sky", "ssh", "claims.json")
+	return filepath.Join(paths.Root(home), "ssh", "claims.json")
 }
 
 // NewProvisioner returns a provisioner for pool keeping claims in
