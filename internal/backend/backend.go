@@ -128,6 +128,42 @@ func (b *Backend) saveHandle(c *state.Cluster, h *Handle) {
 	c.Handle = raw
 }
 
+// update changes a cluster's record through one conditional update
+// (state.UpdateCluster): mutate sees the current row and handle, which may
+// differ from what the caller read earlier, and decides from them. The
+// caller's c and h (when not nil) are set to what was written, so they
+// never go stale. A mutation returning state.ErrNoChange writes nothing.
+func (b *Backend) update(ctx context.Context, c *state.Cluster, h *Handle, mutate func(c *state.Cluster, h *Handle) (reason string, err error)) error {
+	name := c.Name
+	got, err := b.Store.UpdateCluster(context.WithoutCancel(ctx), name, func(row *state.Cluster) (string, error) {
+		rh, err := HandleOf(row)
+		if err != nil {
+			return "", err
+		}
+		reason, err := mutate(row, rh)
+		if err != nil {
+			return "", err
+		}
+		b.saveHandle(row, rh)
+		return reason, nil
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		return &ClusterError{Type: "ClusterDoesNotExist", Msg: fmt.Sprintf("Cluster %q was removed while this operation ran.", name)}
+	}
+	if err != nil {
+		return err
+	}
+	gh, err := HandleOf(got)
+	if err != nil {
+		return err
+	}
+	*c = *got
+	if h != nil {
+		*h = *gh
+	}
+	return nil
+}
+
 // runners returns the command runners of a cluster, head first.
 func (b *Backend) runners(h *Handle) ([]provision.CommandRunner, error) {
 	if h.Info == nil {

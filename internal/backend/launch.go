@@ -110,13 +110,12 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	} else if t.Setup != "" {
 		fmt.Fprintln(log, "Setup unchanged on an existing cluster: skipped.")
 	}
-	h.SetupHash = setupHash
-	h.Reason = ""
-	c.LastUse = body.Command
-	c.LastCreationYAML = t.YAML
-	c.LastCreationCommand = body.Command
-	b.saveHandle(c, h)
-	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+	err = b.update(ctx, c, h, func(c *state.Cluster, h *Handle) (string, error) {
+		h.SetupHash, h.Reason = setupHash, ""
+		c.LastUse, c.LastCreationYAML, c.LastCreationCommand = body.Command, t.YAML, body.Command
+		return "", nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err := b.applyLaunchAutostop(ctx, c, h, runners[0], body, res); err != nil {
@@ -156,8 +155,11 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err := b.syncWorkdir(ctx, runners, &t, log); err != nil {
 		return nil, err
 	}
-	c.LastUse = body.Command
-	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+	err = b.update(ctx, c, h, func(c *state.Cluster, _ *Handle) (string, error) {
+		c.LastUse = body.Command
+		return "", nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, log)
@@ -248,10 +250,9 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		h := &Handle{Infra: infra, PricePerHour: cand.HourlyPrice, InstanceType: cand.InstanceType,
 			UseSpot: cand.UseSpot, Reason: fmt.Sprintf("provisioning on %s (attempt %d)", infra, attempt)}
 		b.saveHandle(c, h)
-		if err := b.Store.UpsertCluster(ctx, c); err != nil {
+		if err := b.recordLaunch(ctx, c, "launch: provisioning on "+infra); err != nil {
 			return nil, nil, err
 		}
-		b.event(ctx, c, "", "INIT", "launch: provisioning on "+infra)
 		fmt.Fprintf(log, "Provisioning %s on %s (%d node%s)...\n", name, optimizer.DisplayName(cand.Cloud), t.NumNodes, plural(t.NumNodes))
 		info, err := prov.Provision(ctx, spec)
 		if err != nil {
@@ -261,21 +262,22 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 				failures = append(failures, err.Error())
 				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
 				fmt.Fprintf(log, "No capacity on %s: %v. Trying the next candidate.\n", infra, err)
-				b.setReason(ctx, c, h, "failover: "+err.Error())
-				_ = b.Store.DeleteCluster(ctx, name)
+				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
 				continue
 			}
 			b.setReason(ctx, c, h, "provisioning failed: "+err.Error())
 			return nil, nil, err
 		}
-		h.Info = info
-		if len(info.Nodes) > 0 {
-			n := info.Nodes[0]
-			h.CPUs, h.MemoryGB, h.GPUs = n.CPUs, n.MemoryGB, n.GPUs
-		}
-		h.Reason = "starting agents"
-		b.saveHandle(c, h)
-		if err := b.Store.UpsertCluster(ctx, c); err != nil {
+		err = b.update(ctx, c, h, func(_ *state.Cluster, h *Handle) (string, error) {
+			h.Info = info
+			if len(info.Nodes) > 0 {
+				n := info.Nodes[0]
+				h.CPUs, h.MemoryGB, h.GPUs = n.CPUs, n.MemoryGB, n.GPUs
+			}
+			h.Reason = "starting agents"
+			return "", nil
+		})
+		if err != nil {
 			return nil, nil, err
 		}
 		_ = b.Store.AddHistory(ctx, &state.History{ClusterHash: c.ClusterHash, Name: name, UserHash: user.Hash,
@@ -360,16 +362,39 @@ func hashSetup(t *api.TaskSpec) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-func (b *Backend) setReason(ctx context.Context, c *state.Cluster, h *Handle, reason string) {
-	h.Reason = reason
-	b.saveHandle(c, h)
-	_ = b.Store.UpsertCluster(context.WithoutCancel(ctx), c)
-	b.event(ctx, c, string(c.Status), string(c.Status), reason)
+// recordLaunch writes the INIT record of a launch: a new row, or a fresh
+// start over the row of a launch that never got nodes. A launch of the
+// same name that another server started in between wins.
+func (b *Backend) recordLaunch(ctx context.Context, c *state.Cluster, reason string) error {
+	err := b.Store.CreateCluster(ctx, c, reason)
+	if !errors.Is(err, state.ErrExists) {
+		return err
+	}
+	fresh := *c
+	return b.update(ctx, c, nil, func(row *state.Cluster, h *Handle) (string, error) {
+		if h.Info != nil {
+			return "", &ClusterError{Type: "ClusterExistsError", Msg: fmt.Sprintf("Cluster %q was launched by another request meanwhile; run the command again to reuse it.", c.Name)}
+		}
+		version := row.Version
+		*row = fresh
+		row.Version = version
+		return reason, nil
+	})
 }
 
-func (b *Backend) event(ctx context.Context, c *state.Cluster, from, to, reason string) {
+// setReason records why a cluster is where it is (a launch step that
+// failed) as its handle's reason and an event.
+func (b *Backend) setReason(ctx context.Context, c *state.Cluster, h *Handle, reason string) {
+	_ = b.update(ctx, c, h, func(_ *state.Cluster, h *Handle) (string, error) {
+		h.Reason = reason
+		return reason, nil
+	})
+}
+
+// event records an event that moves no status.
+func (b *Backend) event(ctx context.Context, c *state.Cluster, reason string) {
 	_ = b.Store.AddClusterEvent(context.WithoutCancel(ctx), &state.ClusterEvent{ClusterName: c.Name, ClusterHash: c.ClusterHash,
-		Reason: reason, FromStatus: from, ToStatus: to})
+		Reason: reason, FromStatus: string(c.Status), ToStatus: string(c.Status)})
 }
 
 // onAutostopCommand is what the head agent runs when autostop fires: a
@@ -407,16 +432,12 @@ func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, 
 	if err != nil {
 		return err
 	}
-	from := c.Status
-	c.Status = state.ClusterUp
-	c.ClusterEverUp = true
-	h.Reason = ""
-	b.saveHandle(c, h)
-	if err := b.Store.UpsertCluster(ctx, c); err != nil {
-		return err
-	}
-	b.event(ctx, c, string(from), "UP", "cluster is up")
-	return nil
+	info := h.Info
+	return b.update(ctx, c, h, func(c *state.Cluster, h *Handle) (string, error) {
+		c.Status = state.ClusterUp
+		h.Info, h.Reason = info, ""
+		return "cluster is up", nil
+	})
 }
 
 // parallel runs f(0..n-1) concurrently and returns the first error.
@@ -578,7 +599,7 @@ func (b *Backend) runSetup(ctx context.Context, c *state.Cluster, h *Handle, run
 	for i, code := range codes {
 		if code != 0 {
 			tail, _ := runners[i].Run(ctx, fmt.Sprintf("tail -n 10 ~/sky_logs/%s/setup-%d.log", ts, i), provision.RunOptions{})
-			b.event(ctx, c, string(c.Status), string(c.Status), fmt.Sprintf("setup failed on node %d with return code %d", i, code))
+			b.event(ctx, c, fmt.Sprintf("setup failed on node %d with return code %d", i, code))
 			return &ClusterError{Type: "CommandError", Msg: fmt.Sprintf("Failed to setup with return code %d on node %d. Last lines of its setup log:\n%s",
 				code, i, strings.TrimRight(string(tail.Stdout), "\n"))}
 		}

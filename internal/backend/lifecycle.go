@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"time"
 
 	"github.com/skygo/skygo/internal/agent"
 	"github.com/skygo/skygo/internal/infra/ssh"
@@ -52,14 +51,17 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 		}
 		return err
 	}
-	from := c.Status
-	c.Status = state.ClusterStopped
-	c.Autostop, c.ToDown = -1, false
-	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+	err = b.update(ctx, c, h, func(c *state.Cluster, _ *Handle) (string, error) {
+		if c.Status == state.ClusterStopped {
+			return "", state.ErrNoChange // stopped meanwhile by another request
+		}
+		c.Status = state.ClusterStopped
+		c.Autostop, c.ToDown = -1, false
+		return "stopped by user", nil
+	})
+	if err != nil {
 		return err
 	}
-	b.closeUsage(ctx, c)
-	b.event(ctx, c, string(from), "STOPPED", "stopped by user")
 	fmt.Fprintf(log, "Cluster %s stopped.\n", name)
 	return nil
 }
@@ -96,7 +98,6 @@ func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, 
 	if err := b.startAgents(ctx, c, h, runners, log); err != nil {
 		return err
 	}
-	b.openUsage(ctx, c)
 	fmt.Fprintf(log, "Cluster %s is UP.\n", c.Name)
 	return nil
 }
@@ -122,10 +123,20 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 			fmt.Fprintf(log, "Warning: %v\n", err)
 		}
 	}
-	b.closeUsage(ctx, c)
-	b.event(ctx, c, string(c.Status), "TERMINATED", "terminated by user")
-	if err := b.Store.DeleteCluster(ctx, name); err != nil {
+	// Only this incarnation: a cluster of the same name launched anew
+	// meanwhile (another server) is not ours to remove.
+	removed, err := b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "terminated by user", func(row *state.Cluster) error {
+		if row.ClusterHash != c.ClusterHash {
+			return state.ErrNoChange
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
+	}
+	if !removed {
+		fmt.Fprintf(log, "Cluster %s was already removed by another request.\n", name)
+		return nil
 	}
 	fmt.Fprintf(log, "Cluster %s terminated.\n", name)
 	return nil
@@ -156,17 +167,33 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 			stopped++
 		}
 	}
-	from := c.Status
+	// What the nodes say is turned into a status, then written only if the
+	// record is still the one observed: an operation that moved the
+	// cluster meanwhile (a stop, a start, a down) knows better than this
+	// observation, which is dropped.
+	seen := c.Version
+	status, reason := c.Status, h.Reason
 	switch {
 	case len(nodes) == 0:
-		b.closeUsage(ctx, c)
-		b.event(ctx, c, string(from), "TERMINATED", "nodes no longer exist")
-		return nil, b.Store.DeleteCluster(ctx, c.Name)
-	case stopped == len(nodes):
-		if c.Status != state.ClusterStopped {
-			c.Status = state.ClusterStopped
-			b.closeUsage(ctx, c)
+		_, err := b.Store.RemoveCluster(context.WithoutCancel(ctx), c.Name, "status refresh: nodes no longer exist", func(row *state.Cluster) error {
+			if row.Version != seen {
+				return state.ErrNoChange
+			}
+			return nil
+		})
+		if errors.Is(err, state.ErrNotFound) {
+			err = nil
 		}
+		if err != nil {
+			return c, err
+		}
+		cur, err := b.Store.GetCluster(ctx, c.Name)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil
+		}
+		return cur, err
+	case stopped == len(nodes):
+		status = state.ClusterStopped
 	case up == len(nodes) && c.Status != state.ClusterStopped:
 		runners, err := p.Runners(h.Info)
 		if err != nil {
@@ -175,28 +202,39 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 		var rep agent.StatusReport
 		aerr := b.agentCall(ctx, runners[0], nil, &rep, "status")
 		if aerr != nil || !rep.Daemon.Alive {
-			reason := "the head node's agent is not running"
+			why := "the head node's agent is not running"
 			if aerr != nil {
-				reason += ": " + aerr.Error()
+				why += ": " + aerr.Error()
 			} else if rep.Daemon.Error != "" {
-				reason += ": " + rep.Daemon.Error
+				why += ": " + rep.Daemon.Error
 			}
-			c.Status = state.ClusterInit
-			h.Reason = reason + "; run `sky start` or `sky launch` again to repair it"
+			status, reason = state.ClusterInit, why+"; run `sky start` or `sky launch` again to repair it"
 		} else if c.Status == state.ClusterInit && h.Reason != "" && c.ClusterEverUp {
-			c.Status = state.ClusterUp
-			h.Reason = ""
+			status, reason = state.ClusterUp, ""
 		}
 	default:
-		c.Status = state.ClusterInit
-		h.Reason = fmt.Sprintf("%d of %d nodes are up", up, len(nodes))
+		status, reason = state.ClusterInit, fmt.Sprintf("%d of %d nodes are up", up, len(nodes))
 	}
-	b.saveHandle(c, h)
-	if err := b.Store.UpsertCluster(ctx, c); err != nil {
+	if status == c.Status && reason == h.Reason {
+		return c, nil
+	}
+	err = b.update(ctx, c, h, func(row *state.Cluster, rh *Handle) (string, error) {
+		if row.Version != seen {
+			return "", state.ErrNoChange
+		}
+		moved := row.Status != status
+		row.Status, rh.Reason = status, reason
+		if !moved {
+			return "", nil // only the reason changed: no event
+		}
+		return "status refresh: " + reason, nil
+	})
+	if err != nil {
+		var ce *ClusterError
+		if errors.As(err, &ce) && ce.Type == "ClusterDoesNotExist" {
+			return nil, nil
+		}
 		return c, err
-	}
-	if from != c.Status {
-		b.event(ctx, c, string(from), string(c.Status), "status refresh: "+h.Reason)
 	}
 	return c, nil
 }
@@ -255,47 +293,13 @@ func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, 
 	if err := b.agentCall(ctx, head, nil, nil, "set-autostop", args...); err != nil {
 		return err
 	}
-	c.Autostop, c.ToDown = cfg.IdleMinutes, cfg.Down && cfg.IdleMinutes >= 0
-	if cfg.IdleMinutes < 0 {
-		c.Autostop = -1
-	}
-	return b.Store.UpsertCluster(ctx, c)
-}
-
-// openUsage starts a new usage interval in the cluster's history row.
-func (b *Backend) openUsage(ctx context.Context, c *state.Cluster) {
-	b.editHistory(ctx, c, func(h *state.History) {
-		n := len(h.UsageIntervals)
-		if n == 0 || h.UsageIntervals[n-1].End != nil {
-			h.UsageIntervals = append(h.UsageIntervals, state.Interval{Start: time.Now().Unix()})
+	return b.update(ctx, c, h, func(c *state.Cluster, _ *Handle) (string, error) {
+		c.Autostop, c.ToDown = cfg.IdleMinutes, cfg.Down && cfg.IdleMinutes >= 0
+		if cfg.IdleMinutes < 0 {
+			c.Autostop = -1
 		}
+		return "", nil
 	})
-}
-
-// closeUsage ends the open usage interval.
-func (b *Backend) closeUsage(ctx context.Context, c *state.Cluster) {
-	b.editHistory(ctx, c, func(h *state.History) {
-		n := len(h.UsageIntervals)
-		if n > 0 && h.UsageIntervals[n-1].End == nil {
-			now := time.Now().Unix()
-			h.UsageIntervals[n-1].End = &now
-		}
-	})
-}
-
-func (b *Backend) editHistory(ctx context.Context, c *state.Cluster, edit func(*state.History)) {
-	ctx = context.WithoutCancel(ctx)
-	hs, err := b.Store.ListHistory(ctx, 0)
-	if err != nil {
-		return
-	}
-	for _, h := range hs {
-		if h.ClusterHash == c.ClusterHash {
-			edit(h)
-			_ = b.Store.AddHistory(ctx, h)
-			return
-		}
-	}
 }
 
 // Queue returns the jobs of a cluster.

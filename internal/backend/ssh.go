@@ -93,7 +93,7 @@ func (b *Backend) SSHProvisioner(pool string) (*ssh.Provisioner, error) {
 	if err != nil {
 		return nil, &provision.ConfigError{Where: "ssh/" + pool, Msg: "reading ~/.ssh/config", Err: err}
 	}
-	return ssh.NewProvisioner(b.Home, p, res, b.SSHDialer()), nil
+	return ssh.NewProvisioner(b.Home, p, res, b.SSHDialer(), b.Store), nil
 }
 
 // isSSH says whether a handle's cluster lives on an SSH node pool.

@@ -412,8 +412,8 @@ func TestE2EAuth(t *testing.T) {
 	if !strings.Contains(out, "Logged into") {
 		t.Fatalf("login: %s", out)
 	}
-	if st, err := os.Stat(filepath.Join(e.home, ".sky", "config.yaml")); err != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("config.yaml after login: %v %v", st, err)
+	if st, err := os.Stat(client.LoginPath(e.home)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("login file after login: %v %v", st, err)
 	}
 	out = e.mustSky("api", "cancel", aID)
 	if !strings.Contains(out, "Cancelled 1 request") || alive(pid) {

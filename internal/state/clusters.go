@@ -43,11 +43,14 @@ type Cluster struct {
 	LastCreationYAML    string          `json:"last_creation_yaml"`
 	LastCreationCommand string          `json:"last_creation_command"`
 	Metadata            json.RawMessage `json:"metadata,omitempty"`
+	// Version counts the writes of the row; every update is conditional
+	// on it (see UpdateCluster).
+	Version int64 `json:"-"`
 }
 
 const clusterCols = `name, cluster_hash, user_hash, user_name, workspace, status, handle, resources,
 	num_nodes, launched_at, autostop, to_down, last_use, status_updated_at, cluster_ever_up,
-	is_managed, config_hash, last_creation_yaml, last_creation_command, metadata`
+	is_managed, config_hash, last_creation_yaml, last_creation_command, metadata, version`
 
 func scanCluster(sc interface{ Scan(...any) error }) (*Cluster, error) {
 	var c Cluster
@@ -56,7 +59,7 @@ func scanCluster(sc interface{ Scan(...any) error }) (*Cluster, error) {
 	if err := sc.Scan(&c.Name, &c.ClusterHash, &c.UserHash, &c.UserName, &c.Workspace, &c.Status,
 		&handle, &res, &c.NumNodes, &c.LaunchedAt, &c.Autostop, &toDown, &c.LastUse,
 		&c.StatusUpdatedAt, &everUp, &managed, &c.ConfigHash, &c.LastCreationYAML,
-		&c.LastCreationCommand, &meta); err != nil {
+		&c.LastCreationCommand, &meta, &c.Version); err != nil {
 		return nil, err
 	}
 	c.Handle, c.Resources, c.Metadata = rawOrNil(handle), rawOrNil(res), rawOrNil(meta)
@@ -69,42 +72,6 @@ func rawOrNil(s string) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(s)
-}
-
-// UpsertCluster inserts the cluster or replaces every column of the row
-// with the same name. status_updated_at is stamped when zero; reaching UP
-// sets cluster_ever_up.
-func (s *Store) UpsertCluster(ctx context.Context, c *Cluster) error {
-	if c.Name == "" || c.Status == "" {
-		return errors.New("upsert cluster: name and status are required")
-	}
-	if c.Workspace == "" {
-		c.Workspace = "default"
-	}
-	if c.NumNodes == 0 {
-		c.NumNodes = 1
-	}
-	if c.StatusUpdatedAt == 0 {
-		c.StatusUpdatedAt = time.Now().Unix()
-	}
-	if c.Status == ClusterUp {
-		c.ClusterEverUp = true
-	}
-	cols := strings.Split(strings.Join(strings.Fields(clusterCols), ""), ",")
-	var sets []string
-	for _, col := range cols[1:] {
-		sets = append(sets, col+" = excluded."+col)
-	}
-	// ON CONFLICT ... DO UPDATE is spelled the same in SQLite (3.24+) and
-	// PostgreSQL.
-	_, err := s.exec(ctx, "upsert cluster", `INSERT INTO clusters (`+clusterCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET `+strings.Join(sets, ", "),
-		c.Name, c.ClusterHash, c.UserHash, c.UserName, c.Workspace, string(c.Status), string(c.Handle),
-		string(c.Resources), c.NumNodes, c.LaunchedAt, c.Autostop, boolInt(c.ToDown), c.LastUse,
-		c.StatusUpdatedAt, boolInt(c.ClusterEverUp), boolInt(c.IsManaged), c.ConfigHash,
-		c.LastCreationYAML, c.LastCreationCommand, string(c.Metadata))
-	return err
 }
 
 // GetCluster finds a cluster by name.
@@ -164,42 +131,6 @@ func (s *Store) ListClusters(ctx context.Context, f ClusterFilter) ([]*Cluster, 
 		out = append(out, c)
 	}
 	return out, rows.Err()
-}
-
-// SetClusterStatus moves a cluster to `to` only if its status is one of
-// `from` (compare-and-set) and reports whether it moved.
-func (s *Store) SetClusterStatus(ctx context.Context, name string, from []ClusterStatus, to ClusterStatus) (bool, error) {
-	if len(from) == 0 {
-		return false, errors.New("set cluster status: no from-statuses given")
-	}
-	everUp := 0
-	if to == ClusterUp {
-		everUp = 1
-	}
-	args := []any{string(to), time.Now().Unix(), everUp, name}
-	for _, f := range from {
-		args = append(args, string(f))
-	}
-	res, err := s.exec(ctx, "set cluster status", `UPDATE clusters SET status = ?, status_updated_at = ?,
-		cluster_ever_up = CASE WHEN ? = 1 THEN 1 ELSE cluster_ever_up END
-		WHERE name = ? AND status IN `+inClause(len(from)), args...)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
-
-// DeleteCluster removes a cluster row (its history and events remain).
-func (s *Store) DeleteCluster(ctx context.Context, name string) error {
-	res, err := s.exec(ctx, "delete cluster", `DELETE FROM clusters WHERE name = ?`, name)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("cluster %s: %w", name, ErrNotFound)
-	}
-	return nil
 }
 
 // ClusterEvent is one line of a cluster's event log (`sky status -v`).

@@ -119,6 +119,15 @@ var migrations = []migration{
 			updated_at DOUBLE PRECISION NOT NULL
 		)`,
 	}},
+	{5, "cluster row versions and versioned documents", []string{
+		`ALTER TABLE clusters ADD COLUMN version BIGINT NOT NULL DEFAULT 1`,
+		`CREATE TABLE documents (
+			key TEXT PRIMARY KEY,
+			value TEXT NOT NULL,
+			version BIGINT NOT NULL,
+			updated_at DOUBLE PRECISION NOT NULL
+		)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

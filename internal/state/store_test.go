@@ -326,42 +326,71 @@ func TestClusters(t *testing.T) {
 		s := open()
 		c := &Cluster{Name: "dev", ClusterHash: "h1", UserHash: "u1", UserName: "alice", Status: ClusterInit,
 			Handle: json.RawMessage(`{"ip":"10.0.0.1"}`), Resources: json.RawMessage(`{"cpus":"4"}`), NumNodes: 2, LaunchedAt: 100, Autostop: -1}
-		if err := s.UpsertCluster(ctx, c); err != nil {
+		if err := s.CreateCluster(ctx, c, "launch"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.UpsertCluster(ctx, &Cluster{Name: "other", UserHash: "u2", Status: ClusterStopped}); err != nil {
+		if err := s.CreateCluster(ctx, &Cluster{Name: "dev", Status: ClusterInit}, "again"); !errors.Is(err, ErrExists) {
+			t.Fatalf("second create of dev: %v, want ErrExists", err)
+		}
+		if err := s.CreateCluster(ctx, &Cluster{Name: "other", UserHash: "u2", Status: ClusterStopped}, ""); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.GetCluster(ctx, "dev")
-		if err != nil || got.NumNodes != 2 || string(got.Handle) != `{"ip":"10.0.0.1"}` || got.Workspace != "default" || got.ClusterEverUp {
+		if err != nil || got.NumNodes != 2 || string(got.Handle) != `{"ip":"10.0.0.1"}` || got.Workspace != "default" || got.ClusterEverUp || got.Version != 1 {
 			t.Fatalf("dev = %+v, %v", got, err)
 		}
 
+		// A mutation decides over the current row: moves only from the
+		// statuses it accepts, and ErrNoChange writes nothing.
+		move := func(from []ClusterStatus, to ClusterStatus) Mutation {
+			return func(c *Cluster) (string, error) {
+				for _, f := range from {
+					if c.Status == f {
+						c.Status = to
+						return "to " + string(to), nil
+					}
+				}
+				return "", ErrNoChange
+			}
+		}
 		for _, tc := range []struct {
 			from []ClusterStatus
 			to   ClusterStatus
-			want bool
+			want ClusterStatus
 		}{
-			{[]ClusterStatus{ClusterStopped}, ClusterUp, false},
-			{[]ClusterStatus{ClusterInit}, ClusterUp, true},
-			{[]ClusterStatus{ClusterInit}, ClusterStopped, false},
-			{[]ClusterStatus{ClusterUp, ClusterInit}, ClusterStopped, true},
+			{[]ClusterStatus{ClusterStopped}, ClusterUp, ClusterInit},
+			{[]ClusterStatus{ClusterInit}, ClusterUp, ClusterUp},
+			{[]ClusterStatus{ClusterInit}, ClusterStopped, ClusterUp},
+			{[]ClusterStatus{ClusterUp, ClusterInit}, ClusterStopped, ClusterStopped},
 		} {
-			ok, err := s.SetClusterStatus(ctx, "dev", tc.from, tc.to)
-			if err != nil || ok != tc.want {
-				t.Errorf("SetClusterStatus(%v -> %s) = %v, %v; want %v", tc.from, tc.to, ok, err, tc.want)
+			c, err := s.UpdateCluster(ctx, "dev", move(tc.from, tc.to))
+			if err != nil || c.Status != tc.want {
+				t.Errorf("UpdateCluster(%v -> %s) = %v, %v; want %s", tc.from, tc.to, c, err, tc.want)
 			}
 		}
 		got, _ = s.GetCluster(ctx, "dev")
-		if got.Status != ClusterStopped || !got.ClusterEverUp {
-			t.Fatalf("after transitions: status %s ever_up %v", got.Status, got.ClusterEverUp)
+		if got.Status != ClusterStopped || !got.ClusterEverUp || got.Version != 3 {
+			t.Fatalf("after transitions: status %s ever_up %v version %d", got.Status, got.ClusterEverUp, got.Version)
 		}
-		got.Autostop, got.ToDown = 10, true
-		if err := s.UpsertCluster(ctx, got); err != nil {
+		if _, err := s.UpdateCluster(ctx, "dev", func(c *Cluster) (string, error) {
+			c.Autostop, c.ToDown = 10, true
+			return "", nil
+		}); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ = s.GetCluster(ctx, "dev"); got.Autostop != 10 || !got.ToDown {
-			t.Fatalf("upsert did not update: %+v", got)
+		if got, _ = s.GetCluster(ctx, "dev"); got.Autostop != 10 || !got.ToDown || got.Status != ClusterStopped {
+			t.Fatalf("update did not apply: %+v", got)
+		}
+		if _, err := s.UpdateCluster(ctx, "nope", move(nil, ClusterUp)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("update of a missing cluster: %v", err)
+		}
+		evs, _ := s.ListClusterEvents(ctx, "dev", 0)
+		var moves []string
+		for _, e := range evs {
+			moves = append(moves, e.FromStatus+">"+e.ToStatus)
+		}
+		if fmt.Sprint(moves) != "[>INIT INIT>UP UP>STOPPED]" {
+			t.Fatalf("events = %v, want each transition once", moves)
 		}
 		for _, tc := range []struct {
 			f    ClusterFilter
@@ -380,11 +409,11 @@ func TestClusters(t *testing.T) {
 		}
 
 		for i, reason := range []string{"launched", "up", "stopped"} {
-			if err := s.AddClusterEvent(ctx, &ClusterEvent{ClusterName: "dev", Reason: reason, TransitionedAt: float64(10 + i)}); err != nil {
+			if err := s.AddClusterEvent(ctx, &ClusterEvent{ClusterName: "dev", Reason: reason, TransitionedAt: float64(time.Now().Unix() + 10 + int64(i))}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		evs, _ := s.ListClusterEvents(ctx, "dev", 2)
+		evs, _ = s.ListClusterEvents(ctx, "dev", 2)
 		if len(evs) != 2 || evs[0].Reason != "up" || evs[1].Reason != "stopped" {
 			t.Fatalf("last two events = %+v", evs)
 		}
@@ -395,8 +424,117 @@ func TestClusters(t *testing.T) {
 		if _, err := s.GetCluster(ctx, "dev"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("deleted cluster: %v", err)
 		}
-		if evs, _ := s.ListClusterEvents(ctx, "dev", 0); len(evs) != 3 {
+		if evs, _ := s.ListClusterEvents(ctx, "dev", 0); len(evs) != 7 {
 			t.Fatalf("events must outlive the cluster, got %d", len(evs))
+		}
+	})
+}
+
+// TestClusterUpdatesRace: writers on two handles of one database (two
+// server processes) lose no update, and each status transition is recorded
+// exactly once.
+func TestClusterUpdatesRace(t *testing.T) {
+	dialects(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		a, b := open(), open()
+		if err := a.CreateCluster(ctx, &Cluster{Name: "hot", ClusterHash: "hh", Status: ClusterUp, Autostop: 0}, "up"); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddHistory(ctx, &History{ClusterHash: "hh", Name: "hot", LaunchedAt: 1, UsageIntervals: []Interval{{Start: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		const writers, rounds = 8, 25
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		flips := 0
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := a
+				if w%2 == 1 {
+					s = b
+				}
+				for i := range rounds {
+					moved := false
+					_, err := s.UpdateCluster(ctx, "hot", func(c *Cluster) (string, error) {
+						moved = false
+						c.Autostop++
+						// Odd writers stop an UP cluster, even ones start a
+						// STOPPED one: a decision over the row they see.
+						switch {
+						case w%2 == 1 && c.Status == ClusterUp:
+							c.Status, moved = ClusterStopped, true
+						case w%2 == 0 && c.Status == ClusterStopped:
+							c.Status, moved = ClusterUp, true
+						}
+						return "", nil
+					})
+					if err != nil {
+						t.Errorf("writer %d round %d: %v", w, i, err)
+						return
+					}
+					if moved {
+						mu.Lock()
+						flips++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		got, err := a.GetCluster(ctx, "hot")
+		if err != nil || got.Autostop != writers*rounds || got.Version != 1+writers*rounds {
+			t.Fatalf("after %d updates: %+v, %v (lost updates)", writers*rounds, got, err)
+		}
+		evs, _ := a.ListClusterEvents(ctx, "hot", 0)
+		if len(evs)-1 != flips {
+			t.Fatalf("%d status flips but %d transition events", flips, len(evs)-1)
+		}
+		for i := 1; i < len(evs); i++ {
+			if evs[i].FromStatus != evs[i-1].ToStatus || evs[i].FromStatus == evs[i].ToStatus {
+				t.Fatalf("event %d %s>%s does not follow %s>%s", i, evs[i].FromStatus, evs[i].ToStatus, evs[i-1].FromStatus, evs[i-1].ToStatus)
+			}
+		}
+		// Usage intervals follow the flips: one open per UP period.
+		hs, _ := a.ListHistory(ctx, 0)
+		ups := 1 + flips/2
+		if len(hs) != 1 || len(hs[0].UsageIntervals) != ups {
+			t.Fatalf("usage intervals = %v, want %d (one per UP period)", hs[0].UsageIntervals, ups)
+		}
+	})
+}
+
+func TestDocumentsRace(t *testing.T) {
+	dialects(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		a, b := open(), open()
+		var wg sync.WaitGroup
+		for w := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := []*Store{a, b}[w%2]
+				for range 20 {
+					err := s.UpdateDocument(ctx, "counter", func(cur []byte) ([]byte, bool, error) {
+						n := 0
+						if cur != nil {
+							fmt.Sscan(string(cur), &n)
+						}
+						return []byte(fmt.Sprint(n + 1)), true, nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		var got []byte
+		_ = a.UpdateDocument(ctx, "counter", func(cur []byte) ([]byte, bool, error) { got = cur; return nil, false, nil })
+		if string(got) != "120" {
+			t.Fatalf("counter = %q after 120 increments", got)
 		}
 	})
 }

@@ -12,10 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -40,16 +38,20 @@ var hostPaths = []string{"~/.sky/agent", "~/.sky/hooks", "~/sky_workdir", "~/sky
 
 // Provisioner implements provision.Provisioner for one SSH node pool
 // (`infra: ssh/<pool>`). A host serves one cluster at a time: which host
-// belongs to which cluster is recorded in a claims file (~/.sky/ssh/
-// claims.json by default), changed only under an exclusive file lock so
-// that concurrent launches never claim the same host twice. Hosts are
-// keyed by their resolved user@address:port, so a machine listed in two
-// pools is still claimed once.
+// belongs to which cluster is one document in the API server's database,
+// changed only by conditional read-modify-writes, so that concurrent
+// launches — in one server or in two sharing a PostgreSQL — never claim
+// the same host twice. Hosts are keyed by their resolved
+// user@address:port, so a machine listed in two pools is still claimed
+// once.
 type Provisioner struct {
-	Pool       *Pool
-	Resolver   *Resolver
-	Dialer     *Dialer
-	ClaimsPath string
+	Pool     *Pool
+	Resolver *Resolver
+	Dialer   *Dialer
+	Claims   ClaimStore
+	// LegacyClaimsPath is the claims file of earlier builds; its contents
+	// seed the database document once.
+	LegacyClaimsPath string
 	// ProbeTimeout bounds probing one host during Provision (default 20 s).
 	ProbeTimeout time.Duration
 	Log          *slog.Logger
@@ -57,15 +59,23 @@ type Provisioner struct {
 
 var _ provision.Provisioner = (*Provisioner)(nil)
 
-// DefaultClaimsPath is ~/.sky/skygo/ssh/claims.json under home.
-func DefaultClaimsPath(home string) string {
-	return filepath.Join(paths.Root(home), "ssh", "claims.json")
+// ClaimStore keeps the host claims document; the API server's
+// *state.Store implements it.
+type ClaimStore interface {
+	UpdateDocument(ctx context.Context, key string, fn func(cur []byte) ([]byte, bool, error)) error
 }
 
-// NewProvisioner returns a provisioner for pool keeping claims in
-// DefaultClaimsPath(home).
-func NewProvisioner(home string, pool *Pool, res *Resolver, d *Dialer) *Provisioner {
-	return &Provisioner{Pool: pool, Resolver: res, Dialer: d, ClaimsPath: DefaultClaimsPath(home)}
+// claimsKey names the claims document.
+const claimsKey = "ssh/host_claims"
+
+// legacyClaimsPath is where builds before the database kept the claims.
+func legacyClaimsPath(home string) string {
+	return filepath.Join(home, ".sky", "ssh", "claims.json")
+}
+
+// NewProvisioner returns a provisioner for pool keeping claims in store.
+func NewProvisioner(home string, pool *Pool, res *Resolver, d *Dialer, store ClaimStore) *Provisioner {
+	return &Provisioner{Pool: pool, Resolver: res, Dialer: d, Claims: store, LegacyClaimsPath: legacyClaimsPath(home)}
 }
 
 func (p *Provisioner) where() string { return "ssh/" + p.Pool.Name }
@@ -103,45 +113,38 @@ func (p *Provisioner) validName(name string) error {
 	return nil
 }
 
-// withClaims runs fn on the claims file under an exclusive lock and
-// writes the result back (atomically) when fn says so.
-func (p *Provisioner) withClaims(fn func(c *claims) (bool, error)) error {
-	if err := os.MkdirAll(filepath.Dir(p.ClaimsPath), 0o700); err != nil {
-		return fmt.Errorf("SSH host claims: %w", err)
+// withClaims runs fn on the current claims and writes the result back
+// when fn says so, conditionally on nobody having written in between (fn
+// may then run again on the newer claims).
+func (p *Provisioner) withClaims(ctx context.Context, fn func(c *claims) (bool, error)) error {
+	if p.Claims == nil {
+		return errors.New("SSH host claims: no claim store configured")
 	}
-	lf, err := os.OpenFile(p.ClaimsPath+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	err := p.Claims.UpdateDocument(context.WithoutCancel(ctx), claimsKey, func(cur []byte) ([]byte, bool, error) {
+		if cur == nil && p.LegacyClaimsPath != "" {
+			// Claims an earlier build kept in a file carry over.
+			if b, err := os.ReadFile(p.LegacyClaimsPath); err == nil {
+				cur = b
+			}
+		}
+		c := &claims{Clusters: map[string]*clusterClaim{}}
+		if cur != nil {
+			if err := json.Unmarshal(cur, c); err != nil {
+				return nil, false, fmt.Errorf("the SSH host claims are corrupt (%v)", err)
+			}
+			if c.Clusters == nil {
+				c.Clusters = map[string]*clusterClaim{}
+			}
+		}
+		write, err := fn(c)
+		if err != nil || !write {
+			return nil, false, err
+		}
+		b, err := json.Marshal(c)
+		return b, err == nil, err
+	})
 	if err != nil {
 		return fmt.Errorf("SSH host claims: %w", err)
-	}
-	defer lf.Close()
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("locking SSH host claims: %w", err)
-	}
-	c := &claims{Clusters: map[string]*clusterClaim{}}
-	b, err := os.ReadFile(p.ClaimsPath)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("reading SSH host claims: %w", err)
-	default:
-		if err := json.Unmarshal(b, c); err != nil {
-			return fmt.Errorf("%s is corrupt (%v); fix or remove it (it records which cluster holds which SSH host)", p.ClaimsPath, err)
-		}
-		if c.Clusters == nil {
-			c.Clusters = map[string]*clusterClaim{}
-		}
-	}
-	write, err := fn(c)
-	if err != nil || !write {
-		return err
-	}
-	b, _ = json.MarshalIndent(c, "", "  ")
-	tmp := p.ClaimsPath + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("writing SSH host claims: %w", err)
-	}
-	if err := os.Rename(tmp, p.ClaimsPath); err != nil {
-		return fmt.Errorf("writing SSH host claims: %w", err)
 	}
 	return nil
 }
@@ -167,7 +170,7 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		n = 1
 	}
 	var info *provision.ClusterInfo
-	err := p.withClaims(func(c *claims) (bool, error) {
+	err := p.withClaims(ctx, func(c *claims) (bool, error) {
 		if cc := c.Clusters[spec.Name]; cc != nil {
 			if cc.Pool != p.Pool.Name {
 				return false, &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("cluster %q already exists on ssh/%s; run `sky down %s` first or use another name", spec.Name, cc.Pool, spec.Name)}
@@ -322,9 +325,9 @@ func (p *Provisioner) info(name string, cc *clusterClaim) *provision.ClusterInfo
 	return &provision.ClusterInfo{Name: name, Cloud: CloudName, Region: "ssh-" + cc.Pool, Nodes: nodes}
 }
 
-func (p *Provisioner) claim(name string) (*clusterClaim, error) {
+func (p *Provisioner) claim(ctx context.Context, name string) (*clusterClaim, error) {
 	var cc *clusterClaim
-	err := p.withClaims(func(c *claims) (bool, error) {
+	err := p.withClaims(ctx, func(c *claims) (bool, error) {
 		cc = c.Clusters[name]
 		return false, nil
 	})
@@ -335,8 +338,8 @@ func (p *Provisioner) claim(name string) (*clusterClaim, error) {
 }
 
 // Info returns the cluster's nodes, or nil if it holds no hosts.
-func (p *Provisioner) Info(name string) (*provision.ClusterInfo, error) {
-	cc, err := p.claim(name)
+func (p *Provisioner) Info(ctx context.Context, name string) (*provision.ClusterInfo, error) {
+	cc, err := p.claim(ctx, name)
 	if err != nil || cc == nil {
 		return nil, err
 	}
@@ -352,7 +355,7 @@ func (p *Provisioner) Stop(ctx context.Context, name string) error {
 // Start implements provision.Provisioner: hosts never stop, so a claimed
 // cluster is simply returned.
 func (p *Provisioner) Start(ctx context.Context, name string) (*provision.ClusterInfo, error) {
-	info, err := p.Info(name)
+	info, err := p.Info(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +375,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err := p.validName(name); err != nil {
 		return err
 	}
-	cc, err := p.claim(name)
+	cc, err := p.claim(ctx, name)
 	if err != nil || cc == nil {
 		return err
 	}
@@ -406,7 +409,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return p.withClaims(func(c *claims) (bool, error) {
+	return p.withClaims(ctx, func(c *claims) (bool, error) {
 		if _, ok := c.Clusters[name]; !ok {
 			return false, nil
 		}
@@ -422,7 +425,7 @@ func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeS
 	if err := p.validName(name); err != nil {
 		return nil, err
 	}
-	cc, err := p.claim(name)
+	cc, err := p.claim(ctx, name)
 	if err != nil || cc == nil {
 		return nil, err
 	}

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/state"
 )
 
 // newTestProvisioner builds a provisioner the way `sky` would: the pool
@@ -32,7 +34,14 @@ func newTestProvisioner(t *testing.T, h *testHosts, home string) *Provisioner {
 	}
 	d := NewDialer(DefaultKnownHosts(home))
 	t.Cleanup(func() { d.Close() })
-	return NewProvisioner(home, pool, res, d)
+	// The claims live in a real state database, as in the API server; one
+	// per HOME, shared by every provisioner of that HOME.
+	st, err := state.OpenSQLite(context.Background(), paths.StateDB(home))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return NewProvisioner(home, pool, res, d, st)
 }
 
 func TestProvisionClaimsHostsExclusively(t *testing.T) {
