@@ -2,62 +2,57 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/skygo/skygo/internal/agent"
 	"github.com/skygo/skygo/internal/state"
 )
 
 // Autostop on clusters whose head cannot call back into this API server
-// (SSH node pools: the head is another machine) is carried out here: the
-// head agent decides that the cluster is idle and says so (autostopping);
-// the server sees it on its next sweep and tears the cluster down. Local
-// clusters call back directly and are left alone.
+// (SSH node pools: the head is another machine) is carried out by the
+// server: the head agent decides that the cluster is idle and says so
+// (autostopping); the server's autostop controller sees it and tears the
+// cluster down. Local clusters call back directly and are left alone.
 
-// AutostopSweep checks every UP cluster with autostop set whose head
-// cannot call back, and tears down those whose agent says autostop fired.
-// It is idempotent: a cluster already gone is skipped.
-func (b *Backend) AutostopSweep(ctx context.Context, log io.Writer) {
-	cs, err := b.Store.ListClusters(ctx, state.ClusterFilter{})
+// ErrNotWatched says a cluster needs no server-side autostop watch now
+// (not UP, no autostop set, or its head calls back itself).
+var ErrNotWatched = errors.New("no server-side autostop watch")
+
+// CheckAutostop looks at one cluster: when its head agent says autostop
+// fired, the cluster is torn down. It returns ErrNotWatched when there is
+// nothing to watch, so the caller can stop looking until the next resync.
+// It is idempotent: a cluster already gone is nothing to watch.
+func (b *Backend) CheckAutostop(ctx context.Context, name string, log io.Writer) error {
+	c, err := b.Store.GetCluster(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return ErrNotWatched
+	}
 	if err != nil {
-		fmt.Fprintf(log, "autostop sweep: %v\n", err)
-		return
+		return err
 	}
-	for _, c := range cs {
-		if c.Status != state.ClusterUp || c.Autostop < 0 {
-			continue
-		}
-		h, err := HandleOf(c)
-		if err != nil || h.Info == nil || !isSSH(h) {
-			continue
-		}
-		runners, err := b.runners(h)
-		if err != nil {
-			continue
-		}
-		var rep agent.StatusReport
-		if err := b.agentCall(ctx, runners[0], nil, &rep, "status"); err != nil || rep.Autostop == nil || !rep.Autostop.Autostopping {
-			continue
-		}
-		fmt.Fprintf(log, "autostop: cluster %s has been idle for %d minutes; tearing it down\n", c.Name, c.Autostop)
-		if err := b.Down(ctx, c.Name, User{Hash: c.UserHash, Name: c.UserName}, true, false, log); err != nil {
-			fmt.Fprintf(log, "autostop: tearing down %s: %v\n", c.Name, err)
-		}
+	if c.Status != state.ClusterUp || c.Autostop < 0 {
+		return ErrNotWatched
 	}
-}
-
-// RunAutostopSweeps sweeps every interval until ctx ends.
-func (b *Backend) RunAutostopSweeps(ctx context.Context, interval time.Duration, log io.Writer) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			b.AutostopSweep(ctx, log)
-		}
+	h, err := HandleOf(c)
+	if err != nil || h.Info == nil || !isSSH(h) {
+		return ErrNotWatched
 	}
+	runners, err := b.runners(h)
+	if err != nil {
+		return err
+	}
+	var rep agent.StatusReport
+	if err := b.agentCall(ctx, runners[0], nil, &rep, "status"); err != nil {
+		return err
+	}
+	if rep.Autostop == nil || !rep.Autostop.Autostopping {
+		return nil
+	}
+	fmt.Fprintf(log, "autostop: cluster %s has been idle for %d minutes; tearing it down\n", c.Name, c.Autostop)
+	if err := b.Down(ctx, c.Name, User{Hash: c.UserHash, Name: c.UserName}, true, false, log); err != nil {
+		return fmt.Errorf("autostop: tearing down %s: %w", c.Name, err)
+	}
+	return nil
 }

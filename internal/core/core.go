@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
@@ -23,10 +22,6 @@ import (
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 )
-
-// autostopSweepInterval is how often the server looks for SSH clusters
-// whose head agent says autostop fired.
-const autostopSweepInterval = 10 * time.Second
 
 // Env is what the operations share.
 type Env struct {
@@ -55,9 +50,6 @@ func New(st *state.Store, so server.Options) (*Env, error) {
 	e := &Env{Home: so.Home, Store: st}
 	e.Backend = &backend.Backend{Home: so.Home, Store: st, Sky: sky, Local: lp,
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", server.EnvPort, port)}}
-	// Autostop of clusters whose head cannot call back (SSH node pools) is
-	// carried out by the server; its output goes to the server's log.
-	go e.Backend.RunAutostopSweeps(context.Background(), autostopSweepInterval, os.Stderr)
 	return e, nil
 }
 

@@ -23,8 +23,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
@@ -107,6 +109,10 @@ type Options struct {
 	// WritePIDFile makes Serve write server.pid (what `sky api stop`
 	// reads) and remove it on exit.
 	WritePIDFile bool
+	// Controllers builds the server's long-lived loops (status refresh,
+	// autostop, ...), given the server's metrics registry and logger.
+	// Serve runs them and stops them on shutdown.
+	Controllers func(reg prometheus.Registerer, log *slog.Logger) ([]*controller.Controller, error)
 }
 
 // ApplyEnv fills unset options from the environment, the way `sky api
@@ -149,6 +155,7 @@ type Server struct {
 	closing   atomic.Bool
 	stopExec  context.CancelFunc
 	closeOnce sync.Once
+	loops     *controller.Runner
 }
 
 // isLoopback reports whether host only accepts local connections.
@@ -231,6 +238,13 @@ func New(opts Options, ops []Op) (*Server, error) {
 	s.metrics = newMetrics(s.exec.long, s.exec.short)
 	s.exec.metrics = s.metrics
 	s.store.SetObserver(s.metrics.observeDB)
+	if opts.Controllers != nil {
+		cs, err := opts.Controllers(s.metrics.reg, s.log)
+		if err != nil {
+			return fail(fmt.Errorf("controllers: %w", err))
+		}
+		s.loops = controller.NewRunner(cs...)
+	}
 
 	for _, op := range append(builtinOps(), ops...) {
 		if op.Name == "" || op.Run == nil || strings.ContainsAny(op.Name, "/ ") {
@@ -311,15 +325,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("API server listening", "addr", ln.Addr().String(), "pid", os.Getpid(), "version", version.Version,
 		"db", s.store.Where(), "long_workers", cap(s.exec.long.sem), "short_workers", cap(s.exec.short.sem),
 		"basic_auth", s.opts.BasicAuth, "service_accounts", s.opts.ServiceAccounts)
+	if s.loops != nil {
+		if err := s.loops.Start(ctx); err != nil {
+			return err
+		}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
+		s.stopLoops()
 		return err
 	case <-ctx.Done():
 	}
 	s.closing.Store(true)
 	s.log.Info("API server shutting down")
+	s.stopLoops()
 	s.abortRunning("the API server was stopped while this request was running; run the command again")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -327,6 +348,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		hs.Close() // streams in follow mode do not end by themselves
 	}
 	return nil
+}
+
+// stopLoops cancels the controllers and waits for their reconciles,
+// within the shutdown bound.
+func (s *Server) stopLoops() {
+	if s.loops == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.loops.Stop(sctx); err != nil {
+		s.log.Warn("stopping controllers", "err", err)
+	}
 }
 
 // abortRunning records every active request of this process FAILED and
@@ -343,6 +377,7 @@ func (s *Server) abortRunning(msg string) {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.stopLoops()
 		if s.stopExec != nil {
 			s.stopExec()
 		}

@@ -1,0 +1,106 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// The server's long-lived loops, as reconcilers keyed by cluster name (see
+// internal/controller): each resync lists every cluster, and each
+// reconcile looks at one, so a cluster that hangs or fails holds one
+// worker for at most the timeout and never delays the others.
+const (
+	// autostopEvery is how often clusters whose head cannot call back
+	// (SSH node pools) are checked for an autostop that fired.
+	autostopEvery = 10 * time.Second
+	// refreshEvery is how often every cluster's status is observed.
+	refreshEvery = time.Minute
+	// refreshTimeout bounds one cluster's refresh (and `status -r`'s wait
+	// for a cluster that does not answer).
+	refreshTimeout = 30 * time.Second
+	// refreshWorkers bounds the refreshes in flight.
+	refreshWorkers = 16
+)
+
+// Controllers builds the reconcilers the server runs, with their metrics
+// on reg (nil: none) and their logs on log.
+func (e *Env) Controllers(reg prometheus.Registerer, log *slog.Logger) ([]*controller.Controller, error) {
+	var m *controller.Metrics
+	if reg != nil {
+		var err error
+		if m, err = controller.NewMetrics(reg); err != nil {
+			return nil, err
+		}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	autostop := controller.New(controller.ReconcilerFunc(e.reconcileAutostop), controller.Options{
+		Name: "autostop", Workers: 8, Logger: log, Metrics: m, Timeout: 5 * time.Minute,
+		Resync: e.allClusterNames, ResyncEvery: autostopEvery,
+	})
+	refresh := controller.New(controller.ReconcilerFunc(e.reconcileStatus), controller.Options{
+		Name: "status-refresh", Workers: refreshWorkers, Logger: log, Metrics: m, Timeout: refreshTimeout,
+		Resync: e.allClusterNames, ResyncEvery: refreshEvery,
+	})
+	return []*controller.Controller{autostop, refresh}, nil
+}
+
+func (e *Env) allClusterNames(ctx context.Context) ([]string, error) {
+	cs, err := e.Store.ListClusters(ctx, state.ClusterFilter{})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return names, nil
+}
+
+// reconcileAutostop carries out a fired autostop on a cluster whose head
+// cannot call the server back.
+func (e *Env) reconcileAutostop(ctx context.Context, name string) (controller.Result, error) {
+	w := logWriter{controller.Logger(ctx)}
+	err := e.Backend.CheckAutostop(ctx, name, w)
+	if errors.Is(err, backend.ErrNotWatched) {
+		return controller.Result{}, nil // the next resync looks again
+	}
+	return controller.Result{}, err
+}
+
+// reconcileStatus observes one cluster and records what it finds.
+func (e *Env) reconcileStatus(ctx context.Context, name string) (controller.Result, error) {
+	c, err := e.Store.GetCluster(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	_, err = e.Backend.Refresh(ctx, c)
+	return controller.Result{}, err
+}
+
+// logWriter turns the backend's progress lines into log records.
+type logWriter struct{ log *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info(string(bytesTrimNL(p)))
+	return len(p), nil
+}
+
+func bytesTrimNL(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
