@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // Autostop wait_for modes (runtime.md §Autostop).
@@ -247,7 +247,7 @@ func startDetached(p paths, action, event string) error {
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k != local.EnvNode && k != envRankTag {
+		if k != proc.EnvNode && k != envRankTag {
 			env = append(env, kv)
 		}
 	}

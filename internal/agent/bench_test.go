@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/agent"
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // BenchmarkSubmitLatency compares `sky agent submit` on an UP node with
@@ -18,7 +18,7 @@ import (
 // ratio is the figure to watch.
 func BenchmarkSubmitLatency(b *testing.B) {
 	c := newCluster(b, 1, 2)
-	env := local.NodeEnv(os.Environ(), c.home(0), c.info.Nodes[0].InternalIP)
+	env := proc.NodeEnv(os.Environ(), c.home(0), c.info.Nodes[0].InternalIP)
 	spec, _ := json.Marshal(agent.JobSpec{Run: "true", CPUs: ptr(0.001)})
 	run := func(name string, args []string, stdin string) time.Duration {
 		cmd := exec.Command(name, args...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skygo/skygo/internal/agent"
 	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/testutil"
 )
@@ -155,20 +156,7 @@ func (c *cluster) home(i int) string { return c.info.Nodes[i].Home }
 
 // rankProcs lists live processes of one rank (by its environment tag).
 func (c *cluster) rankProcs(job, rank, node int) []int {
-	return local.ProcsWithEnv(fmt.Sprintf("SKYGO_RANK_TAG=%s:%d:%d", c.home(node), job, rank))
-}
-
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return !(i > 0 && s[i+2] == 'Z')
+	return proc.ProcsWithEnv(fmt.Sprintf("SKYGO_RANK_TAG=%s:%d:%d", c.home(node), job, rank))
 }
 
 func TestTwoNodeJobGetsRankEnvAndLogs(t *testing.T) {
@@ -318,7 +306,7 @@ func TestCancelRunningTwoNodeJob(t *testing.T) {
 		t.Fatalf("cancel: %d %s", code, out)
 	}
 	for _, pid := range j.Pids {
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("rank process %d survived cancel", pid)
 		}
 	}
@@ -364,7 +352,7 @@ func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 	if err := syscall.Kill(rep.Daemon.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for alive(rep.Daemon.Pid) {
+	for proc.Alive(rep.Daemon.Pid) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if rep := c.status(); rep.Daemon.Alive {
@@ -376,7 +364,7 @@ func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 		t.Fatalf("job after daemon death = %+v, want FAILED_DRIVER", j)
 	}
 	for _, pid := range j.Pids {
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("rank process %d survived the daemon's restart", pid)
 		}
 	}
@@ -407,7 +395,7 @@ func TestStopStartKeepsWorkdirTerminateRemovesAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range c.info.Nodes {
-		if procs := local.ProcsWithEnv(local.EnvNode + "=" + c.home(i)); len(procs) > 0 {
+		if procs := proc.ProcsWithEnv(proc.EnvNode + "=" + c.home(i)); len(procs) > 0 {
 			t.Fatalf("node %d has processes after stop: %v", i, procs)
 		}
 	}
@@ -431,7 +419,7 @@ func TestStopStartKeepsWorkdirTerminateRemovesAll(t *testing.T) {
 		t.Errorf("cluster dir after terminate: %v", err)
 	}
 	for i := range c.info.Nodes {
-		if procs := local.ProcsWithEnv(local.EnvNode + "=" + c.home(i)); len(procs) > 0 {
+		if procs := proc.ProcsWithEnv(proc.EnvNode + "=" + c.home(i)); len(procs) > 0 {
 			t.Errorf("node %d has processes after terminate: %v", i, procs)
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // Main runs `sky agent <verb> [flags]` and returns the exit code. It uses
@@ -338,22 +340,9 @@ func stopDaemonVerb() (any, error) {
 	// Wait for the daemon to let go of its lock, so a following start
 	// does not race with the old daemon.
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(pidBytes))); err == nil {
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil && !isZombie(pid) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		proc.WaitGone(pid, 60*time.Second)
 	}
 	return map[string]bool{"stopped": true}, nil
-}
-
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 func killRankVerb(job, rank int) (any, error) {

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -127,7 +127,7 @@ func (rp *rankProc) wait(w io.Writer) int {
 	_ = os.Remove(paths{rp.home}.rankPid(rp.spec.JobID, rp.spec.Rank))
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
-		return local.ExitCode(exitErr.ProcessState)
+		return proc.ExitCode(exitErr.ProcessState)
 	}
 	if err != nil {
 		return 1
@@ -153,7 +153,7 @@ func killRank(home string, job, rank int) error {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pids := local.ProcsWithEnv(tag)
+		pids := proc.ProcsWithEnv(tag)
 		if len(pids) == 0 {
 			return nil
 		}
@@ -230,7 +230,7 @@ type NodeRunner interface {
 // Transports maps Node.Transport to a constructor; "ssh" registers itself
 // in transport_ssh.go, others (Kubernetes) register the same way.
 var Transports = map[string]func(Node) (NodeRunner, error){
-	"local": func(n Node) (NodeRunner, error) { return local.NewRunner(n.Home, n.IP), nil },
+	"local": func(n Node) (NodeRunner, error) { return proc.NewRunner(n.Home, n.IP), nil },
 }
 
 func newNodeRunner(n Node) (NodeRunner, error) {

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
@@ -294,7 +295,7 @@ func stopLocalServer(pidFile string) (bool, error) {
 	if err != nil || pid <= 1 {
 		return false, fmt.Errorf("%s does not hold a pid (%q); remove it", pidFile, strings.TrimSpace(string(b)))
 	}
-	if !processAlive(pid) {
+	if !proc.Alive(pid) {
 		os.Remove(pidFile)
 		return false, nil
 	}
@@ -306,30 +307,10 @@ func stopLocalServer(pidFile string) (bool, error) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return false, fmt.Errorf("stop API server (pid %d): %w", pid, err)
 	}
-	for i := 0; i < 150; i++ {
-		if !processAlive(pid) {
-			return true, nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !proc.WaitGone(pid, 15*time.Second) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 	return true, nil
-}
-
-// processAlive is true for a live, non-zombie process.
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
-		st := b[i+2]
-		return st != 'Z' && st != 'X'
-	}
-	return true
 }
 
 // ---- sky api status ----

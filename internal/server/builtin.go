@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // builtinOps are registered on every server. debug.sleep runs a real child
@@ -23,7 +25,7 @@ func debugSleep(ctx context.Context, r *Request) (any, error) {
 	if b.Seconds < 0 || b.Seconds > 86400 {
 		return nil, &OpError{Type: "ValueError", Message: fmt.Sprintf("seconds=%v: want 0..86400", b.Seconds)}
 	}
-	cmd := Command(ctx, "sleep", strconv.FormatFloat(b.Seconds, 'f', -1, 64))
+	cmd := proc.Command(ctx, "sleep", strconv.FormatFloat(b.Seconds, 'f', -1, 64))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start sleep: %w", err)
 	}

@@ -8,13 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/skygo/skygo/internal/state"
@@ -43,7 +41,7 @@ func (s Schedule) String() string {
 //
 // Run must honour ctx: cancelling a request cancels ctx, and the request is
 // only reported CANCELLED once Run returns. Child processes must be started
-// with Command (or exec.CommandContext plus a process-group kill), so that
+// with proc.Command (or exec.CommandContext plus a process-group kill), so that
 // cancelling also kills everything they spawned.
 type Op struct {
 	Name     string
@@ -86,20 +84,6 @@ func (e *OpError) Error() string { return e.Message }
 
 // ErrorType implements the interface the executor looks for.
 func (e *OpError) ErrorType() string { return e.Type }
-
-// Command is exec.CommandContext for operations: the child gets its own
-// process group, and cancelling ctx kills that whole group (SIGKILL), so a
-// cancelled request leaves no grandchildren running.
-func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The child leads its group, so -pid addresses the whole group.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
-}
 
 // pool bounds how many requests of one schedule run at once.
 type pool struct {
