@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -229,11 +230,11 @@ type NodeRunner interface {
 
 // Transports maps Node.Transport to a constructor; "ssh" registers itself
 // in transport_ssh.go, others (Kubernetes) register the same way.
-var Transports = map[string]func(Node) (NodeRunner, error){
-	"local": func(n Node) (NodeRunner, error) { return proc.NewRunner(n.Home, n.IP), nil },
+var Transports = map[string]func(agentapi.Node) (NodeRunner, error){
+	"local": func(n agentapi.Node) (NodeRunner, error) { return proc.NewRunner(n.Home, n.IP), nil },
 }
 
-func newNodeRunner(n Node) (NodeRunner, error) {
+func newNodeRunner(n agentapi.Node) (NodeRunner, error) {
 	t := n.Transport
 	if t == "" {
 		t = "local"
@@ -251,7 +252,7 @@ func newNodeRunner(n Node) (NodeRunner, error) {
 }
 
 // skyPath is the sky binary to run on node n.
-func skyPath(n Node) string {
+func skyPath(n agentapi.Node) string {
 	if n.Sky != "" {
 		return n.Sky
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -37,7 +37,7 @@ func (b *Backend) AutostopSweep(ctx context.Context, log io.Writer) {
 		if err != nil {
 			continue
 		}
-		var rep agent.StatusReport
+		var rep agentapi.StatusReport
 		if err := b.agentCall(ctx, runners[0], nil, &rep, "status"); err != nil || rep.Autostop == nil || !rep.Autostop.Autostopping {
 			continue
 		}

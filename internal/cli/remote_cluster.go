@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/check"
 )
@@ -231,18 +232,6 @@ func formatDuration(d time.Duration) string {
 	return fmt.Sprintf("%ds", s)
 }
 
-type jobRow struct {
-	JobID       int      `json:"job_id"`
-	JobName     string   `json:"job_name"`
-	Username    string   `json:"username"`
-	SubmittedAt float64  `json:"submitted_at"`
-	StartAt     *float64 `json:"start_at"`
-	EndAt       *float64 `json:"end_at"`
-	Resources   string   `json:"resources"`
-	Status      string   `json:"status"`
-	LogPath     string   `json:"log_path"`
-}
-
 func queueRunRemote(f *Factory, opts *QueueOptions) error {
 	var out map[string][]json.RawMessage
 	b := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, SkipFinished: opts.SkipFinished}
@@ -264,7 +253,7 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 		fmt.Fprintf(opts.IO.Out, "Job queue of %s on cluster %s\n", who, name)
 		tb := newTable(opts.IO.Bold, "ID", "NAME", "USER", "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "LOG")
 		for _, raw := range out[name] {
-			var j jobRow
+			var j agentapi.Job
 			if err := json.Unmarshal(raw, &j); err != nil {
 				return err
 			}
@@ -277,7 +266,7 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 				}
 				dur = formatDuration(time.Duration((end - *j.StartAt) * float64(time.Second)))
 			}
-			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, j.Status, j.LogPath)
+			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, string(j.Status), j.LogPath)
 		}
 		if err := tb.render(opts.IO.Out); err != nil {
 			return err
@@ -308,7 +297,7 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 			} else {
 				fmt.Fprintf(opts.IO.Out, "No job found on cluster '%s'.\n", opts.Cluster)
 			}
-			return &ExitError{Code: 102}
+			return &ExitError{Code: agentapi.ExitNotFound}
 		}
 		fmt.Fprintf(opts.IO.Out, "Job %d: %s\n", st.JobID, st.Status)
 		return jobExit(st.Status)
@@ -341,9 +330,7 @@ func cancelRunRemote(f *Factory, opts *CancelOptions) error {
 		}
 		b.JobIDs = []int{st.JobID}
 	}
-	var res struct {
-		Cancelled []int `json:"cancelled"`
-	}
+	var res agentapi.CancelResult
 	if err := f.call("cancel", b, &res, callOptions{Async: opts.Async}); err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
@@ -239,7 +239,7 @@ func (e *Env) autostop(ctx context.Context, r *server.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := agent.AutostopConfig{IdleMinutes: b.IdleMinutes, Down: b.Down, WaitFor: b.WaitFor}
+	cfg := agentapi.AutostopConfig{IdleMinutes: b.IdleMinutes, Down: b.Down, WaitFor: b.WaitFor}
 	if b.Cancel {
 		cfg.IdleMinutes = -1
 	}
@@ -428,7 +428,7 @@ func (e *Env) queue(ctx context.Context, r *server.Request) (any, error) {
 			}
 		}
 	}
-	out := map[string][]agent.Job{}
+	out := map[string][]agentapi.Job{}
 	var errs []error
 	for _, n := range names {
 		jobs, err := e.Backend.Queue(ctx, n, u, b.AllUsers, b.SkipFinished)
