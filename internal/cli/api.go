@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/server"
@@ -347,7 +348,11 @@ func newAPIStatusCmd(f *Factory) *cobra.Command {
 			}
 			if o.Output == "json" {
 				if recs == nil {
-					recs = []client.Request{}
+					recs = []api.Request{}
+				}
+				// started_at is not among SkyPilot's fields of this output.
+				for i := range recs {
+					recs[i].StartedAt = nil
 				}
 				return printJSON(f.IO.Out, recs)
 			}
@@ -370,7 +375,7 @@ func ctxOf(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-func renderRequests(f *Factory, recs []client.Request, verbose bool) error {
+func renderRequests(f *Factory, recs []api.Request, verbose bool) error {
 	headers := []string{"ID", "USER", "NAME", "CREATED", "STATUS"}
 	if verbose {
 		headers = append(headers, "CLUSTER", "SCHEDULE", "FINISHED")
@@ -381,7 +386,7 @@ func renderRequests(f *Factory, recs []client.Request, verbose bool) error {
 		now = f.Now()
 	}
 	for _, r := range recs {
-		row := []string{r.RequestID, r.UserName, r.Name, ago(now, r.CreatedAt), r.Status}
+		row := []string{r.RequestID, r.UserName, r.Name, ago(now, r.CreatedAt), string(r.Status)}
 		if verbose {
 			fin := "-"
 			if r.FinishedAt != nil {

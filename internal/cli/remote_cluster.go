@@ -12,25 +12,6 @@ import (
 	"github.com/skygo/skygo/internal/check"
 )
 
-// clusterRow is what status prints of a cluster record (the server sends
-// the full `sky status -o json` record; the table needs these fields).
-type clusterRow struct {
-	Name               string  `json:"name"`
-	LaunchedAt         int64   `json:"launched_at"`
-	LastUse            *string `json:"last_use"`
-	Status             string  `json:"status"`
-	Autostop           int     `json:"autostop"`
-	ToDown             bool    `json:"to_down"`
-	UserName           string  `json:"user_name"`
-	UserHash           string  `json:"user_hash"`
-	Cloud              *string `json:"cloud"`
-	Region             *string `json:"region"`
-	ResourcesStr       string  `json:"resources_str"`
-	LastEvent          *string `json:"last_event"`
-	LaunchStatusReason *string `json:"launch_status_reason"`
-	HeadIP             string  `json:"head_ip"`
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -38,7 +19,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func infraCell(r clusterRow) string {
+func infraCell(r api.ClusterRecord) string {
 	cloud := deref(r.Cloud)
 	if cloud == "" {
 		return "-"
@@ -76,7 +57,7 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 	if err := f.call("status", body, &recs, callOptions{}); err != nil {
 		return err
 	}
-	rows := make([]clusterRow, len(recs))
+	rows := make([]api.ClusterRecord, len(recs))
 	for i, raw := range recs {
 		if err := json.Unmarshal(raw, &rows[i]); err != nil {
 			return err
@@ -381,13 +362,6 @@ func checkRunRemote(f *Factory, opts *CheckOptions) error {
 	return nil
 }
 
-// gpusResult is what /list_accelerators returns: the rendered table and
-// strict JSON (the server renders both so NaN prices never travel).
-type gpusResult struct {
-	Table string          `json:"table"`
-	JSON  json.RawMessage `json:"json"`
-}
-
 func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 	name, count := opts.Accelerator, 0.0
 	if name != "" {
@@ -406,7 +380,7 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 			infra += "/" + opts.Region
 		}
 	}
-	var res gpusResult
+	var res api.GPUsResult
 	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions}
 	if err := f.call("list_accelerators", b, &res, callOptions{}); err != nil {
 		return err

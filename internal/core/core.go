@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
@@ -50,11 +51,11 @@ func New(st *state.Store, so server.Options) (*Env, error) {
 	}
 	port := so.Port
 	if port == 0 {
-		port = server.DefaultPort
+		port = api.DefaultPort
 	}
 	e := &Env{Home: so.Home, Store: st}
 	e.Backend = &backend.Backend{Home: so.Home, Store: st, Sky: sky, Local: lp,
-		CallbackEnv: []string{fmt.Sprintf("%s=%d", server.EnvPort, port)}}
+		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
 	// Autostop of clusters whose head cannot call back (SSH node pools) is
 	// carried out by the server; its output goes to the server's log.
 	go e.Backend.RunAutostopSweeps(context.Background(), autostopSweepInterval, os.Stderr)

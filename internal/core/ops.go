@@ -66,7 +66,7 @@ func (e *Env) listAccelerators(ctx context.Context, r *server.Request) (any, err
 		}
 		if inf.Cloud != "" {
 			if !catalog.IsCatalogCloud(inf.Cloud) {
-				return map[string]any{"table": "No accelerators found.\n", "json": json.RawMessage("{}")}, nil
+				return api.GPUsResult{Table: "No accelerators found.\n", JSON: json.RawMessage("{}")}, nil
 			}
 			f.Clouds = []string{inf.Cloud}
 		}
@@ -85,7 +85,7 @@ func (e *Env) listAccelerators(ctx context.Context, r *server.Request) (any, err
 	if err := optimizer.WriteGPUJSON(&js, list); err != nil {
 		return nil, err
 	}
-	return map[string]any{"table": tb.String(), "json": json.RawMessage(bytes.TrimSpace(js.Bytes()))}, nil
+	return api.GPUsResult{Table: tb.String(), JSON: json.RawMessage(bytes.TrimSpace(js.Bytes()))}, nil
 }
 
 // planner returns the optimizer call the backend uses, over the enabled
@@ -258,46 +258,6 @@ func (e *Env) autostop(ctx context.Context, r *server.Request) (any, error) {
 	return names, errors.Join(errs...)
 }
 
-// ClusterRecord is one cluster as `sky status -o json` prints it.
-type ClusterRecord struct {
-	Name               string            `json:"name"`
-	LaunchedAt         int64             `json:"launched_at"`
-	LastUse            *string           `json:"last_use"`
-	Status             string            `json:"status"`
-	Autostop           int               `json:"autostop"`
-	ToDown             bool              `json:"to_down"`
-	Owner              []string          `json:"owner"`
-	Metadata           map[string]any    `json:"metadata"`
-	ClusterHash        string            `json:"cluster_hash"`
-	ClusterEverUp      bool              `json:"cluster_ever_up"`
-	StatusUpdatedAt    int64             `json:"status_updated_at"`
-	UserHash           string            `json:"user_hash"`
-	UserName           string            `json:"user_name"`
-	ConfigHash         *string           `json:"config_hash"`
-	Workspace          string            `json:"workspace"`
-	LastCreationYAML   *string           `json:"last_creation_yaml"`
-	LastCreationCmd    *string           `json:"last_creation_command"`
-	IsManaged          bool              `json:"is_managed"`
-	LastEvent          *string           `json:"last_event"`
-	LaunchStatusReason *string           `json:"launch_status_reason"`
-	ResourcesStr       string            `json:"resources_str"`
-	ResourcesStrFull   string            `json:"resources_str_full"`
-	Nodes              int               `json:"nodes"`
-	Cloud              *string           `json:"cloud"`
-	Region             *string           `json:"region"`
-	CPUs               *string           `json:"cpus"`
-	Memory             *string           `json:"memory"`
-	Accelerators       *string           `json:"accelerators"`
-	Labels             map[string]string `json:"labels"`
-	ClusterNameOnCloud *string           `json:"cluster_name_on_cloud"`
-	NodeNames          *string           `json:"node_names"`
-	Priority           *int              `json:"priority"`
-	PriorityClass      *string           `json:"priority_class"`
-	Links              map[string]string `json:"links"`
-	// HeadIP is the head node's address (`sky status --ip`).
-	HeadIP string `json:"head_ip,omitempty"`
-}
-
 func strp(s string) *string {
 	if s == "" {
 		return nil
@@ -309,12 +269,12 @@ func fmtNum(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
 
-func (e *Env) record(ctx context.Context, c *state.Cluster) ClusterRecord {
+func (e *Env) record(ctx context.Context, c *state.Cluster) api.ClusterRecord {
 	h, err := backend.HandleOf(c)
 	if err != nil {
 		h = &backend.Handle{Reason: err.Error()}
 	}
-	rec := ClusterRecord{Name: c.Name, LaunchedAt: c.LaunchedAt, LastUse: strp(c.LastUse), Status: string(c.Status),
+	rec := api.ClusterRecord{Name: c.Name, LaunchedAt: c.LaunchedAt, LastUse: strp(c.LastUse), Status: string(c.Status),
 		Autostop: c.Autostop, ToDown: c.ToDown, ClusterHash: c.ClusterHash, ClusterEverUp: c.ClusterEverUp,
 		StatusUpdatedAt: c.StatusUpdatedAt, UserHash: c.UserHash, UserName: c.UserName, Workspace: c.Workspace,
 		ConfigHash: strp(c.ConfigHash), LastCreationYAML: strp(c.LastCreationYAML), LastCreationCmd: strp(c.LastCreationCommand),
@@ -390,7 +350,7 @@ func (e *Env) status(ctx context.Context, r *server.Request) (any, error) {
 	for _, n := range b.ClusterNames {
 		want[n] = true
 	}
-	out := []ClusterRecord{}
+	out := []api.ClusterRecord{}
 	for _, c := range cs {
 		if len(want) > 0 && !want[c.Name] {
 			continue

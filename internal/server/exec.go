@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -53,7 +54,7 @@ type Op struct {
 type Request struct {
 	ID          string
 	Name        string // "sky.<op>"
-	User        User
+	User        api.User
 	Body        json.RawMessage // the POSTed JSON object
 	ClusterName string          // body's cluster_name, if any
 	// Log is the request's own log (request_logs/<id>.log); whatever the
@@ -160,7 +161,7 @@ func (e *executor) jobFor(id string) *job {
 }
 
 // submit starts the request's goroutine; it waits for a worker slot.
-func (e *executor) submit(rec *state.Request, op Op, req *Request, logFile *os.File) {
+func (e *executor) submit(rec *api.Request, op Op, req *Request, logFile *os.File) {
 	ctx, cancel := context.WithCancel(e.baseCtx)
 	j := &job{cancel: cancel, done: make(chan struct{})}
 	e.mu.Lock()
@@ -194,12 +195,12 @@ func (e *executor) submit(rec *state.Request, op Op, req *Request, logFile *os.F
 	}()
 }
 
-func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Request, p *pool) {
+func (e *executor) run(ctx context.Context, rec *api.Request, op Op, req *Request, p *pool) {
 	pid := os.Getpid()
 	// The DB may be shared with other goroutines' slow writes; use a
 	// context that survives cancellation so status writes still land.
 	bg := context.WithoutCancel(ctx)
-	ok, err := e.store.SetRequestStatus(bg, rec.RequestID, []state.RequestStatus{state.RequestPending}, state.RequestRunning, state.RequestUpdate{PID: &pid})
+	ok, err := e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestPending}, api.RequestRunning, state.RequestUpdate{PID: &pid})
 	if err != nil || !ok {
 		if err != nil {
 			e.log.Error("start request", "request_id", rec.RequestID, "err", err)
@@ -212,7 +213,7 @@ func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Requ
 	e.log.Info("request started", "request_id", rec.RequestID, "name", rec.Name, "user", rec.UserName, "pool", p.name)
 	result, runErr := safeRun(ctx, op, req)
 
-	to, upd := state.RequestSucceeded, state.RequestUpdate{}
+	to, upd := api.RequestSucceeded, state.RequestUpdate{}
 	switch {
 	case runErr == nil:
 		b, err := json.Marshal(result)
@@ -224,20 +225,20 @@ func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Requ
 		}
 	}
 	if runErr != nil {
-		to = state.RequestFailed
+		to = api.RequestFailed
 		if ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
-			to = state.RequestCancelled
+			to = api.RequestCancelled
 		}
 		s := encodeError(runErr)
 		upd.Error = &s
 		// A failure's message lives in the request record, not the log:
 		// clients print it on stderr after the log ends (`sky api status
 		// -v` shows it too), so it is not printed twice or on stdout.
-		if to == state.RequestCancelled {
+		if to == api.RequestCancelled {
 			fmt.Fprintln(req.Log, "Request cancelled.")
 		}
 	}
-	moved, err := e.store.SetRequestStatus(bg, rec.RequestID, []state.RequestStatus{state.RequestRunning}, to, upd)
+	moved, err := e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestRunning}, to, upd)
 	if err != nil {
 		e.log.Error("finish request", "request_id", rec.RequestID, "err", err)
 	}

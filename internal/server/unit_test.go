@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -110,14 +111,14 @@ func TestVersionAndHealth(t *testing.T) {
 	} {
 		req := httptest.NewRequest("GET", "/api/health", nil)
 		if tc.apiVersion != "" {
-			req.Header.Set(HeaderAPIVersion, tc.apiVersion)
+			req.Header.Set(api.HeaderAPIVersion, tc.apiVersion)
 		}
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, req)
 		if w.Code != tc.wantCode {
 			t.Errorf("client API version %q: HTTP %d, want %d (%s)", tc.apiVersion, w.Code, tc.wantCode, w.Body)
 		}
-		if w.Header().Get(HeaderAPIVersion) == "" || w.Header().Get(HeaderVersion) == "" {
+		if w.Header().Get(api.HeaderAPIVersion) == "" || w.Header().Get(api.HeaderVersion) == "" {
 			t.Errorf("version headers missing")
 		}
 		if tc.wantCode == 400 && !strings.Contains(w.Body.String(), "version_mismatch") {
@@ -151,7 +152,7 @@ func TestOpErrorsAndPanics(t *testing.T) {
 		req := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, req)
-		id := w.Header().Get(HeaderRequestID)
+		id := w.Header().Get(api.HeaderRequestID)
 		if w.Code != 200 || id == "" || strings.TrimSpace(w.Body.String()) != "null" {
 			t.Fatalf("POST %s: %d %q id=%q", tc.path, w.Code, w.Body, id)
 		}
