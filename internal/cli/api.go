@@ -19,16 +19,12 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/core"
 	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
 )
-
-// ServerOps supplies the operations `sky api start` serves (set by
-// cmd/sky to the core operations); when nil only the server's built-in
-// ones (debug.sleep) exist. It gets the server's store and options.
-var ServerOps func(st *state.Store, so server.Options) ([]server.Op, error)
 
 // newAPICmd is the `sky api` group: start/stop the local server, inspect
 // and cancel requests, log in to a remote server.
@@ -124,22 +120,25 @@ func configDB(home string) string {
 	return doc.DB
 }
 
+// runAPIServer serves the core operations in this process. The store is
+// opened here because the operations share it with the server.
 func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	so, err := o.serverOptions()
 	if err != nil {
 		return err
 	}
-	var ops []server.Op
-	if ServerOps != nil {
-		st, err := state.Open(ctx, state.ResolveURI(so.DBURI), state.DefaultSQLitePath(so.Home))
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		so.Store = st
-		if ops, err = ServerOps(st, so); err != nil {
-			return err
-		}
+	st, err := state.Open(ctx, state.ResolveURI(so.DBURI), state.DefaultSQLitePath(so.Home))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	so.Store = st
+	ops, err := core.Ops(core.Options{Home: so.Home, Store: st, Port: so.Port})
+	if err != nil {
+		return err
 	}
 	srv, err := server.New(so, ops)
 	if err != nil {
@@ -149,9 +148,6 @@ func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	ln, err := srv.Listen()
 	if err != nil {
 		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
 )
@@ -115,7 +116,7 @@ type Server struct {
 	ownStore  bool
 	log       *slog.Logger
 	logFile   *os.File
-	ops       map[string]Op // by request name
+	ops       map[string]op.Op // by request name
 	exec      *executor
 	metrics   *metrics
 	auth      authCache
@@ -139,7 +140,7 @@ func isLoopback(host string) bool {
 // New builds a server: it opens the store, checks the auth rules, fails
 // requests a previous server left unfinished, and registers ops plus the
 // built-in ones. It does not listen yet (see Serve).
-func New(opts Options, ops []Op) (*Server, error) {
+func New(opts Options, ops []op.Op) (*Server, error) {
 	ctx := context.Background()
 	if opts.Home == "" {
 		h, err := os.UserHomeDir()
@@ -161,7 +162,7 @@ func New(opts Options, ops []Op) (*Server, error) {
 		return nil, fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it would get admin rights; "+
 			"pass --enable-basic-auth (or ENABLE_BASIC_AUTH=true with SKYPILOT_INITIAL_BASIC_AUTH=user:password) or set ENABLE_SERVICE_ACCOUNTS=true", opts.Host)
 	}
-	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]Op{}, localUser: LocalUser()}
+	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser()}
 	s.auth.m = map[string]authEntry{}
 	for _, d := range []string{s.paths.Dir, s.paths.RequestLogs} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -208,15 +209,15 @@ func New(opts Options, ops []Op) (*Server, error) {
 	s.exec.metrics = s.metrics
 	s.store.SetObserver(s.metrics.observeDB)
 
-	for _, op := range append(builtinOps(), ops...) {
-		if op.Name == "" || op.Run == nil || strings.ContainsAny(op.Name, "/ ") {
-			return fail(fmt.Errorf("operation %q: needs a dotted name without slashes and a Run func", op.Name))
+	for _, o := range append(builtinOps(), ops...) {
+		if o.Name == "" || o.Run == nil || strings.ContainsAny(o.Name, "/ ") {
+			return fail(fmt.Errorf("operation %q: needs a dotted name without slashes and a Run func", o.Name))
 		}
-		name := "sky." + op.Name
+		name := "sky." + o.Name
 		if _, dup := s.ops[name]; dup {
-			return fail(fmt.Errorf("operation %q registered twice", op.Name))
+			return fail(fmt.Errorf("operation %q registered twice", o.Name))
 		}
-		s.ops[name] = op
+		s.ops[name] = o
 	}
 	if err := s.ensureInitialAdmin(ctx); err != nil {
 		return fail(err)
@@ -224,7 +225,7 @@ func New(opts Options, ops []Op) (*Server, error) {
 	if err := s.ensureAdminToken(ctx); err != nil {
 		return fail(err)
 	}
-	if ids, err := s.store.FailActiveRequests(ctx, encodeError(&OpError{Type: "ServerRestarted", Message: RestartedError})); err != nil {
+	if ids, err := s.store.FailActiveRequests(ctx, encodeError(&op.Error{Type: "ServerRestarted", Message: RestartedError})); err != nil {
 		return fail(fmt.Errorf("mark abandoned requests: %w", err))
 	} else if len(ids) > 0 {
 		s.log.Warn("marked requests of a previous server FAILED", "count", len(ids), "request_ids", ids)
@@ -302,7 +303,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // abortRunning records every active request of this process FAILED and
 // cancels it.
 func (s *Server) abortRunning(msg string) {
-	errJSON := encodeError(&OpError{Type: "ServerShutdown", Message: msg})
+	errJSON := encodeError(&op.Error{Type: "ServerShutdown", Message: msg})
 	for _, id := range s.exec.active() {
 		_, _ = s.store.SetRequestStatus(context.Background(), id, state.ActiveRequestStatuses, api.RequestFailed, state.RequestUpdate{Error: &errJSON})
 		s.exec.cancelAndWait(id, 5*time.Second)
@@ -423,9 +424,9 @@ func (s *Server) checkVersion(w http.ResponseWriter, r *http.Request) bool {
 
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	for name, op := range s.ops {
+	for name, o := range s.ops {
 		path := "/" + strings.ReplaceAll(strings.TrimPrefix(name, "sky."), ".", "/")
-		mux.Handle("POST "+path, s.wrap(s.submitHandler(name, op)))
+		mux.Handle("POST "+path, s.wrap(s.submitHandler(name, o)))
 	}
 	mux.HandleFunc("GET /api/health", s.handleHealth)
 	mux.Handle("GET /api/get", s.wrap(s.handleGet))
@@ -449,7 +450,7 @@ func (s *Server) routes() *http.ServeMux {
 // elsewhere.
 const maxBody = 32 << 20
 
-func (s *Server) submitHandler(name string, op Op) handler {
+func (s *Server) submitHandler(name string, o op.Op) handler {
 	return func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
@@ -470,7 +471,7 @@ func (s *Server) submitHandler(name string, op Op) handler {
 		rec := &api.Request{
 			RequestID: uuid.NewString(), Name: name, Entrypoint: entry, RequestBody: redactSecrets(fields, body),
 			Status: api.RequestPending, UserID: u.ID, UserName: u.Name,
-			ScheduleType: op.Schedule.String(), ClusterName: cluster,
+			ScheduleType: o.Schedule.String(), ClusterName: cluster,
 		}
 		logFile, err := os.OpenFile(filepath.Join(s.paths.RequestLogs, rec.RequestID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -480,8 +481,8 @@ func (s *Server) submitHandler(name string, op Op) handler {
 			logFile.Close()
 			return nil, err
 		}
-		req := &Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile}
-		s.exec.submit(rec, op, req, logFile)
+		req := &op.Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile}
+		s.exec.submit(rec, o, req, logFile)
 		w.Header().Set(api.HeaderRequestID, rec.RequestID)
 		w.Header().Set("Access-Control-Expose-Headers", api.HeaderRequestID)
 		s.writeJSON(w, http.StatusOK, nil)
@@ -634,7 +635,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u api.User
 		}
 		targets = recs
 	}
-	errJSON := encodeError(&OpError{Type: "RequestCancelled", Message: "request cancelled by " + u.Name})
+	errJSON := encodeError(&op.Error{Type: "RequestCancelled", Message: "request cancelled by " + u.Name})
 	cancelled := []string{}
 	for _, rec := range targets {
 		ok, err := s.store.SetRequestStatus(ctx, rec.RequestID, state.ActiveRequestStatuses, api.RequestCancelled, state.RequestUpdate{Error: &errJSON})
