@@ -5,10 +5,8 @@ import (
 	"os"
 
 	"github.com/skygo/skygo/internal/cli"
-	"github.com/skygo/skygo/internal/core"
 )
 
 func main() {
-	cli.ServerOps = core.Ops
 	os.Exit(cli.Execute())
 }

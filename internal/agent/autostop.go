@@ -10,63 +10,21 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/proc"
 )
-
-// Autostop wait_for modes (runtime.md §Autostop).
-const (
-	WaitJobsAndSSH = "jobs_and_ssh"
-	WaitJobs       = "jobs"
-	WaitNone       = "none"
-)
-
-// AutostopConfig is the cluster's autostop setting as set-autostop takes
-// it. IdleMinutes < 0 disables autostop.
-type AutostopConfig struct {
-	IdleMinutes int    `json:"idle_minutes"`
-	Down        bool   `json:"down"`
-	WaitFor     string `json:"wait_for,omitempty"`
-	// Hook is a shell command run before stopping (event stop or down),
-	// killed after HookTimeout seconds (default 3600); its output is in
-	// ~/.sky/hooks/<event>.log.
-	Hook        string `json:"hook,omitempty"`
-	HookTimeout int    `json:"hook_timeout,omitempty"`
-	// IdleSeconds, when set, overrides IdleMinutes (tests, fine control).
-	IdleSeconds int `json:"idle_seconds,omitempty"`
-}
-
-// AutostopStatus is what status reports about autostop.
-type AutostopStatus struct {
-	AutostopConfig
-	SetAt float64 `json:"set_at"`
-	// Autostopping is true once the idle time passed and the stop action
-	// was started.
-	Autostopping bool     `json:"autostopping"`
-	FiredAt      *float64 `json:"fired_at,omitempty"`
-	HookLog      string   `json:"hook_log,omitempty"`
-	ActionLog    string   `json:"action_log,omitempty"`
-}
 
 type autostopState struct {
-	cfg   AutostopConfig
+	cfg   agentapi.AutostopConfig
 	setAt time.Time
 	fired time.Time
 }
 
-func (a AutostopConfig) idle() time.Duration {
-	if a.IdleSeconds > 0 {
-		return time.Duration(a.IdleSeconds) * time.Second
-	}
-	return time.Duration(a.IdleMinutes) * time.Minute
-}
-
-func (a AutostopConfig) enabled() bool { return a.IdleMinutes >= 0 || a.IdleSeconds > 0 }
-
 const metaAutostop = "autostop"
 
 type storedAutostop struct {
-	Cfg   AutostopConfig `json:"cfg"`
-	SetAt float64        `json:"set_at"`
+	Cfg   agentapi.AutostopConfig `json:"cfg"`
+	SetAt float64                 `json:"set_at"`
 }
 
 func (d *daemon) loadAutostop(ctx context.Context) error {
@@ -75,7 +33,7 @@ func (d *daemon) loadAutostop(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading autostop setting: %w", err)
 	}
-	d.autostop.cfg = AutostopConfig{IdleMinutes: -1}
+	d.autostop.cfg = agentapi.AutostopConfig{IdleMinutes: -1}
 	if ok {
 		d.autostop.cfg = s.Cfg
 		// A restart resets the idle timer (runtime.md), so count from now.
@@ -84,11 +42,11 @@ func (d *daemon) loadAutostop(ctx context.Context) error {
 	return nil
 }
 
-func (d *daemon) setAutostop(ctx context.Context, a AutostopConfig) (any, error) {
+func (d *daemon) setAutostop(ctx context.Context, a agentapi.AutostopConfig) (any, error) {
 	switch a.WaitFor {
 	case "":
-		a.WaitFor = WaitJobsAndSSH
-	case WaitJobsAndSSH, WaitJobs, WaitNone:
+		a.WaitFor = agentapi.WaitJobsAndSSH
+	case agentapi.WaitJobsAndSSH, agentapi.WaitJobs, agentapi.WaitNone:
 	default:
 		return nil, &codedError{"bad_request", fmt.Sprintf("wait_for %q: use jobs_and_ssh, jobs or none", a.WaitFor)}
 	}
@@ -106,9 +64,9 @@ func (d *daemon) setAutostop(ctx context.Context, a AutostopConfig) (any, error)
 	return st, nil
 }
 
-func (d *daemon) autostopStatusLocked() AutostopStatus {
+func (d *daemon) autostopStatusLocked() agentapi.AutostopStatus {
 	a := d.autostop
-	s := AutostopStatus{AutostopConfig: a.cfg, SetAt: unixSeconds(a.setAt)}
+	s := agentapi.AutostopStatus{AutostopConfig: a.cfg, SetAt: unixSeconds(a.setAt)}
 	if !a.fired.IsZero() {
 		f := unixSeconds(a.fired)
 		s.FiredAt, s.Autostopping = &f, true
@@ -149,14 +107,14 @@ func (d *daemon) autostopDue(now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a := d.autostop
-	if !a.cfg.enabled() || a.setAt.IsZero() {
+	if !a.cfg.Enabled() || a.setAt.IsZero() {
 		return false
 	}
 	if !a.fired.IsZero() && now.Sub(a.fired) < 5*time.Minute {
 		return false
 	}
 	since := a.setAt
-	if a.cfg.WaitFor != WaitNone {
+	if a.cfg.WaitFor != agentapi.WaitNone {
 		// Local nodes have no SSH sessions, so jobs_and_ssh waits on jobs.
 		if len(d.running) > 0 || len(d.queue) > 0 {
 			return false
@@ -165,7 +123,7 @@ func (d *daemon) autostopDue(now time.Time) bool {
 			since = d.lastActivity
 		}
 	}
-	return now.Sub(since) >= a.cfg.idle()
+	return now.Sub(since) >= a.cfg.Idle()
 }
 
 // fireAutostop runs the hook, then the configured action detached from
@@ -177,7 +135,7 @@ func (d *daemon) fireAutostop() {
 	cfg := d.autostop.cfg
 	event := d.autostopEvent()
 	d.mu.Unlock()
-	d.log.Info("autostop firing", "event", event, "idle", cfg.idle().String())
+	d.log.Info("autostop firing", "event", event, "idle", cfg.Idle().String())
 
 	if cfg.Hook != "" {
 		timeout := time.Duration(cfg.HookTimeout) * time.Second
@@ -247,7 +205,7 @@ func startDetached(p paths, action, event string) error {
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k != local.EnvNode && k != envRankTag {
+		if k != proc.EnvNode && k != envRankTag {
 			env = append(env, kv)
 		}
 	}

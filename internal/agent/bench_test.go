@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/agent"
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // BenchmarkSubmitLatency compares `sky agent submit` on an UP node with
@@ -18,8 +19,8 @@ import (
 // ratio is the figure to watch.
 func BenchmarkSubmitLatency(b *testing.B) {
 	c := newCluster(b, 1, 2)
-	env := local.NodeEnv(os.Environ(), c.home(0), c.info.Nodes[0].InternalIP)
-	spec, _ := json.Marshal(agent.JobSpec{Run: "true", CPUs: ptr(0.001)})
+	env := proc.NodeEnv(os.Environ(), c.home(0), c.info.Nodes[0].InternalIP)
+	spec, _ := json.Marshal(agentapi.JobSpec{Run: "true", CPUs: ptr(0.001)})
 	run := func(name string, args []string, stdin string) time.Duration {
 		cmd := exec.Command(name, args...)
 		cmd.Env = env
@@ -53,7 +54,7 @@ func BenchmarkJobsStartedPerSecond(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := 0; k < perIter; k++ {
-			id, err := agent.SubmitAt(c.home(0), agent.JobSpec{Run: "true"})
+			id, err := agent.SubmitAt(c.home(0), agentapi.JobSpec{Run: "true"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,10 +62,10 @@ func BenchmarkJobsStartedPerSecond(b *testing.B) {
 		}
 	}
 	last := ids[len(ids)-1]
-	c.waitFor(last, "terminal", func(j agent.Job) bool { return j.Status.Terminal() })
+	c.waitFor(last, "terminal", func(j agentapi.Job) bool { return j.Status.Terminal() })
 	b.StopTimer()
 	out, _ := c.agent(0, "", "queue", "--json")
-	var jobs []agent.Job
+	var jobs []agentapi.Job
 	if err := json.Unmarshal([]byte(out), &jobs); err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func BenchmarkJobsStartedPerSecond(b *testing.B) {
 	}
 	var starts []float64
 	for _, j := range jobs {
-		if j.Status != agent.StatusSucceeded || j.StartAt == nil {
+		if j.Status != agentapi.StatusSucceeded || j.StartAt == nil {
 			b.Fatalf("job %+v", j)
 		}
 		starts = append(starts, *j.StartAt)

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -25,7 +26,7 @@ import (
 // schedules, drives jobs and runs the autostop loop.
 type daemon struct {
 	p       paths
-	cfg     *Config
+	cfg     *agentapi.Config
 	st      *store
 	log     *slog.Logger
 	runners []NodeRunner // nil for this node
@@ -58,7 +59,7 @@ type runningJob struct {
 
 	mu        sync.Mutex
 	cancelled bool
-	reason    Status // CANCELLED or FAILED_DRIVER when stopped from outside
+	reason    agentapi.Status // CANCELLED or FAILED_DRIVER when stopped from outside
 	killers   []func()
 	done      chan struct{}
 }
@@ -97,7 +98,7 @@ func runDaemon() error {
 		log:     slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "agent"),
 		running: map[int]*runningJob{}, wake: make(chan struct{}, 1),
 		ctx: ctx, stop: stop, lastActivity: time.Now(),
-		capacity: cfg.capacity(), free: cfg.capacity(),
+		capacity: capacityOf(cfg), free: capacityOf(cfg),
 	}
 	d.runners = make([]NodeRunner, len(cfg.Nodes))
 	for i, n := range cfg.Nodes {
@@ -150,18 +151,18 @@ func runDaemon() error {
 // driven by a dead daemon lost their driver, so whatever is left of them
 // is killed and they become FAILED_DRIVER; pending jobs are queued again.
 func (d *daemon) recover(ctx context.Context) error {
-	rows, err := d.st.list(ctx, true, StatusInit, StatusPending, StatusSettingUp, StatusRunning)
+	rows, err := d.st.list(ctx, true, agentapi.StatusInit, agentapi.StatusPending, agentapi.StatusSettingUp, agentapi.StatusRunning)
 	if err != nil {
 		return fmt.Errorf("reading job table: %w", err)
 	}
 	for _, r := range rows {
 		switch r.Status {
-		case StatusInit, StatusPending:
-			if r.Status == StatusInit {
-				if _, err := d.st.transition(ctx, r.JobID, []Status{StatusInit}, update{to: StatusPending}); err != nil {
+		case agentapi.StatusInit, agentapi.StatusPending:
+			if r.Status == agentapi.StatusInit {
+				if _, err := d.st.transition(ctx, r.JobID, []agentapi.Status{agentapi.StatusInit}, update{to: agentapi.StatusPending}); err != nil {
 					return err
 				}
-				r.Status = StatusPending
+				r.Status = agentapi.StatusPending
 			}
 			d.queue = append(d.queue, r)
 		default:
@@ -169,7 +170,7 @@ func (d *daemon) recover(ctx context.Context) error {
 			d.killAllRanks(rj)
 			now := time.Now()
 			reason := "the agent daemon died while the job was running; its processes were cleaned up"
-			if _, err := d.st.transition(ctx, r.JobID, []Status{r.Status}, update{to: StatusFailedDriver, endAt: &now, failureReason: &reason}); err != nil {
+			if _, err := d.st.transition(ctx, r.JobID, []agentapi.Status{r.Status}, update{to: agentapi.StatusFailedDriver, endAt: &now, failureReason: &reason}); err != nil {
 				return err
 			}
 			if lg, err := openJobLog(r.LogDir); err == nil {
@@ -235,11 +236,11 @@ func (d *daemon) drive(rj *runningJob) {
 		d.kick()
 	}()
 
-	first := StatusRunning
+	first := agentapi.StatusRunning
 	if r.Spec.Setup != "" {
-		first = StatusSettingUp
+		first = agentapi.StatusSettingUp
 	}
-	ok, err := d.st.transition(ctx, id, []Status{StatusPending}, update{to: first, startAt: &rj.startAt, nodes: rj.place.Nodes, devices: rj.place.Devices})
+	ok, err := d.st.transition(ctx, id, []agentapi.Status{agentapi.StatusPending}, update{to: first, startAt: &rj.startAt, nodes: rj.place.Nodes, devices: rj.place.Devices})
 	if err != nil || !ok {
 		if err != nil {
 			d.log.Error("starting job", "job", id, "err", err)
@@ -248,7 +249,7 @@ func (d *daemon) drive(rj *runningJob) {
 	}
 	lg, err := openJobLog(r.LogDir)
 	if err != nil {
-		d.finish(ctx, rj, StatusFailedDriver, nil, fmt.Sprintf("cannot write logs in %s: %v", r.LogDir, err), first)
+		d.finish(ctx, rj, agentapi.StatusFailedDriver, nil, fmt.Sprintf("cannot write logs in %s: %v", r.LogDir, err), first)
 		return
 	}
 	defer lg.close()
@@ -256,37 +257,37 @@ func (d *daemon) drive(rj *runningJob) {
 	if r.Spec.Setup != "" {
 		codes := d.runPhase(rj, lg, "setup")
 		if st, stopped := rj.stoppedStatus(); stopped {
-			d.finish(ctx, rj, st, codes, "", StatusSettingUp)
+			d.finish(ctx, rj, st, codes, "", agentapi.StatusSettingUp)
 			lg.driverLine("Job %d was %s during setup.", id, strings.ToLower(string(st)))
 			return
 		}
 		if bad := firstNonZero(codes); bad != 0 {
 			reason := fmt.Sprintf("Failed to setup with return code list: %s", codeList(codes))
 			lg.driverLine("ERROR: Job %d: %s", id, reason)
-			d.finish(ctx, rj, StatusFailedSetup, codes, reason, StatusSettingUp)
+			d.finish(ctx, rj, agentapi.StatusFailedSetup, codes, reason, agentapi.StatusSettingUp)
 			return
 		}
-		if _, err := d.st.transition(ctx, id, []Status{StatusSettingUp}, update{to: StatusRunning}); err != nil {
+		if _, err := d.st.transition(ctx, id, []agentapi.Status{agentapi.StatusSettingUp}, update{to: agentapi.StatusRunning}); err != nil {
 			d.log.Error("job to RUNNING", "job", id, "err", err)
 		}
 	}
 	codes := d.runPhase(rj, lg, "run")
 	if st, stopped := rj.stoppedStatus(); stopped {
 		lg.driverLine("Job %d was %s.", id, strings.ToLower(string(st)))
-		d.finish(ctx, rj, st, codes, "", StatusRunning)
+		d.finish(ctx, rj, st, codes, "", agentapi.StatusRunning)
 		return
 	}
 	if firstNonZero(codes) == 0 {
 		lg.driverLine("Job %d finished (status: SUCCEEDED).", id)
-		d.finish(ctx, rj, StatusSucceeded, codes, "", StatusRunning)
+		d.finish(ctx, rj, agentapi.StatusSucceeded, codes, "", agentapi.StatusRunning)
 		return
 	}
 	reason := FailureReason(id, codes)
 	lg.driverLine("ERROR: %s", reason)
-	d.finish(ctx, rj, StatusFailed, codes, reason, StatusRunning)
+	d.finish(ctx, rj, agentapi.StatusFailed, codes, reason, agentapi.StatusRunning)
 }
 
-func (d *daemon) finish(ctx context.Context, rj *runningJob, to Status, codes []int, reason string, from Status) {
+func (d *daemon) finish(ctx context.Context, rj *runningJob, to agentapi.Status, codes []int, reason string, from agentapi.Status) {
 	now := time.Now()
 	if codes == nil {
 		codes = []int{}
@@ -295,7 +296,7 @@ func (d *daemon) finish(ctx context.Context, rj *runningJob, to Status, codes []
 	if reason != "" {
 		u.failureReason = &reason
 	}
-	if _, err := d.st.transition(ctx, rj.row.JobID, []Status{from}, u); err != nil {
+	if _, err := d.st.transition(ctx, rj.row.JobID, []agentapi.Status{from}, u); err != nil {
 		d.log.Error("finishing job", "job", rj.row.JobID, "err", err)
 	}
 }
@@ -342,7 +343,7 @@ func firstNonZero(codes []int) int {
 	return 0
 }
 
-func (rj *runningJob) stoppedStatus() (Status, bool) {
+func (rj *runningJob) stoppedStatus() (agentapi.Status, bool) {
 	rj.mu.Lock()
 	defer rj.mu.Unlock()
 	return rj.reason, rj.cancelled
@@ -350,7 +351,7 @@ func (rj *runningJob) stoppedStatus() (Status, bool) {
 
 // stopJob kills a running job's processes everywhere and waits for its
 // driver to record `as` (CANCELLED or FAILED_DRIVER).
-func (rj *runningJob) stopJob(as Status) {
+func (rj *runningJob) stopJob(as agentapi.Status) {
 	rj.mu.Lock()
 	if !rj.cancelled {
 		rj.cancelled, rj.reason = true, as
@@ -529,7 +530,7 @@ func (d *daemon) rankSpec(rj *runningJob, phase string, rank, node int) RankSpec
 		env[k] = v
 	}
 	user := s.User
-	env["SKYPILOT_CLUSTER_INFO"] = d.cfg.clusterInfoJSON()
+	env["SKYPILOT_CLUSTER_INFO"] = clusterInfoJSON(d.cfg)
 	env["SKYPILOT_USER"] = user
 	env["SKYPILOT_NUM_NODES"] = strconv.Itoa(len(rj.place.Nodes))
 	gpus := strconv.Itoa(gpusPerNode(rj.demand))
@@ -610,7 +611,7 @@ func (d *daemon) shutdown() {
 	var wg sync.WaitGroup
 	for _, rj := range jobs {
 		wg.Add(1)
-		go func() { defer wg.Done(); rj.stopJob(StatusFailedDriver) }()
+		go func() { defer wg.Done(); rj.stopJob(agentapi.StatusFailedDriver) }()
 	}
 	wg.Wait()
 	d.stop()
@@ -689,7 +690,7 @@ func (d *daemon) handle(req request) (any, error) {
 	case "ping":
 		return map[string]any{"pid": os.Getpid(), "started_at": unixSeconds(d.started)}, nil
 	case "submit":
-		var spec JobSpec
+		var spec agentapi.JobSpec
 		if err := json.Unmarshal(req.Body, &spec); err != nil {
 			return nil, &codedError{"bad_request", "job spec: " + err.Error()}
 		}
@@ -697,7 +698,7 @@ func (d *daemon) handle(req request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]int{"job_id": id}, nil
+		return agentapi.SubmitResult{JobID: id}, nil
 	case "cancel":
 		var body cancelRequest
 		if err := json.Unmarshal(req.Body, &body); err != nil {
@@ -707,9 +708,9 @@ func (d *daemon) handle(req request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return map[string][]int{"cancelled": ids}, nil
+		return agentapi.CancelResult{Cancelled: ids}, nil
 	case "set-autostop":
-		var a AutostopConfig
+		var a agentapi.AutostopConfig
 		if err := json.Unmarshal(req.Body, &a); err != nil {
 			return nil, &codedError{"bad_request", "autostop: " + err.Error()}
 		}
@@ -724,7 +725,7 @@ func (d *daemon) handle(req request) (any, error) {
 	return nil, &codedError{"bad_request", fmt.Sprintf("unknown verb %q", req.Verb)}
 }
 
-func (d *daemon) submit(ctx context.Context, spec JobSpec) (int, error) {
+func (d *daemon) submit(ctx context.Context, spec agentapi.JobSpec) (int, error) {
 	if spec.NumNodes <= 0 {
 		spec.NumNodes = 1
 	}
@@ -770,7 +771,7 @@ func (d *daemon) submit(ctx context.Context, spec JobSpec) (int, error) {
 	}
 	row := &jobRow{Spec: spec, RunTS: spec.RunTimestamp, LogDir: d.p.logDir(spec.RunTimestamp)}
 	row.JobName, row.Username, row.UserHash = spec.Name, spec.User, spec.UserHash
-	row.SubmittedAt, row.Status, row.NumNodes = unixSeconds(now), StatusPending, spec.NumNodes
+	row.SubmittedAt, row.Status, row.NumNodes = unixSeconds(now), agentapi.StatusPending, spec.NumNodes
 	row.Resources = ResourcesString(spec.NumNodes, demand)
 	row.Metadata = spec.Metadata
 	id, existed, err := d.st.insert(ctx, row, spec.SubmitKey)
@@ -839,7 +840,7 @@ func (d *daemon) cancel(ctx context.Context, req cancelRequest) ([]int, error) {
 	d.mu.Unlock()
 	now := time.Now()
 	for _, r := range pendingHit {
-		if ok, err := d.st.transition(ctx, r.JobID, []Status{StatusPending, StatusInit}, update{to: StatusCancelled, endAt: &now}); err != nil {
+		if ok, err := d.st.transition(ctx, r.JobID, []agentapi.Status{agentapi.StatusPending, agentapi.StatusInit}, update{to: agentapi.StatusCancelled, endAt: &now}); err != nil {
 			return cancelled, err
 		} else if ok {
 			cancelled = append(cancelled, r.JobID)
@@ -848,7 +849,7 @@ func (d *daemon) cancel(ctx context.Context, req cancelRequest) ([]int, error) {
 	var wg sync.WaitGroup
 	for _, rj := range runningHit {
 		wg.Add(1)
-		go func() { defer wg.Done(); rj.stopJob(StatusCancelled) }()
+		go func() { defer wg.Done(); rj.stopJob(agentapi.StatusCancelled) }()
 		cancelled = append(cancelled, rj.row.JobID)
 	}
 	wg.Wait()

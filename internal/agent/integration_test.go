@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/testutil"
 )
@@ -27,7 +28,7 @@ type cluster struct {
 	prov    *local.Provisioner
 	info    *provision.ClusterInfo
 	runners []provision.CommandRunner
-	cfgs    []agent.Config
+	cfgs    []agentapi.Config
 }
 
 func newCluster(t testing.TB, nodes int, cpus float64) *cluster {
@@ -53,7 +54,7 @@ func newCluster(t testing.TB, nodes int, cpus float64) *cluster {
 	runners, _ := prov.Runners(info)
 	c := &cluster{t: t, sky: sky, prov: prov, info: info, runners: runners}
 	for i := range info.Nodes {
-		cfg := agent.ConfigFromCluster(info, i, "local")
+		cfg := agentapi.ConfigFromCluster(info, i, "local")
 		for j := range cfg.Nodes {
 			cfg.Nodes[j].Sky = sky
 		}
@@ -94,7 +95,7 @@ func (c *cluster) agent(i int, stdin string, args ...string) (string, int) {
 	return string(res.Stdout), res.ExitCode
 }
 
-func (c *cluster) submit(spec agent.JobSpec) int {
+func (c *cluster) submit(spec agentapi.JobSpec) int {
 	c.t.Helper()
 	b, _ := json.Marshal(spec)
 	out, code := c.agent(0, string(b), "submit", "--json")
@@ -108,21 +109,21 @@ func (c *cluster) submit(spec agent.JobSpec) int {
 	return res.JobID
 }
 
-func (c *cluster) status(ids ...int) agent.StatusReport {
+func (c *cluster) status(ids ...int) agentapi.StatusReport {
 	c.t.Helper()
 	args := []string{"status", "--json"}
 	for _, id := range ids {
 		args = append(args, strconv.Itoa(id))
 	}
 	out, code := c.agent(0, "", args...)
-	var rep agent.StatusReport
+	var rep agentapi.StatusReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		c.t.Fatalf("status: %d %q", code, out)
 	}
 	return rep
 }
 
-func (c *cluster) job(id int) agent.Job {
+func (c *cluster) job(id int) agentapi.Job {
 	c.t.Helper()
 	rep := c.status(id)
 	if len(rep.Jobs) != 1 {
@@ -132,7 +133,7 @@ func (c *cluster) job(id int) agent.Job {
 }
 
 // waitFor polls job id until cond holds.
-func (c *cluster) waitFor(id int, what string, cond func(agent.Job) bool) agent.Job {
+func (c *cluster) waitFor(id int, what string, cond func(agentapi.Job) bool) agentapi.Job {
 	c.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -147,28 +148,15 @@ func (c *cluster) waitFor(id int, what string, cond func(agent.Job) bool) agent.
 	}
 }
 
-func (c *cluster) waitTerminal(id int) agent.Job {
-	return c.waitFor(id, "terminal", func(j agent.Job) bool { return j.Status.Terminal() })
+func (c *cluster) waitTerminal(id int) agentapi.Job {
+	return c.waitFor(id, "terminal", func(j agentapi.Job) bool { return j.Status.Terminal() })
 }
 
 func (c *cluster) home(i int) string { return c.info.Nodes[i].Home }
 
 // rankProcs lists live processes of one rank (by its environment tag).
 func (c *cluster) rankProcs(job, rank, node int) []int {
-	return local.ProcsWithEnv(fmt.Sprintf("SKYGO_RANK_TAG=%s:%d:%d", c.home(node), job, rank))
-}
-
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return !(i > 0 && s[i+2] == 'Z')
+	return proc.ProcsWithEnv(fmt.Sprintf("SKYGO_RANK_TAG=%s:%d:%d", c.home(node), job, rank))
 }
 
 func TestTwoNodeJobGetsRankEnvAndLogs(t *testing.T) {
@@ -176,7 +164,7 @@ func TestTwoNodeJobGetsRankEnvAndLogs(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(c.home(1), "sky_workdir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	id := c.submit(agent.JobSpec{
+	id := c.submit(agentapi.JobSpec{
 		Name:     "envjob",
 		NumNodes: 2,
 		Setup:    `echo "setup rank=$SKYPILOT_SETUP_NODE_RANK cuda=${CUDA_VISIBLE_DEVICES-unset}"`,
@@ -189,7 +177,7 @@ echo "info=$SKYPILOT_CLUSTER_INFO"`,
 		User:    "alice",
 	})
 	j := c.waitTerminal(id)
-	if j.Status != agent.StatusSucceeded {
+	if j.Status != agentapi.StatusSucceeded {
 		run, _ := os.ReadFile(filepath.Join(j.LogPath, "run.log"))
 		t.Fatalf("job = %+v\nrun.log:\n%s", j, run)
 	}
@@ -241,16 +229,16 @@ echo "info=$SKYPILOT_CLUSTER_INFO"`,
 	if code != 0 || !strings.HasPrefix(logs, "info=") || strings.Count(logs, "\n") != 1 {
 		t.Errorf("logs --rank 1 --tail 1 = %d %q", code, logs)
 	}
-	if _, code := c.agent(0, "", "logs", "--job", "99"); code != agent.ExitNotFound {
-		t.Errorf("logs of a missing job exit %d, want %d", code, agent.ExitNotFound)
+	if _, code := c.agent(0, "", "logs", "--job", "99"); code != agentapi.ExitNotFound {
+		t.Errorf("logs of a missing job exit %d, want %d", code, agentapi.ExitNotFound)
 	}
 }
 
 func TestRankFailureKillsOtherRanks(t *testing.T) {
 	c := newCluster(t, 2, 2)
-	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `if [ "$SKYPILOT_NODE_RANK" = 1 ]; then sleep 0.3; exit 3; fi; sleep 300`})
+	id := c.submit(agentapi.JobSpec{NumNodes: 2, Run: `if [ "$SKYPILOT_NODE_RANK" = 1 ]; then sleep 0.3; exit 3; fi; sleep 300`})
 	j := c.waitTerminal(id)
-	if j.Status != agent.StatusFailed || fmt.Sprint(j.ReturnCodes) != "[137 3]" {
+	if j.Status != agentapi.StatusFailed || fmt.Sprint(j.ReturnCodes) != "[137 3]" {
 		t.Fatalf("job = %+v, want FAILED with codes [137 3]", j)
 	}
 	if !strings.Contains(j.FailureReason, "return code list: [137, 3]") || !strings.Contains(j.FailureReason, "A Worker failed with return code 3") {
@@ -265,7 +253,7 @@ func TestRankFailureKillsOtherRanks(t *testing.T) {
 		t.Errorf("logs exit code %d, want 100", code)
 	}
 	// A segfault-like code gets its note.
-	id = c.submit(agent.JobSpec{Run: `kill -SEGV $$`})
+	id = c.submit(agentapi.JobSpec{Run: `kill -SEGV $$`})
 	if j := c.waitTerminal(id); !strings.Contains(j.FailureReason, "Segmentation Fault") {
 		t.Errorf("SEGV job = %+v", j)
 	}
@@ -277,12 +265,12 @@ func TestFIFOWithCPULimit(t *testing.T) {
 	trace := filepath.Join(c.home(0), "trace")
 	var ids []int
 	for i := 0; i < 50; i++ {
-		ids = append(ids, c.submit(agent.JobSpec{CPUs: &one, Run: fmt.Sprintf(`echo S %d >> %s; sleep 0.02; echo E %d >> %s`, i, trace, i, trace)}))
+		ids = append(ids, c.submit(agentapi.JobSpec{CPUs: &one, Run: fmt.Sprintf(`echo S %d >> %s; sleep 0.02; echo E %d >> %s`, i, trace, i, trace)}))
 	}
 	var starts []float64
 	for _, id := range ids {
 		j := c.waitTerminal(id)
-		if j.Status != agent.StatusSucceeded {
+		if j.Status != agentapi.StatusSucceeded {
 			t.Fatalf("job %+v", j)
 		}
 		starts = append(starts, *j.StartAt)
@@ -308,17 +296,17 @@ func TestFIFOWithCPULimit(t *testing.T) {
 
 func TestCancelRunningTwoNodeJob(t *testing.T) {
 	c := newCluster(t, 2, 2)
-	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `sleep 300 & sleep 300 & wait`})
-	pending := c.submit(agent.JobSpec{NumNodes: 2, CPUs: ptr(2), Run: `true`})
-	j := c.waitFor(id, "running with pids", func(j agent.Job) bool {
-		return j.Status == agent.StatusRunning && len(j.Pids) == 2 && j.Pids[0] > 0 && j.Pids[1] > 0
+	id := c.submit(agentapi.JobSpec{NumNodes: 2, Run: `sleep 300 & sleep 300 & wait`})
+	pending := c.submit(agentapi.JobSpec{NumNodes: 2, CPUs: ptr(2), Run: `true`})
+	j := c.waitFor(id, "running with pids", func(j agentapi.Job) bool {
+		return j.Status == agentapi.StatusRunning && len(j.Pids) == 2 && j.Pids[0] > 0 && j.Pids[1] > 0
 	})
 	out, code := c.agent(0, "", "cancel", "--json", strconv.Itoa(id), strconv.Itoa(pending))
 	if code != 0 || !strings.Contains(out, fmt.Sprintf(`"cancelled":[%d,%d]`, id, pending)) {
 		t.Fatalf("cancel: %d %s", code, out)
 	}
 	for _, pid := range j.Pids {
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("rank process %d survived cancel", pid)
 		}
 	}
@@ -327,10 +315,10 @@ func TestCancelRunningTwoNodeJob(t *testing.T) {
 			t.Errorf("rank %d still has processes %v", rank, procs)
 		}
 	}
-	if j := c.job(id); j.Status != agent.StatusCancelled {
+	if j := c.job(id); j.Status != agentapi.StatusCancelled {
 		t.Errorf("cancelled job = %+v", j)
 	}
-	if j := c.job(pending); j.Status != agent.StatusCancelled {
+	if j := c.job(pending); j.Status != agentapi.StatusCancelled {
 		t.Errorf("cancelled pending job = %+v", j)
 	}
 	if _, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id)); code != 103 {
@@ -340,7 +328,7 @@ func TestCancelRunningTwoNodeJob(t *testing.T) {
 
 func TestLogsFollowUntilJobEnds(t *testing.T) {
 	c := newCluster(t, 1, 2)
-	id := c.submit(agent.JobSpec{Name: "slow", Run: "echo first; sleep 0.5; echo second"})
+	id := c.submit(agentapi.JobSpec{Name: "slow", Run: "echo first; sleep 0.5; echo second"})
 	out, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id), "--follow")
 	if code != 0 {
 		t.Fatalf("logs --follow exit %d", code)
@@ -355,8 +343,8 @@ func ptr(v float64) *float64 { return &v }
 
 func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 	c := newCluster(t, 2, 2)
-	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `sleep 300`})
-	j := c.waitFor(id, "running", func(j agent.Job) bool { return j.Status == agent.StatusRunning && len(j.Pids) == 2 })
+	id := c.submit(agentapi.JobSpec{NumNodes: 2, Run: `sleep 300`})
+	j := c.waitFor(id, "running", func(j agentapi.Job) bool { return j.Status == agentapi.StatusRunning && len(j.Pids) == 2 })
 	rep := c.status()
 	if !rep.Daemon.Alive || rep.Daemon.Pid == 0 {
 		t.Fatalf("daemon health %+v", rep.Daemon)
@@ -364,7 +352,7 @@ func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 	if err := syscall.Kill(rep.Daemon.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for alive(rep.Daemon.Pid) {
+	for proc.Alive(rep.Daemon.Pid) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if rep := c.status(); rep.Daemon.Alive {
@@ -372,16 +360,16 @@ func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 	}
 	c.startAgents()
 	j = c.waitTerminal(id)
-	if j.Status != agent.StatusFailedDriver {
+	if j.Status != agentapi.StatusFailedDriver {
 		t.Fatalf("job after daemon death = %+v, want FAILED_DRIVER", j)
 	}
 	for _, pid := range j.Pids {
-		if alive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("rank process %d survived the daemon's restart", pid)
 		}
 	}
 	// The restarted daemon works.
-	if j := c.waitTerminal(c.submit(agent.JobSpec{NumNodes: 2, Run: "true"})); j.Status != agent.StatusSucceeded {
+	if j := c.waitTerminal(c.submit(agentapi.JobSpec{NumNodes: 2, Run: "true"})); j.Status != agentapi.StatusSucceeded {
 		t.Errorf("job after restart = %+v", j)
 	}
 }
@@ -401,13 +389,13 @@ func TestStopStartKeepsWorkdirTerminateRemovesAll(t *testing.T) {
 	if err := c.runners[1].Rsync(ctx, writeTree(t, map[string]string{"data.txt": "kept\n"}), "~/sky_workdir", provision.RsyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	id := c.submit(agent.JobSpec{NumNodes: 2, Run: `sleep 300`})
-	c.waitFor(id, "running", func(j agent.Job) bool { return j.Status == agent.StatusRunning })
+	id := c.submit(agentapi.JobSpec{NumNodes: 2, Run: `sleep 300`})
+	c.waitFor(id, "running", func(j agentapi.Job) bool { return j.Status == agentapi.StatusRunning })
 	if err := c.prov.Stop(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range c.info.Nodes {
-		if procs := local.ProcsWithEnv(local.EnvNode + "=" + c.home(i)); len(procs) > 0 {
+		if procs := proc.ProcsWithEnv(proc.EnvNode + "=" + c.home(i)); len(procs) > 0 {
 			t.Fatalf("node %d has processes after stop: %v", i, procs)
 		}
 	}
@@ -415,13 +403,13 @@ func TestStopStartKeepsWorkdirTerminateRemovesAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.startAgents()
-	if j := c.waitTerminal(id); j.Status != agent.StatusFailedDriver {
+	if j := c.waitTerminal(id); j.Status != agentapi.StatusFailedDriver {
 		t.Errorf("job running at stop = %+v, want FAILED_DRIVER", j)
 	}
-	id = c.submit(agent.JobSpec{NumNodes: 2, Run: `[ "$SKYPILOT_NODE_RANK" = 0 ] || cat data.txt`})
+	id = c.submit(agentapi.JobSpec{NumNodes: 2, Run: `[ "$SKYPILOT_NODE_RANK" = 0 ] || cat data.txt`})
 	j := c.waitTerminal(id)
 	b, _ := os.ReadFile(filepath.Join(j.LogPath, "tasks", "1-worker1.log"))
-	if j.Status != agent.StatusSucceeded || string(b) != "kept\n" {
+	if j.Status != agentapi.StatusSucceeded || string(b) != "kept\n" {
 		t.Fatalf("after stop/start: %+v, worker log %q", j, b)
 	}
 	if err := c.prov.Terminate(ctx, "c1"); err != nil {
@@ -431,7 +419,7 @@ func TestStopStartKeepsWorkdirTerminateRemovesAll(t *testing.T) {
 		t.Errorf("cluster dir after terminate: %v", err)
 	}
 	for i := range c.info.Nodes {
-		if procs := local.ProcsWithEnv(local.EnvNode + "=" + c.home(i)); len(procs) > 0 {
+		if procs := proc.ProcsWithEnv(proc.EnvNode + "=" + c.home(i)); len(procs) > 0 {
 			t.Errorf("node %d has processes after terminate: %v", i, procs)
 		}
 	}

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // Main runs `sky agent <verb> [flags]` and returns the exit code. It uses
@@ -53,7 +56,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		run = func() (any, error) { return stopDaemonVerb() }
 	case "submit":
 		run = func() (any, error) {
-			var spec JobSpec
+			var spec agentapi.JobSpec
 			if err := decodeJSON(stdin, &spec); err != nil {
 				return nil, &codedError{"bad_request", "reading job spec on stdin: " + err.Error()}
 			}
@@ -76,11 +79,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			return call("cancel", cancelRequest{JobIDs: ids, All: *all, UserHash: *userHash})
 		}
 	case "set-autostop":
-		var a AutostopConfig
+		var a agentapi.AutostopConfig
 		fs.IntVar(&a.IdleMinutes, "idle-minutes", 5, "idle minutes before autostop; -1 cancels")
 		fs.IntVar(&a.IdleSeconds, "idle-seconds", 0, "idle seconds (overrides --idle-minutes)")
 		fs.BoolVar(&a.Down, "down", false, "tear down instead of stopping")
-		fs.StringVar(&a.WaitFor, "wait-for", WaitJobsAndSSH, "jobs_and_ssh | jobs | none")
+		fs.StringVar(&a.WaitFor, "wait-for", agentapi.WaitJobsAndSSH, "jobs_and_ssh | jobs | none")
 		fs.StringVar(&a.Hook, "hook", "", "command to run before stopping")
 		fs.IntVar(&a.HookTimeout, "hook-timeout", 3600, "seconds the hook may run")
 		cancel := fs.Bool("cancel", false, "disable autostop")
@@ -95,11 +98,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		rank := fs.Int("rank", -1, "rank; -1 for every rank of the job on this node")
 		run = func() (any, error) { return killRankVerb(*job, *rank) }
 	default:
-		writeJSON(stdout, response{Error: fmt.Sprintf("unknown agent verb %q; run `sky agent help`", verb), Code: "bad_request"})
+		writeJSON(stdout, agentapi.Failure{Error: fmt.Sprintf("unknown agent verb %q; run `sky agent help`", verb), Code: "bad_request"})
 		return 2
 	}
 	if err := fs.Parse(rest); err != nil {
-		writeJSON(stdout, response{Error: err.Error(), Code: "bad_request"})
+		writeJSON(stdout, agentapi.Failure{Error: err.Error(), Code: "bad_request"})
 		return 2
 	}
 	out, err := run()
@@ -109,7 +112,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		if errors.As(err, &ce) {
 			code = ce.code
 		}
-		writeJSON(stdout, response{Error: err.Error(), Code: code})
+		writeJSON(stdout, agentapi.Failure{Error: err.Error(), Code: code})
 		return 1
 	}
 	writeJSON(stdout, out)
@@ -123,7 +126,7 @@ verbs: start, stop-daemon, submit, queue, status, cancel, logs, set-autostop,
 func writeJSON(w io.Writer, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		b, _ = json.Marshal(response{Error: err.Error(), Code: "internal"})
+		b, _ = json.Marshal(agentapi.Failure{Error: err.Error(), Code: "internal"})
 	}
 	_, _ = w.Write(append(b, '\n'))
 }
@@ -183,14 +186,12 @@ func callAt(p paths, verb string, body any, timeout time.Duration) (json.RawMess
 
 // SubmitAt submits a job to the daemon of the node whose HOME is home,
 // from the same machine (what `sky agent submit` does after reading stdin).
-func SubmitAt(home string, spec JobSpec) (int, error) {
+func SubmitAt(home string, spec agentapi.JobSpec) (int, error) {
 	res, err := callAt(paths{home}, "submit", spec, time.Minute)
 	if err != nil {
 		return 0, err
 	}
-	var out struct {
-		JobID int `json:"job_id"`
-	}
+	var out agentapi.SubmitResult
 	err = json.Unmarshal(res, &out)
 	return out.JobID, err
 }
@@ -222,11 +223,11 @@ func startVerb(stdin io.Reader, fs *flag.FlagSet, onAutostop string) (any, error
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return nil, err
 	}
-	var cfg *Config
+	var cfg *agentapi.Config
 	if in, err := readStdinIfAny(stdin); err != nil {
 		return nil, err
 	} else if len(strings.TrimSpace(string(in))) > 0 {
-		cfg = &Config{}
+		cfg = &agentapi.Config{}
 		dec := json.NewDecoder(strings.NewReader(string(in)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(cfg); err != nil {
@@ -338,22 +339,9 @@ func stopDaemonVerb() (any, error) {
 	// Wait for the daemon to let go of its lock, so a following start
 	// does not race with the old daemon.
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(pidBytes))); err == nil {
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil && !isZombie(pid) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		proc.WaitGone(pid, 60*time.Second)
 	}
 	return map[string]bool{"stopped": true}, nil
-}
-
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 func killRankVerb(job, rank int) (any, error) {
@@ -385,7 +373,7 @@ func openReadOnly() (*store, paths, error) {
 func queueVerb(ctx context.Context, skipFinished bool, userHash string) (any, error) {
 	st, _, err := openReadOnly()
 	if errors.Is(err, errNoTable) {
-		return []Job{}, nil
+		return []agentapi.Job{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -393,14 +381,14 @@ func queueVerb(ctx context.Context, skipFinished bool, userHash string) (any, er
 	defer st.close()
 	var rows []*jobRow
 	if skipFinished {
-		rows, err = st.list(ctx, false, StatusInit, StatusPending, StatusSettingUp, StatusRunning)
+		rows, err = st.list(ctx, false, agentapi.StatusInit, agentapi.StatusPending, agentapi.StatusSettingUp, agentapi.StatusRunning)
 	} else {
 		rows, err = st.list(ctx, false)
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := []Job{}
+	out := []agentapi.Job{}
 	// Newest first, like `sky queue`.
 	for i := len(rows) - 1; i >= 0; i-- {
 		if userHash == "" || rows[i].UserHash == userHash {
@@ -408,21 +396,6 @@ func queueVerb(ctx context.Context, skipFinished bool, userHash string) (any, er
 		}
 	}
 	return out, nil
-}
-
-// StatusReport is the status verb's answer.
-type StatusReport struct {
-	Daemon   DaemonHealth    `json:"daemon"`
-	Autostop *AutostopStatus `json:"autostop,omitempty"`
-	Jobs     []Job           `json:"jobs"`
-}
-
-// DaemonHealth says whether the head's daemon answers.
-type DaemonHealth struct {
-	Alive     bool    `json:"alive"`
-	Pid       int     `json:"pid,omitempty"`
-	StartedAt float64 `json:"started_at,omitempty"`
-	Error     string  `json:"error,omitempty"`
 }
 
 func statusVerb(ctx context.Context, args []string) (any, error) {
@@ -435,16 +408,16 @@ func statusVerb(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	p := paths{home}
-	rep := StatusReport{Jobs: []Job{}}
+	rep := agentapi.StatusReport{Jobs: []agentapi.Job{}}
 	if res, err := callAt(p, "ping", nil, 2*time.Second); err == nil {
 		var ping struct {
 			Pid       int     `json:"pid"`
 			StartedAt float64 `json:"started_at"`
 		}
 		_ = json.Unmarshal(res, &ping)
-		rep.Daemon = DaemonHealth{Alive: true, Pid: ping.Pid, StartedAt: ping.StartedAt}
+		rep.Daemon = agentapi.DaemonHealth{Alive: true, Pid: ping.Pid, StartedAt: ping.StartedAt}
 		if res, err := callAt(p, "autostop-status", nil, 2*time.Second); err == nil {
-			var a AutostopStatus
+			var a agentapi.AutostopStatus
 			if json.Unmarshal(res, &a) == nil {
 				rep.Autostop = &a
 			}
@@ -502,7 +475,7 @@ func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	st, _, err := openReadOnly()
 	if errors.Is(err, errNoTable) {
 		fmt.Fprintln(stderr, "No job found on this cluster.")
-		return ExitNotFound
+		return agentapi.ExitNotFound
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -529,7 +502,7 @@ func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		} else {
 			fmt.Fprintln(stderr, "No job found on this cluster.")
 		}
-		return ExitNotFound
+		return agentapi.ExitNotFound
 	}
 	path := r.LogDir + "/run.log"
 	switch {

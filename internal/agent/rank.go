@@ -15,7 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -127,7 +128,7 @@ func (rp *rankProc) wait(w io.Writer) int {
 	_ = os.Remove(paths{rp.home}.rankPid(rp.spec.JobID, rp.spec.Rank))
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
-		return local.ExitCode(exitErr.ProcessState)
+		return proc.ExitCode(exitErr.ProcessState)
 	}
 	if err != nil {
 		return 1
@@ -153,7 +154,7 @@ func killRank(home string, job, rank int) error {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pids := local.ProcsWithEnv(tag)
+		pids := proc.ProcsWithEnv(tag)
 		if len(pids) == 0 {
 			return nil
 		}
@@ -229,11 +230,11 @@ type NodeRunner interface {
 
 // Transports maps Node.Transport to a constructor; "ssh" registers itself
 // in transport_ssh.go, others (Kubernetes) register the same way.
-var Transports = map[string]func(Node) (NodeRunner, error){
-	"local": func(n Node) (NodeRunner, error) { return local.NewRunner(n.Home, n.IP), nil },
+var Transports = map[string]func(agentapi.Node) (NodeRunner, error){
+	"local": func(n agentapi.Node) (NodeRunner, error) { return proc.NewRunner(n.Home, n.IP), nil },
 }
 
-func newNodeRunner(n Node) (NodeRunner, error) {
+func newNodeRunner(n agentapi.Node) (NodeRunner, error) {
 	t := n.Transport
 	if t == "" {
 		t = "local"
@@ -251,7 +252,7 @@ func newNodeRunner(n Node) (NodeRunner, error) {
 }
 
 // skyPath is the sky binary to run on node n.
-func skyPath(n Node) string {
+func skyPath(n agentapi.Node) string {
 	if n.Sky != "" {
 		return n.Sky
 	}

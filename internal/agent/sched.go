@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
 )
 
 // Scheduling decisions are pure functions over milli-units (1000 = one CPU
@@ -139,8 +141,8 @@ func CanEverFit(capacity []NodeFree, d Demand) error {
 }
 
 // DemandOf turns a spec's per-node request into a Demand.
-func DemandOf(spec JobSpec) Demand {
-	d := Demand{NumNodes: spec.NumNodes, MilliCPU: toMilli(DefaultCPUDemand)}
+func DemandOf(spec agentapi.JobSpec) Demand {
+	d := Demand{NumNodes: spec.NumNodes, MilliCPU: toMilli(agentapi.DefaultCPUDemand)}
 	if d.NumNodes <= 0 {
 		d.NumNodes = 1
 	}

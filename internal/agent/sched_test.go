@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
 )
 
 func cpuNodes(cpus ...float64) []NodeFree {
@@ -33,7 +35,7 @@ func TestFit(t *testing.T) {
 		nodes   []int
 		devices [][]int
 	}{
-		{"default demand on one node", cpuNodes(2), DemandOf(JobSpec{}), true, []int{0}, [][]int{nil}},
+		{"default demand on one node", cpuNodes(2), DemandOf(agentapi.JobSpec{}), true, []int{0}, [][]int{nil}},
 		{"gang needs both nodes", cpuNodes(1, 1), Demand{NumNodes: 2, MilliCPU: 1000}, true, []int{0, 1}, [][]int{nil, nil}},
 		{"gang does not fit when one node is full", cpuNodes(1, 0.5), Demand{NumNodes: 2, MilliCPU: 1000}, false, nil, nil},
 		{"skips a full head, rank 0 on next node", cpuNodes(0, 2, 2), Demand{NumNodes: 2, MilliCPU: 1000}, true, []int{1, 2}, [][]int{nil, nil}},
@@ -94,7 +96,7 @@ func TestScheduleCountsFractionsExactly(t *testing.T) {
 	free := cpuNodes(1)
 	queue := make([]Demand, 5)
 	for i := range queue {
-		queue[i] = DemandOf(JobSpec{CPUs: f64(0.2)})
+		queue[i] = DemandOf(agentapi.JobSpec{CPUs: f64(0.2)})
 	}
 	if got := Schedule(free, queue); len(got) != 5 {
 		t.Fatalf("five 0.2-CPU jobs on 1 CPU: %d placed, want 5", len(got))
@@ -141,14 +143,14 @@ func TestCanEverFit(t *testing.T) {
 
 func TestDemandAndResourcesString(t *testing.T) {
 	tests := []struct {
-		spec JobSpec
+		spec agentapi.JobSpec
 		want string
 		gpus int
 	}{
-		{JobSpec{}, "1x[CPU:0.5]", 0},
-		{JobSpec{NumNodes: 2, CPUs: f64(4)}, "2x[CPU:4]", 0},
-		{JobSpec{GPUs: map[string]float64{"A100": 2}}, "1x[A100:2]", 2},
-		{JobSpec{GPUs: map[string]float64{"T4": 0.5}}, "1x[T4:0.5]", 1},
+		{agentapi.JobSpec{}, "1x[CPU:0.5]", 0},
+		{agentapi.JobSpec{NumNodes: 2, CPUs: f64(4)}, "2x[CPU:4]", 0},
+		{agentapi.JobSpec{GPUs: map[string]float64{"A100": 2}}, "1x[A100:2]", 2},
+		{agentapi.JobSpec{GPUs: map[string]float64{"T4": 0.5}}, "1x[T4:0.5]", 1},
 	}
 	for _, tt := range tests {
 		d := DemandOf(tt.spec)

@@ -7,23 +7,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
 )
 
 func TestStatusMachine(t *testing.T) {
-	all := []Status{StatusInit, StatusPending, StatusSettingUp, StatusRunning, StatusFailedDriver,
-		StatusSucceeded, StatusFailed, StatusFailedSetup, StatusCancelled}
-	allowed := map[[2]Status]bool{}
-	for _, p := range [][2]Status{
-		{StatusInit, StatusPending}, {StatusInit, StatusCancelled}, {StatusInit, StatusFailedDriver},
-		{StatusPending, StatusSettingUp}, {StatusPending, StatusRunning}, {StatusPending, StatusCancelled}, {StatusPending, StatusFailedDriver},
-		{StatusSettingUp, StatusRunning}, {StatusSettingUp, StatusFailedSetup}, {StatusSettingUp, StatusCancelled}, {StatusSettingUp, StatusFailedDriver},
-		{StatusRunning, StatusSucceeded}, {StatusRunning, StatusFailed}, {StatusRunning, StatusCancelled}, {StatusRunning, StatusFailedDriver},
+	all := []agentapi.Status{agentapi.StatusInit, agentapi.StatusPending, agentapi.StatusSettingUp, agentapi.StatusRunning, agentapi.StatusFailedDriver,
+		agentapi.StatusSucceeded, agentapi.StatusFailed, agentapi.StatusFailedSetup, agentapi.StatusCancelled}
+	allowed := map[[2]agentapi.Status]bool{}
+	for _, p := range [][2]agentapi.Status{
+		{agentapi.StatusInit, agentapi.StatusPending}, {agentapi.StatusInit, agentapi.StatusCancelled}, {agentapi.StatusInit, agentapi.StatusFailedDriver},
+		{agentapi.StatusPending, agentapi.StatusSettingUp}, {agentapi.StatusPending, agentapi.StatusRunning}, {agentapi.StatusPending, agentapi.StatusCancelled}, {agentapi.StatusPending, agentapi.StatusFailedDriver},
+		{agentapi.StatusSettingUp, agentapi.StatusRunning}, {agentapi.StatusSettingUp, agentapi.StatusFailedSetup}, {agentapi.StatusSettingUp, agentapi.StatusCancelled}, {agentapi.StatusSettingUp, agentapi.StatusFailedDriver},
+		{agentapi.StatusRunning, agentapi.StatusSucceeded}, {agentapi.StatusRunning, agentapi.StatusFailed}, {agentapi.StatusRunning, agentapi.StatusCancelled}, {agentapi.StatusRunning, agentapi.StatusFailedDriver},
 	} {
 		allowed[p] = true
 	}
 	for _, from := range all {
 		for _, to := range all {
-			if got := CanTransition(from, to); got != allowed[[2]Status{from, to}] {
+			if got := CanTransition(from, to); got != allowed[[2]agentapi.Status{from, to}] {
 				t.Errorf("CanTransition(%s, %s) = %v", from, to, got)
 			}
 		}
@@ -34,8 +36,8 @@ func TestStatusMachine(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
-	want := map[Status]int{StatusSucceeded: 0, StatusFailed: 100, StatusFailedSetup: 100, StatusFailedDriver: 100,
-		StatusCancelled: 103, StatusRunning: 101, StatusPending: 101, StatusInit: 101, StatusSettingUp: 101}
+	want := map[agentapi.Status]int{agentapi.StatusSucceeded: 0, agentapi.StatusFailed: 100, agentapi.StatusFailedSetup: 100, agentapi.StatusFailedDriver: 100,
+		agentapi.StatusCancelled: 103, agentapi.StatusRunning: 101, agentapi.StatusPending: 101, agentapi.StatusInit: 101, agentapi.StatusSettingUp: 101}
 	for s, code := range want {
 		if got := s.ExitCode(); got != code {
 			t.Errorf("%s.ExitCode() = %d, want %d", s, got, code)

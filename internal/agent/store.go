@@ -12,6 +12,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
 )
 
 // store is the job table. The daemon is the only writer; other processes
@@ -78,8 +80,8 @@ func (s *store) close() error { return s.db.Close() }
 
 // jobRow is a job with its private columns.
 type jobRow struct {
-	Job
-	Spec    JobSpec
+	agentapi.Job
+	Spec    agentapi.JobSpec
 	LogDir  string
 	RunTS   string
 	Devices [][]int
@@ -154,7 +156,7 @@ func (s *store) get(ctx context.Context, id int, withSpec bool) (*jobRow, error)
 }
 
 // list returns jobs in id order; statuses filters when non-empty.
-func (s *store) list(ctx context.Context, withSpec bool, statuses ...Status) ([]*jobRow, error) {
+func (s *store) list(ctx context.Context, withSpec bool, statuses ...agentapi.Status) ([]*jobRow, error) {
 	q := `SELECT ` + jobCols + ` FROM jobs`
 	var args []any
 	if len(statuses) > 0 {
@@ -182,7 +184,7 @@ func (s *store) list(ctx context.Context, withSpec bool, statuses ...Status) ([]
 // update is a compare-and-set status change: it applies only when the job
 // is still in from, so a racing cancel and finish cannot both win.
 type update struct {
-	to            Status
+	to            agentapi.Status
 	startAt       *time.Time
 	endAt         *time.Time
 	nodes         []int
@@ -192,7 +194,7 @@ type update struct {
 	failureReason *string
 }
 
-func (s *store) transition(ctx context.Context, id int, from []Status, u update) (bool, error) {
+func (s *store) transition(ctx context.Context, id int, from []agentapi.Status, u update) (bool, error) {
 	sets := []string{"status = ?"}
 	args := []any{u.to}
 	if u.startAt != nil {

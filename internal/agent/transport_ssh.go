@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -38,7 +39,7 @@ type sshNodeRunner struct {
 	args []string // ssh options, before the destination
 }
 
-func newSSHNodeRunner(n Node) (NodeRunner, error) {
+func newSSHNodeRunner(n agentapi.Node) (NodeRunner, error) {
 	if n.IP == "" {
 		return nil, errors.New("ssh transport: node has no ip")
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -16,13 +17,13 @@ func TestSSHTransportRegisteredAndValidates(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	for _, c := range []struct {
 		name string
-		node Node
+		node agentapi.Node
 		want string // error substring; "" = ok
 	}{
-		{"no key", Node{IP: "10.0.0.2", Transport: "ssh"}, "needs ssh_key"},
-		{"no ip", Node{Transport: "ssh", SSHKey: "/k"}, "no ip"},
-		{"ok", Node{IP: "10.0.0.2", Transport: "ssh", SSHKey: "/k", SSHUser: "ubuntu", SSHPort: 2200}, ""},
-		{"unknown transport", Node{IP: "10.0.0.2", Transport: "carrier-pigeon"}, "known: local, ssh"},
+		{"no key", agentapi.Node{IP: "10.0.0.2", Transport: "ssh"}, "needs ssh_key"},
+		{"no ip", agentapi.Node{Transport: "ssh", SSHKey: "/k"}, "no ip"},
+		{"ok", agentapi.Node{IP: "10.0.0.2", Transport: "ssh", SSHKey: "/k", SSHUser: "ubuntu", SSHPort: 2200}, ""},
+		{"unknown transport", agentapi.Node{IP: "10.0.0.2", Transport: "carrier-pigeon"}, "known: local, ssh"},
 	} {
 		r, err := newNodeRunner(c.node)
 		if c.want != "" {
@@ -57,7 +58,7 @@ func TestSSHTransportUnreachableIsError(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close() // nothing listens there now
-	r, err := newNodeRunner(Node{IP: "127.0.0.1", Transport: "ssh", SSHKey: "/nonexistent", SSHPort: port})
+	r, err := newNodeRunner(agentapi.Node{IP: "127.0.0.1", Transport: "ssh", SSHKey: "/nonexistent", SSHPort: port})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
-// Package api holds the request and response bodies that travel between
-// the CLI (internal/client) and the API server's operations (internal/core).
-// It imports nothing heavy so both sides can share it.
+// Package api holds the records that travel between the CLI
+// (internal/client) and the API server (internal/server and the
+// operations in internal/core): request bodies and results, the request
+// record, health, the port and headers. Each has exactly one Go type, so
+// the two sides cannot drift apart. It imports nothing of SkyGo, so every
+// layer may use it (state scans request rows into Request).
 package api
 
 // TaskSpec is a task as the CLI resolved it: YAML loaded and validated,

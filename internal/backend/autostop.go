@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -43,7 +43,7 @@ func (b *Backend) CheckAutostop(ctx context.Context, name string, log io.Writer)
 	if err != nil {
 		return err
 	}
-	var rep agent.StatusReport
+	var rep agentapi.StatusReport
 	if err := b.agentCall(ctx, runners[0], nil, &rep, "status"); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/infra/local"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
@@ -193,9 +193,7 @@ func (b *Backend) agentCall(ctx context.Context, r provision.CommandRunner, in a
 		return fmt.Errorf("agent %s on %s: %w", verb, r.NodeIP(), err)
 	}
 	if res.ExitCode != 0 {
-		var e struct {
-			Error string `json:"error"`
-		}
+		var e agentapi.Failure
 		if json.Unmarshal(res.Stdout, &e) == nil && e.Error != "" {
 			return &agentError{verb: verb, node: r.NodeIP(), msg: e.Error}
 		}
@@ -225,10 +223,10 @@ func (b *Backend) agentCommand(r provision.CommandRunner, verb string, args ...s
 // agentConfigs builds each node's agent config. nodes, when set, is how
 // the head reaches each node (SSH clusters); otherwise every node is
 // local.
-func (b *Backend) agentConfigs(h *Handle, onAutostop string, nodes []agent.Node) []agent.Config {
-	var out []agent.Config
+func (b *Backend) agentConfigs(h *Handle, onAutostop string, nodes []agentapi.Node) []agentapi.Config {
+	var out []agentapi.Config
 	for i := range h.Info.Nodes {
-		c := agent.ConfigFromCluster(h.Info, i, "local")
+		c := agentapi.ConfigFromCluster(h.Info, i, "local")
 		if nodes != nil {
 			c.Nodes = nodes
 		}

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
@@ -412,7 +412,7 @@ func (b *Backend) onAutostopCommand(name string) string {
 // startAgents starts the agent on every node (idempotent) and marks the
 // cluster UP.
 func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, log io.Writer) error {
-	var nodes []agent.Node
+	var nodes []agentapi.Node
 	onAutostop := b.onAutostopCommand(c.Name)
 	if isSSH(h) {
 		var err error
@@ -663,16 +663,16 @@ func (p *prefixWriter) flush() {
 // applyLaunchAutostop sets autostop from -i / --down, else from the
 // task's resources.autostop (with its wait_for and hook).
 func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, body api.LaunchBody, r *resources.Resources) error {
-	cfg := agent.AutostopConfig{IdleMinutes: -1, Down: body.Down}
+	cfg := agentapi.AutostopConfig{IdleMinutes: -1, Down: body.Down}
 	if body.IdleMinutes != nil {
 		cfg.IdleMinutes = *body.IdleMinutes
 	} else if r.Autostop != nil {
 		a := r.Autostop
 		if !a.Enabled {
-			return b.setAutostop(ctx, c, h, head, agent.AutostopConfig{IdleMinutes: -1})
+			return b.setAutostop(ctx, c, h, head, agentapi.AutostopConfig{IdleMinutes: -1})
 		}
 		// SkyPilot rounds a YAML idle time of 0 up to one minute.
-		cfg = agent.AutostopConfig{IdleMinutes: max(a.IdleMinutes, 1), Down: a.Down || body.Down,
+		cfg = agentapi.AutostopConfig{IdleMinutes: max(a.IdleMinutes, 1), Down: a.Down || body.Down,
 			WaitFor: a.WaitFor, Hook: a.Hook, HookTimeout: a.HookTimeout}
 	}
 	if body.Down && cfg.IdleMinutes < 0 {
@@ -687,7 +687,7 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 // submitAndFollow submits the run command to the head agent and, unless
 // detached, streams its log until it ends.
 func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, t *api.TaskSpec, r *resources.Resources, user User, detach bool, log io.Writer) (*api.LaunchResult, error) {
-	spec := agent.JobSpec{Name: t.Name, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
+	spec := agentapi.JobSpec{Name: t.Name, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
 		v := r.CPUs.Value
@@ -696,9 +696,7 @@ func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Hand
 	if name := r.AcceleratorName(); name != "" {
 		spec.GPUs = map[string]float64{name: r.AcceleratorCount()}
 	}
-	var out struct {
-		JobID int `json:"job_id"`
-	}
+	var out agentapi.SubmitResult
 	if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
 		return nil, err
 	}
@@ -730,7 +728,7 @@ func (b *Backend) followJob(ctx context.Context, head provision.CommandRunner, j
 }
 
 func (b *Backend) jobStatus(ctx context.Context, head provision.CommandRunner, jobID int) (string, error) {
-	var rep agent.StatusReport
+	var rep agentapi.StatusReport
 	if err := b.agentCall(ctx, head, nil, &rep, "status", fmt.Sprint(jobID)); err != nil {
 		return "", err
 	}

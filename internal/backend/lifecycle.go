@@ -8,7 +8,7 @@ import (
 	"io"
 	"regexp"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
@@ -199,7 +199,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 		if err != nil {
 			return c, err
 		}
-		var rep agent.StatusReport
+		var rep agentapi.StatusReport
 		aerr := b.agentCall(ctx, runners[0], nil, &rep, "status")
 		if aerr != nil || !rep.Daemon.Alive {
 			why := "the head node's agent is not running"
@@ -253,7 +253,7 @@ func HandleOf(c *state.Cluster) (*Handle, error) {
 }
 
 // Autostop sets (or cancels, idle < 0) a cluster's autostop.
-func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agent.AutostopConfig) error {
+func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agentapi.AutostopConfig) error {
 	defer b.lock(name)()
 	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
 	if err != nil {
@@ -269,7 +269,7 @@ func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agen
 	return b.setAutostop(ctx, c, h, runners[0], cfg)
 }
 
-func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, cfg agent.AutostopConfig) error {
+func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, cfg agentapi.AutostopConfig) error {
 	if isSSH(h) && cfg.IdleMinutes >= 0 && !cfg.Down {
 		return &ClusterError{Type: "NotSupportedError", Msg: fmt.Sprintf(
 			"Cluster %s is on an SSH node pool, where clusters cannot be stopped; autostop there can only tear down: add --down.", c.Name)}
@@ -303,7 +303,7 @@ func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, 
 }
 
 // Queue returns the jobs of a cluster.
-func (b *Backend) Queue(ctx context.Context, name string, user User, allUsers, skipFinished bool) ([]agent.Job, error) {
+func (b *Backend) Queue(ctx context.Context, name string, user User, allUsers, skipFinished bool) ([]agentapi.Job, error) {
 	head, err := b.head(ctx, name, user, true)
 	if err != nil {
 		return nil, err
@@ -315,7 +315,7 @@ func (b *Backend) Queue(ctx context.Context, name string, user User, allUsers, s
 	if !allUsers && user.Hash != "" {
 		args = append(args, "--user-hash", user.Hash)
 	}
-	var jobs []agent.Job
+	var jobs []agentapi.Job
 	if err := b.agentCall(ctx, head, nil, &jobs, "queue", args...); err != nil {
 		return nil, err
 	}

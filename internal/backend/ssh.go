@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -113,7 +113,7 @@ func (b *Backend) skyWord(r provision.CommandRunner) string {
 // start: the sky binary (copied only when its hash differs) and, for a
 // multi-node cluster, the private keys the head uses to reach the
 // workers. It returns the agent config of each node.
-func (b *Backend) bootstrapSSH(ctx context.Context, h *Handle, runners []provision.CommandRunner, log io.Writer) ([]agent.Node, error) {
+func (b *Backend) bootstrapSSH(ctx context.Context, h *Handle, runners []provision.CommandRunner, log io.Writer) ([]agentapi.Node, error) {
 	var mu sync.Mutex
 	err := parallel(len(runners), func(i int) error {
 		copied, err := ssh.EnsureBinary(ctx, runners[i], b.Sky)
@@ -132,11 +132,11 @@ func (b *Backend) bootstrapSSH(ctx context.Context, h *Handle, runners []provisi
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]agent.Node, len(h.Info.Nodes))
+	nodes := make([]agentapi.Node, len(h.Info.Nodes))
 	headHome := h.Info.Nodes[0].Home
 	keys := map[string]string{} // local key file -> path on the head
 	for i, n := range h.Info.Nodes {
-		nodes[i] = agent.Node{IP: n.InternalIP, Home: n.Home, Transport: "ssh", Sky: n.Home + "/.sky/bin/sky",
+		nodes[i] = agentapi.Node{IP: n.InternalIP, Home: n.Home, Transport: "ssh", Sky: n.Home + "/.sky/bin/sky",
 			CPUs: n.CPUs, GPUs: n.GPUs}
 		if i == 0 {
 			continue

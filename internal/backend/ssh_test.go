@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skygo/skygo/internal/infra/local"
 	"github.com/skygo/skygo/internal/infra/ssh"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -43,7 +43,7 @@ func TestAgentCommandPerTransport(t *testing.T) {
 	if got, want := b.agentCommand(sshRunner, "status", "--json"), `"$HOME"/.sky/bin/sky agent status --json`; got != want {
 		t.Errorf("ssh agent command = %q, want %q", got, want)
 	}
-	var lr provision.CommandRunner = local.NewRunner(t.TempDir(), "127.0.0.1")
+	var lr provision.CommandRunner = proc.NewRunner(t.TempDir(), "127.0.0.1")
 	if got := b.agentCommand(lr, "logs", "--job", "3"); got != `'/opt/sky dir/sky' agent logs --job 3` {
 		t.Errorf("local agent command = %q", got)
 	}

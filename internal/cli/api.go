@@ -17,17 +17,15 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/core"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
 )
-
-// ServerOps supplies the operations `sky api start` serves (set by
-// cmd/sky to the core operations); when nil only the server's built-in
-// ones (debug.sleep) exist. It gets the server's store and options.
-var ServerOps func(st *state.Store, so server.Options) ([]server.Op, error)
 
 // newAPICmd is the `sky api` group: start/stop the local server, inspect
 // and cancel requests, log in to a remote server.
@@ -123,7 +121,12 @@ func configDB(home string) string {
 	return doc.DB
 }
 
+// runAPIServer serves the core operations in this process. The store is
+// opened here because the operations share it with the server.
 func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	so, err := o.serverOptions()
 	if err != nil {
 		return err
@@ -131,19 +134,18 @@ func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	if err := adoptLegacyState(ctx, so.Home); err != nil {
 		return err
 	}
-	var ops []server.Op
-	if ServerOps != nil {
-		st, err := state.Open(ctx, state.ResolveURI(so.DBURI), state.DefaultSQLitePath(so.Home))
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		so.Store = st
-		if ops, err = ServerOps(st, so); err != nil {
-			return err
-		}
+	st, err := state.Open(ctx, state.ResolveURI(so.DBURI), state.DefaultSQLitePath(so.Home))
+	if err != nil {
+		return err
 	}
-	srv, err := server.New(so, ops)
+	defer st.Close()
+	so.Store = st
+	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port})
+	if err != nil {
+		return err
+	}
+	so.Controllers = env.Controllers
+	srv, err := server.New(so, env.Ops())
 	if err != nil {
 		return err
 	}
@@ -151,9 +153,6 @@ func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	ln, err := srv.Listen()
 	if err != nil {
 		return err
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -298,7 +297,7 @@ func stopLocalServer(pidFile string) (bool, error) {
 	if err != nil || pid <= 1 {
 		return false, fmt.Errorf("%s does not hold a pid (%q); remove it", pidFile, strings.TrimSpace(string(b)))
 	}
-	if !processAlive(pid) {
+	if !proc.Alive(pid) {
 		os.Remove(pidFile)
 		return false, nil
 	}
@@ -310,30 +309,10 @@ func stopLocalServer(pidFile string) (bool, error) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return false, fmt.Errorf("stop API server (pid %d): %w", pid, err)
 	}
-	for i := 0; i < 150; i++ {
-		if !processAlive(pid) {
-			return true, nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !proc.WaitGone(pid, 15*time.Second) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 	return true, nil
-}
-
-// processAlive is true for a live, non-zombie process.
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
-		st := b[i+2]
-		return st != 'Z' && st != 'X'
-	}
-	return true
 }
 
 // ---- sky api status ----
@@ -370,7 +349,11 @@ func newAPIStatusCmd(f *Factory) *cobra.Command {
 			}
 			if o.Output == "json" {
 				if recs == nil {
-					recs = []client.Request{}
+					recs = []api.Request{}
+				}
+				// started_at is not among SkyPilot's fields of this output.
+				for i := range recs {
+					recs[i].StartedAt = nil
 				}
 				return printJSON(f.IO.Out, recs)
 			}
@@ -393,7 +376,7 @@ func ctxOf(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-func renderRequests(f *Factory, recs []client.Request, verbose bool) error {
+func renderRequests(f *Factory, recs []api.Request, verbose bool) error {
 	headers := []string{"ID", "USER", "NAME", "CREATED", "STATUS"}
 	if verbose {
 		headers = append(headers, "CLUSTER", "SCHEDULE", "FINISHED")
@@ -404,7 +387,7 @@ func renderRequests(f *Factory, recs []client.Request, verbose bool) error {
 		now = f.Now()
 	}
 	for _, r := range recs {
-		row := []string{r.RequestID, r.UserName, r.Name, ago(now, r.CreatedAt), r.Status}
+		row := []string{r.RequestID, r.UserName, r.Name, ago(now, r.CreatedAt), string(r.Status)}
 		if verbose {
 			fin := "-"
 			if r.FinishedAt != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/task"
@@ -144,16 +145,13 @@ func singleTask(in *taskInput) (*task.Task, error) {
 // jobExit turns a job's final status into the CLI's exit code
 // (runtime.md: 0 succeeded, 100 failed, 101 not finished, 103 cancelled).
 func jobExit(status string) error {
-	switch status {
-	case "", "SUCCEEDED":
+	if status == "" {
 		return nil
-	case "FAILED", "FAILED_SETUP", "FAILED_DRIVER":
-		return &ExitError{Code: 100}
-	case "CANCELLED":
-		return &ExitError{Code: 103}
-	default:
-		return &ExitError{Code: 101}
 	}
+	if code := agentapi.Status(status).ExitCode(); code != 0 {
+		return &ExitError{Code: code}
+	}
+	return nil
 }
 
 func generatedClusterName() string {

@@ -8,28 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/check"
 )
-
-// clusterRow is what status prints of a cluster record (the server sends
-// the full `sky status -o json` record; the table needs these fields).
-type clusterRow struct {
-	Name               string  `json:"name"`
-	LaunchedAt         int64   `json:"launched_at"`
-	LastUse            *string `json:"last_use"`
-	Status             string  `json:"status"`
-	Autostop           int     `json:"autostop"`
-	ToDown             bool    `json:"to_down"`
-	UserName           string  `json:"user_name"`
-	UserHash           string  `json:"user_hash"`
-	Cloud              *string `json:"cloud"`
-	Region             *string `json:"region"`
-	ResourcesStr       string  `json:"resources_str"`
-	LastEvent          *string `json:"last_event"`
-	LaunchStatusReason *string `json:"launch_status_reason"`
-	HeadIP             string  `json:"head_ip"`
-}
 
 func deref(s *string) string {
 	if s == nil {
@@ -38,7 +20,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func infraCell(r clusterRow) string {
+func infraCell(r api.ClusterRecord) string {
 	cloud := deref(r.Cloud)
 	if cloud == "" {
 		return "-"
@@ -76,7 +58,7 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 	if err := f.call("status", body, &recs, callOptions{}); err != nil {
 		return err
 	}
-	rows := make([]clusterRow, len(recs))
+	rows := make([]api.ClusterRecord, len(recs))
 	for i, raw := range recs {
 		if err := json.Unmarshal(raw, &rows[i]); err != nil {
 			return err
@@ -235,18 +217,6 @@ func formatDuration(d time.Duration) string {
 	return fmt.Sprintf("%ds", s)
 }
 
-type jobRow struct {
-	JobID       int      `json:"job_id"`
-	JobName     string   `json:"job_name"`
-	Username    string   `json:"username"`
-	SubmittedAt float64  `json:"submitted_at"`
-	StartAt     *float64 `json:"start_at"`
-	EndAt       *float64 `json:"end_at"`
-	Resources   string   `json:"resources"`
-	Status      string   `json:"status"`
-	LogPath     string   `json:"log_path"`
-}
-
 func queueRunRemote(f *Factory, opts *QueueOptions) error {
 	var out map[string][]json.RawMessage
 	b := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, SkipFinished: opts.SkipFinished}
@@ -268,7 +238,7 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 		fmt.Fprintf(opts.IO.Out, "Job queue of %s on cluster %s\n", who, name)
 		tb := newTable(opts.IO.Bold, "ID", "NAME", "USER", "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "LOG")
 		for _, raw := range out[name] {
-			var j jobRow
+			var j agentapi.Job
 			if err := json.Unmarshal(raw, &j); err != nil {
 				return err
 			}
@@ -281,7 +251,7 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 				}
 				dur = formatDuration(time.Duration((end - *j.StartAt) * float64(time.Second)))
 			}
-			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, j.Status, j.LogPath)
+			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, string(j.Status), j.LogPath)
 		}
 		if err := tb.render(opts.IO.Out); err != nil {
 			return err
@@ -312,7 +282,7 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 			} else {
 				fmt.Fprintf(opts.IO.Out, "No job found on cluster '%s'.\n", opts.Cluster)
 			}
-			return &ExitError{Code: 102}
+			return &ExitError{Code: agentapi.ExitNotFound}
 		}
 		fmt.Fprintf(opts.IO.Out, "Job %d: %s\n", st.JobID, st.Status)
 		return jobExit(st.Status)
@@ -345,9 +315,7 @@ func cancelRunRemote(f *Factory, opts *CancelOptions) error {
 		}
 		b.JobIDs = []int{st.JobID}
 	}
-	var res struct {
-		Cancelled []int `json:"cancelled"`
-	}
+	var res agentapi.CancelResult
 	if err := f.call("cancel", b, &res, callOptions{Async: opts.Async}); err != nil {
 		return err
 	}
@@ -398,13 +366,6 @@ func checkRunRemote(f *Factory, opts *CheckOptions) error {
 	return nil
 }
 
-// gpusResult is what /list_accelerators returns: the rendered table and
-// strict JSON (the server renders both so NaN prices never travel).
-type gpusResult struct {
-	Table string          `json:"table"`
-	JSON  json.RawMessage `json:"json"`
-}
-
 func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 	name, count := opts.Accelerator, 0.0
 	if name != "" {
@@ -423,7 +384,7 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 			infra += "/" + opts.Region
 		}
 	}
-	var res gpusResult
+	var res api.GPUsResult
 	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions}
 	if err := f.call("list_accelerators", b, &res, callOptions{}); err != nil {
 		return err

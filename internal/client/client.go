@@ -23,23 +23,15 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/version"
 )
 
-// Environment variables the client reads (SkyPilot's names).
+// Environment variables the client reads (SkyPilot's names); the local
+// port is api.EnvPort.
 const (
 	EnvEndpoint = "SKYPILOT_API_SERVER_ENDPOINT"
 	EnvToken    = "SKYPILOT_SERVICE_ACCOUNT_TOKEN"
-	EnvPort     = "SKYPILOT_API_SERVER_LOCAL_PORT"
-	defaultPort = 46580
-)
-
-// Header names shared with the server.
-const (
-	headerAPIVersion = "X-SkyPilot-API-Version"
-	headerVersion    = "X-SkyPilot-Version"
-	headerRequestID  = "X-Skypilot-Request-ID"
-	headerUserName   = "X-SkyPilot-User-Name"
 )
 
 // Options configure a client. Zero values mean "resolve as the CLI does".
@@ -148,13 +140,9 @@ func WriteLogin(home string, lc LoginConfig) error {
 
 // LocalEndpoint is http://127.0.0.1:<SKYPILOT_API_SERVER_LOCAL_PORT or 46580>.
 func LocalEndpoint() (string, error) {
-	port := defaultPort
-	if v := strings.TrimSpace(os.Getenv(EnvPort)); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p <= 0 || p > 65535 {
-			return "", fmt.Errorf("%s=%q is not a port number", EnvPort, v)
-		}
-		port = p
+	port, err := api.PortFromEnv()
+	if err != nil {
+		return "", err
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(port), nil
 }
@@ -280,13 +268,13 @@ func (c *Client) checkOwnServer(resp *http.Response) error {
 	resp.Body.Close()
 	port := c.base.Port()
 	return fmt.Errorf("%w: a SkyPilot API server is running at %s. Stop it with SkyPilot's `sky api stop`, or give SkyGo another port: export %s=%d",
-		ErrForeignServer, c.Endpoint, EnvPort, nextPort(port))
+		ErrForeignServer, c.Endpoint, api.EnvPort, nextPort(port))
 }
 
 func nextPort(p string) int {
 	n, err := strconv.Atoi(p)
 	if err != nil || n <= 0 || n >= 65535 {
-		return defaultPort + 1
+		return api.DefaultPort + 1
 	}
 	return n + 1
 }
@@ -301,15 +289,15 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(headerAPIVersion, strconv.Itoa(version.APIVersion))
-	req.Header.Set(headerVersion, version.Version)
+	req.Header.Set(api.HeaderAPIVersion, strconv.Itoa(version.APIVersion))
+	req.Header.Set(api.HeaderVersion, version.Version)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
 	} else if name := osUserName(); name != "" {
-		req.Header.Set(headerUserName, name)
+		req.Header.Set(api.HeaderUserName, name)
 	}
 	return req, nil
 }
@@ -429,39 +417,18 @@ func (c *Client) Submit(ctx context.Context, op string, body any) (string, error
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
-	id := resp.Header.Get(headerRequestID)
+	id := resp.Header.Get(api.HeaderRequestID)
 	if id == "" {
 		return "", fmt.Errorf("API server at %s accepted %s but sent no request id", c.Endpoint, op)
 	}
 	return id, nil
 }
 
-// Request is a request record (see `sky api status -o json`).
-type Request struct {
-	RequestID        string   `json:"request_id"`
-	Name             string   `json:"name"`
-	Entrypoint       string   `json:"entrypoint"`
-	RequestBody      string   `json:"request_body"`
-	Status           string   `json:"status"`
-	CreatedAt        float64  `json:"created_at"`
-	FinishedAt       *float64 `json:"finished_at"`
-	UserID           string   `json:"user_id"`
-	UserName         string   `json:"user_name"`
-	ReturnValue      string   `json:"return_value"`
-	Error            string   `json:"error"`
-	PID              *int     `json:"pid"`
-	ScheduleType     string   `json:"schedule_type"`
-	ClusterName      string   `json:"cluster_name"`
-	StatusMsg        string   `json:"status_msg"`
-	ShouldRetry      bool     `json:"should_retry"`
-	FileMountsBlobID string   `json:"file_mounts_blob_id"`
-}
-
 // Get blocks until the request is final and returns its record. A FAILED
 // or CANCELLED request is returned together with a *RequestError.
-func (c *Client) Get(ctx context.Context, id string) (*Request, error) {
+func (c *Client) Get(ctx context.Context, id string) (*api.Request, error) {
 	resp, err := c.do(ctx, http.MethodGet, "/api/get", url.Values{"request_id": {id}}, nil)
-	var rec Request
+	var rec api.Request
 	if err != nil {
 		// FAILED comes back as 500 with the record as detail.
 		var ae *APIError
@@ -477,11 +444,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Request, error) {
 	return &rec, requestError(&rec)
 }
 
-func requestError(r *Request) error {
-	if r.Status != "FAILED" && r.Status != "CANCELLED" {
+func requestError(r *api.Request) error {
+	if r.Status != api.RequestFailed && r.Status != api.RequestCancelled {
 		return nil
 	}
-	e := &RequestError{RequestID: r.RequestID, Status: r.Status, Type: "RequestCancelled", Message: "cancelled"}
+	e := &RequestError{RequestID: r.RequestID, Status: string(r.Status), Type: "RequestCancelled", Message: "cancelled"}
 	if r.Error != "" {
 		var v struct{ Type, Message string }
 		if json.Unmarshal([]byte(r.Error), &v) == nil {
@@ -543,7 +510,7 @@ func (c *Client) Stream(ctx context.Context, id string, w io.Writer, opts Stream
 		return "", err
 	}
 	defer resp.Body.Close()
-	got := resp.Header.Get("X-SkyPilot-Stream-Request-ID")
+	got := resp.Header.Get(api.HeaderStreamRequestID)
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		if ctx.Err() != nil {
 			return got, ctx.Err()
@@ -563,7 +530,7 @@ type StatusOptions struct {
 }
 
 // Status lists requests, newest first.
-func (c *Client) Status(ctx context.Context, o StatusOptions) ([]Request, error) {
+func (c *Client) Status(ctx context.Context, o StatusOptions) ([]api.Request, error) {
 	q := url.Values{}
 	for _, id := range o.IDs {
 		q.Add("request_ids", id)
@@ -585,7 +552,7 @@ func (c *Client) Status(ctx context.Context, o StatusOptions) ([]Request, error)
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var out []Request
+	var out []api.Request
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, fmt.Errorf("decode request list: %w", err)
 	}
@@ -604,24 +571,8 @@ func (c *Client) Cancel(ctx context.Context, ids []string, allUsers bool) ([]str
 	return out, err
 }
 
-// Health is GET /api/health.
-type Health struct {
-	Status                 string `json:"status"`
-	APIVersion             string `json:"api_version"`
-	Version                string `json:"version"`
-	VersionOnDisk          string `json:"version_on_disk"`
-	Commit                 string `json:"commit"`
-	BasicAuthEnabled       bool   `json:"basic_auth_enabled"`
-	ServiceAccountsEnabled bool   `json:"service_account_token_enabled"`
-	User                   *struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-		Role string `json:"role"`
-	} `json:"user"`
-}
-
 // Health asks the server how it is (it never auto-starts one).
-func (c *Client) Health(ctx context.Context) (*Health, error) {
+func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 	req, err := c.newRequest(ctx, http.MethodGet, "/api/health", nil, nil)
 	if err != nil {
 		return nil, err
@@ -640,7 +591,7 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, decodeAPIError(resp)
 	}
-	var h Health
+	var h api.Health
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
 		return nil, fmt.Errorf("decode health of %s: %w", c.Endpoint, err)
 	}

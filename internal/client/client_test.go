@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skygo/skygo/internal/api"
 )
 
 func TestEndpointResolution(t *testing.T) {
@@ -30,7 +32,7 @@ func TestEndpointResolution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
 			t.Setenv(EnvEndpoint, tc.env)
-			t.Setenv(EnvPort, tc.port)
+			t.Setenv(api.EnvPort, tc.port)
 			t.Setenv(EnvToken, "")
 			if tc.login != "" {
 				if err := WriteLogin(home, LoginConfig{Endpoint: tc.login}); err != nil {

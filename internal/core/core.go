@@ -1,7 +1,9 @@
-// Package core is the API server's operations: each is a server.Op that
+// Package core is the API server's operations: each is an op.Op that
 // decodes its body (internal/api), does the work through the backend,
 // optimizer, catalog and check packages, and returns a JSON-able result.
-// Progress text goes to the request log, which the CLI streams.
+// Progress text goes to the request log, which the CLI streams. The
+// server runs these operations without knowing them: `sky api start`
+// (internal/cli) builds them with Ops and hands them to server.New.
 package core
 
 import (
@@ -13,13 +15,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
-	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -33,8 +36,18 @@ type Env struct {
 	cat     *catalog.Catalog
 }
 
-// New builds the operations' environment for a server with these options.
-func New(st *state.Store, so server.Options) (*Env, error) {
+// Options are what the operations need from the server that serves them.
+type Options struct {
+	// Home is where ~/.sky lives.
+	Home  string
+	Store *state.Store
+	// Port is where the server answers locally (default api.DefaultPort);
+	// autostop callbacks on local clusters call it back there.
+	Port int
+}
+
+// New builds the operations' environment.
+func New(o Options) (*Env, error) {
 	sky, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("locating the sky binary: %w", err)
@@ -43,48 +56,39 @@ func New(st *state.Store, so server.Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	port := so.Port
+	port := o.Port
 	if port == 0 {
-		port = server.DefaultPort
+		port = api.DefaultPort
 	}
-	e := &Env{Home: so.Home, Store: st}
-	e.Backend = &backend.Backend{Home: so.Home, Store: st, Sky: sky, Local: lp,
-		CallbackEnv: []string{fmt.Sprintf("%s=%d", server.EnvPort, port)}}
+	e := &Env{Home: o.Home, Store: o.Store}
+	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky, Local: lp,
+		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
 	return e, nil
 }
 
-// Ops returns every operation the server offers.
-func Ops(st *state.Store, so server.Options) ([]server.Op, error) {
-	e, err := New(st, so)
-	if err != nil {
-		return nil, err
-	}
-	return e.Ops(), nil
-}
-
 // Ops lists the operations of e.
-func (e *Env) Ops() []server.Op {
-	return []server.Op{
-		{Name: "validate", Schedule: server.Short, Run: e.validate},
-		{Name: "check", Schedule: server.Short, Run: e.check},
-		{Name: "list_accelerators", Schedule: server.Short, Run: e.listAccelerators},
-		{Name: "launch", Schedule: server.Long, Run: e.launch},
-		{Name: "exec", Schedule: server.Long, Run: e.exec},
-		{Name: "status", Schedule: server.Short, Run: e.status},
-		{Name: "stop", Schedule: server.Short, Run: e.stop},
-		{Name: "start", Schedule: server.Long, Run: e.start},
-		{Name: "down", Schedule: server.Short, Run: e.down},
-		{Name: "autostop", Schedule: server.Short, Run: e.autostop},
-		{Name: "queue", Schedule: server.Short, Run: e.queue},
-		{Name: "cancel", Schedule: server.Short, Run: e.cancel},
-		{Name: "logs", Schedule: server.Long, Run: e.logs},
-		{Name: "job_status", Schedule: server.Short, Run: e.jobStatus},
-		{Name: "hook_logs", Schedule: server.Short, Run: e.hookLogs},
-		{Name: "cost_report", Schedule: server.Short, Run: e.costReport},
-		{Name: "local_up", Schedule: server.Long, Run: e.localUp},
-		{Name: "local_down", Schedule: server.Long, Run: e.localDown},
-		{Name: "ssh_up", Schedule: server.Long, Run: e.sshUp},
-		{Name: "ssh_down", Schedule: server.Long, Run: e.sshDown},
+func (e *Env) Ops() []op.Op {
+	return []op.Op{
+		{Name: "validate", Schedule: op.Short, Run: e.validate},
+		{Name: "check", Schedule: op.Short, Run: e.check},
+		{Name: "list_accelerators", Schedule: op.Short, Run: e.listAccelerators},
+		{Name: "launch", Schedule: op.Long, Run: e.launch},
+		{Name: "exec", Schedule: op.Long, Run: e.exec},
+		{Name: "status", Schedule: op.Short, Run: e.status},
+		{Name: "stop", Schedule: op.Short, Run: e.stop},
+		{Name: "start", Schedule: op.Long, Run: e.start},
+		{Name: "down", Schedule: op.Short, Run: e.down},
+		{Name: "autostop", Schedule: op.Short, Run: e.autostop},
+		{Name: "queue", Schedule: op.Short, Run: e.queue},
+		{Name: "cancel", Schedule: op.Short, Run: e.cancel},
+		{Name: "logs", Schedule: op.Long, Run: e.logs},
+		{Name: "job_status", Schedule: op.Short, Run: e.jobStatus},
+		{Name: "hook_logs", Schedule: op.Short, Run: e.hookLogs},
+		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
+		{Name: "local_up", Schedule: op.Long, Run: e.localUp},
+		{Name: "local_down", Schedule: op.Long, Run: e.localDown},
+		{Name: "ssh_up", Schedule: op.Long, Run: e.sshUp},
+		{Name: "ssh_down", Schedule: op.Long, Run: e.sshDown},
 	}
 }
 
@@ -96,7 +100,7 @@ func (e *Env) catalog() *catalog.Catalog {
 	return e.cat
 }
 
-func userOf(r *server.Request) backend.User {
+func userOf(r *op.Request) backend.User {
 	return backend.User{Name: r.User.Name, Hash: r.User.ID}
 }
 

@@ -10,18 +10,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent"
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
-	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/task"
 )
 
-func (e *Env) validate(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ValidateBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (e *Env) validate(ctx context.Context, r *server.Request) (any, error) {
 	}
 	dag, err := task.LoadBytes(b.Name, []byte(b.YAML), opts)
 	if err != nil {
-		return nil, &server.OpError{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
 	out := api.ValidateResult{Tasks: []api.ValidatedTask{}}
 	for _, t := range dag.Tasks {
@@ -45,7 +45,7 @@ func (e *Env) validate(ctx context.Context, r *server.Request) (any, error) {
 	return out, nil
 }
 
-func (e *Env) check(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) check(ctx context.Context, r *op.Request) (any, error) {
 	var b api.CheckBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (e *Env) check(ctx context.Context, r *server.Request) (any, error) {
 	return e.runCheck(ctx, b.Infras, b.Verbose)
 }
 
-func (e *Env) listAccelerators(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) {
 	var b api.GPUsBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -62,11 +62,11 @@ func (e *Env) listAccelerators(ctx context.Context, r *server.Request) (any, err
 	if b.Infra != "" {
 		inf, err := resources.ParseInfra(b.Infra)
 		if err != nil {
-			return nil, &server.OpError{Type: "ValueError", Message: err.Error()}
+			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
 		if inf.Cloud != "" {
 			if !catalog.IsCatalogCloud(inf.Cloud) {
-				return map[string]any{"table": "No accelerators found.\n", "json": json.RawMessage("{}")}, nil
+				return api.GPUsResult{Table: "No accelerators found.\n", JSON: json.RawMessage("{}")}, nil
 			}
 			f.Clouds = []string{inf.Cloud}
 		}
@@ -85,12 +85,12 @@ func (e *Env) listAccelerators(ctx context.Context, r *server.Request) (any, err
 	if err := optimizer.WriteGPUJSON(&js, list); err != nil {
 		return nil, err
 	}
-	return map[string]any{"table": tb.String(), "json": json.RawMessage(bytes.TrimSpace(js.Bytes()))}, nil
+	return api.GPUsResult{Table: tb.String(), JSON: json.RawMessage(bytes.TrimSpace(js.Bytes()))}, nil
 }
 
 // planner returns the optimizer call the backend uses, over the enabled
 // infras and the catalog; it also prints the plan to log.
-func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *server.Request) (backend.Planner, error) {
+func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (backend.Planner, error) {
 	enabled, err := e.enabledInfras(ctx)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *server.Reques
 			Capacity: []optimizer.CapacityInfra{localCapacity{e.Backend.Local}, sshCapacity{e}},
 		})
 		if err != nil {
-			return nil, &server.OpError{Type: "ResourcesUnavailableError", Message: err.Error()}
+			return nil, &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
 		}
 		if err := optimizer.WriteDryRun(r.Log, plan, optimizer.FormatOptions{Verbose: body.Verbose}); err != nil {
 			return nil, err
@@ -119,7 +119,7 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *server.Reques
 	}, nil
 }
 
-func (e *Env) launch(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LaunchBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func (e *Env) launch(ctx context.Context, r *server.Request) (any, error) {
 	if b.Dryrun {
 		res, err := resources.Parse(b.Task.Resources)
 		if err != nil {
-			return nil, &server.OpError{Type: "ValueError", Message: err.Error()}
+			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
 		if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
 			return nil, err
@@ -145,7 +145,7 @@ func (e *Env) launch(ctx context.Context, r *server.Request) (any, error) {
 	return out, opErr(err)
 }
 
-func (e *Env) exec(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) exec(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ExecBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func opErr(err error) error {
 	}
 	var ce *backend.ClusterError
 	if errors.As(err, &ce) {
-		return &server.OpError{Type: ce.Type, Message: ce.Msg}
+		return &op.Error{Type: ce.Type, Message: ce.Msg}
 	}
 	return err
 }
@@ -189,7 +189,7 @@ func (e *Env) clusterNames(ctx context.Context, b api.ClustersBody, u backend.Us
 }
 
 // forEach runs f on every selected cluster and joins the errors.
-func (e *Env) forEach(ctx context.Context, r *server.Request, f func(name string) error) (any, error) {
+func (e *Env) forEach(ctx context.Context, r *op.Request, f func(name string) error) (any, error) {
 	var b api.ClustersBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -214,23 +214,23 @@ func (e *Env) forEach(ctx context.Context, r *server.Request, f func(name string
 	return names, errors.Join(errs...)
 }
 
-func (e *Env) stop(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) stop(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ClustersBody
 	_ = r.Decode(&b)
 	return e.forEach(ctx, r, func(n string) error { return e.Backend.Stop(ctx, n, userOf(r), b.AllUsers, r.Log) })
 }
 
-func (e *Env) start(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) start(ctx context.Context, r *op.Request) (any, error) {
 	return e.forEach(ctx, r, func(n string) error { return e.Backend.Start(ctx, n, userOf(r), r.Log) })
 }
 
-func (e *Env) down(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) down(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ClustersBody
 	_ = r.Decode(&b)
 	return e.forEach(ctx, r, func(n string) error { return e.Backend.Down(ctx, n, userOf(r), b.AllUsers, b.Purge, r.Log) })
 }
 
-func (e *Env) autostop(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) autostop(ctx context.Context, r *op.Request) (any, error) {
 	var b api.AutostopBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func (e *Env) autostop(ctx context.Context, r *server.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := agent.AutostopConfig{IdleMinutes: b.IdleMinutes, Down: b.Down, WaitFor: b.WaitFor}
+	cfg := agentapi.AutostopConfig{IdleMinutes: b.IdleMinutes, Down: b.Down, WaitFor: b.WaitFor}
 	if b.Cancel {
 		cfg.IdleMinutes = -1
 	}
@@ -258,46 +258,6 @@ func (e *Env) autostop(ctx context.Context, r *server.Request) (any, error) {
 	return names, errors.Join(errs...)
 }
 
-// ClusterRecord is one cluster as `sky status -o json` prints it.
-type ClusterRecord struct {
-	Name               string            `json:"name"`
-	LaunchedAt         int64             `json:"launched_at"`
-	LastUse            *string           `json:"last_use"`
-	Status             string            `json:"status"`
-	Autostop           int               `json:"autostop"`
-	ToDown             bool              `json:"to_down"`
-	Owner              []string          `json:"owner"`
-	Metadata           map[string]any    `json:"metadata"`
-	ClusterHash        string            `json:"cluster_hash"`
-	ClusterEverUp      bool              `json:"cluster_ever_up"`
-	StatusUpdatedAt    int64             `json:"status_updated_at"`
-	UserHash           string            `json:"user_hash"`
-	UserName           string            `json:"user_name"`
-	ConfigHash         *string           `json:"config_hash"`
-	Workspace          string            `json:"workspace"`
-	LastCreationYAML   *string           `json:"last_creation_yaml"`
-	LastCreationCmd    *string           `json:"last_creation_command"`
-	IsManaged          bool              `json:"is_managed"`
-	LastEvent          *string           `json:"last_event"`
-	LaunchStatusReason *string           `json:"launch_status_reason"`
-	ResourcesStr       string            `json:"resources_str"`
-	ResourcesStrFull   string            `json:"resources_str_full"`
-	Nodes              int               `json:"nodes"`
-	Cloud              *string           `json:"cloud"`
-	Region             *string           `json:"region"`
-	CPUs               *string           `json:"cpus"`
-	Memory             *string           `json:"memory"`
-	Accelerators       *string           `json:"accelerators"`
-	Labels             map[string]string `json:"labels"`
-	ClusterNameOnCloud *string           `json:"cluster_name_on_cloud"`
-	NodeNames          *string           `json:"node_names"`
-	Priority           *int              `json:"priority"`
-	PriorityClass      *string           `json:"priority_class"`
-	Links              map[string]string `json:"links"`
-	// HeadIP is the head node's address (`sky status --ip`).
-	HeadIP string `json:"head_ip,omitempty"`
-}
-
 func strp(s string) *string {
 	if s == "" {
 		return nil
@@ -309,12 +269,12 @@ func fmtNum(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
 
-func (e *Env) record(ctx context.Context, c *state.Cluster) ClusterRecord {
+func (e *Env) record(ctx context.Context, c *state.Cluster) api.ClusterRecord {
 	h, err := backend.HandleOf(c)
 	if err != nil {
 		h = &backend.Handle{Reason: err.Error()}
 	}
-	rec := ClusterRecord{Name: c.Name, LaunchedAt: c.LaunchedAt, LastUse: strp(c.LastUse), Status: string(c.Status),
+	rec := api.ClusterRecord{Name: c.Name, LaunchedAt: c.LaunchedAt, LastUse: strp(c.LastUse), Status: string(c.Status),
 		Autostop: c.Autostop, ToDown: c.ToDown, ClusterHash: c.ClusterHash, ClusterEverUp: c.ClusterEverUp,
 		StatusUpdatedAt: c.StatusUpdatedAt, UserHash: c.UserHash, UserName: c.UserName, Workspace: c.Workspace,
 		ConfigHash: strp(c.ConfigHash), LastCreationYAML: strp(c.LastCreationYAML), LastCreationCmd: strp(c.LastCreationCommand),
@@ -372,7 +332,7 @@ func (e *Env) record(ctx context.Context, c *state.Cluster) ClusterRecord {
 	return rec
 }
 
-func (e *Env) status(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) status(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ClustersBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -390,7 +350,7 @@ func (e *Env) status(ctx context.Context, r *server.Request) (any, error) {
 	for _, n := range b.ClusterNames {
 		want[n] = true
 	}
-	out := []ClusterRecord{}
+	out := []api.ClusterRecord{}
 	for _, c := range cs {
 		if len(want) > 0 && !want[c.Name] {
 			continue
@@ -410,7 +370,7 @@ func (e *Env) status(ctx context.Context, r *server.Request) (any, error) {
 	return out, nil
 }
 
-func (e *Env) queue(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) queue(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ClustersBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -428,7 +388,7 @@ func (e *Env) queue(ctx context.Context, r *server.Request) (any, error) {
 			}
 		}
 	}
-	out := map[string][]agent.Job{}
+	out := map[string][]agentapi.Job{}
 	var errs []error
 	for _, n := range names {
 		jobs, err := e.Backend.Queue(ctx, n, u, b.AllUsers, b.SkipFinished)
@@ -444,19 +404,19 @@ func (e *Env) queue(ctx context.Context, r *server.Request) (any, error) {
 	return out, nil
 }
 
-func (e *Env) cancel(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) cancel(ctx context.Context, r *op.Request) (any, error) {
 	var b api.CancelBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
 	if len(b.JobIDs) == 0 && !b.All {
-		return nil, &server.OpError{Type: "ValueError", Message: "name the jobs to cancel (JOB_IDS) or pass --all"}
+		return nil, &op.Error{Type: "ValueError", Message: "name the jobs to cancel (JOB_IDS) or pass --all"}
 	}
 	out, err := e.Backend.Cancel(ctx, b.ClusterName, userOf(r), b.JobIDs, b.All, b.AllUsers)
 	return out, opErr(err)
 }
 
-func (e *Env) logs(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) logs(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LogsBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -472,7 +432,7 @@ func (e *Env) logs(ctx context.Context, r *server.Request) (any, error) {
 	return api.JobStatusResult{JobID: id, Status: st}, nil
 }
 
-func (e *Env) jobStatus(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) jobStatus(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LogsBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -488,7 +448,7 @@ func (e *Env) jobStatus(ctx context.Context, r *server.Request) (any, error) {
 	return api.JobStatusResult{JobID: id, Status: st}, nil
 }
 
-func (e *Env) hookLogs(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) hookLogs(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LogsBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -513,7 +473,7 @@ type CostRecord struct {
 	Workspace      string           `json:"workspace"`
 }
 
-func (e *Env) costReport(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
 	var b api.CostReportBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -545,7 +505,7 @@ func (e *Env) costReport(ctx context.Context, r *server.Request) (any, error) {
 	return out, nil
 }
 
-func (e *Env) localUp(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) localUp(ctx context.Context, r *op.Request) (any, error) {
 	if err := e.Store.DeleteSetting(ctx, settingLocalDisabled); err != nil {
 		return nil, err
 	}
@@ -556,7 +516,7 @@ func (e *Env) localUp(ctx context.Context, r *server.Request) (any, error) {
 	return map[string]bool{"enabled": true}, nil
 }
 
-func (e *Env) localDown(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) localDown(ctx context.Context, r *op.Request) (any, error) {
 	cs, err := e.Store.ListClusters(ctx, state.ClusterFilter{})
 	if err != nil {
 		return nil, err

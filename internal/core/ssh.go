@@ -18,9 +18,9 @@ import (
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra/ssh"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
-	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -88,14 +88,14 @@ func (e *Env) allowedSSHPools() (map[string]*ssh.Pool, error) {
 func selectPools(pools map[string]*ssh.Pool, name string) (map[string]*ssh.Pool, error) {
 	if name == "" {
 		if len(pools) == 0 {
-			return nil, &server.OpError{Type: "ValueError", Message: "no SSH node pools to act on: define them in ~/.sky/ssh_node_pools.yaml (and in ssh.allowed_node_pools when that is set)"}
+			return nil, &op.Error{Type: "ValueError", Message: "no SSH node pools to act on: define them in ~/.sky/ssh_node_pools.yaml (and in ssh.allowed_node_pools when that is set)"}
 		}
 		return pools, nil
 	}
 	name = backend.SSHPoolOf("ssh/" + strings.TrimPrefix(name, "ssh/"))
 	p, ok := pools[name]
 	if !ok {
-		return nil, &server.OpError{Type: "ValueError", Message: fmt.Sprintf("no SSH node pool %q (pools: %s); check ~/.sky/ssh_node_pools.yaml and ssh.allowed_node_pools",
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("no SSH node pool %q (pools: %s); check ~/.sky/ssh_node_pools.yaml and ssh.allowed_node_pools",
 			name, strings.Join(ssh.PoolNames(pools), ", "))}
 	}
 	return map[string]*ssh.Pool{name: p}, nil
@@ -205,7 +205,7 @@ func hostMisfit(h SSHHostRecord, req optimizer.Request) string {
 // sky binary, record the result and print a table of hosts. Hosts that
 // cannot be used make the request fail, naming each host and its cause,
 // after the record is written (the usable hosts stay usable).
-func (e *Env) sshUp(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) sshUp(ctx context.Context, r *op.Request) (any, error) {
 	var b api.SSHUpBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (e *Env) sshUp(ctx context.Context, r *server.Request) (any, error) {
 		pools, err = e.allowedSSHPools()
 	}
 	if err != nil {
-		return nil, &server.OpError{Type: "ValueError", Message: err.Error()}
+		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 	}
 	if pools, err = selectPools(pools, b.Infra); err != nil {
 		return nil, err
@@ -259,7 +259,7 @@ func (e *Env) sshUp(ctx context.Context, r *server.Request) (any, error) {
 		fmt.Fprintf(r.Log, "Warning: refreshing enabled infras: %v\n", err)
 	}
 	if len(failed) > 0 {
-		return recs, &server.OpError{Type: "SSHHostError", Message: fmt.Sprintf("%d host(s) cannot be used:\n  %s", len(failed), strings.Join(failed, "\n  "))}
+		return recs, &op.Error{Type: "SSHHostError", Message: fmt.Sprintf("%d host(s) cannot be used:\n  %s", len(failed), strings.Join(failed, "\n  "))}
 	}
 	fmt.Fprintf(r.Log, "SSH node pool(s) %s ready. Launch with `sky launch --infra ssh/<pool> ...`.\n", strings.Join(ssh.PoolNames(pools), ", "))
 	return recs, nil
@@ -342,14 +342,14 @@ func orDash(s string) string {
 
 // sshDown is `sky ssh down`: refuse while a cluster holds hosts of the
 // pool, else remove from every host what `sky ssh up` installed.
-func (e *Env) sshDown(ctx context.Context, r *server.Request) (any, error) {
+func (e *Env) sshDown(ctx context.Context, r *op.Request) (any, error) {
 	var b api.SSHDownBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
 	all, err := e.Backend.LoadSSHPools()
 	if err != nil {
-		return nil, &server.OpError{Type: "ValueError", Message: err.Error()}
+		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 	}
 	pools, err := selectPools(all, b.Infra)
 	if err != nil {
@@ -372,7 +372,7 @@ func (e *Env) sshDown(ctx context.Context, r *server.Request) (any, error) {
 	}
 	if len(busy) > 0 {
 		sort.Strings(busy)
-		return nil, &server.OpError{Type: "ValueError", Message: fmt.Sprintf("cannot tear down SSH node pool(s) %s: cluster(s) %s still hold hosts; run `sky down <cluster>` first",
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("cannot tear down SSH node pool(s) %s: cluster(s) %s still hold hosts; run `sky down <cluster>` first",
 			strings.Join(names, ", "), strings.Join(busy, ", "))}
 	}
 	res, err := ssh.NewResolver(e.Home)
@@ -407,7 +407,7 @@ func (e *Env) sshDown(ctx context.Context, r *server.Request) (any, error) {
 		_ = e.Store.DeleteSetting(ctx, sshPoolKey(name))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, &server.OpError{Type: "SSHHostError", Message: err.Error()}
+		return nil, &op.Error{Type: "SSHHostError", Message: err.Error()}
 	}
 	fmt.Fprintf(r.Log, "SSH node pool(s) %s torn down.\n", strings.Join(names, ", "))
 	return names, nil

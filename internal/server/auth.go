@@ -17,21 +17,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/state"
-)
-
-// User is who a request is attributed to.
-type User struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Role string `json:"role,omitempty"`
-}
-
-// Headers a client sends to say who it is. They are trusted only on a
-// server without authentication, which only listens on loopback.
-const (
-	HeaderUserName = "X-SkyPilot-User-Name"
-	HeaderUserID   = "X-SkyPilot-User-ID"
 )
 
 // TokenPrefix starts every service-account token.
@@ -45,7 +32,7 @@ func UserHash(name string) string {
 }
 
 // LocalUser is the OS user running this process.
-func LocalUser() User {
+func LocalUser() api.User {
 	name := os.Getenv("USER")
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -53,7 +40,7 @@ func LocalUser() User {
 	if name == "" {
 		name = "unknown"
 	}
-	return User{ID: UserHash(name), Name: name, Role: state.RoleAdmin}
+	return api.User{ID: UserHash(name), Name: name, Role: state.RoleAdmin}
 }
 
 // HashToken is how tokens are stored: SHA-256, hex. Tokens are 256 random
@@ -91,23 +78,23 @@ type authCache struct {
 }
 
 type authEntry struct {
-	user    User
+	user    api.User
 	expires time.Time
 }
 
 const authCacheTTL = 30 * time.Second
 
-func (c *authCache) get(key string) (User, bool) {
+func (c *authCache) get(key string) (api.User, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
 	if !ok || time.Now().After(e.expires) {
-		return User{}, false
+		return api.User{}, false
 	}
 	return e.user, true
 }
 
-func (c *authCache) put(key string, u User) {
+func (c *authCache) put(key string, u api.User) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) > 10000 { // bound memory; a full reset is fine for a cache
@@ -130,16 +117,16 @@ func (c *authCache) flush() {
 func (s *Server) authEnabled() bool { return s.opts.BasicAuth || s.opts.ServiceAccounts }
 
 // authenticate works out who is calling, or returns an *authError.
-func (s *Server) authenticate(r *http.Request) (User, error) {
+func (s *Server) authenticate(r *http.Request) (api.User, error) {
 	h := r.Header.Get("Authorization")
 	if !s.authEnabled() {
 		// No auth: the identity is what the client says (SkyPilot's model).
-		if name := r.Header.Get(HeaderUserName); name != "" {
-			id := r.Header.Get(HeaderUserID)
+		if name := r.Header.Get(api.HeaderUserName); name != "" {
+			id := r.Header.Get(api.HeaderUserID)
 			if id == "" {
 				id = UserHash(name)
 			}
-			return User{ID: id, Name: name, Role: state.RoleAdmin}, nil
+			return api.User{ID: id, Name: name, Role: state.RoleAdmin}, nil
 		}
 		return s.localUser, nil
 	}
@@ -147,23 +134,23 @@ func (s *Server) authenticate(r *http.Request) (User, error) {
 	switch {
 	case strings.EqualFold(scheme, "Bearer") || r.Header.Get("X-Skypilot-Auth-Mode") == "token":
 		if !s.opts.ServiceAccounts {
-			return User{}, &authError{"Service account authentication disabled"}
+			return api.User{}, &authError{"Service account authentication disabled"}
 		}
 		return s.checkToken(r.Context(), strings.TrimSpace(cred))
 	case strings.EqualFold(scheme, "Basic"):
 		if !s.opts.BasicAuth {
-			return User{}, &authError{"Basic authentication disabled; use a service account token"}
+			return api.User{}, &authError{"Basic authentication disabled; use a service account token"}
 		}
 		return s.checkBasic(r.Context(), strings.TrimSpace(cred))
 	default:
-		return User{}, &authError{"Authentication required"}
+		return api.User{}, &authError{"Authentication required"}
 	}
 }
 
-func (s *Server) checkToken(ctx context.Context, token string) (User, error) {
+func (s *Server) checkToken(ctx context.Context, token string) (api.User, error) {
 	bad := &authError{"Invalid or expired service account token"}
 	if !strings.HasPrefix(token, TokenPrefix) {
-		return User{}, bad
+		return api.User{}, bad
 	}
 	hash := HashToken(token)
 	if u, ok := s.auth.get("t:" + hash); ok {
@@ -174,31 +161,31 @@ func (s *Server) checkToken(ctx context.Context, token string) (User, error) {
 		if !errors.Is(err, state.ErrNotFound) {
 			s.log.Error("token lookup", "err", err)
 		}
-		return User{}, bad
+		return api.User{}, bad
 	}
 	if t.ExpiresAt != nil && float64(time.Now().Unix()) > *t.ExpiresAt {
-		return User{}, bad
+		return api.User{}, bad
 	}
 	su, err := s.store.GetUser(ctx, t.UserID)
 	if err != nil {
-		return User{}, bad
+		return api.User{}, bad
 	}
-	u := User{ID: su.ID, Name: su.Name, Role: su.Role}
+	u := api.User{ID: su.ID, Name: su.Name, Role: su.Role}
 	s.auth.put("t:"+hash, u)
 	// Recording use is a write; the cache above keeps it to once per TTL.
 	_ = s.store.TouchToken(ctx, t.ID)
 	return u, nil
 }
 
-func (s *Server) checkBasic(ctx context.Context, cred string) (User, error) {
+func (s *Server) checkBasic(ctx context.Context, cred string) (api.User, error) {
 	bad := &authError{"Invalid credentials"}
 	raw, err := base64.StdEncoding.DecodeString(cred)
 	if err != nil {
-		return User{}, bad
+		return api.User{}, bad
 	}
 	name, pass, ok := strings.Cut(string(raw), ":")
 	if !ok || name == "" {
-		return User{}, bad
+		return api.User{}, bad
 	}
 	key := "b:" + HashToken(string(raw))
 	if u, ok := s.auth.get(key); ok {
@@ -209,12 +196,12 @@ func (s *Server) checkBasic(ctx context.Context, cred string) (User, error) {
 		// Spend the same time as a real check so timing does not reveal
 		// which user names exist.
 		_ = bcrypt.CompareHashAndPassword(s.dummyHash, []byte(pass))
-		return User{}, bad
+		return api.User{}, bad
 	}
 	if bcrypt.CompareHashAndPassword([]byte(su.PasswordHash), []byte(pass)) != nil {
-		return User{}, bad
+		return api.User{}, bad
 	}
-	u := User{ID: su.ID, Name: su.Name, Role: su.Role}
+	u := api.User{ID: su.ID, Name: su.Name, Role: su.Role}
 	s.auth.put(key, u)
 	return u, nil
 }
@@ -262,7 +249,7 @@ func (s *Server) ensureAdminToken(ctx context.Context) error {
 	if len(ts) > 0 {
 		return nil
 	}
-	tok, _, err := s.createToken(ctx, User{ID: "server", Name: "server"}, "admin", state.RoleAdmin, 0)
+	tok, _, err := s.createToken(ctx, api.User{ID: "server", Name: "server"}, "admin", state.RoleAdmin, 0)
 	if err != nil {
 		return err
 	}
@@ -276,7 +263,7 @@ func (s *Server) ensureAdminToken(ctx context.Context) error {
 
 // createToken makes a service account (user "sa-...") and its token, and
 // returns the token (shown once) and its record.
-func (s *Server) createToken(ctx context.Context, creator User, name, role string, expiresDays int) (string, *state.Token, error) {
+func (s *Server) createToken(ctx context.Context, creator api.User, name, role string, expiresDays int) (string, *state.Token, error) {
 	if name == "" {
 		return "", nil, errors.New("token_name is required")
 	}

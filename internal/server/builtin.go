@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // builtinOps are registered on every server. debug.sleep runs a real child
 // `sleep` so tests (and operators) can prove that cancelling a request
 // kills the work it started.
-func builtinOps() []Op {
-	return []Op{{Name: "debug.sleep", Schedule: Long, Run: debugSleep}}
+func builtinOps() []op.Op {
+	return []op.Op{{Name: "debug.sleep", Schedule: op.Long, Run: debugSleep}}
 }
 
-func debugSleep(ctx context.Context, r *Request) (any, error) {
+func debugSleep(ctx context.Context, r *op.Request) (any, error) {
 	var b struct {
 		Seconds float64 `json:"seconds"`
 	}
@@ -21,9 +24,9 @@ func debugSleep(ctx context.Context, r *Request) (any, error) {
 		return nil, err
 	}
 	if b.Seconds < 0 || b.Seconds > 86400 {
-		return nil, &OpError{Type: "ValueError", Message: fmt.Sprintf("seconds=%v: want 0..86400", b.Seconds)}
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("seconds=%v: want 0..86400", b.Seconds)}
 	}
-	cmd := Command(ctx, "sleep", strconv.FormatFloat(b.Seconds, 'f', -1, 64))
+	cmd := proc.Command(ctx, "sleep", strconv.FormatFloat(b.Seconds, 'f', -1, 64))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start sleep: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil"
@@ -187,7 +188,7 @@ func (e *env) childPID(t testing.TB, id string) int {
 	return 0
 }
 
-func statusOf(t testing.TB, c *client.Client, id string) client.Request {
+func statusOf(t testing.TB, c *client.Client, id string) api.Request {
 	t.Helper()
 	rs, err := c.Status(context.Background(), client.StatusOptions{IDs: []string{id}})
 	if err != nil || len(rs) != 1 {
@@ -215,7 +216,7 @@ func TestE2ERequestLifecycle(t *testing.T) {
 	if err := c.Wait(context.Background(), id, &result); err != nil || result.Slept != 0.2 {
 		t.Fatalf("Wait = %+v, %v", result, err)
 	}
-	var recs []client.Request
+	var recs []api.Request
 	if err := json.Unmarshal([]byte(e.mustSky("api", "status", "-a", "-o", "json")), &recs); err != nil {
 		t.Fatal(err)
 	}

@@ -5,101 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
 )
-
-// Schedule says which worker pool runs an operation.
-type Schedule int
-
-const (
-	// Short is for quick reads and light actions (status, stop, cancel...).
-	Short Schedule = iota
-	// Long is for provisioning-type work (launch, exec, start...).
-	Long
-)
-
-func (s Schedule) String() string {
-	if s == Long {
-		return "long"
-	}
-	return "short"
-}
-
-// Op is one operation the server offers. Name "launch" is served at
-// POST /launch and recorded as request name "sky.launch"; "jobs.launch" is
-// POST /jobs/launch and "sky.jobs.launch".
-//
-// Run must honour ctx: cancelling a request cancels ctx, and the request is
-// only reported CANCELLED once Run returns. Child processes must be started
-// with Command (or exec.CommandContext plus a process-group kill), so that
-// cancelling also kills everything they spawned.
-type Op struct {
-	Name     string
-	Schedule Schedule
-	Run      func(ctx context.Context, r *Request) (any, error)
-}
-
-// Request is what an operation sees of the API request it serves.
-type Request struct {
-	ID          string
-	Name        string // "sky.<op>"
-	User        User
-	Body        json.RawMessage // the POSTed JSON object
-	ClusterName string          // body's cluster_name, if any
-	// Log is the request's own log (request_logs/<id>.log); whatever the
-	// op writes here is what `sky api logs <id>` and the CLI stream show.
-	Log io.Writer
-}
-
-// Decode unmarshals the request body into v.
-func (r *Request) Decode(v any) error {
-	if len(r.Body) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		return &OpError{Type: "ValueError", Message: fmt.Sprintf("request body of %s: %v", r.Name, err)}
-	}
-	return nil
-}
-
-// OpError lets an operation choose the error type recorded in the request
-// (e.g. "ClusterNotUpError"); other errors are recorded with type
-// "SkyGoError".
-type OpError struct {
-	Type    string
-	Message string
-}
-
-func (e *OpError) Error() string { return e.Message }
-
-// ErrorType implements the interface the executor looks for.
-func (e *OpError) ErrorType() string { return e.Type }
-
-// Command is exec.CommandContext for operations: the child gets its own
-// process group, and cancelling ctx kills that whole group (SIGKILL), so a
-// cancelled request leaves no grandchildren running.
-func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The child leads its group, so -pid addresses the whole group.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
-}
 
 // pool bounds how many requests of one schedule run at once.
 type pool struct {
@@ -176,14 +94,14 @@ func (e *executor) jobFor(id string) *job {
 }
 
 // submit starts the request's goroutine; it waits for a worker slot.
-func (e *executor) submit(rec *state.Request, op Op, req *Request, logFile *os.File) {
+func (e *executor) submit(rec *api.Request, o op.Op, req *op.Request, logFile *os.File) {
 	ctx, cancel := context.WithCancel(e.baseCtx)
 	j := &job{cancel: cancel, done: make(chan struct{})}
 	e.mu.Lock()
 	e.jobs[rec.RequestID] = j
 	e.mu.Unlock()
 	p := e.short
-	if op.Schedule == Long {
+	if o.Schedule == op.Long {
 		p = e.long
 	}
 	e.wg.Add(1)
@@ -206,16 +124,16 @@ func (e *executor) submit(rec *state.Request, op Op, req *Request, logFile *os.F
 			return
 		}
 		defer func() { <-p.sem }()
-		e.run(ctx, rec, op, req, p)
+		e.run(ctx, rec, o, req, p)
 	}()
 }
 
-func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Request, p *pool) {
+func (e *executor) run(ctx context.Context, rec *api.Request, o op.Op, req *op.Request, p *pool) {
 	pid := os.Getpid()
 	// The DB may be shared with other goroutines' slow writes; use a
 	// context that survives cancellation so status writes still land.
 	bg := context.WithoutCancel(ctx)
-	ok, err := e.store.SetRequestStatus(bg, rec.RequestID, []state.RequestStatus{state.RequestPending}, state.RequestRunning, state.RequestUpdate{PID: &pid})
+	ok, err := e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestPending}, api.RequestRunning, state.RequestUpdate{PID: &pid})
 	if err != nil || !ok {
 		if err != nil {
 			e.log.Error("start request", "request_id", rec.RequestID, "err", err)
@@ -226,9 +144,9 @@ func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Requ
 	defer p.busy.Add(-1)
 	start := time.Now()
 	e.log.Info("request started", "request_id", rec.RequestID, "name", rec.Name, "user", rec.UserName, "pool", p.name)
-	result, runErr := safeRun(ctx, op, req)
+	result, runErr := safeRun(ctx, o, req)
 
-	to, upd := state.RequestSucceeded, state.RequestUpdate{}
+	to, upd := api.RequestSucceeded, state.RequestUpdate{}
 	switch {
 	case runErr == nil:
 		b, err := json.Marshal(result)
@@ -240,20 +158,20 @@ func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Requ
 		}
 	}
 	if runErr != nil {
-		to = state.RequestFailed
+		to = api.RequestFailed
 		if ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
-			to = state.RequestCancelled
+			to = api.RequestCancelled
 		}
 		s := encodeError(runErr)
 		upd.Error = &s
 		// A failure's message lives in the request record, not the log:
 		// clients print it on stderr after the log ends (`sky api status
 		// -v` shows it too), so it is not printed twice or on stdout.
-		if to == state.RequestCancelled {
+		if to == api.RequestCancelled {
 			fmt.Fprintln(req.Log, "Request cancelled.")
 		}
 	}
-	moved, err := e.store.SetRequestStatus(bg, rec.RequestID, []state.RequestStatus{state.RequestRunning}, to, upd)
+	moved, err := e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestRunning}, to, upd)
 	if err != nil {
 		e.log.Error("finish request", "request_id", rec.RequestID, "err", err)
 	}
@@ -270,13 +188,13 @@ func (e *executor) run(ctx context.Context, rec *state.Request, op Op, req *Requ
 
 // safeRun turns a panic in an operation into a FAILED request instead of
 // a dead server.
-func safeRun(ctx context.Context, op Op, req *Request) (result any, err error) {
+func safeRun(ctx context.Context, o op.Op, req *op.Request) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &OpError{Type: "InternalError", Message: fmt.Sprintf("operation %s panicked: %v", op.Name, p)}
+			err = &op.Error{Type: "InternalError", Message: fmt.Sprintf("operation %s panicked: %v", o.Name, p)}
 		}
 	}()
-	return op.Run(ctx, req)
+	return o.Run(ctx, req)
 }
 
 // encodeError is the request record's error field: {type, message, object}.

@@ -28,42 +28,20 @@ import (
 
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
 )
 
-// Defaults and environment variables (SkyPilot's names).
-const (
-	DefaultHost = "127.0.0.1"
-	DefaultPort = 46580
-	// EnvPort moves the local server (and where clients look for it).
-	EnvPort = "SKYPILOT_API_SERVER_LOCAL_PORT"
-	// MinCompatibleAPIVersion is the oldest client API version served.
-	MinCompatibleAPIVersion = 1
-	// Version headers, sent both ways.
-	HeaderAPIVersion = "X-SkyPilot-API-Version"
-	HeaderVersion    = "X-SkyPilot-Version"
-	// HeaderRequestID carries the id of a submitted request.
-	HeaderRequestID = "X-Skypilot-Request-ID"
-	// HeaderStreamRequestID names the request a stream belongs to.
-	HeaderStreamRequestID = "X-SkyPilot-Stream-Request-ID"
-)
+// DefaultHost is where a local server listens; --deploy binds 0.0.0.0.
+const DefaultHost = "127.0.0.1"
+
+// MinCompatibleAPIVersion is the oldest client API version served.
+const MinCompatibleAPIVersion = 1
 
 // RestartedError is the error message of requests a dead server left behind.
 const RestartedError = "the API server was restarted while this request was running; run the command again"
-
-// PortFromEnv is the port named by SKYPILOT_API_SERVER_LOCAL_PORT, or 46580.
-func PortFromEnv() (int, error) {
-	v := strings.TrimSpace(os.Getenv(EnvPort))
-	if v == "" {
-		return DefaultPort, nil
-	}
-	p, err := strconv.Atoi(v)
-	if err != nil || p <= 0 || p > 65535 {
-		return 0, fmt.Errorf("%s=%q is not a port number (1-65535)", EnvPort, v)
-	}
-	return p, nil
-}
 
 // Paths are the server's files under ~/.sky/skygo/api_server.
 type Paths struct {
@@ -119,7 +97,7 @@ type Options struct {
 // start` is configured in SkyPilot.
 func (o *Options) ApplyEnv() error {
 	if o.Port == 0 {
-		p, err := PortFromEnv()
+		p, err := api.PortFromEnv()
 		if err != nil {
 			return err
 		}
@@ -145,11 +123,11 @@ type Server struct {
 	ownStore  bool
 	log       *slog.Logger
 	logFile   *os.File
-	ops       map[string]Op // by request name
+	ops       map[string]op.Op // by request name
 	exec      *executor
 	metrics   *metrics
 	auth      authCache
-	localUser User
+	localUser api.User
 	dummyHash []byte
 	mux       http.Handler
 	closing   atomic.Bool
@@ -170,7 +148,7 @@ func isLoopback(host string) bool {
 // New builds a server: it opens the store, checks the auth rules, fails
 // requests a previous server left unfinished, and registers ops plus the
 // built-in ones. It does not listen yet (see Serve).
-func New(opts Options, ops []Op) (*Server, error) {
+func New(opts Options, ops []op.Op) (*Server, error) {
 	ctx := context.Background()
 	if opts.Home == "" {
 		h, err := os.UserHomeDir()
@@ -180,7 +158,7 @@ func New(opts Options, ops []Op) (*Server, error) {
 		opts.Home = h
 	}
 	if opts.Port == 0 {
-		opts.Port = DefaultPort
+		opts.Port = api.DefaultPort
 	}
 	if opts.Host == "" {
 		opts.Host = DefaultHost
@@ -192,7 +170,7 @@ func New(opts Options, ops []Op) (*Server, error) {
 		return nil, fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it would get admin rights; "+
 			"pass --enable-basic-auth (or ENABLE_BASIC_AUTH=true with SKYPILOT_INITIAL_BASIC_AUTH=user:password) or set ENABLE_SERVICE_ACCOUNTS=true", opts.Host)
 	}
-	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]Op{}, localUser: LocalUser()}
+	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser()}
 	s.auth.m = map[string]authEntry{}
 	for _, d := range []string{s.paths.Dir, s.paths.RequestLogs} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -246,15 +224,15 @@ func New(opts Options, ops []Op) (*Server, error) {
 		s.loops = controller.NewRunner(cs...)
 	}
 
-	for _, op := range append(builtinOps(), ops...) {
-		if op.Name == "" || op.Run == nil || strings.ContainsAny(op.Name, "/ ") {
-			return fail(fmt.Errorf("operation %q: needs a dotted name without slashes and a Run func", op.Name))
+	for _, o := range append(builtinOps(), ops...) {
+		if o.Name == "" || o.Run == nil || strings.ContainsAny(o.Name, "/ ") {
+			return fail(fmt.Errorf("operation %q: needs a dotted name without slashes and a Run func", o.Name))
 		}
-		name := "sky." + op.Name
+		name := "sky." + o.Name
 		if _, dup := s.ops[name]; dup {
-			return fail(fmt.Errorf("operation %q registered twice", op.Name))
+			return fail(fmt.Errorf("operation %q registered twice", o.Name))
 		}
-		s.ops[name] = op
+		s.ops[name] = o
 	}
 	if err := s.ensureInitialAdmin(ctx); err != nil {
 		return fail(err)
@@ -262,7 +240,7 @@ func New(opts Options, ops []Op) (*Server, error) {
 	if err := s.ensureAdminToken(ctx); err != nil {
 		return fail(err)
 	}
-	if ids, err := s.store.FailActiveRequests(ctx, encodeError(&OpError{Type: "ServerRestarted", Message: RestartedError})); err != nil {
+	if ids, err := s.store.FailActiveRequests(ctx, encodeError(&op.Error{Type: "ServerRestarted", Message: RestartedError})); err != nil {
 		return fail(fmt.Errorf("mark abandoned requests: %w", err))
 	} else if len(ids) > 0 {
 		s.log.Warn("marked requests of a previous server FAILED", "count", len(ids), "request_ids", ids)
@@ -294,7 +272,7 @@ func (s *Server) Listen() (net.Listener, error) {
 	ln, err := net.Listen("tcp", s.Addr())
 	if err != nil {
 		if errors.Is(err, syscallEADDRINUSE) {
-			return nil, fmt.Errorf("cannot listen on %s: the port is already in use (another API server?); stop it with `sky api stop` or choose another port with --port or %s", s.Addr(), EnvPort)
+			return nil, fmt.Errorf("cannot listen on %s: the port is already in use (another API server?); stop it with `sky api stop` or choose another port with --port or %s", s.Addr(), api.EnvPort)
 		}
 		return nil, fmt.Errorf("cannot listen on %s: %w", s.Addr(), err)
 	}
@@ -366,9 +344,9 @@ func (s *Server) stopLoops() {
 // abortRunning records every active request of this process FAILED and
 // cancels it.
 func (s *Server) abortRunning(msg string) {
-	errJSON := encodeError(&OpError{Type: "ServerShutdown", Message: msg})
+	errJSON := encodeError(&op.Error{Type: "ServerShutdown", Message: msg})
 	for _, id := range s.exec.active() {
-		_, _ = s.store.SetRequestStatus(context.Background(), id, state.ActiveRequestStatuses, state.RequestFailed, state.RequestUpdate{Error: &errJSON})
+		_, _ = s.store.SetRequestStatus(context.Background(), id, state.ActiveRequestStatuses, api.RequestFailed, state.RequestUpdate{Error: &errJSON})
 		s.exec.cancelAndWait(id, 5*time.Second)
 	}
 }
@@ -412,7 +390,7 @@ func errf(code int, format string, a ...any) error {
 
 // handler is what routes implement: return a value to encode as JSON, or
 // an error; writeErr maps it to a status.
-type handler func(w http.ResponseWriter, r *http.Request, u User) (any, error)
+type handler func(w http.ResponseWriter, r *http.Request, u api.User) (any, error)
 
 func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -470,9 +448,9 @@ func (s *Server) wrap(h handler) http.Handler {
 // checkVersion sets the server's version headers and rejects clients
 // older than MinCompatibleAPIVersion (400 version_mismatch).
 func (s *Server) checkVersion(w http.ResponseWriter, r *http.Request) bool {
-	w.Header().Set(HeaderAPIVersion, strconv.Itoa(version.APIVersion))
-	w.Header().Set(HeaderVersion, version.Version)
-	v := r.Header.Get(HeaderAPIVersion)
+	w.Header().Set(api.HeaderAPIVersion, strconv.Itoa(version.APIVersion))
+	w.Header().Set(api.HeaderVersion, version.Version)
+	v := r.Header.Get(api.HeaderAPIVersion)
 	if v == "" {
 		return true
 	}
@@ -488,16 +466,16 @@ func (s *Server) checkVersion(w http.ResponseWriter, r *http.Request) bool {
 
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	for name, op := range s.ops {
+	for name, o := range s.ops {
 		path := "/" + strings.ReplaceAll(strings.TrimPrefix(name, "sky."), ".", "/")
-		mux.Handle("POST "+path, s.wrap(s.submitHandler(name, op)))
+		mux.Handle("POST "+path, s.wrap(s.submitHandler(name, o)))
 	}
 	mux.HandleFunc("GET /api/health", s.handleHealth)
 	mux.Handle("GET /api/get", s.wrap(s.handleGet))
 	mux.Handle("GET /api/stream", s.wrap(s.handleStream))
 	mux.Handle("GET /api/status", s.wrap(s.handleStatus))
 	mux.Handle("POST /api/cancel", s.wrap(s.handleCancel))
-	mux.Handle("GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+	mux.Handle("GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil, nil
 	}))
@@ -514,8 +492,8 @@ func (s *Server) routes() *http.ServeMux {
 // elsewhere.
 const maxBody = 32 << 20
 
-func (s *Server) submitHandler(name string, op Op) handler {
-	return func(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) submitHandler(name string, o op.Op) handler {
+	return func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
 			return nil, errf(http.StatusBadRequest, "reading request body: %v", err)
@@ -532,10 +510,10 @@ func (s *Server) submitHandler(name string, op Op) handler {
 		}
 		cluster, _ := fields["cluster_name"].(string)
 		entry, _ := fields["entrypoint"].(string)
-		rec := &state.Request{
+		rec := &api.Request{
 			RequestID: uuid.NewString(), Name: name, Entrypoint: entry, RequestBody: redactSecrets(fields, body),
-			Status: state.RequestPending, UserID: u.ID, UserName: u.Name,
-			ScheduleType: op.Schedule.String(), ClusterName: cluster,
+			Status: api.RequestPending, UserID: u.ID, UserName: u.Name,
+			ScheduleType: o.Schedule.String(), ClusterName: cluster,
 		}
 		logFile, err := os.OpenFile(filepath.Join(s.paths.RequestLogs, rec.RequestID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -545,10 +523,10 @@ func (s *Server) submitHandler(name string, op Op) handler {
 			logFile.Close()
 			return nil, err
 		}
-		req := &Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile}
-		s.exec.submit(rec, op, req, logFile)
-		w.Header().Set(HeaderRequestID, rec.RequestID)
-		w.Header().Set("Access-Control-Expose-Headers", HeaderRequestID)
+		req := &op.Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile}
+		s.exec.submit(rec, o, req, logFile)
+		w.Header().Set(api.HeaderRequestID, rec.RequestID)
+		w.Header().Set("Access-Control-Expose-Headers", api.HeaderRequestID)
 		s.writeJSON(w, http.StatusOK, nil)
 		return nil, nil
 	}
@@ -556,12 +534,12 @@ func (s *Server) submitHandler(name string, op Op) handler {
 
 // isAdmin says whether u may see and touch everyone's requests. Without
 // auth every caller is the machine's own user.
-func (s *Server) isAdmin(u User) bool {
+func (s *Server) isAdmin(u api.User) bool {
 	return !s.authEnabled() || u.Role == state.RoleAdmin
 }
 
 // lookup finds a request the caller may see.
-func (s *Server) lookup(ctx context.Context, u User, idOrPrefix string) (*state.Request, error) {
+func (s *Server) lookup(ctx context.Context, u api.User, idOrPrefix string) (*api.Request, error) {
 	rec, err := s.store.GetRequest(ctx, idOrPrefix)
 	if err != nil {
 		return nil, err
@@ -575,7 +553,7 @@ func (s *Server) lookup(ctx context.Context, u User, idOrPrefix string) (*state.
 }
 
 // waitFinal blocks until the request is final or ctx ends.
-func (s *Server) waitFinal(ctx context.Context, id string) (*state.Request, error) {
+func (s *Server) waitFinal(ctx context.Context, id string) (*api.Request, error) {
 	for {
 		if j := s.exec.jobFor(id); j != nil {
 			select {
@@ -600,7 +578,7 @@ func (s *Server) waitFinal(ctx context.Context, id string) (*state.Request, erro
 	}
 }
 
-func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	id := r.URL.Query().Get("request_id")
 	if id == "" {
 		return nil, errf(http.StatusBadRequest, "request_id is required")
@@ -613,7 +591,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, u User) (any,
 	if err != nil {
 		return nil, err
 	}
-	if rec.Status == state.RequestFailed {
+	if rec.Status == api.RequestFailed {
 		// SkyPilot's shape: 500 with the encoded request as detail.
 		s.writeJSON(w, http.StatusInternalServerError, map[string]any{"detail": rec})
 		return nil, nil
@@ -621,7 +599,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, u User) (any,
 	return rec, nil
 }
 
-func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	q := r.URL.Query()
 	f := state.RequestFilter{ClusterName: q.Get("cluster_name"), AllStatuses: parseBool(q.Get("all_status"))}
 	for _, v := range q["request_ids"] {
@@ -657,7 +635,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, u User) (a
 		return nil, err
 	}
 	if recs == nil {
-		recs = []*state.Request{}
+		recs = []*api.Request{}
 	}
 	return recs, nil
 }
@@ -667,7 +645,7 @@ type cancelBody struct {
 	AllUsers   bool     `json:"all_users"`
 }
 
-func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	var b cancelBody
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b); err != nil && !errors.Is(err, io.EOF) {
 		return nil, errf(http.StatusBadRequest, "cancel body: %v", err)
@@ -676,7 +654,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u User) (a
 		return nil, errf(http.StatusBadRequest, "give request_ids or all_users, not both")
 	}
 	ctx := r.Context()
-	var targets []*state.Request
+	var targets []*api.Request
 	if len(b.RequestIDs) > 0 {
 		for _, id := range b.RequestIDs {
 			rec, err := s.store.GetRequest(ctx, id)
@@ -699,10 +677,10 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u User) (a
 		}
 		targets = recs
 	}
-	errJSON := encodeError(&OpError{Type: "RequestCancelled", Message: "request cancelled by " + u.Name})
+	errJSON := encodeError(&op.Error{Type: "RequestCancelled", Message: "request cancelled by " + u.Name})
 	cancelled := []string{}
 	for _, rec := range targets {
-		ok, err := s.store.SetRequestStatus(ctx, rec.RequestID, state.ActiveRequestStatuses, state.RequestCancelled, state.RequestUpdate{Error: &errJSON})
+		ok, err := s.store.SetRequestStatus(ctx, rec.RequestID, state.ActiveRequestStatuses, api.RequestCancelled, state.RequestUpdate{Error: &errJSON})
 		if err != nil {
 			return nil, err
 		}
@@ -715,18 +693,6 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u User) (a
 	return cancelled, nil
 }
 
-// health is GET /api/health (fields per spec/api.md; unset ones omitted).
-type health struct {
-	Status                 string `json:"status"`
-	APIVersion             string `json:"api_version,omitempty"`
-	Version                string `json:"version,omitempty"`
-	VersionOnDisk          string `json:"version_on_disk,omitempty"`
-	Commit                 string `json:"commit,omitempty"`
-	BasicAuthEnabled       *bool  `json:"basic_auth_enabled,omitempty"`
-	ServiceAccountsEnabled *bool  `json:"service_account_token_enabled,omitempty"`
-	User                   *User  `json:"user,omitempty"`
-}
-
 // handleHealth never touches the worker pools and, for authenticated
 // callers, only the auth cache after the first call, so it answers at
 // once however busy the server is.
@@ -735,25 +701,25 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.closing.Load() {
-		s.writeJSON(w, http.StatusServiceUnavailable, health{Status: "unhealthy"})
+		s.writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unhealthy"})
 		return
 	}
 	u, err := s.authenticate(r)
 	if err != nil {
-		if r.Header.Get(HeaderAPIVersion) == "" {
+		if r.Header.Get(api.HeaderAPIVersion) == "" {
 			// Orchestrator probes carry no version: just say we are up.
-			s.writeJSON(w, http.StatusOK, health{Status: "healthy"})
+			s.writeJSON(w, http.StatusOK, api.Health{Status: "healthy"})
 			return
 		}
-		s.writeJSON(w, http.StatusOK, health{Status: "needs_auth", APIVersion: strconv.Itoa(version.APIVersion), Version: version.Version,
+		s.writeJSON(w, http.StatusOK, api.Health{Status: "needs_auth", APIVersion: strconv.Itoa(version.APIVersion), Version: version.Version,
 			BasicAuthEnabled: &s.opts.BasicAuth, ServiceAccountsEnabled: &s.opts.ServiceAccounts})
 		return
 	}
-	s.writeJSON(w, http.StatusOK, health{
+	s.writeJSON(w, http.StatusOK, api.Health{
 		Status: "healthy", APIVersion: strconv.Itoa(version.APIVersion), Version: version.Version,
 		VersionOnDisk: version.Version, Commit: version.Commit,
 		BasicAuthEnabled: &s.opts.BasicAuth, ServiceAccountsEnabled: &s.opts.ServiceAccounts,
-		User: &User{ID: u.ID, Name: u.Name, Role: u.Role},
+		User: &api.User{ID: u.ID, Name: u.Name, Role: u.Role},
 	})
 }
 

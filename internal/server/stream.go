@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -26,7 +27,7 @@ const streamPoll = 100 * time.Millisecond
 // (server_logs=true, admins only), or a file under ~/sky_logs (log_path).
 // With follow (the default) it ends when the request is final and the log
 // is drained.
-func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	q := r.URL.Query()
 	ctx := r.Context()
 	tail := -1
@@ -66,7 +67,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u User) (a
 		}
 		path = p
 	default:
-		var rec *state.Request
+		var rec *api.Request
 		var err error
 		if id != "" {
 			rec, err = s.lookup(ctx, u, id)
@@ -75,7 +76,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u User) (a
 			if !s.isAdmin(u) || s.authEnabled() {
 				f.UserID = u.ID
 			}
-			var recs []*state.Request
+			var recs []*api.Request
 			recs, err = s.store.ListRequests(ctx, f)
 			if err == nil && len(recs) == 0 {
 				err = fmt.Errorf("no requests yet: %w", state.ErrNotFound)
@@ -89,7 +90,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u User) (a
 		}
 		id = rec.RequestID
 		path = filepath.Join(s.paths.RequestLogs, id+".log")
-		w.Header().Set(HeaderStreamRequestID, id)
+		w.Header().Set(api.HeaderStreamRequestID, id)
 		finished = func() bool {
 			if s.exec.jobFor(id) != nil {
 				return false

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -41,7 +43,7 @@ func TestTailOffset(t *testing.T) {
 	}
 }
 
-func newTestServer(t *testing.T, opts Options, ops ...Op) *Server {
+func newTestServer(t *testing.T, opts Options, ops ...op.Op) *Server {
 	t.Helper()
 	opts.Home = t.TempDir()
 	s, err := New(opts, ops)
@@ -73,18 +75,18 @@ func TestSkyLogPath(t *testing.T) {
 }
 
 func TestNewValidation(t *testing.T) {
-	run := func(context.Context, *Request) (any, error) { return nil, nil }
+	run := func(context.Context, *op.Request) (any, error) { return nil, nil }
 	for _, tc := range []struct {
 		name string
 		opts Options
-		ops  []Op
+		ops  []op.Op
 		want string
 	}{
 		{"public without auth", Options{Host: "0.0.0.0"}, nil, "without authentication"},
 		{"deploy without auth", Options{Deploy: true}, nil, "without authentication"},
-		{"duplicate op", Options{}, []Op{{Name: "x", Run: run}, {Name: "x", Run: run}}, "registered twice"},
-		{"slash in name", Options{}, []Op{{Name: "a/b", Run: run}}, "dotted name"},
-		{"clash with builtin", Options{}, []Op{{Name: "debug.sleep", Run: run}}, "registered twice"},
+		{"duplicate op", Options{}, []op.Op{{Name: "x", Run: run}, {Name: "x", Run: run}}, "registered twice"},
+		{"slash in name", Options{}, []op.Op{{Name: "a/b", Run: run}}, "dotted name"},
+		{"clash with builtin", Options{}, []op.Op{{Name: "debug.sleep", Run: run}}, "registered twice"},
 		{"bad initial admin", Options{BasicAuth: true, InitialBasicAuth: "nopassword"}, nil, "USER:PASSWORD"},
 	} {
 		tc.opts.Home = t.TempDir()
@@ -110,14 +112,14 @@ func TestVersionAndHealth(t *testing.T) {
 	} {
 		req := httptest.NewRequest("GET", "/api/health", nil)
 		if tc.apiVersion != "" {
-			req.Header.Set(HeaderAPIVersion, tc.apiVersion)
+			req.Header.Set(api.HeaderAPIVersion, tc.apiVersion)
 		}
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, req)
 		if w.Code != tc.wantCode {
 			t.Errorf("client API version %q: HTTP %d, want %d (%s)", tc.apiVersion, w.Code, tc.wantCode, w.Body)
 		}
-		if w.Header().Get(HeaderAPIVersion) == "" || w.Header().Get(HeaderVersion) == "" {
+		if w.Header().Get(api.HeaderAPIVersion) == "" || w.Header().Get(api.HeaderVersion) == "" {
 			t.Errorf("version headers missing")
 		}
 		if tc.wantCode == 400 && !strings.Contains(w.Body.String(), "version_mismatch") {
@@ -128,11 +130,11 @@ func TestVersionAndHealth(t *testing.T) {
 
 func TestOpErrorsAndPanics(t *testing.T) {
 	s := newTestServer(t, Options{},
-		Op{Name: "boom", Run: func(context.Context, *Request) (any, error) { panic("kaboom") }},
-		Op{Name: "typed", Run: func(context.Context, *Request) (any, error) {
-			return nil, fmt.Errorf("wrapped: %w", &OpError{Type: "ClusterNotUpError", Message: "cluster dev is not up"})
+		op.Op{Name: "boom", Run: func(context.Context, *op.Request) (any, error) { panic("kaboom") }},
+		op.Op{Name: "typed", Run: func(context.Context, *op.Request) (any, error) {
+			return nil, fmt.Errorf("wrapped: %w", &op.Error{Type: "ClusterNotUpError", Message: "cluster dev is not up"})
 		}},
-		Op{Name: "jobs.echo", Run: func(_ context.Context, r *Request) (any, error) {
+		op.Op{Name: "jobs.echo", Run: func(_ context.Context, r *op.Request) (any, error) {
 			var b struct{ Msg string }
 			if err := r.Decode(&b); err != nil {
 				return nil, err
@@ -151,7 +153,7 @@ func TestOpErrorsAndPanics(t *testing.T) {
 		req := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, req)
-		id := w.Header().Get(HeaderRequestID)
+		id := w.Header().Get(api.HeaderRequestID)
 		if w.Code != 200 || id == "" || strings.TrimSpace(w.Body.String()) != "null" {
 			t.Fatalf("POST %s: %d %q id=%q", tc.path, w.Code, w.Body, id)
 		}

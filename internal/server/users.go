@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -18,14 +19,14 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-func (s *Server) requireAdmin(u User) error {
+func (s *Server) requireAdmin(u api.User) error {
 	if !s.isAdmin(u) {
 		return errf(http.StatusForbidden, "Forbidden")
 	}
 	return nil
 }
 
-func (s *Server) handleListUsers(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleListUsers(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func (s *Server) handleListUsers(w http.ResponseWriter, r *http.Request, u User)
 	return us, nil
 }
 
-func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request, u User
 	return nu, nil
 }
 
-func (s *Server) handleDeleteUser(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleDeleteUser(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ type tokenResponse struct {
 	*state.Token
 }
 
-func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, u Use
 	return tokenResponse{Secret: tok, Token: rec}, nil
 }
 
-func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	creator := u.ID
 	if s.isAdmin(u) {
 		creator = ""
@@ -139,7 +140,7 @@ func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request, u User
 	return ts, nil
 }
 
-func (s *Server) handleDeleteToken(w http.ResponseWriter, r *http.Request, u User) (any, error) {
+func (s *Server) handleDeleteToken(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}

@@ -6,58 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/skygo/skygo/internal/api"
 )
-
-// RequestStatus is where an API request is in its life. The order matters:
-// PENDING -> RUNNING -> one of the three final states.
-type RequestStatus string
-
-// Request statuses, as SkyPilot names them.
-const (
-	RequestPending   RequestStatus = "PENDING"
-	RequestRunning   RequestStatus = "RUNNING"
-	RequestSucceeded RequestStatus = "SUCCEEDED"
-	RequestFailed    RequestStatus = "FAILED"
-	RequestCancelled RequestStatus = "CANCELLED"
-)
-
-// Final reports whether no further transition is possible.
-func (s RequestStatus) Final() bool {
-	return s == RequestSucceeded || s == RequestFailed || s == RequestCancelled
-}
 
 // ActiveRequestStatuses are the non-final statuses.
-var ActiveRequestStatuses = []RequestStatus{RequestPending, RequestRunning}
-
-// Request is one API request record. The JSON names are the ones SkyPilot's
-// /api/get, /api/status and `sky api status -o json` use.
-type Request struct {
-	RequestID        string        `json:"request_id"`
-	Name             string        `json:"name"`
-	Entrypoint       string        `json:"entrypoint"`
-	RequestBody      string        `json:"request_body"`
-	Status           RequestStatus `json:"status"`
-	CreatedAt        float64       `json:"created_at"`
-	StartedAt        *float64      `json:"started_at,omitempty"`
-	FinishedAt       *float64      `json:"finished_at"`
-	UserID           string        `json:"user_id"`
-	UserName         string        `json:"user_name"`
-	ReturnValue      string        `json:"return_value"`
-	Error            string        `json:"error"`
-	PID              *int          `json:"pid"`
-	ScheduleType     string        `json:"schedule_type"`
-	ClusterName      string        `json:"cluster_name"`
-	StatusMsg        string        `json:"status_msg"`
-	ShouldRetry      bool          `json:"should_retry"`
-	FileMountsBlobID string        `json:"file_mounts_blob_id"`
-}
+var ActiveRequestStatuses = []api.RequestStatus{api.RequestPending, api.RequestRunning}
 
 const requestCols = `request_id, name, entrypoint, request_body, status, created_at, started_at,
 	finished_at, user_id, user_name, return_value, error, pid, schedule_type, cluster_name,
 	status_msg, should_retry, file_mounts_blob_id`
 
-func scanRequest(sc interface{ Scan(...any) error }) (*Request, error) {
-	var r Request
+func scanRequest(sc interface{ Scan(...any) error }) (*api.Request, error) {
+	var r api.Request
 	var started, finished sql.NullFloat64
 	var pid sql.NullInt64
 	var retry int
@@ -82,12 +43,12 @@ func scanRequest(sc interface{ Scan(...any) error }) (*Request, error) {
 
 // CreateRequest inserts a new request. Status defaults to PENDING and
 // CreatedAt to now.
-func (s *Store) CreateRequest(ctx context.Context, r *Request) error {
+func (s *Store) CreateRequest(ctx context.Context, r *api.Request) error {
 	if r.RequestID == "" || r.Name == "" {
 		return errors.New("create request: request_id and name are required")
 	}
 	if r.Status == "" {
-		r.Status = RequestPending
+		r.Status = api.RequestPending
 	}
 	if r.CreatedAt == 0 {
 		r.CreatedAt = nowSeconds()
@@ -108,7 +69,7 @@ func (s *Store) CreateRequest(ctx context.Context, r *Request) error {
 
 // GetRequest finds a request by full id or by a unique prefix of it.
 // It returns ErrNotFound or ErrAmbiguous (wrapped) when that fails.
-func (s *Store) GetRequest(ctx context.Context, idOrPrefix string) (*Request, error) {
+func (s *Store) GetRequest(ctx context.Context, idOrPrefix string) (*api.Request, error) {
 	if idOrPrefix == "" {
 		return nil, fmt.Errorf("request id is empty: %w", ErrNotFound)
 	}
@@ -137,7 +98,7 @@ func (s *Store) GetRequest(ctx context.Context, idOrPrefix string) (*Request, er
 // that without AllStatuses (or Statuses) only active requests are listed.
 type RequestFilter struct {
 	IDPrefixes  []string // full ids or prefixes
-	Statuses    []RequestStatus
+	Statuses    []api.RequestStatus
 	AllStatuses bool
 	UserID      string
 	ClusterName string
@@ -146,7 +107,7 @@ type RequestFilter struct {
 }
 
 // ListRequests returns matching requests, newest first.
-func (s *Store) ListRequests(ctx context.Context, f RequestFilter) ([]*Request, error) {
+func (s *Store) ListRequests(ctx context.Context, f RequestFilter) ([]*api.Request, error) {
 	var where []string
 	var args []any
 	if len(f.IDPrefixes) > 0 {
@@ -194,7 +155,7 @@ func (s *Store) ListRequests(ctx context.Context, f RequestFilter) ([]*Request, 
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*Request
+	var out []*api.Request
 	for rows.Next() {
 		r, err := scanRequest(rows)
 		if err != nil {
@@ -218,14 +179,14 @@ type RequestUpdate struct {
 // SetRequestStatus moves a request to `to` only if its current status is
 // one of `from` (compare-and-set) and reports whether it moved. RUNNING
 // stamps started_at; a final status stamps finished_at.
-func (s *Store) SetRequestStatus(ctx context.Context, id string, from []RequestStatus, to RequestStatus, u RequestUpdate) (bool, error) {
+func (s *Store) SetRequestStatus(ctx context.Context, id string, from []api.RequestStatus, to api.RequestStatus, u RequestUpdate) (bool, error) {
 	if len(from) == 0 {
 		return false, errors.New("set request status: no from-statuses given")
 	}
 	sets := []string{"status = ?"}
 	args := []any{string(to)}
 	now := nowSeconds()
-	if to == RequestRunning {
+	if to == api.RequestRunning {
 		sets = append(sets, "started_at = ?")
 		args = append(args, now)
 	}
@@ -276,7 +237,7 @@ func (s *Store) FailActiveRequests(ctx context.Context, errJSON string) ([]strin
 	}
 	var ids []string
 	for _, r := range active {
-		ok, err := s.SetRequestStatus(ctx, r.RequestID, ActiveRequestStatuses, RequestFailed, RequestUpdate{Error: &errJSON})
+		ok, err := s.SetRequestStatus(ctx, r.RequestID, ActiveRequestStatuses, api.RequestFailed, RequestUpdate{Error: &errJSON})
 		if err != nil {
 			return ids, err
 		}
@@ -293,7 +254,7 @@ func (s *Store) FailActiveRequests(ctx context.Context, errJSON string) ([]strin
 func (s *Store) DeleteFinishedRequestsBefore(ctx context.Context, t float64) ([]string, error) {
 	rows, err := s.query(ctx, "list old requests", `SELECT request_id FROM requests
 		WHERE finished_at IS NOT NULL AND finished_at < ? AND status IN (?, ?, ?)`,
-		t, string(RequestSucceeded), string(RequestFailed), string(RequestCancelled))
+		t, string(api.RequestSucceeded), string(api.RequestFailed), string(api.RequestCancelled))
 	if err != nil {
 		return nil, err
 	}

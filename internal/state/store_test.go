@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/api"
 )
 
 // dialects runs fn once per database: SQLite always, PostgreSQL from the
@@ -115,7 +117,7 @@ func TestRequests(t *testing.T) {
 		ctx := context.Background()
 		s := open()
 		base := 1000.0
-		reqs := []*Request{
+		reqs := []*api.Request{
 			{RequestID: "aaaa1111", Name: "sky.launch", UserID: "u1", UserName: "alice", ClusterName: "c1", ScheduleType: "long", CreatedAt: base + 1},
 			{RequestID: "aaaa2222", Name: "sky.status", UserID: "u1", UserName: "alice", CreatedAt: base + 2},
 			{RequestID: "bbbb3333", Name: "sky.exec", UserID: "u2", UserName: "bob", ClusterName: "c1", CreatedAt: base + 3},
@@ -125,7 +127,7 @@ func TestRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := s.CreateRequest(ctx, &Request{RequestID: "aaaa1111", Name: "x"}); !errors.Is(err, ErrExists) {
+		if err := s.CreateRequest(ctx, &api.Request{RequestID: "aaaa1111", Name: "x"}); !errors.Is(err, ErrExists) {
 			t.Fatalf("duplicate id: err = %v, want ErrExists", err)
 		}
 
@@ -154,29 +156,29 @@ func TestRequests(t *testing.T) {
 			}
 		}
 		r, _ := s.GetRequest(ctx, "aaaa1111")
-		if r.Status != RequestPending || r.UserName != "alice" || r.ClusterName != "c1" || r.ScheduleType != "long" || r.FinishedAt != nil || r.PID != nil {
+		if r.Status != api.RequestPending || r.UserName != "alice" || r.ClusterName != "c1" || r.ScheduleType != "long" || r.FinishedAt != nil || r.PID != nil {
 			t.Fatalf("round trip lost fields: %+v", r)
 		}
 
-		ok, err := s.SetRequestStatus(ctx, "aaaa1111", []RequestStatus{RequestPending}, RequestRunning, RequestUpdate{PID: ptr(42)})
+		ok, err := s.SetRequestStatus(ctx, "aaaa1111", []api.RequestStatus{api.RequestPending}, api.RequestRunning, RequestUpdate{PID: ptr(42)})
 		if !ok || err != nil {
 			t.Fatalf("PENDING->RUNNING: %v %v", ok, err)
 		}
-		ok, _ = s.SetRequestStatus(ctx, "aaaa1111", []RequestStatus{RequestPending}, RequestRunning, RequestUpdate{})
+		ok, _ = s.SetRequestStatus(ctx, "aaaa1111", []api.RequestStatus{api.RequestPending}, api.RequestRunning, RequestUpdate{})
 		if ok {
 			t.Fatal("CAS from PENDING succeeded on a RUNNING request")
 		}
 		rv, errJSON := `{"job_id": 1}`, ""
-		ok, _ = s.SetRequestStatus(ctx, "aaaa1111", []RequestStatus{RequestRunning}, RequestSucceeded, RequestUpdate{ReturnValue: &rv, Error: &errJSON})
+		ok, _ = s.SetRequestStatus(ctx, "aaaa1111", []api.RequestStatus{api.RequestRunning}, api.RequestSucceeded, RequestUpdate{ReturnValue: &rv, Error: &errJSON})
 		if !ok {
 			t.Fatal("RUNNING->SUCCEEDED did not move")
 		}
 		r, _ = s.GetRequest(ctx, "aaaa1111")
-		if r.Status != RequestSucceeded || r.ReturnValue != rv || r.PID == nil || *r.PID != 42 || r.StartedAt == nil || r.FinishedAt == nil {
+		if r.Status != api.RequestSucceeded || r.ReturnValue != rv || r.PID == nil || *r.PID != 42 || r.StartedAt == nil || r.FinishedAt == nil {
 			t.Fatalf("after success: %+v", r)
 		}
 
-		names := func(rs []*Request) string {
+		names := func(rs []*api.Request) string {
 			var out []string
 			for _, r := range rs {
 				out = append(out, r.RequestID)
@@ -192,7 +194,7 @@ func TestRequests(t *testing.T) {
 			{"all statuses newest first", RequestFilter{AllStatuses: true}, "[bbbb3333 aaaa2222 aaaa1111]"},
 			{"by user", RequestFilter{AllStatuses: true, UserID: "u1"}, "[aaaa2222 aaaa1111]"},
 			{"by cluster", RequestFilter{AllStatuses: true, ClusterName: "c1"}, "[bbbb3333 aaaa1111]"},
-			{"by status", RequestFilter{Statuses: []RequestStatus{RequestSucceeded}}, "[aaaa1111]"},
+			{"by status", RequestFilter{Statuses: []api.RequestStatus{api.RequestSucceeded}}, "[aaaa1111]"},
 			{"limit", RequestFilter{AllStatuses: true, Limit: 1}, "[bbbb3333]"},
 			{"prefixes", RequestFilter{AllStatuses: true, IDPrefixes: []string{"bb", "aaaa1"}}, "[bbbb3333 aaaa1111]"},
 			{"by name", RequestFilter{AllStatuses: true, Name: "sky.status"}, "[aaaa2222]"},
@@ -207,7 +209,7 @@ func TestRequests(t *testing.T) {
 		}
 
 		// Exactly one of many concurrent writers wins a transition.
-		s.SetRequestStatus(ctx, "aaaa2222", []RequestStatus{RequestPending}, RequestRunning, RequestUpdate{})
+		s.SetRequestStatus(ctx, "aaaa2222", []api.RequestStatus{api.RequestPending}, api.RequestRunning, RequestUpdate{})
 		var wins sync.WaitGroup
 		var mu sync.Mutex
 		won := 0
@@ -215,9 +217,9 @@ func TestRequests(t *testing.T) {
 			wins.Add(1)
 			go func(i int) {
 				defer wins.Done()
-				to := RequestSucceeded
+				to := api.RequestSucceeded
 				if i%2 == 0 {
-					to = RequestCancelled
+					to = api.RequestCancelled
 				}
 				ok, err := s.SetRequestStatus(ctx, "aaaa2222", ActiveRequestStatuses, to, RequestUpdate{})
 				if err != nil {
@@ -240,7 +242,7 @@ func TestRequests(t *testing.T) {
 			t.Fatalf("FailActiveRequests = %v, %v", ids, err)
 		}
 		r, _ = s.GetRequest(ctx, "bbbb3333")
-		if r.Status != RequestFailed || r.Error != `{"type":"ServerRestarted"}` {
+		if r.Status != api.RequestFailed || r.Error != `{"type":"ServerRestarted"}` {
 			t.Fatalf("abandoned request: %+v", r)
 		}
 

@@ -5,7 +5,7 @@
 // root defaulting to ~/.sky/local), so ~/sky_workdir and ~/sky_logs are per
 // node; a loopback address 127.0.0.x (x ≥ 2, distinct across all local
 // clusters; Linux routes all of 127/8 to lo); and the processes started
-// through its Runner, which all carry SKYGO_LOCAL_NODE=<node dir> in their
+// through its runner (proc.Runner), which all carry SKYGO_LOCAL_NODE=<node dir> in their
 // environment. That marker is how Stop finds every process of a node
 // (agent daemon and jobs) without trusting PID files.
 //
@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -218,7 +219,7 @@ func (p *Provisioner) Stop(ctx context.Context, name string) error {
 func (p *Provisioner) killNodes(rec *record) error {
 	var errs []error
 	for _, node := range rec.Nodes {
-		if err := KillProcsWithEnv(EnvNode+"="+node.Home, p.StopGrace); err != nil {
+		if err := proc.KillProcsWithEnv(proc.EnvNode+"="+node.Home, p.StopGrace); err != nil {
 			errs = append(errs, fmt.Errorf("stopping node %d of %q: %w", node.Index, rec.Name, err))
 		}
 	}
@@ -269,7 +270,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 		// marker under the cluster directory.
 		dirs, _ := filepath.Glob(filepath.Join(p.ClusterDir(name), "node-*"))
 		for _, d := range dirs {
-			if err := KillProcsWithEnv(EnvNode+"="+d, p.StopGrace); err != nil {
+			if err := proc.KillProcsWithEnv(proc.EnvNode+"="+d, p.StopGrace); err != nil {
 				return err
 			}
 		}
@@ -319,7 +320,7 @@ func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandR
 	}
 	out := make([]provision.CommandRunner, len(info.Nodes))
 	for i, n := range info.Nodes {
-		out[i] = NewRunner(n.Home, n.InternalIP)
+		out[i] = proc.NewRunner(n.Home, n.InternalIP)
 	}
 	return out, nil
 }

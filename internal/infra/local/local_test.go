@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -95,117 +95,10 @@ func TestProvisionCapacityAndConfigErrors(t *testing.T) {
 	}
 }
 
-func TestRunnerEnvironmentAndExitCodes(t *testing.T) {
-	home := t.TempDir()
-	r := NewRunner(home, "127.0.0.9")
-	ctx := context.Background()
-	res, err := r.Run(ctx, `echo "$HOME|$SKYGO_NODE_IP|$PWD"; read x; echo "in=$x"; echo oops >&2; exit 7`,
-		provision.RunOptions{Stdin: strings.NewReader("hello\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := home + "|127.0.0.9|" + home + "\nin=hello\n"; string(res.Stdout) != want {
-		t.Errorf("stdout = %q, want %q", res.Stdout, want)
-	}
-	if string(res.Stderr) != "oops\n" || res.ExitCode != 7 {
-		t.Errorf("stderr %q code %d", res.Stderr, res.ExitCode)
-	}
-	var out bytes.Buffer
-	code, err := r.Stream(ctx, "echo streamed; kill -9 $$", &out, &out)
-	if err != nil || code != 137 || out.String() != "streamed\n" {
-		t.Errorf("Stream = %d, %v, %q; want 137 and the output", code, err, out.String())
-	}
-}
-
-func TestRunnerCancelKillsProcessGroup(t *testing.T) {
-	home := t.TempDir()
-	r := NewRunner(home, "127.0.0.9")
-	ctx, cancel := context.WithCancel(context.Background())
-	pidFile := filepath.Join(home, "child")
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Run(ctx, "sleep 300 & echo $! > child; wait", provision.RunOptions{})
-		done <- err
-	}()
-	var pid int
-	for i := 0; i < 200 && pid == 0; i++ {
-		b, _ := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		time.Sleep(10 * time.Millisecond)
-	}
-	if pid == 0 {
-		t.Fatal("child never started")
-	}
-	cancel()
-	if err := <-done; err == nil {
-		t.Error("cancelled Run returned no error")
-	}
-	waitGone(t, pid)
-}
-
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for i := 0; i < 300; i++ {
-		if syscall.Kill(pid, 0) != nil || isZombie(pid) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("process %d still alive", pid)
-}
-
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && s[i+2] == 'Z'
-}
-
-func TestRsyncAdditiveWithExcludes(t *testing.T) {
-	for _, fallback := range []bool{false, true} {
-		t.Run("fallback="+strconv.FormatBool(fallback), func(t *testing.T) {
-			src, home := t.TempDir(), t.TempDir()
-			for path, body := range map[string]string{"a.txt": "a", "sub/b.txt": "b", "skip.log": "x", ".git/config": "g"} {
-				full := filepath.Join(src, path)
-				os.MkdirAll(filepath.Dir(full), 0o755)
-				os.WriteFile(full, []byte(body), 0o644)
-			}
-			dst := filepath.Join(home, "sky_workdir")
-			os.MkdirAll(dst, 0o755)
-			os.WriteFile(filepath.Join(dst, "kept.txt"), []byte("k"), 0o644)
-			r := NewRunner(home, "127.0.0.9")
-			var err error
-			if fallback {
-				err = copyTree(src, dst, []string{"*.log", ".git"})
-			} else {
-				err = r.Rsync(context.Background(), src, "~/sky_workdir", provision.RsyncOptions{Excludes: []string{"*.log", ".git"}})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for path, want := range map[string]bool{"a.txt": true, "sub/b.txt": true, "kept.txt": true, "skip.log": false, ".git/config": false} {
-				_, err := os.Stat(filepath.Join(dst, path))
-				if (err == nil) != want {
-					t.Errorf("%s present = %v, want %v", path, err == nil, want)
-				}
-			}
-		})
-	}
-}
-
-func TestUploadResolvesHome(t *testing.T) {
-	home := t.TempDir()
-	src := filepath.Join(t.TempDir(), "bin")
-	os.WriteFile(src, []byte("#!/bin/sh\n"), 0o755)
-	if err := NewRunner(home, "127.0.0.9").Upload(context.Background(), src, "~/.sky/bin/sky"); err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(filepath.Join(home, ".sky/bin/sky"))
-	if err != nil || st.Mode().Perm()&0o100 == 0 {
-		t.Fatalf("uploaded file: %v, mode %v", err, st)
+	if !proc.WaitGone(pid, 3*time.Second) {
+		t.Fatalf("process %d still alive", pid)
 	}
 }
 

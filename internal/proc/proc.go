@@ -1,4 +1,14 @@
-package local
+// Package proc runs and finds processes on this machine. A local node is
+// a directory used as HOME; Runner starts its commands with a marker in
+// the environment that every descendant inherits, so ProcsWithEnv and
+// KillProcsWithEnv find all of a node's processes (or a rank's, by its own
+// marker) without trusting PID files. Command gives an operation's child
+// its own process group, so that cancelling kills what it spawned.
+//
+// The local infrastructure and the node agent both need these; keeping
+// them here lets the agent run local nodes without importing the
+// infrastructure that creates them.
+package proc
 
 import (
 	"bytes"
@@ -71,4 +81,37 @@ func KillProcsWithEnv(kv string, grace time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("processes %v (%s) still alive after SIGKILL", pids, kv)
+}
+
+// Alive reports whether pid is a process that has not exited: one that
+// exists and is neither a zombie nor dead. It is how callers wait for a
+// process they signalled but did not start (and so cannot Wait for).
+func Alive(pid int) bool {
+	// kill(0) and kill(-1) address process groups, not one process.
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which may itself hold ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	return b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// WaitGone polls until pid is no longer Alive and reports whether that
+// happened within timeout.
+func WaitGone(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package local
+package proc
 
 import (
 	"bytes"
@@ -11,14 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/skygo/skygo/internal/provision"
 )
 
-// Environment variables the local runner sets for every command it starts.
-// Every descendant inherits them, which is how Stop finds a node's processes.
+// Environment variables Runner sets for every command it starts. Every
+// descendant inherits them, which is how a node's processes are found.
 const (
 	// EnvNode holds the node directory (the node's HOME).
 	EnvNode = "SKYGO_LOCAL_NODE"
@@ -28,7 +27,9 @@ const (
 
 // Runner runs commands on one local node: `bash -c` with HOME set to the
 // node directory, working directory the node HOME, in its own process group
-// so a cancelled context kills the whole tree.
+// so a cancelled context kills the whole tree. The local infrastructure
+// hands it out as the nodes' CommandRunner, and the head agent uses it to
+// reach the other nodes of a local cluster.
 type Runner struct {
 	home string
 	ip   string
@@ -67,14 +68,11 @@ func NodeEnv(base []string, home, ip string) []string {
 }
 
 func (r *Runner) command(ctx context.Context, cmd string) *exec.Cmd {
-	c := exec.CommandContext(ctx, "bash", "-c", cmd)
+	c := Command(ctx, "bash", "-c", cmd)
 	c.Dir = r.home
 	c.Env = r.Env()
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Cancel = func() error {
-		// Kill the process group: bash may have started children.
-		return syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-	}
+	// Background children may hold the output open; wait returns the
+	// command's own result after this long.
 	c.WaitDelay = 2 * time.Second
 	return c
 }
@@ -125,15 +123,6 @@ func wait(ctx context.Context, c *exec.Cmd) (int, error) {
 		return -1, fmt.Errorf("running on local node: %w", err)
 	}
 	return 0, nil
-}
-
-// ExitCode maps a finished process to a shell-style code: 128+signal when
-// it was killed by a signal.
-func ExitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }
 
 // resolve maps a node path ("~/x", "x" or "/abs") to a path on this machine.

@@ -1,0 +1,80 @@
+package agentapi
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/skygo/skygo/internal/provision"
+)
+
+// Config is what `sky agent start` reads on stdin: the cluster as the
+// head sees it. The backend writes the same Config to every node, changing
+// only NodeIndex.
+type Config struct {
+	ClusterName string `json:"cluster_name"`
+	// Cloud, Region, Zone fill SKYPILOT_CLUSTER_INFO.
+	Cloud  string `json:"cloud"`
+	Region string `json:"region,omitempty"`
+	Zone   string `json:"zone,omitempty"`
+	// NodeIndex is the node this agent runs on; 0 is the head.
+	NodeIndex int `json:"node_index"`
+	// Nodes, head first; their order defines node ranks.
+	Nodes []Node `json:"nodes"`
+	// OnAutostop is a shell command the head daemon runs (detached, with
+	// SKYGO_AUTOSTOP_ACTION=stop|down) when autostop fires; the backend
+	// points it at `sky stop`/`sky down`. Empty: autostop only runs hooks
+	// and records AUTOSTOPPING.
+	OnAutostop string `json:"on_autostop,omitempty"`
+}
+
+// Node is one node of the cluster and how the head reaches it.
+type Node struct {
+	IP   string `json:"ip"`
+	Home string `json:"home"`
+	// Transport is how the head runs commands there: "local" (exec with
+	// HOME=Home on this machine) or "ssh" (the system ssh client, see
+	// internal/agent/transport_ssh.go). Others plug in via
+	// agent.Transports.
+	Transport string `json:"transport"`
+	// Sky is the path of the sky binary on that node; for local nodes the
+	// running binary is used when empty.
+	Sky string `json:"sky,omitempty"`
+	// SSHUser, SSHPort and SSHKey are how the head reaches the node with
+	// transport "ssh": the user and port to log in with and the private
+	// key's path on the head.
+	SSHUser string `json:"ssh_user,omitempty"`
+	SSHPort int    `json:"ssh_port,omitempty"`
+	SSHKey  string `json:"ssh_key,omitempty"`
+	// CPUs and GPUs the node offers to jobs.
+	CPUs float64            `json:"cpus"`
+	GPUs map[string]float64 `json:"gpus,omitempty"`
+}
+
+// ConfigFromCluster builds the Config of node index from a provisioned
+// cluster; transport is how the head reaches the nodes ("local").
+func ConfigFromCluster(info *provision.ClusterInfo, index int, transport string) Config {
+	c := Config{ClusterName: info.Name, Cloud: info.Cloud, Region: info.Region, Zone: info.Zone, NodeIndex: index}
+	for _, n := range info.Nodes {
+		c.Nodes = append(c.Nodes, Node{IP: n.InternalIP, Home: n.Home, Transport: transport, CPUs: n.CPUs, GPUs: n.GPUs})
+	}
+	return c
+}
+
+// Validate says what is wrong with a config, if anything.
+func (c *Config) Validate() error {
+	if len(c.Nodes) == 0 {
+		return errors.New("config: nodes is empty; list the cluster's nodes, head first")
+	}
+	if c.NodeIndex < 0 || c.NodeIndex >= len(c.Nodes) {
+		return fmt.Errorf("config: node_index %d is outside nodes (0..%d)", c.NodeIndex, len(c.Nodes)-1)
+	}
+	for i, n := range c.Nodes {
+		if n.CPUs <= 0 {
+			return fmt.Errorf("config: nodes[%d].cpus must be positive", i)
+		}
+		if len(n.GPUs) > 1 {
+			return fmt.Errorf("config: nodes[%d].gpus lists %d accelerator types; a node has one", i, len(n.GPUs))
+		}
+	}
+	return nil
+}

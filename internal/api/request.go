@@ -1,0 +1,107 @@
+package api
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Where a local API server listens and the headers both sides send
+// (SkyPilot's names).
+const (
+	DefaultPort = 46580
+	// EnvPort moves the local server (and where clients look for it).
+	EnvPort = "SKYPILOT_API_SERVER_LOCAL_PORT"
+	// Version headers, sent both ways.
+	HeaderAPIVersion = "X-SkyPilot-API-Version"
+	HeaderVersion    = "X-SkyPilot-Version"
+	// HeaderRequestID carries the id of a submitted request.
+	HeaderRequestID = "X-Skypilot-Request-ID"
+	// HeaderStreamRequestID names the request a stream belongs to.
+	HeaderStreamRequestID = "X-SkyPilot-Stream-Request-ID"
+	// HeaderUserName and HeaderUserID say who the client is. A server
+	// trusts them only without authentication, when it only listens on
+	// loopback.
+	HeaderUserName = "X-SkyPilot-User-Name"
+	HeaderUserID   = "X-SkyPilot-User-ID"
+)
+
+// PortFromEnv is the port named by SKYPILOT_API_SERVER_LOCAL_PORT, or
+// DefaultPort.
+func PortFromEnv() (int, error) {
+	v := strings.TrimSpace(os.Getenv(EnvPort))
+	if v == "" {
+		return DefaultPort, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p <= 0 || p > 65535 {
+		return 0, fmt.Errorf("%s=%q is not a port number (1-65535)", EnvPort, v)
+	}
+	return p, nil
+}
+
+// RequestStatus is where an API request is in its life. The order matters:
+// PENDING -> RUNNING -> one of the three final states.
+type RequestStatus string
+
+// Request statuses, as SkyPilot names them.
+const (
+	RequestPending   RequestStatus = "PENDING"
+	RequestRunning   RequestStatus = "RUNNING"
+	RequestSucceeded RequestStatus = "SUCCEEDED"
+	RequestFailed    RequestStatus = "FAILED"
+	RequestCancelled RequestStatus = "CANCELLED"
+)
+
+// Final reports whether no further transition is possible.
+func (s RequestStatus) Final() bool {
+	return s == RequestSucceeded || s == RequestFailed || s == RequestCancelled
+}
+
+// Request is one API request record: a row of the requests table, and
+// what /api/get and /api/status answer. The JSON names are the ones
+// SkyPilot's /api/get, /api/status and `sky api status -o json` use.
+type Request struct {
+	RequestID   string        `json:"request_id"`
+	Name        string        `json:"name"`
+	Entrypoint  string        `json:"entrypoint"`
+	RequestBody string        `json:"request_body"`
+	Status      RequestStatus `json:"status"`
+	CreatedAt   float64       `json:"created_at"`
+	// StartedAt is SkyGo's own; `sky api status -o json` leaves it out.
+	StartedAt        *float64 `json:"started_at,omitempty"`
+	FinishedAt       *float64 `json:"finished_at"`
+	UserID           string   `json:"user_id"`
+	UserName         string   `json:"user_name"`
+	ReturnValue      string   `json:"return_value"`
+	Error            string   `json:"error"`
+	PID              *int     `json:"pid"`
+	ScheduleType     string   `json:"schedule_type"`
+	ClusterName      string   `json:"cluster_name"`
+	StatusMsg        string   `json:"status_msg"`
+	ShouldRetry      bool     `json:"should_retry"`
+	FileMountsBlobID string   `json:"file_mounts_blob_id"`
+}
+
+// User is who a request runs as: the authenticated user, or on a server
+// without authentication the machine's own user. ID is SkyPilot's user
+// hash.
+type User struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role,omitempty"`
+}
+
+// Health is the answer of GET /api/health (fields per spec/api.md; unset
+// ones omitted).
+type Health struct {
+	Status                 string `json:"status"`
+	APIVersion             string `json:"api_version,omitempty"`
+	Version                string `json:"version,omitempty"`
+	VersionOnDisk          string `json:"version_on_disk,omitempty"`
+	Commit                 string `json:"commit,omitempty"`
+	BasicAuthEnabled       *bool  `json:"basic_auth_enabled,omitempty"`
+	ServiceAccountsEnabled *bool  `json:"service_account_token_enabled,omitempty"`
+	User                   *User  `json:"user,omitempty"`
+}

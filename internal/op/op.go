@@ -1,0 +1,83 @@
+// Package op is the contract between the API server and the operations
+// it serves: an Op names its work and the worker pool it runs on, a
+// Request is what the work sees of the API request, and an Error chooses
+// the error type recorded in the request. The server (internal/server)
+// runs Ops; the operations (internal/core) define them. Both import this
+// package and neither imports the other.
+package op
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/skygo/skygo/internal/api"
+)
+
+// Schedule says which worker pool runs an operation.
+type Schedule int
+
+const (
+	// Short is for quick reads and light actions (status, stop, cancel...).
+	Short Schedule = iota
+	// Long is for provisioning-type work (launch, exec, start...).
+	Long
+)
+
+func (s Schedule) String() string {
+	if s == Long {
+		return "long"
+	}
+	return "short"
+}
+
+// Op is one operation the server offers. Name "launch" is served at
+// POST /launch and recorded as request name "sky.launch"; "jobs.launch" is
+// POST /jobs/launch and "sky.jobs.launch".
+//
+// Run must honour ctx: cancelling a request cancels ctx, and the request is
+// only reported CANCELLED once Run returns. Child processes must be started
+// with proc.Command (or exec.CommandContext plus a process-group kill), so
+// that cancelling also kills everything they spawned.
+type Op struct {
+	Name     string
+	Schedule Schedule
+	Run      func(ctx context.Context, r *Request) (any, error)
+}
+
+// Request is what an operation sees of the API request it serves.
+type Request struct {
+	ID          string
+	Name        string // "sky.<op>"
+	User        api.User
+	Body        json.RawMessage // the POSTed JSON object
+	ClusterName string          // body's cluster_name, if any
+	// Log is the request's own log (request_logs/<id>.log); whatever the
+	// op writes here is what `sky api logs <id>` and the CLI stream show.
+	Log io.Writer
+}
+
+// Decode unmarshals the request body into v.
+func (r *Request) Decode(v any) error {
+	if len(r.Body) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return &Error{Type: "ValueError", Message: fmt.Sprintf("request body of %s: %v", r.Name, err)}
+	}
+	return nil
+}
+
+// Error lets an operation choose the error type recorded in the request
+// (e.g. "ClusterNotUpError"); other errors are recorded with type
+// "SkyGoError".
+type Error struct {
+	Type    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// ErrorType is what the server's executor records as the error type.
+func (e *Error) ErrorType() string { return e.Type }
