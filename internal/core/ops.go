@@ -350,24 +350,38 @@ func (e *Env) status(ctx context.Context, r *op.Request) (any, error) {
 	for _, n := range b.ClusterNames {
 		want[n] = true
 	}
-	out := []api.ClusterRecord{}
-	for _, c := range cs {
-		if len(want) > 0 && !want[c.Name] {
-			continue
-		}
-		if b.Refresh {
-			nc, err := e.Backend.Refresh(ctx, c)
-			if err != nil {
-				fmt.Fprintf(r.Log, "Refreshing %s: %v\n", c.Name, err)
-			} else if nc == nil {
-				continue
-			} else {
-				c = nc
+	picked := filterNames(cs, want)
+	if b.Refresh {
+		// In parallel and bounded: a cluster that does not answer shows
+		// its last known status after refreshTimeout, and the others
+		// are not kept waiting behind it.
+		results := e.Backend.RefreshAll(ctx, picked, refreshWorkers, refreshTimeout)
+		fresh := picked[:0:0]
+		for i, res := range results {
+			if res.Err != nil {
+				fmt.Fprintf(r.Log, "Refreshing %s: %v\n", picked[i].Name, res.Err)
+			}
+			if res.Cluster != nil {
+				fresh = append(fresh, res.Cluster)
 			}
 		}
+		picked = fresh
+	}
+	out := []api.ClusterRecord{}
+	for _, c := range picked {
 		out = append(out, e.record(ctx, c))
 	}
 	return out, nil
+}
+
+func filterNames(cs []*state.Cluster, want map[string]bool) []*state.Cluster {
+	var out []*state.Cluster
+	for _, c := range cs {
+		if len(want) == 0 || want[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (e *Env) queue(ctx context.Context, r *op.Request) (any, error) {
