@@ -7,14 +7,16 @@ import (
 	"io"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/state"
 )
 
 // Autostop on clusters whose head cannot call back into this API server
-// (SSH node pools: the head is another machine) is carried out by the
-// server: the head agent decides that the cluster is idle and says so
-// (autostopping); the server's autostop controller sees it and tears the
-// cluster down. Local clusters call back directly and are left alone.
+// (infrastructures marked infra.NoCallback: the head is another machine)
+// is carried out by the server: the head agent decides that the cluster is
+// idle and says so (autostopping); the server's autostop controller sees it
+// and tears the cluster down. Clusters whose head calls back are left
+// alone.
 
 // ErrNotWatched says a cluster needs no server-side autostop watch now
 // (not UP, no autostop set, or its head calls back itself).
@@ -36,8 +38,13 @@ func (b *Backend) CheckAutostop(ctx context.Context, name string, log io.Writer)
 		return ErrNotWatched
 	}
 	h, err := HandleOf(c)
-	if err != nil || h.Info == nil || !isSSH(h) {
+	if err != nil || h.Info == nil {
 		return ErrNotWatched
+	}
+	if in, _, err := b.plugin(h); err != nil {
+		return ErrNotWatched
+	} else if _, ok := in.(infra.NoCallback); !ok {
+		return ErrNotWatched // the head calls the server back itself
 	}
 	runners, err := b.runners(h)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -32,18 +32,18 @@ type Backend struct {
 	// CallbackEnv is added to the autostop callback so that it reaches
 	// this API server (HOME, SKYPILOT_API_SERVER_LOCAL_PORT, ...).
 	CallbackEnv []string
-	Local       *local.Provisioner
+	// Infras are the infrastructures clusters can live on.
+	Infras *infra.Set
 	// RetryDelay is the first pause of --retry-until-up (default 5 s).
 	RetryDelay time.Duration
 
-	ssh   sshState
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 }
 
 // Handle is what the backend keeps about a cluster in the clusters table.
 type Handle struct {
-	Infra        string                 `json:"infra"` // "local", "ssh/<pool>", ...
+	Infra        string                 `json:"infra"` // an infra.ID: local, ssh/<pool>, ...
 	Info         *provision.ClusterInfo `json:"info"`
 	PricePerHour float64                `json:"price_per_hour"`
 	InstanceType string                 `json:"instance_type,omitempty"`
@@ -72,20 +72,23 @@ func (b *Backend) lock(name string) func() {
 	return m.Unlock
 }
 
-// provisioner returns the Provisioner of an infra name.
-func (b *Backend) provisioner(infra string) (provision.Provisioner, error) {
-	switch strings.SplitN(infra, "/", 2)[0] {
-	case "local":
-		return b.Local, nil
-	case "ssh":
-		p, err := b.SSHProvisioner(SSHPoolOf(infra))
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
+// plugin returns the infrastructure a handle's infra ID names.
+func (b *Backend) plugin(h *Handle) (infra.Infra, infra.ID, error) {
+	id, err := infra.ParseID(h.Infra)
+	if err != nil {
+		return nil, id, err
 	}
-	return nil, &provision.NotSupportedError{Where: infra, Operation: "provisioning",
-		Msg: "this build of SkyGo cannot provision on " + infra + " yet; use the local infrastructure (infra: local)"}
+	in, err := b.Infras.Get(id)
+	return in, id, err
+}
+
+// provisioner returns the Provisioner of a handle's infra.
+func (b *Backend) provisioner(h *Handle) (provision.Provisioner, error) {
+	in, id, err := b.plugin(h)
+	if err != nil {
+		return nil, err
+	}
+	return in.Provisioner(id)
 }
 
 // ClusterError is a user-facing error about a cluster's state; its Type is
@@ -169,7 +172,7 @@ func (b *Backend) runners(h *Handle) ([]provision.CommandRunner, error) {
 	if h.Info == nil {
 		return nil, errors.New("cluster has no nodes recorded")
 	}
-	p, err := b.provisioner(h.Infra)
+	p, err := b.provisioner(h)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +217,16 @@ func (e *agentError) Error() string {
 	return fmt.Sprintf("node agent (%s) on %s: %s", e.verb, e.node, e.msg)
 }
 
+// skyWord is the shell word that runs the sky binary on the node r
+// reaches: the copy an infrastructure's bootstrap installed there, else
+// the API server's own binary (the node is this machine).
+func (b *Backend) skyWord(r provision.CommandRunner) string {
+	if l, ok := r.(provision.SkyLocator); ok {
+		return l.SkyCommand()
+	}
+	return provision.Quote(b.Sky)
+}
+
 // agentCommand is `sky agent <verb> args...` with the sky binary of the
 // node r reaches.
 func (b *Backend) agentCommand(r provision.CommandRunner, verb string, args ...string) string {
@@ -226,7 +239,7 @@ func (b *Backend) agentCommand(r provision.CommandRunner, verb string, args ...s
 func (b *Backend) agentConfigs(h *Handle, onAutostop string, nodes []agentapi.Node) []agentapi.Config {
 	var out []agentapi.Config
 	for i := range h.Info.Nodes {
-		c := agentapi.ConfigFromCluster(h.Info, i, "local")
+		c := agentapi.ConfigFromCluster(h.Info, i, agentapi.TransportLocal)
 		if nodes != nil {
 			c.Nodes = nodes
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/infra/local"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
@@ -26,12 +27,12 @@ func newTestBackend(t *testing.T, cpus float64) *Backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	lp, err := local.New(filepath.Join(dir, "local"))
+	in, err := local.Open(infra.Env{Home: dir, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lp.CPUs = cpus
-	return &Backend{Home: dir, Store: st, Local: lp, RetryDelay: 10 * time.Millisecond}
+	in.(*local.Infra).P.CPUs = cpus
+	return &Backend{Home: dir, Store: st, Infras: infra.NewSet(in), RetryDelay: 10 * time.Millisecond}
 }
 
 // localPlanner always proposes the local infra unless it is blocked, as
@@ -42,11 +43,11 @@ func localPlanner(onCall func(n int)) Planner {
 		n++
 		onCall(n)
 		for _, b := range blocked {
-			if b.Cloud == "local" {
+			if b.Cloud == local.Kind {
 				return nil, errors.New("no candidate left")
 			}
 		}
-		return &optimizer.Plan{Tasks: []optimizer.TaskPlan{{Chosen: optimizer.Candidate{Cloud: "local", NumNodes: 1}}}}, nil
+		return &optimizer.Plan{Tasks: []optimizer.TaskPlan{{Chosen: optimizer.Candidate{Cloud: local.Kind, NumNodes: 1}}}}, nil
 	}
 }
 
@@ -71,7 +72,7 @@ func TestRetryUntilUpWaitsForCapacity(t *testing.T) {
 	// Capacity appears on the third planning call (the second round).
 	plan := localPlanner(func(n int) {
 		if n == 3 {
-			b.Local.CPUs = 4
+			localOf(b).CPUs = 4
 		}
 	})
 	c, h, err := b.provisionWithFailover(context.Background(), "c2", api.TaskSpec{NumNodes: 1}, res, User{Name: "u"},
@@ -79,7 +80,7 @@ func TestRetryUntilUpWaitsForCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatalf("retry-until-up: %v\nlog:\n%s", err, log.String())
 	}
-	t.Cleanup(func() { _ = b.Local.Terminate(context.Background(), "c2") })
+	t.Cleanup(func() { _ = localOf(b).Terminate(context.Background(), "c2") })
 	if c.Name != "c2" || h.Info == nil || len(h.Info.Nodes) != 1 {
 		t.Fatalf("cluster not provisioned: %+v %+v", c, h)
 	}
@@ -111,4 +112,13 @@ func TestRetryDelayDoublesToAMinute(t *testing.T) {
 			t.Errorf("retryDelay(%d) = %s, want %s", round, got, want)
 		}
 	}
+}
+
+// localOf is the local provisioner of a test backend.
+func localOf(b *Backend) *local.Provisioner {
+	in, err := b.Infras.Get(infra.ID{Kind: local.Kind})
+	if err != nil {
+		panic(err)
+	}
+	return in.(*local.Infra).P
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
@@ -90,10 +91,12 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 			return nil, err
 		}
 	}
-	if isSSH(h) {
-		// Rewritten on every launch: cheap, and it repairs a deleted file.
-		if err := b.writeSSHConfig(h); err != nil {
-			fmt.Fprintf(log, "Warning: `ssh %s` will not work: %v\n", name, err)
+	if in, _, err := b.plugin(h); err == nil {
+		if a, ok := in.(infra.SSHAccess); ok {
+			// Rewritten on every launch: cheap, and it repairs a deleted file.
+			if err := a.WriteSSHConfig(h.Info); err != nil {
+				fmt.Fprintf(log, "Warning: `ssh %s` will not work: %v\n", name, err)
+			}
 		}
 	}
 	if err := b.syncWorkdir(ctx, runners, &t, log); err != nil {
@@ -231,26 +234,32 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			return nil, nil, err
 		}
 		cand := p.Tasks[0].Chosen
-		infra := InfraName(cand.Cloud, cand.Region)
-		prov, err := b.provisioner(infra)
+		id := b.Infras.FromCandidate(cand.Cloud, cand.Region, cand.Zone)
+		where := id.String()
+		plug, err := b.Infras.Get(id)
+		var prov provision.Provisioner
+		if err == nil {
+			prov, err = plug.Provisioner(id)
+		}
 		if err != nil {
 			failures = append(failures, err.Error())
 			blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud})
-			fmt.Fprintf(log, "Cannot use %s: %v\n", infra, err)
+			fmt.Fprintf(log, "Cannot use %s: %v\n", where, err)
 			continue
 		}
+		_, byCapacity := plug.(infra.Capacity)
 		spec := provision.ClusterSpec{Name: name, NumNodes: t.NumNodes, Region: cand.Region, Zone: cand.Zone,
-			Resources: nodeResources(res, cand)}
+			Resources: nodeResources(res, cand, byCapacity)}
 		c := &state.Cluster{Name: name, ClusterHash: newHash(name), UserHash: user.Hash, UserName: user.Name,
 			Workspace: "default", Status: state.ClusterInit, NumNodes: t.NumNodes, LaunchedAt: time.Now().Unix(),
 			Autostop: -1, LastUse: body.Command, LastCreationYAML: t.YAML, LastCreationCommand: body.Command}
 		if raw, err := json.Marshal(res.ToMap()); err == nil {
 			c.Resources = raw
 		}
-		h := &Handle{Infra: infra, PricePerHour: cand.HourlyPrice, InstanceType: cand.InstanceType,
-			UseSpot: cand.UseSpot, Reason: fmt.Sprintf("provisioning on %s (attempt %d)", infra, attempt)}
+		h := &Handle{Infra: where, PricePerHour: cand.HourlyPrice, InstanceType: cand.InstanceType,
+			UseSpot: cand.UseSpot, Reason: fmt.Sprintf("provisioning on %s (attempt %d)", where, attempt)}
 		b.saveHandle(c, h)
-		if err := b.recordLaunch(ctx, c, "launch: provisioning on "+infra); err != nil {
+		if err := b.recordLaunch(ctx, c, "launch: provisioning on "+where); err != nil {
 			return nil, nil, err
 		}
 		fmt.Fprintf(log, "Provisioning %s on %s (%d node%s)...\n", name, optimizer.DisplayName(cand.Cloud), t.NumNodes, plural(t.NumNodes))
@@ -261,7 +270,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 				capacityFailures++
 				failures = append(failures, err.Error())
 				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
-				fmt.Fprintf(log, "No capacity on %s: %v. Trying the next candidate.\n", infra, err)
+				fmt.Fprintf(log, "No capacity on %s: %v. Trying the next candidate.\n", where, err)
 				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
 				continue
 			}
@@ -308,13 +317,13 @@ func plural(n int) string {
 }
 
 // nodeResources turns the request and the chosen candidate into what each
-// node must offer.
-func nodeResources(r *resources.Resources, c optimizer.Candidate) provision.Resources {
+// node must offer. On an infrastructure priced by capacity (byCapacity)
+// there is no instance type: the request is what each node gets (local
+// sandboxes) or must fit (whole hosts of a pool); "N+" asks for at least
+// N, so N it is.
+func nodeResources(r *resources.Resources, c optimizer.Candidate, byCapacity bool) provision.Resources {
 	out := provision.Resources{InstanceType: c.InstanceType}
-	if c.Cloud == "local" || c.Cloud == "ssh" {
-		// Local nodes offer what was asked (at least one CPU); "N+" asks
-		// for at least N, so N is what the node gets. SSH hosts are
-		// whole machines: the request is what each claimed host must fit.
+	if byCapacity {
 		if r.CPUs != nil {
 			out.CPUs = r.CPUs.Value
 		}
@@ -414,19 +423,24 @@ func (b *Backend) onAutostopCommand(name string) string {
 func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, log io.Writer) error {
 	var nodes []agentapi.Node
 	onAutostop := b.onAutostopCommand(c.Name)
-	if isSSH(h) {
-		var err error
-		if nodes, err = b.bootstrapSSH(ctx, h, runners, log); err != nil {
+	plug, _, err := b.plugin(h)
+	if err != nil {
+		return err
+	}
+	if bs, ok := plug.(infra.Bootstrapper); ok {
+		if nodes, err = bs.Bootstrap(ctx, h.Info, runners, log); err != nil {
 			return err
 		}
+	}
+	if _, ok := plug.(infra.NoCallback); ok {
 		// The callback runs `sky stop|down` against this API server from
 		// the head node, which only works when the head is this machine;
-		// the server's autostop sweep (autostop.go) acts for SSH clusters.
+		// the server's autostop controller acts for these clusters.
 		onAutostop = ""
 	}
 	fmt.Fprintln(log, "Starting node agents...")
 	cfgs := b.agentConfigs(h, onAutostop, nodes)
-	err := parallel(len(runners), func(i int) error {
+	err = parallel(len(runners), func(i int) error {
 		return b.agentCall(ctx, runners[i], cfgs[i], nil, "start")
 	})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"regexp"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
-	"github.com/skygo/skygo/internal/infra/ssh"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -39,7 +39,7 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 		fmt.Fprintf(log, "Cluster %s is already stopped.\n", name)
 		return nil
 	}
-	p, err := b.provisioner(h.Infra)
+	p, err := b.provisioner(h)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (b *Backend) Start(ctx context.Context, name string, user User, log io.Writ
 }
 
 func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, log io.Writer) error {
-	p, err := b.provisioner(h.Infra)
+	p, err := b.provisioner(h)
 	if err != nil {
 		return err
 	}
@@ -111,16 +111,18 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 		return err
 	}
 	fmt.Fprintf(log, "Terminating cluster %s...\n", name)
-	if p, perr := b.provisioner(h.Infra); perr == nil {
+	if p, perr := b.provisioner(h); perr == nil {
 		if err := p.Terminate(ctx, name); err != nil && !purge {
 			return fmt.Errorf("terminating %s: %w (use --purge to remove the record anyway)", name, err)
 		}
 	} else if !purge {
 		return perr
 	}
-	if isSSH(h) {
-		if err := ssh.RemoveSSHConfig(b.Home, name); err != nil {
-			fmt.Fprintf(log, "Warning: %v\n", err)
+	if in, _, err := b.plugin(h); err == nil {
+		if a, ok := in.(infra.SSHAccess); ok {
+			if err := a.RemoveSSHConfig(name); err != nil {
+				fmt.Fprintf(log, "Warning: %v\n", err)
+			}
 		}
 	}
 	// Only this incarnation: a cluster of the same name launched anew
@@ -150,7 +152,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 	if err != nil || h.Info == nil {
 		return c, err
 	}
-	p, err := b.provisioner(h.Infra)
+	p, err := b.provisioner(h)
 	if err != nil {
 		return c, nil
 	}
@@ -270,9 +272,13 @@ func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agen
 }
 
 func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, cfg agentapi.AutostopConfig) error {
-	if isSSH(h) && cfg.IdleMinutes >= 0 && !cfg.Down {
-		return &ClusterError{Type: "NotSupportedError", Msg: fmt.Sprintf(
-			"Cluster %s is on an SSH node pool, where clusters cannot be stopped; autostop there can only tear down: add --down.", c.Name)}
+	if cfg.IdleMinutes >= 0 && !cfg.Down {
+		if in, _, err := b.plugin(h); err == nil {
+			if ns, ok := in.(infra.NoStop); ok {
+				return &ClusterError{Type: "NotSupportedError", Msg: fmt.Sprintf(
+					"Cluster %s is on %s, where clusters cannot be stopped (%s); autostop there can only tear down: add --down.", c.Name, h.Infra, ns.CannotStop())}
+			}
+		}
 	}
 	args := []string{"--idle-minutes", fmt.Sprint(cfg.IdleMinutes)}
 	if cfg.IdleMinutes < 0 {

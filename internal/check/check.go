@@ -21,11 +21,14 @@ type Options struct {
 	Workspace     string         // "" = the config's active workspace
 	Infras        []string       // names to check (aws, k8s, ...); empty = all
 	Verbose       bool           // add where each credential came from
-	LocalDisabled bool           // the user turned the embedded local infra off
+	LocalDisabled bool           // the user turned the embedded local infra off (SettingLocalDisabled)
 }
 
 // Result is the outcome for one infrastructure.
 type Result struct {
+	// Key is the infra's canonical name (as in allowed_clouds and the
+	// optimizer: "aws", "ssh"); not part of the JSON output.
+	Key          string   `json:"-"`
 	Infra        string   `json:"infra"`   // display name: AWS, GCP, Kubernetes, ...
 	Enabled      bool     `json:"enabled"` // usable for launching
 	Reason       string   `json:"reason"`  // what was found, or why not and what to do
@@ -33,6 +36,10 @@ type Result struct {
 	Capabilities []string `json:"capabilities,omitempty"` // compute, storage (enabled only)
 	Warnings     []string `json:"warnings,omitempty"`
 }
+
+// SettingLocalDisabled is the settings key `sky local down` sets (to "1")
+// and `sky local up` removes; the server passes it as LocalDisabled.
+const SettingLocalDisabled = "local_disabled"
 
 // infra is one checker, by canonical lower-case name.
 type infra struct {
@@ -121,7 +128,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		default:
 			r = in.check(e)
 		}
-		r.Infra = in.display
+		r.Infra, r.Key = in.display, in.name
 		if r.Enabled {
 			r.Capabilities = capabilities(e.cfg, in)
 			if in.name != "local" {

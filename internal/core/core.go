@@ -10,9 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/skygo/skygo/internal/api"
@@ -20,9 +19,9 @@ import (
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/config"
-	"github.com/skygo/skygo/internal/infra/local"
+	"github.com/skygo/skygo/internal/infra"
+	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build
 	"github.com/skygo/skygo/internal/op"
-	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -44,31 +43,45 @@ type Options struct {
 	// Port is where the server answers locally (default api.DefaultPort);
 	// autostop callbacks on local clusters call it back there.
 	Port int
+	// Sky is the sky binary nodes run (default: this executable).
+	Sky string
 }
 
 // New builds the operations' environment.
 func New(o Options) (*Env, error) {
-	sky, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("locating the sky binary: %w", err)
-	}
-	lp, err := local.New("")
-	if err != nil {
-		return nil, err
+	sky := o.Sky
+	if sky == "" {
+		var err error
+		if sky, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("locating the sky binary: %w", err)
+		}
 	}
 	port := o.Port
 	if port == 0 {
 		port = api.DefaultPort
 	}
 	e := &Env{Home: o.Home, Store: o.Store}
-	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky, Local: lp,
+	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky,
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
+	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky,
+		Down: func(ctx context.Context, name string, log io.Writer) error {
+			return e.Backend.Down(ctx, name, backend.User{}, true, true, log)
+		},
+		Recheck: func(ctx context.Context) error {
+			_, err := e.runCheck(ctx, nil, false)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Backend.Infras = infras
 	return e, nil
 }
 
 // Ops lists the operations of e.
 func (e *Env) Ops() []op.Op {
-	return []op.Op{
+	return append([]op.Op{
 		{Name: "validate", Schedule: op.Short, Run: e.validate},
 		{Name: "check", Schedule: op.Short, Run: e.check},
 		{Name: "list_accelerators", Schedule: op.Short, Run: e.listAccelerators},
@@ -85,11 +98,7 @@ func (e *Env) Ops() []op.Op {
 		{Name: "job_status", Schedule: op.Short, Run: e.jobStatus},
 		{Name: "hook_logs", Schedule: op.Short, Run: e.hookLogs},
 		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
-		{Name: "local_up", Schedule: op.Long, Run: e.localUp},
-		{Name: "local_down", Schedule: op.Long, Run: e.localDown},
-		{Name: "ssh_up", Schedule: op.Long, Run: e.sshUp},
-		{Name: "ssh_down", Schedule: op.Long, Run: e.sshDown},
-	}
+	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
 }
 
 func (e *Env) catalog() *catalog.Catalog {
@@ -104,7 +113,6 @@ func userOf(r *op.Request) backend.User {
 	return backend.User{Name: r.User.Name, Hash: r.User.ID}
 }
 
-const settingLocalDisabled = "local_disabled"
 const settingEnabledInfras = "enabled_infras"
 
 // runCheck runs the credential checks, stores the enabled set and returns
@@ -114,38 +122,32 @@ func (e *Env) runCheck(ctx context.Context, infras []string, verbose bool) ([]ch
 	if err != nil {
 		return nil, err
 	}
-	disabled, _ := e.Store.GetSetting(ctx, settingLocalDisabled)
+	disabled, _ := e.Store.GetSetting(ctx, check.SettingLocalDisabled)
 	res, err := check.Run(ctx, check.Options{Home: e.Home, Config: cfg, Infras: infras, Verbose: verbose, LocalDisabled: disabled == "1"})
 	if err != nil {
 		return nil, err
 	}
 	for i := range res {
-		if infraKey(res[i].Infra) == "ssh" && res[i].Enabled {
-			e.describeSSHPools(ctx, &res[i])
+		if !res[i].Enabled {
+			continue
+		}
+		if in, err := e.Backend.Infras.Get(infra.ID{Kind: res[i].Key}); err == nil {
+			if d, ok := in.(infra.CheckDescriber); ok {
+				d.DescribeCheck(ctx, &res[i])
+			}
 		}
 	}
 	if len(infras) == 0 {
 		var enabled []string
 		for _, r := range res {
 			if r.Enabled {
-				enabled = append(enabled, infraKey(r.Infra))
+				enabled = append(enabled, r.Key)
 			}
 		}
 		raw, _ := json.Marshal(enabled)
 		_ = e.Store.SetSetting(ctx, settingEnabledInfras, string(raw))
 	}
 	return res, nil
-}
-
-// infraKey maps a check display name ("AWS", "Kubernetes") to the
-// optimizer's infra name ("aws", "kubernetes").
-func infraKey(display string) string {
-	k := strings.ToLower(display)
-	switch k {
-	case "ssh node pools", "ssh":
-		return "ssh"
-	}
-	return strings.ReplaceAll(k, " ", "")
 }
 
 // enabledInfras is the stored result of the last `sky check`, running the
@@ -165,34 +167,4 @@ func (e *Env) enabledInfras(ctx context.Context) ([]string, error) {
 	var out []string
 	_ = json.Unmarshal([]byte(raw), &out)
 	return out, nil
-}
-
-// localCapacity offers this machine as the local infrastructure: free of
-// charge, with this machine's CPUs and memory, and no GPUs.
-type localCapacity struct{ p *local.Provisioner }
-
-func (l localCapacity) Name() string { return "local" }
-
-func (l localCapacity) Feasible(_ context.Context, req optimizer.Request, numNodes int) ([]optimizer.Candidate, string) {
-	switch {
-	case req.AccName != "":
-		return nil, fmt.Sprintf("this machine has no %s accelerators", req.AccName)
-	case req.InstanceType != "":
-		return nil, "the local infrastructure has no instance types (asked for " + req.InstanceType + ")"
-	case req.UseSpot:
-		return nil, "the local infrastructure has no spot instances"
-	case req.CPUs.IsSet() && req.CPUs.Value > l.p.CPUs:
-		return nil, fmt.Sprintf("asked for %g CPUs per node; this machine has %g", req.CPUs.Value, l.p.CPUs)
-	case req.Memory.IsSet() && !req.Memory.PerCPU && req.Memory.Value > l.p.MemoryGB:
-		return nil, fmt.Sprintf("asked for %g GB of memory per node; this machine has %.0f GB", req.Memory.Value, l.p.MemoryGB)
-	}
-	cpus := float64(runtime.NumCPU())
-	if req.CPUs.IsSet() {
-		cpus = req.CPUs.Value
-	}
-	mem := l.p.MemoryGB
-	if req.Memory.IsSet() && !req.Memory.PerCPU {
-		mem = req.Memory.Value
-	}
-	return []optimizer.Candidate{{Cloud: "local", VCPUs: cpus, MemoryGiB: mem}}, ""
 }

@@ -107,7 +107,7 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 			Blocked:  blocked,
 			Target:   target,
 			Catalog:  e.catalog(),
-			Capacity: []optimizer.CapacityInfra{localCapacity{e.Backend.Local}, sshCapacity{e}},
+			Capacity: e.Backend.Infras.Capacities(),
 		})
 		if err != nil {
 			return nil, &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
@@ -517,37 +517,4 @@ func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LaunchedAt > out[j].LaunchedAt })
 	return out, nil
-}
-
-func (e *Env) localUp(ctx context.Context, r *op.Request) (any, error) {
-	if err := e.Store.DeleteSetting(ctx, settingLocalDisabled); err != nil {
-		return nil, err
-	}
-	if _, err := e.runCheck(ctx, nil, false); err != nil {
-		return nil, err
-	}
-	fmt.Fprintln(r.Log, "The local infrastructure is enabled. Launch on it with `sky launch --infra local ...`.")
-	return map[string]bool{"enabled": true}, nil
-}
-
-func (e *Env) localDown(ctx context.Context, r *op.Request) (any, error) {
-	cs, err := e.Store.ListClusters(ctx, state.ClusterFilter{})
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cs {
-		if h, err := backend.HandleOf(c); err == nil && h.Infra == "local" {
-			if err := e.Backend.Down(ctx, c.Name, userOf(r), true, true, r.Log); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := e.Store.SetSetting(ctx, settingLocalDisabled, "1"); err != nil {
-		return nil, err
-	}
-	if _, err := e.runCheck(ctx, nil, false); err != nil {
-		return nil, err
-	}
-	fmt.Fprintln(r.Log, "The local infrastructure is disabled and its clusters are removed. Re-enable it with `sky local up`.")
-	return map[string]bool{"enabled": false}, nil
 }

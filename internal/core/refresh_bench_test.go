@@ -18,6 +18,8 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/infra/local"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
@@ -125,11 +127,10 @@ func newBenchEnv(b *testing.B) *Env {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := New(Options{Home: home, Store: st})
+	e, err := New(Options{Home: home, Store: st, Sky: sky})
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.Backend.Sky = sky
 	b.Cleanup(func() {
 		downAll(e)
 		st.Close()
@@ -139,7 +140,7 @@ func newBenchEnv(b *testing.B) *Env {
 }
 
 func localPlan(context.Context, *resources.Resources, int, []optimizer.Blocked) (*optimizer.Plan, error) {
-	return &optimizer.Plan{Tasks: []optimizer.TaskPlan{{Chosen: optimizer.Candidate{Cloud: "local", NumNodes: 1}}}}, nil
+	return &optimizer.Plan{Tasks: []optimizer.TaskPlan{{Chosen: optimizer.Candidate{Cloud: local.Kind, NumNodes: 1}}}}, nil
 }
 
 // launchMany launches n one-node clusters with no run command, a few at a
@@ -170,7 +171,11 @@ func launchMany(b *testing.B, e *Env, n int) []string {
 }
 
 func agentPID(b *testing.B, e *Env, cluster string) int {
-	raw, err := os.ReadFile(filepath.Join(e.Backend.Local.NodeDir(cluster, 0), ".sky", "agent", "daemon.pid"))
+	in, err := e.Backend.Infras.Get(infra.ID{Kind: local.Kind})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(in.(*local.Infra).P.NodeDir(cluster, 0), ".sky", "agent", "daemon.pid"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -201,3 +201,10 @@ func QuoteHomePath(p string) string {
 	}
 	return Quote(p)
 }
+
+// SkyLocator is implemented by runners whose node runs its own copy of the
+// sky binary (installed by an infrastructure's bootstrap) rather than the
+// API server's: SkyCommand is the shell word that runs it there.
+type SkyLocator interface {
+	SkyCommand() string
+}

@@ -50,6 +50,12 @@ type Node struct {
 	GPUs map[string]float64 `json:"gpus,omitempty"`
 }
 
+// Transports of Node: how the head reaches a node.
+const (
+	TransportLocal = "local" // exec with HOME=Home on this machine (the default)
+	TransportSSH   = "ssh"   // the system ssh client
+)
+
 // ConfigFromCluster builds the Config of node index from a provisioned
 // cluster; transport is how the head reaches the nodes ("local").
 func ConfigFromCluster(info *provision.ClusterInfo, index int, transport string) Config {

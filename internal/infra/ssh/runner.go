@@ -402,3 +402,7 @@ func SSHCommand(ep Endpoint, kh *KnownHosts) []string {
 	}
 	return args
 }
+
+// SkyCommand implements provision.SkyLocator: hosts run the copy of the
+// sky binary that bootstrap installed ("$HOME" expands on the host).
+func (r *Runner) SkyCommand() string { return `"$HOME"/.sky/bin/sky` }

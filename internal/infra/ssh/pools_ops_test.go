@@ -1,4 +1,4 @@
-package core
+package ssh
 
 import (
 	"context"
@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/state"
 )
 
 func TestHostMisfit(t *testing.T) {
-	h := SSHHostRecord{Name: "a", CPUs: 8, MemoryGB: 31.2, GPUs: map[string]int{"A100": 4}}
+	h := HostRecord{Name: "a", CPUs: 8, MemoryGB: 31.2, GPUs: map[string]int{"A100": 4}}
 	for _, c := range []struct {
 		name string
-		host SSHHostRecord
+		host HostRecord
 		req  optimizer.Request
 		want string // substring; "" = fits
 	}{
@@ -31,7 +31,7 @@ func TestHostMisfit(t *testing.T) {
 		{"gpus fit, any case", h, optimizer.Request{AccName: "a100", AccCount: 4}, ""},
 		{"too few gpus", h, optimizer.Request{AccName: "A100", AccCount: 8}, "A100:8 asked, host has 4"},
 		{"other gpu", h, optimizer.Request{AccName: "H100", AccCount: 1}, "host has 0"},
-		{"unreachable host", SSHHostRecord{Name: "b", Error: "ssh to b: unreachable"}, optimizer.Request{}, "unreachable"},
+		{"unreachable host", HostRecord{Name: "b", Error: "ssh to b: unreachable"}, optimizer.Request{}, "unreachable"},
 	} {
 		got := hostMisfit(c.host, c.req)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
@@ -40,7 +40,7 @@ func TestHostMisfit(t *testing.T) {
 	}
 }
 
-func testEnv(t *testing.T, pools string) *Env {
+func testInfra(t *testing.T, pools string) *Infra {
 	t.Helper()
 	home := t.TempDir()
 	if pools != "" {
@@ -56,19 +56,19 @@ func testEnv(t *testing.T, pools string) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &Env{Home: home, Store: st, Backend: &backend.Backend{Home: home, Store: st}}
+	return &Infra{env: infra.Env{Home: home, Store: st}}
 }
 
 func TestSSHCapacity(t *testing.T) {
-	e := testEnv(t, "big:\n  user: u\n  hosts: [h1, h2, h3]\nsmall:\n  user: u\n  hosts: [s1]\n")
+	e := testInfra(t, "big:\n  user: u\n  hosts: [h1, h2, h3]\nsmall:\n  user: u\n  hosts: [s1]\n")
 	ctx := context.Background()
-	rec := SSHPoolRecord{Pool: "big", ProbedAt: time.Now(), Hosts: []SSHHostRecord{
+	rec := PoolRecord{Pool: "big", ProbedAt: time.Now(), Hosts: []HostRecord{
 		{Name: "h1", CPUs: 4, MemoryGB: 16}, {Name: "h2", CPUs: 8, MemoryGB: 16}, {Name: "h3", Error: "ssh to h3: unreachable"}}}
 	raw, _ := json.Marshal(rec)
-	if err := e.Store.SetSetting(ctx, sshPoolKey("big"), string(raw)); err != nil {
+	if err := e.env.Store.SetSetting(ctx, sshPoolKey("big"), string(raw)); err != nil {
 		t.Fatal(err)
 	}
-	capa := sshCapacity{e}
+	capa := capacity{e}
 	for _, c := range []struct {
 		name       string
 		req        optimizer.Request
@@ -103,15 +103,15 @@ func TestSSHCapacity(t *testing.T) {
 }
 
 func TestSSHCapacityHonoursAllowedPools(t *testing.T) {
-	e := testEnv(t, "a:\n  user: u\n  hosts: [h1]\nb:\n  user: u\n  hosts: [h2]\n")
-	if err := os.WriteFile(filepath.Join(e.Home, ".sky", "config.yaml"), []byte("ssh:\n  allowed_node_pools: [b]\n"), 0o600); err != nil {
+	e := testInfra(t, "a:\n  user: u\n  hosts: [h1]\nb:\n  user: u\n  hosts: [h2]\n")
+	if err := os.WriteFile(filepath.Join(e.env.Home, ".sky", "config.yaml"), []byte("ssh:\n  allowed_node_pools: [b]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cands, reason := sshCapacity{e}.Feasible(context.Background(), optimizer.Request{}, 1)
+	cands, reason := capacity{e}.Feasible(context.Background(), optimizer.Request{}, 1)
 	if len(cands) != 1 || cands[0].Region != "ssh-b" {
 		t.Errorf("allowed_node_pools [b]: candidates %+v (reason %q), want only ssh-b", cands, reason)
 	}
-	if _, reason := (sshCapacity{e}).Feasible(context.Background(), optimizer.Request{Region: "ssh-a"}, 1); !strings.Contains(reason, "allowed_node_pools") {
+	if _, reason := (capacity{e}).Feasible(context.Background(), optimizer.Request{Region: "ssh-a"}, 1); !strings.Contains(reason, "allowed_node_pools") {
 		t.Errorf("pool a is not allowed: reason %q should say so", reason)
 	}
 }

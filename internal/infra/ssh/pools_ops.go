@@ -1,4 +1,4 @@
-package core
+package ssh
 
 import (
 	"context"
@@ -14,14 +14,11 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
-	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/check"
-	"github.com/skygo/skygo/internal/config"
-	"github.com/skygo/skygo/internal/infra/ssh"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
-	"github.com/skygo/skygo/internal/state"
 )
 
 // SSH node pools: `sky ssh up` probes every host of a pool, installs the
@@ -31,16 +28,16 @@ import (
 // sshProbeTimeout bounds probing one host (connect, auth, facts).
 const sshProbeTimeout = 20 * time.Second
 
-// SSHPoolRecord is what the last `sky ssh up` learnt about one pool.
-type SSHPoolRecord struct {
+// PoolRecord is what the last `sky ssh up` learnt about one pool.
+type PoolRecord struct {
 	Pool     string          `json:"pool"`
 	ProbedAt time.Time       `json:"probed_at"`
-	Hosts    []SSHHostRecord `json:"hosts"`
+	Hosts    []HostRecord `json:"hosts"`
 }
 
-// SSHHostRecord is one probed host. Error is set when the host could not
+// HostRecord is one probed host. Error is set when the host could not
 // be used (unreachable, auth refused, wrong OS/arch, install failed).
-type SSHHostRecord struct {
+type HostRecord struct {
 	Name     string         `json:"name"`
 	Address  string         `json:"address,omitempty"` // user@addr:port
 	Error    string         `json:"error,omitempty"`
@@ -54,63 +51,50 @@ type SSHHostRecord struct {
 }
 
 // Ready says whether the host can take clusters.
-func (h SSHHostRecord) Ready() bool { return h.Error == "" }
+func (h HostRecord) Ready() bool { return h.Error == "" }
 
 func sshPoolKey(pool string) string { return "ssh_pool/" + pool }
 
-func (e *Env) sshPoolRecord(ctx context.Context, pool string) *SSHPoolRecord {
-	raw, err := e.Store.GetSetting(ctx, sshPoolKey(pool))
+func (in *Infra) poolRecord(ctx context.Context, pool string) *PoolRecord {
+	raw, err := in.env.Store.GetSetting(ctx, sshPoolKey(pool))
 	if err != nil || raw == "" {
 		return nil
 	}
-	var rec SSHPoolRecord
+	var rec PoolRecord
 	if json.Unmarshal([]byte(raw), &rec) != nil {
 		return nil
 	}
 	return &rec
 }
 
-// allowedSSHPools is the pools file filtered by ssh.allowed_node_pools.
-func (e *Env) allowedSSHPools() (map[string]*ssh.Pool, error) {
-	pools, err := e.Backend.LoadSSHPools()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
-	if err != nil {
-		return nil, err
-	}
-	kept, _ := ssh.FilterAllowed(pools, cfg.GetStringSlice("ssh.allowed_node_pools", nil))
-	return kept, nil
-}
 
 // selectPools narrows pools to the one named (when name is set).
-func selectPools(pools map[string]*ssh.Pool, name string) (map[string]*ssh.Pool, error) {
+func selectPools(pools map[string]*Pool, name string) (map[string]*Pool, error) {
 	if name == "" {
 		if len(pools) == 0 {
-			return nil, &op.Error{Type: "ValueError", Message: "no SSH node pools to act on: define them in ~/.sky/ssh_node_pools.yaml (and in ssh.allowed_node_pools when that is set)"}
+			return nil, &op.Error{Type: "ValueError", Message: "no SSH node pools to act on: define them in ~/.sky/ssh_node_pools.yaml (and in allowed_node_pools when that is set)"}
 		}
 		return pools, nil
 	}
-	name = backend.SSHPoolOf("ssh/" + strings.TrimPrefix(name, "ssh/"))
+	name = PoolOf(infra.MustParseID("ssh/" + strings.TrimPrefix(name, "ssh/")))
 	p, ok := pools[name]
 	if !ok {
-		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("no SSH node pool %q (pools: %s); check ~/.sky/ssh_node_pools.yaml and ssh.allowed_node_pools",
-			name, strings.Join(ssh.PoolNames(pools), ", "))}
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("no SSH node pool %q (pools: %s); check ~/.sky/ssh_node_pools.yaml and allowed_node_pools",
+			name, strings.Join(PoolNames(pools), ", "))}
 	}
-	return map[string]*ssh.Pool{name: p}, nil
+	return map[string]*Pool{name: p}, nil
 }
 
 // sshCapacity offers each allowed SSH node pool to the optimizer, free of
 // charge. With a `sky ssh up` record it counts the hosts that fit; without
 // one it offers the pool and lets the provisioner probe (a misfit then is
 // a capacity error the failover loop understands).
-type sshCapacity struct{ e *Env }
+type capacity struct{ in *Infra }
 
-func (s sshCapacity) Name() string { return "ssh" }
+func (s capacity) Name() string { return Kind }
 
-func (s sshCapacity) Feasible(ctx context.Context, req optimizer.Request, numNodes int) ([]optimizer.Candidate, string) {
-	pools, err := s.e.allowedSSHPools()
+func (s capacity) Feasible(ctx context.Context, req optimizer.Request, numNodes int) ([]optimizer.Candidate, string) {
+	pools, err := s.in.allowedPools()
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -120,11 +104,11 @@ func (s sshCapacity) Feasible(ctx context.Context, req optimizer.Request, numNod
 	case req.UseSpot:
 		return nil, "SSH node pools have no spot instances"
 	}
-	names := ssh.PoolNames(pools)
+	names := PoolNames(pools)
 	if req.Region != "" {
-		want := strings.TrimPrefix(req.Region, "ssh-")
+		want := strings.TrimPrefix(req.Region, sshRegionPrefix)
 		if _, ok := pools[want]; !ok {
-			return nil, fmt.Sprintf("no SSH node pool %q in ~/.sky/ssh_node_pools.yaml (or not in ssh.allowed_node_pools); pools: %s", want, strings.Join(names, ", "))
+			return nil, fmt.Sprintf("no SSH node pool %q in ~/.sky/ssh_node_pools.yaml (or not in allowed_node_pools); pools: %s", want, strings.Join(names, ", "))
 		}
 		names = []string{want}
 	}
@@ -141,21 +125,21 @@ func (s sshCapacity) Feasible(ctx context.Context, req optimizer.Request, numNod
 	return cands, strings.Join(why, "; ")
 }
 
-func (s sshCapacity) poolCandidate(ctx context.Context, p *ssh.Pool, req optimizer.Request, numNodes int) (optimizer.Candidate, string) {
+func (s capacity) poolCandidate(ctx context.Context, p *Pool, req optimizer.Request, numNodes int) (optimizer.Candidate, string) {
 	if len(p.Hosts) == 0 {
 		return optimizer.Candidate{}, "has no hosts"
 	}
 	if len(p.Hosts) < numNodes {
 		return optimizer.Candidate{}, fmt.Sprintf("has %d host(s), %d node(s) asked for", len(p.Hosts), numNodes)
 	}
-	c := optimizer.Candidate{Cloud: "ssh", Region: "ssh-" + p.Name, AccName: req.AccName, AccCount: req.AccCount}
+	c := optimizer.Candidate{Cloud: Kind, Region: sshRegionPrefix + p.Name, AccName: req.AccName, AccCount: req.AccCount}
 	if req.CPUs.IsSet() {
 		c.VCPUs = req.CPUs.Value
 	}
 	if req.Memory.IsSet() && !req.Memory.PerCPU {
 		c.MemoryGiB = req.Memory.Value
 	}
-	rec := s.e.sshPoolRecord(ctx, p.Name)
+	rec := s.in.poolRecord(ctx, p.Name)
 	if rec == nil {
 		return c, ""
 	}
@@ -179,7 +163,7 @@ func (s sshCapacity) poolCandidate(ctx context.Context, p *ssh.Pool, req optimiz
 }
 
 // hostMisfit says why a recorded host cannot serve req ("" when it can).
-func hostMisfit(h SSHHostRecord, req optimizer.Request) string {
+func hostMisfit(h HostRecord, req optimizer.Request) string {
 	switch {
 	case !h.Ready():
 		return h.Error
@@ -205,17 +189,17 @@ func hostMisfit(h SSHHostRecord, req optimizer.Request) string {
 // sky binary, record the result and print a table of hosts. Hosts that
 // cannot be used make the request fail, naming each host and its cause,
 // after the record is written (the usable hosts stay usable).
-func (e *Env) sshUp(ctx context.Context, r *op.Request) (any, error) {
+func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
 	var b api.SSHUpBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	var pools map[string]*ssh.Pool
+	var pools map[string]*Pool
 	var err error
 	if b.PoolsYAML != "" {
-		pools, err = ssh.ParsePools("--file", []byte(b.PoolsYAML))
+		pools, err = ParsePools("--file", []byte(b.PoolsYAML))
 	} else {
-		pools, err = e.allowedSSHPools()
+		pools, err = in.allowedPools()
 	}
 	if err != nil {
 		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
@@ -223,22 +207,22 @@ func (e *Env) sshUp(ctx context.Context, r *op.Request) (any, error) {
 	if pools, err = selectPools(pools, b.Infra); err != nil {
 		return nil, err
 	}
-	res, err := ssh.NewResolver(e.Home)
+	res, err := NewResolver(in.env.Home)
 	if err != nil {
 		return nil, err
 	}
-	var recs []*SSHPoolRecord
+	var recs []*PoolRecord
 	var failed []string
-	for _, name := range ssh.PoolNames(pools) {
+	for _, name := range PoolNames(pools) {
 		p := pools[name]
 		fmt.Fprintf(r.Log, "Setting up SSH node pool %s (%d host(s))...\n", name, len(p.Hosts))
-		rec := &SSHPoolRecord{Pool: name, ProbedAt: time.Now().UTC(), Hosts: make([]SSHHostRecord, len(p.Hosts))}
+		rec := &PoolRecord{Pool: name, ProbedAt: time.Now().UTC(), Hosts: make([]HostRecord, len(p.Hosts))}
 		var wg sync.WaitGroup
 		for i, h := range p.Hosts {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rec.Hosts[i] = e.setUpHost(ctx, res, p, h)
+				rec.Hosts[i] = in.setUpHost(ctx, res, p, h)
 			}()
 		}
 		wg.Wait()
@@ -248,26 +232,26 @@ func (e *Env) sshUp(ctx context.Context, r *op.Request) (any, error) {
 			}
 		}
 		raw, _ := json.Marshal(rec)
-		if err := e.Store.SetSetting(ctx, sshPoolKey(name), string(raw)); err != nil {
+		if err := in.env.Store.SetSetting(ctx, sshPoolKey(name), string(raw)); err != nil {
 			return nil, err
 		}
 		recs = append(recs, rec)
 	}
 	writeHostTable(r.Log, recs)
 	// A pool now set up is usable: refresh the enabled infras.
-	if _, err := e.runCheck(ctx, nil, false); err != nil {
+	if err := in.env.Recheck(ctx); err != nil {
 		fmt.Fprintf(r.Log, "Warning: refreshing enabled infras: %v\n", err)
 	}
 	if len(failed) > 0 {
 		return recs, &op.Error{Type: "SSHHostError", Message: fmt.Sprintf("%d host(s) cannot be used:\n  %s", len(failed), strings.Join(failed, "\n  "))}
 	}
-	fmt.Fprintf(r.Log, "SSH node pool(s) %s ready. Launch with `sky launch --infra ssh/<pool> ...`.\n", strings.Join(ssh.PoolNames(pools), ", "))
+	fmt.Fprintf(r.Log, "SSH node pool(s) %s ready. Launch with `sky launch --infra ssh/<pool> ...`.\n", strings.Join(PoolNames(pools), ", "))
 	return recs, nil
 }
 
 // setUpHost probes one host and installs the sky binary on it.
-func (e *Env) setUpHost(ctx context.Context, res *ssh.Resolver, p *ssh.Pool, h ssh.Host) SSHHostRecord {
-	rec := SSHHostRecord{Name: h.Name}
+func (in *Infra) setUpHost(ctx context.Context, res *Resolver, p *Pool, h Host) HostRecord {
+	rec := HostRecord{Name: h.Name}
 	ep, err := res.Resolve(p, h)
 	if err != nil {
 		rec.Error = err.Error()
@@ -276,7 +260,7 @@ func (e *Env) setUpHost(ctx context.Context, res *ssh.Resolver, p *ssh.Pool, h s
 	rec.Address = ep.User + "@" + ep.HostPort()
 	pctx, cancel := context.WithTimeout(ctx, sshProbeTimeout)
 	defer cancel()
-	d := e.Backend.SSHDialer()
+	d := in.Dialer()
 	f, err := d.Probe(pctx, ep)
 	if err != nil {
 		rec.Error = err.Error()
@@ -288,7 +272,7 @@ func (e *Env) setUpHost(ctx context.Context, res *ssh.Resolver, p *ssh.Pool, h s
 			f.OS, f.Arch, runtime.GOOS, runtime.GOARCH, f.OS, f.Arch)
 		return rec
 	}
-	copied, err := ssh.EnsureBinary(ctx, ssh.NewRunner(d, ep, f.IP, "", f.Home), e.Backend.Sky)
+	copied, err := EnsureBinary(ctx, NewRunner(d, ep, f.IP, "", f.Home), in.env.Sky)
 	if err != nil {
 		rec.Error = err.Error()
 		return rec
@@ -300,7 +284,7 @@ func (e *Env) setUpHost(ctx context.Context, res *ssh.Resolver, p *ssh.Pool, h s
 	return rec
 }
 
-func writeHostTable(w io.Writer, recs []*SSHPoolRecord) {
+func writeHostTable(w io.Writer, recs []*PoolRecord) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POOL\tHOST\tADDRESS\tSTATUS\tOS/ARCH\tCPUS\tMEMORY\tGPUS\tSKY BINARY")
 	for _, rec := range recs {
@@ -342,12 +326,12 @@ func orDash(s string) string {
 
 // sshDown is `sky ssh down`: refuse while a cluster holds hosts of the
 // pool, else remove from every host what `sky ssh up` installed.
-func (e *Env) sshDown(ctx context.Context, r *op.Request) (any, error) {
+func (in *Infra) down(ctx context.Context, r *op.Request) (any, error) {
 	var b api.SSHDownBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	all, err := e.Backend.LoadSSHPools()
+	all, err := in.LoadPools()
 	if err != nil {
 		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 	}
@@ -355,31 +339,29 @@ func (e *Env) sshDown(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := e.Store.ListClusters(ctx, state.ClusterFilter{})
+	names := PoolNames(pools)
+	// Which clusters hold hosts of these pools is in the claims.
+	var busy []string
+	err = readClaims(ctx, in.env.Store, func(c *claims) {
+		for name, cc := range c.Clusters {
+			if pools[cc.Pool] != nil {
+				busy = append(busy, fmt.Sprintf("%s (pool %s)", name, cc.Pool))
+			}
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	names := ssh.PoolNames(pools)
-	var busy []string
-	for _, c := range cs {
-		h, err := backend.HandleOf(c)
-		if err != nil {
-			continue
-		}
-		if p := backend.SSHPoolOf(h.Infra); p != "" && pools[p] != nil {
-			busy = append(busy, fmt.Sprintf("%s (pool %s)", c.Name, p))
-		}
 	}
 	if len(busy) > 0 {
 		sort.Strings(busy)
 		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("cannot tear down SSH node pool(s) %s: cluster(s) %s still hold hosts; run `sky down <cluster>` first",
 			strings.Join(names, ", "), strings.Join(busy, ", "))}
 	}
-	res, err := ssh.NewResolver(e.Home)
+	res, err := NewResolver(in.env.Home)
 	if err != nil {
 		return nil, err
 	}
-	d := e.Backend.SSHDialer()
+	d := in.Dialer()
 	// What up installed: the binary (and any half-copied upload) and the
 	// runner's pgid directory; ~/.sky itself only if nothing else is in it.
 	const script = `rm -rf ~/.sky/bin ~/.sky/run; rmdir ~/.sky/clusters ~/.sky/ssh 2>/dev/null; rmdir ~/.sky 2>/dev/null; true`
@@ -404,7 +386,7 @@ func (e *Env) sshDown(ctx context.Context, r *op.Request) (any, error) {
 				fmt.Fprintf(r.Log, "  %s: removed ~/.sky/bin/sky\n", p.Hosts[i].Name)
 			}
 		}
-		_ = e.Store.DeleteSetting(ctx, sshPoolKey(name))
+		_ = in.env.Store.DeleteSetting(ctx, sshPoolKey(name))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, &op.Error{Type: "SSHHostError", Message: err.Error()}
@@ -413,14 +395,14 @@ func (e *Env) sshDown(ctx context.Context, r *op.Request) (any, error) {
 	return names, nil
 }
 
-func cleanHost(ctx context.Context, d *ssh.Dialer, res *ssh.Resolver, p *ssh.Pool, h ssh.Host, script string) error {
+func cleanHost(ctx context.Context, d *Dialer, res *Resolver, p *Pool, h Host, script string) error {
 	ep, err := res.Resolve(p, h)
 	if err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, sshProbeTimeout)
 	defer cancel()
-	out, err := ssh.NewRunner(d, ep, "", "", "").Run(cctx, script, provision.RunOptions{})
+	out, err := NewRunner(d, ep, "", "", "").Run(cctx, script, provision.RunOptions{})
 	if err != nil {
 		return err
 	}
@@ -432,15 +414,15 @@ func cleanHost(ctx context.Context, d *ssh.Dialer, res *ssh.Resolver, p *ssh.Poo
 
 // describeSSHPools replaces the SSH check result's details with each
 // pool's hosts and their state as of the last `sky ssh up`.
-func (e *Env) describeSSHPools(ctx context.Context, r *check.Result) {
-	pools, err := e.allowedSSHPools()
+func (in *Infra) DescribeCheck(ctx context.Context, r *check.Result) {
+	pools, err := in.allowedPools()
 	if err != nil {
 		return
 	}
 	var details []string
-	for _, name := range ssh.PoolNames(pools) {
+	for _, name := range PoolNames(pools) {
 		p := pools[name]
-		rec := e.sshPoolRecord(ctx, name)
+		rec := in.poolRecord(ctx, name)
 		if rec == nil {
 			details = append(details, fmt.Sprintf("pool %s: %d host(s), not set up yet; run `sky ssh up --infra %s`", name, len(p.Hosts), name))
 			continue
@@ -461,4 +443,15 @@ func (e *Env) describeSSHPools(ctx context.Context, r *check.Result) {
 		}
 	}
 	r.Details = details
+}
+
+// Capacity implements infra.Capacity: each allowed pool, free of charge.
+func (in *Infra) Capacity() optimizer.CapacityInfra { return capacity{in} }
+
+// Ops implements infra.Operations: `sky ssh up` and `sky ssh down`.
+func (in *Infra) Ops() []op.Op {
+	return []op.Op{
+		{Name: "ssh_up", Schedule: op.Long, Run: in.up},
+		{Name: "ssh_down", Schedule: op.Long, Run: in.down},
+	}
 }

@@ -1,0 +1,146 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+
+	"github.com/skygo/skygo/internal/check"
+	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/optimizer"
+	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/provision"
+)
+
+// Kind is the infra kind of this machine: `infra: local`.
+const Kind = "local"
+
+func init() { infra.Register(Kind, Open) }
+
+// Infra is the local infrastructure of one server.
+type Infra struct {
+	env infra.Env
+	// P is the provisioner of every local cluster.
+	P *Provisioner
+}
+
+var (
+	_ infra.Capacity   = (*Infra)(nil)
+	_ infra.Operations = (*Infra)(nil)
+)
+
+// Open opens the local infrastructure under the server user's
+// ~/.sky/skygo/local.
+func Open(env infra.Env) (infra.Infra, error) {
+	p, err := New(paths.LocalInfra(env.Home))
+	if err != nil {
+		return nil, err
+	}
+	return &Infra{env: env, P: p}, nil
+}
+
+// Kind implements infra.Infra.
+func (in *Infra) Kind() string { return Kind }
+
+// Provisioner implements infra.Infra; this machine is one place.
+func (in *Infra) Provisioner(id infra.ID) (provision.Provisioner, error) {
+	if len(id.Parts) > 0 {
+		return nil, &provision.ConfigError{Where: id.String(), Msg: "the local infrastructure has no regions or zones; use infra: local"}
+	}
+	return in.P, nil
+}
+
+// Capacity implements infra.Capacity: this machine, free of charge, with
+// its CPUs and memory and no GPUs.
+func (in *Infra) Capacity() optimizer.CapacityInfra { return capacity{in.P} }
+
+type capacity struct{ p *Provisioner }
+
+func (l capacity) Name() string { return Kind }
+
+func (l capacity) Feasible(_ context.Context, req optimizer.Request, numNodes int) ([]optimizer.Candidate, string) {
+	switch {
+	case req.AccName != "":
+		return nil, fmt.Sprintf("this machine has no %s accelerators", req.AccName)
+	case req.InstanceType != "":
+		return nil, "the local infrastructure has no instance types (asked for " + req.InstanceType + ")"
+	case req.UseSpot:
+		return nil, "the local infrastructure has no spot instances"
+	case req.CPUs.IsSet() && req.CPUs.Value > l.p.CPUs:
+		return nil, fmt.Sprintf("asked for %g CPUs per node; this machine has %g", req.CPUs.Value, l.p.CPUs)
+	case req.Memory.IsSet() && !req.Memory.PerCPU && req.Memory.Value > l.p.MemoryGB:
+		return nil, fmt.Sprintf("asked for %g GB of memory per node; this machine has %.0f GB", req.Memory.Value, l.p.MemoryGB)
+	}
+	cpus := float64(runtime.NumCPU())
+	if req.CPUs.IsSet() {
+		cpus = req.CPUs.Value
+	}
+	mem := l.p.MemoryGB
+	if req.Memory.IsSet() && !req.Memory.PerCPU {
+		mem = req.Memory.Value
+	}
+	return []optimizer.Candidate{{Cloud: Kind, VCPUs: cpus, MemoryGiB: mem}}, ""
+}
+
+// Ops implements infra.Operations: `sky local up` and `sky local down`.
+func (in *Infra) Ops() []op.Op {
+	return []op.Op{
+		{Name: "local_up", Schedule: op.Long, Run: in.up},
+		{Name: "local_down", Schedule: op.Long, Run: in.down},
+	}
+}
+
+func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
+	if err := in.env.Store.DeleteSetting(ctx, check.SettingLocalDisabled); err != nil {
+		return nil, err
+	}
+	if err := in.env.Recheck(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(r.Log, "The local infrastructure is enabled. Launch on it with `sky launch --infra local ...`.")
+	return map[string]bool{"enabled": true}, nil
+}
+
+func (in *Infra) down(ctx context.Context, r *op.Request) (any, error) {
+	names, err := in.P.Clusters()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if err := in.env.Down(ctx, name, r.Log); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.env.Store.SetSetting(ctx, check.SettingLocalDisabled, "1"); err != nil {
+		return nil, err
+	}
+	if err := in.env.Recheck(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(r.Log, "The local infrastructure is disabled and its clusters are removed. Re-enable it with `sky local up`.")
+	return map[string]bool{"enabled": false}, nil
+}
+
+// Clusters lists the clusters this machine holds, by name.
+func (p *Provisioner) Clusters() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(p.root, "clusters"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := os.Stat(p.recordPath(e.Name())); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
