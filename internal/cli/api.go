@@ -19,8 +19,8 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
-	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/core"
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"

@@ -22,8 +22,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/version"
 )
 

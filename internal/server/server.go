@@ -26,10 +26,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/skygo/skygo/internal/controller"
-	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
 )

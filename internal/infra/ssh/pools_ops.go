@@ -30,8 +30,8 @@ const sshProbeTimeout = 20 * time.Second
 
 // PoolRecord is what the last `sky ssh up` learnt about one pool.
 type PoolRecord struct {
-	Pool     string          `json:"pool"`
-	ProbedAt time.Time       `json:"probed_at"`
+	Pool     string       `json:"pool"`
+	ProbedAt time.Time    `json:"probed_at"`
 	Hosts    []HostRecord `json:"hosts"`
 }
 
@@ -66,7 +66,6 @@ func (in *Infra) poolRecord(ctx context.Context, pool string) *PoolRecord {
 	}
 	return &rec
 }
-
 
 // selectPools narrows pools to the one named (when name is set).
 func selectPools(pools map[string]*Pool, name string) (map[string]*Pool, error) {
