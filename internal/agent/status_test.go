@@ -35,16 +35,6 @@ func TestStatusMachine(t *testing.T) {
 	}
 }
 
-func TestExitCodes(t *testing.T) {
-	want := map[agentapi.Status]int{agentapi.StatusSucceeded: 0, agentapi.StatusFailed: 100, agentapi.StatusFailedSetup: 100, agentapi.StatusFailedDriver: 100,
-		agentapi.StatusCancelled: 103, agentapi.StatusRunning: 101, agentapi.StatusPending: 101, agentapi.StatusInit: 101, agentapi.StatusSettingUp: 101}
-	for s, code := range want {
-		if got := s.ExitCode(); got != code {
-			t.Errorf("%s.ExitCode() = %d, want %d", s, got, code)
-		}
-	}
-}
-
 func TestFailureReason(t *testing.T) {
 	tests := []struct {
 		codes []int
