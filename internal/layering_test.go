@@ -1,0 +1,279 @@
+package internal_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The layer order of DESIGN.md ("lower never imports higher"), top
+// first, as the code really is. A package may import only packages of
+// lower layers; the packages of one layer are peers and do not import
+// each other. "x/*" stands for every package below x. A new package must
+// be placed here before its first test run.
+//
+// Where this departs from DESIGN.md's list: the agent sits above
+// provision, because its NodeRunner is provision's CommandRunner seen
+// from a node; agentapi, proc, op and the small helpers are added at the
+// bottom, where the vocabulary lives.
+var layers = []layer{
+	{"entry points", []string{"cmd/sky", "internal/e2e"}},
+	{"commands", []string{"internal/cli"}},
+	{"API client and server", []string{"internal/client", "internal/server"}},
+	{"operations", []string{"internal/core"}},
+	{"managed jobs, serving", []string{"internal/jobs", "internal/serve"}},
+	{"reconcile runner", []string{"internal/controller"}},
+	{"cluster lifecycle", []string{"internal/backend"}},
+	{"optimizer", []string{"internal/optimizer"}},
+	{"catalogs, credential checks", []string{"internal/catalog", "internal/check"}},
+	{"infrastructures", []string{"internal/infra/*"}},
+	{"node agent", []string{"internal/agent"}},
+	{"agent protocol, local processes", []string{"internal/agent/agentapi", "internal/proc"}},
+	{"provisioning interfaces", []string{"internal/provision"}},
+	{"tasks", []string{"internal/task"}},
+	{"resources", []string{"internal/resources"}},
+	{"config", []string{"internal/config"}},
+	{"operation contract", []string{"internal/op"}},
+	{"state", []string{"internal/state"}},
+	{"storage", []string{"internal/storage"}},
+	{"vocabulary, one-job helpers", []string{"internal/api", "internal/version", "internal/editdist", "internal/fielderr"}},
+}
+
+// rules guard the seams that the order alone leaves open. notOn also
+// counts indirect imports, so a slim package cannot grow fat through a
+// helper.
+var rules = []rule{
+	{pkg: "internal/cli", onlyFrom: []string{"cmd/sky"},
+		why: "the commands are the top of the program; only main wires them"},
+	{pkg: "internal/core", onlyFrom: []string{"cmd/sky", "internal/cli"},
+		why: "`sky api start` hands the operations to the server; nothing else runs them"},
+	{pkg: "internal/server", notOn: []string{"internal/core", "internal/backend"},
+		why: "the server runs the op.Op values it is given and knows none of them"},
+	{pkg: "internal/client", notOn: []string{"internal/server", "internal/core", "internal/state"},
+		why: "the SDK speaks HTTP and api records, nothing of the server's insides"},
+	{pkg: "internal/infra/*", notOn: []string{"internal/backend", "internal/core", "internal/server", "internal/agent"},
+		why: "an infrastructure implements provision's interfaces; the lifecycle drives it"},
+	{pkg: "internal/agent", notOn: []string{"internal/infra/*", "internal/backend", "internal/core", "internal/server",
+		"internal/client", "internal/state", "github.com/spf13/cobra", "github.com/prometheus/*", "github.com/jackc/pgx/*"},
+		why: "the agent runs on every node: it stays slim and knows nothing of the server side"},
+}
+
+// Test helpers (internal/testutil/..., or a package named <pkg>test) are
+// linked into tests only; production code must not import them.
+func isTestHelper(p string) bool {
+	last := p[strings.LastIndex(p, "/")+1:]
+	return matches("internal/testutil/*", p) || p == "internal/testutil" || strings.HasSuffix(last, "test")
+}
+
+type layer struct {
+	name string
+	pkgs []string
+}
+
+type rule struct {
+	pkg      string
+	onlyFrom []string // the only packages that may import pkg
+	notOn    []string // what pkg must not depend on, even indirectly
+	why      string
+}
+
+// pkg is what the check needs of `go list -json`, with this module's
+// import paths made relative ("internal/core").
+type pkg struct {
+	ImportPath string
+	Imports    []string // of the non-test files
+	Deps       []string // every package those import, indirectly too
+	GoFiles    []string
+}
+
+const module = "github.com/skygo/skygo/"
+
+func TestLayering(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps,GoFiles", "./...")
+	cmd.Dir = ".."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs, err := decodePackages(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range check(pkgs) {
+		t.Error(v)
+	}
+}
+
+func decodePackages(out []byte) ([]pkg, error) {
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding go list output: %w", err)
+		}
+		p.ImportPath = strings.TrimPrefix(p.ImportPath, module)
+		for i := range p.Imports {
+			p.Imports[i] = strings.TrimPrefix(p.Imports[i], module)
+		}
+		for i := range p.Deps {
+			p.Deps[i] = strings.TrimPrefix(p.Deps[i], module)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs, nil
+}
+
+// check returns one message per broken rule.
+func check(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		if len(p.GoFiles) == 0 {
+			continue // tests only (like this one): nothing links it
+		}
+		helper := isTestHelper(p.ImportPath)
+		from, fromOK := layerOf(p.ImportPath)
+		if !fromOK && !helper {
+			out = append(out, fmt.Sprintf("%s is in no layer; add it to the layers table of internal/layering_test.go", p.ImportPath))
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, "internal/") && !strings.HasPrefix(imp, "cmd/") {
+				continue // the standard library and other modules
+			}
+			if isTestHelper(imp) {
+				if !helper {
+					out = append(out, fmt.Sprintf("%s imports %s: a test helper, which only _test.go files may import", p.ImportPath, imp))
+				}
+				continue
+			}
+			to, toOK := layerOf(imp)
+			switch {
+			case helper || !fromOK || !toOK:
+				// A helper may use any layer; unplaced packages are reported above.
+			case to == from:
+				out = append(out, fmt.Sprintf("%s imports %s: both are in layer %d (%s), whose packages do not import each other",
+					p.ImportPath, imp, from+1, layers[from].name))
+			case to < from:
+				out = append(out, fmt.Sprintf("%s imports %s: layer %d (%s) may import only lower layers, and %s is in layer %d (%s)",
+					p.ImportPath, imp, from+1, layers[from].name, imp, to+1, layers[to].name))
+			}
+		}
+		for _, r := range rules {
+			if len(r.onlyFrom) > 0 && slices.ContainsFunc(p.Imports, func(imp string) bool { return matches(r.pkg, imp) }) &&
+				!slices.ContainsFunc(r.onlyFrom, func(f string) bool { return matches(f, p.ImportPath) }) {
+				out = append(out, fmt.Sprintf("%s imports %s, which only %s may import: %s",
+					p.ImportPath, r.pkg, strings.Join(r.onlyFrom, " and "), r.why))
+			}
+			if !matches(r.pkg, p.ImportPath) {
+				continue
+			}
+			for _, n := range r.notOn {
+				// One message per pattern: the first package it catches.
+				if i := slices.IndexFunc(p.Deps, func(d string) bool { return matches(n, d) }); i >= 0 {
+					out = append(out, fmt.Sprintf("%s depends on %s (rule: %s must not depend on %s): %s%s",
+						p.ImportPath, p.Deps[i], r.pkg, n, r.why, via(p, p.Deps[i], pkgs)))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// via names the direct import that brings in an indirect dependency.
+func via(p pkg, dep string, pkgs []pkg) string {
+	if slices.Contains(p.Imports, dep) {
+		return ""
+	}
+	for _, imp := range p.Imports {
+		for _, q := range pkgs {
+			if q.ImportPath == imp && slices.Contains(q.Deps, dep) {
+				return " (through " + imp + ")"
+			}
+		}
+	}
+	return ""
+}
+
+func layerOf(p string) (int, bool) {
+	for i, l := range layers {
+		if slices.ContainsFunc(l.pkgs, func(pat string) bool { return matches(pat, p) }) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// matches reports whether import path p is pattern pat: the same path,
+// or for "x/*" any path below x.
+func matches(pat, p string) bool {
+	if prefix, ok := strings.CutSuffix(pat, "/*"); ok {
+		return strings.HasPrefix(p, prefix+"/")
+	}
+	return pat == p
+}
+
+// The checker itself, on made-up graphs: each broken rule is reported,
+// with the import and the rule named.
+func TestCheckReportsBrokenRules(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pkgs []pkg
+		want []string
+	}{
+		{"downward imports pass", []pkg{
+			{ImportPath: "internal/core", Imports: []string{"internal/op", "fmt"}, Deps: []string{"internal/op", "internal/api"}},
+			{ImportPath: "internal/op", Imports: []string{"internal/api"}, Deps: []string{"internal/api"}},
+		}, nil},
+		{"upward import", []pkg{
+			{ImportPath: "internal/core", Imports: []string{"internal/server"}},
+		}, []string{"internal/core imports internal/server: layer 4 (operations) may import only lower layers, and internal/server is in layer 3 (API client and server)"}},
+		{"a seam the order leaves open", []pkg{
+			{ImportPath: "internal/server", Imports: []string{"internal/core"}},
+		}, []string{"internal/server imports internal/core, which only cmd/sky and internal/cli may import",
+			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
+		{"peers", []pkg{
+			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},
+		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 10 (infrastructures)"}},
+		{"only main imports the commands", []pkg{
+			{ImportPath: "internal/e2e", Imports: []string{"internal/cli"}},
+		}, []string{"internal/e2e imports internal/cli, which only cmd/sky may import"}},
+		{"indirect dependency of the agent", []pkg{
+			{ImportPath: "internal/agent", Imports: []string{"internal/proc"}, Deps: []string{"internal/proc", "github.com/spf13/cobra"}},
+			{ImportPath: "internal/proc", Imports: []string{"github.com/spf13/cobra"}, Deps: []string{"github.com/spf13/cobra"}},
+		}, []string{"internal/agent depends on github.com/spf13/cobra (rule: internal/agent must not depend on github.com/spf13/cobra): the agent runs on every node: it stays slim and knows nothing of the server side (through internal/proc)"}},
+		{"test helper in production code", []pkg{
+			{ImportPath: "internal/state", Imports: []string{"internal/testutil"}},
+			{ImportPath: "internal/testutil/sshhosts", Imports: []string{"internal/testutil", "internal/infra/ssh"}},
+		}, []string{"internal/state imports internal/testutil: a test helper, which only _test.go files may import"}},
+		{"unplaced package", []pkg{
+			{ImportPath: "internal/newthing", Imports: []string{"internal/api"}},
+		}, []string{"internal/newthing is in no layer"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range tc.pkgs {
+				tc.pkgs[i].GoFiles = []string{"x.go"}
+				if tc.pkgs[i].Deps == nil {
+					tc.pkgs[i].Deps = tc.pkgs[i].Imports
+				}
+			}
+			got := check(tc.pkgs)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d messages, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("message %d:\n got %s\nwant %s...", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
