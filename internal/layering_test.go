@@ -19,8 +19,11 @@ import (
 //
 // Where this departs from DESIGN.md's list: the agent sits above
 // provision, because its NodeRunner is provision's CommandRunner seen
-// from a node; agentapi, proc, op and the small helpers are added at the
-// bottom, where the vocabulary lives.
+// from a node; the infrastructures sit above the optimizer and the
+// credential checks, whose interfaces they implement (a capacity source,
+// check details), with their registry (internal/infra) below them and the
+// build's list of them (internal/infra/all) above; agentapi, proc, op and
+// the small helpers are added at the bottom, where the vocabulary lives.
 var layers = []layer{
 	{"entry points", []string{"cmd/sky", "internal/e2e"}},
 	{"commands", []string{"internal/cli"}},
@@ -29,9 +32,11 @@ var layers = []layer{
 	{"managed jobs, serving", []string{"internal/jobs", "internal/serve"}},
 	{"reconcile runner", []string{"internal/controller"}},
 	{"cluster lifecycle", []string{"internal/backend"}},
+	{"the build's infrastructures", []string{"internal/infra/all"}},
+	{"infrastructures", []string{"internal/infra/*"}},
+	{"infrastructure seams and registry", []string{"internal/infra"}},
 	{"optimizer", []string{"internal/optimizer"}},
 	{"catalogs, credential checks", []string{"internal/catalog", "internal/check"}},
-	{"infrastructures", []string{"internal/infra/*"}},
 	{"node agent", []string{"internal/agent"}},
 	{"agent protocol, local processes", []string{"internal/agent/agentapi", "internal/proc"}},
 	{"provisioning interfaces", []string{"internal/provision"}},
@@ -41,7 +46,7 @@ var layers = []layer{
 	{"operation contract", []string{"internal/op"}},
 	{"state", []string{"internal/state"}},
 	{"storage", []string{"internal/storage"}},
-	{"vocabulary, one-job helpers", []string{"internal/api", "internal/version", "internal/editdist", "internal/fielderr"}},
+	{"vocabulary, one-job helpers", []string{"internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also
@@ -242,7 +247,7 @@ func TestCheckReportsBrokenRules(t *testing.T) {
 			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
 		{"peers", []pkg{
 			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},
-		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 10 (infrastructures)"}},
+		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 9 (infrastructures)"}},
 		{"only main imports the commands", []pkg{
 			{ImportPath: "internal/e2e", Imports: []string{"internal/cli"}},
 		}, []string{"internal/e2e imports internal/cli, which only cmd/sky may import"}},
