@@ -115,6 +115,14 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 	return os.Rename(tmp, path)
 }
 
+// homeOr is home when set, else this process's HOME.
+func homeOr(home string) (string, error) {
+	if home != "" {
+		return strings.TrimSuffix(home, "/"), nil
+	}
+	return homeDir()
+}
+
 func homeDir() (string, error) {
 	h, err := os.UserHomeDir()
 	if err != nil {

@@ -25,6 +25,35 @@ import (
 // the standard flag package rather than cobra so that the hot verbs
 // (submit, exec-rank) start with no work beyond parsing.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return mainAt(ctx, "", args, stdin, stdout, stderr)
+}
+
+// InProcess says whether verb can run inside another process of this
+// machine through MainAt: the short verbs that only read the node's job
+// table or talk to its daemon's socket (not start, daemon, exec-rank or
+// logs, which need the node's own environment or stream).
+func InProcess(verb string) bool {
+	switch verb {
+	case "ping", "submit", "queue", "status", "cancel", "set-autostop":
+		return true
+	}
+	return false
+}
+
+// MainAt runs an InProcess verb for the node whose HOME is home, in this
+// process: what `HOME=home sky agent <verb>` would print and exit with,
+// without starting a shell and a sky process. The API server uses it for
+// nodes on its own machine.
+func MainAt(ctx context.Context, home string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if home == "" || len(args) == 0 || !InProcess(args[0]) {
+		writeJSON(stdout, agentapi.Failure{Error: fmt.Sprintf("agent verb %v cannot run in-process", args), Code: "bad_request"})
+		return 2
+	}
+	return mainAt(ctx, home, args, stdin, stdout, stderr)
+}
+
+// mainAt is Main for the node whose HOME is home ("": this process's HOME).
+func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(stderr, usage)
 		return 2
@@ -60,14 +89,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			if err := decodeJSON(stdin, &spec); err != nil {
 				return nil, &codedError{"bad_request", "reading job spec on stdin: " + err.Error()}
 			}
-			return call("submit", spec)
+			return call(home, "submit", spec)
 		}
 	case "queue":
 		skip := fs.Bool("skip-finished", false, "only unfinished jobs")
 		userHash := fs.String("user-hash", "", "only this user's jobs")
-		run = func() (any, error) { return queueVerb(ctx, *skip, *userHash) }
+		run = func() (any, error) { return queueVerb(ctx, home, *skip, *userHash) }
 	case "status":
-		run = func() (any, error) { return statusVerb(ctx, fs.Args()) }
+		run = func() (any, error) { return statusVerb(ctx, home, fs.Args()) }
 	case "cancel":
 		all := fs.Bool("all", false, "cancel every unfinished job")
 		userHash := fs.String("user-hash", "", "only this user's jobs")
@@ -76,7 +105,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			if err != nil {
 				return nil, err
 			}
-			return call("cancel", cancelRequest{JobIDs: ids, All: *all, UserHash: *userHash})
+			return call(home, "cancel", cancelRequest{JobIDs: ids, All: *all, UserHash: *userHash})
 		}
 	case "set-autostop":
 		var a agentapi.AutostopConfig
@@ -91,7 +120,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			if *cancel {
 				a.IdleMinutes, a.IdleSeconds = -1, 0
 			}
-			return call("set-autostop", a)
+			return call(home, "set-autostop", a)
 		}
 	case "kill-rank":
 		job := fs.Int("job", 0, "job id")
@@ -155,8 +184,8 @@ func parseIDs(args []string) ([]int, error) {
 }
 
 // call sends one request to this node's daemon and decodes its result.
-func call(verb string, body any) (json.RawMessage, error) {
-	home, err := homeDir()
+func call(home, verb string, body any) (json.RawMessage, error) {
+	home, err := homeOr(home)
 	if err != nil {
 		return nil, err
 	}
@@ -360,8 +389,8 @@ func killRankVerb(job, rank int) (any, error) {
 
 // ---- read-only verbs: straight from the job table ----
 
-func openReadOnly() (*store, paths, error) {
-	home, err := homeDir()
+func openReadOnly(home string) (*store, paths, error) {
+	home, err := homeOr(home)
 	if err != nil {
 		return nil, paths{}, err
 	}
@@ -370,8 +399,8 @@ func openReadOnly() (*store, paths, error) {
 	return st, p, err
 }
 
-func queueVerb(ctx context.Context, skipFinished bool, userHash string) (any, error) {
-	st, _, err := openReadOnly()
+func queueVerb(ctx context.Context, home string, skipFinished bool, userHash string) (any, error) {
+	st, _, err := openReadOnly(home)
 	if errors.Is(err, errNoTable) {
 		return []agentapi.Job{}, nil
 	}
@@ -398,12 +427,12 @@ func queueVerb(ctx context.Context, skipFinished bool, userHash string) (any, er
 	return out, nil
 }
 
-func statusVerb(ctx context.Context, args []string) (any, error) {
+func statusVerb(ctx context.Context, home string, args []string) (any, error) {
 	ids, err := parseIDs(args)
 	if err != nil {
 		return nil, err
 	}
-	home, err := homeDir()
+	home, err = homeOr(home)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +501,7 @@ func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	st, _, err := openReadOnly()
+	st, _, err := openReadOnly("")
 	if errors.Is(err, errNoTable) {
 		fmt.Fprintln(stderr, "No job found on this cluster.")
 		return agentapi.ExitNotFound

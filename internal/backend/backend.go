@@ -7,6 +7,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,18 +183,28 @@ func (b *Backend) runners(h *Handle) ([]provision.CommandRunner, error) {
 // agentCall runs `sky agent <verb> --json args...` on a node, feeding in
 // as stdin, and decodes the JSON answer into out.
 func (b *Backend) agentCall(ctx context.Context, r provision.CommandRunner, in any, out any, verb string, args ...string) error {
-	cmd := b.agentCommand(r, verb, append([]string{"--json"}, args...)...)
-	var stdin io.Reader
+	args = append([]string{"--json"}, args...)
+	var raw []byte
 	if in != nil {
-		raw, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(in); err != nil {
 			return err
 		}
-		stdin = strings.NewReader(string(raw))
 	}
-	res, err := r.Run(ctx, cmd, provision.RunOptions{Stdin: stdin})
-	if err != nil {
-		return fmt.Errorf("agent %s on %s: %w", verb, r.NodeIP(), err)
+	res, handled := provision.Result{}, false
+	if ac, ok := r.(provision.AgentCaller); ok {
+		res, handled = ac.CallAgent(ctx, verb, args, raw)
+	}
+	if !handled {
+		var stdin io.Reader
+		if raw != nil {
+			stdin = bytes.NewReader(raw)
+		}
+		var err error
+		res, err = r.Run(ctx, b.agentCommand(r, verb, args...), provision.RunOptions{Stdin: stdin})
+		if err != nil {
+			return fmt.Errorf("agent %s on %s: %w", verb, r.NodeIP(), err)
+		}
 	}
 	if res.ExitCode != 0 {
 		var e agentapi.Failure

@@ -208,3 +208,12 @@ func QuoteHomePath(p string) string {
 type SkyLocator interface {
 	SkyCommand() string
 }
+
+// AgentCaller is implemented by runners whose node is this machine: the
+// backend runs the node agent's short verbs (status, submit, queue, ...)
+// in-process through it, the same answer as `sky agent <verb>` on the node
+// without starting a shell and a sky process. handled false means the verb
+// must go through Run as usual.
+type AgentCaller interface {
+	CallAgent(ctx context.Context, verb string, args []string, stdin []byte) (res Result, handled bool)
+}

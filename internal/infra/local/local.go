@@ -320,7 +320,7 @@ func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandR
 	}
 	out := make([]provision.CommandRunner, len(info.Nodes))
 	for i, n := range info.Nodes {
-		out[i] = proc.NewRunner(n.Home, n.InternalIP)
+		out[i] = &NodeRunner{proc.NewRunner(n.Home, n.InternalIP)}
 	}
 	return out, nil
 }
