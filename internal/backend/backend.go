@@ -56,8 +56,13 @@ type Handle struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// lock serialises operations on one cluster inside this server.
-func (b *Backend) lock(name string) func() {
+// lock serialises the operations that act on a cluster's nodes (launch,
+// stop, start, down, autostop): inside this server with a mutex, then
+// across every server of the database with the store's cluster lock
+// (state.LockCluster), since their effects on the nodes are outside any
+// transaction. Taking the mutex first means at most one goroutine of this
+// server waits on the shared lock per cluster.
+func (b *Backend) lock(ctx context.Context, name string) (func(), error) {
 	b.mu.Lock()
 	if b.locks == nil {
 		b.locks = map[string]*sync.Mutex{}
@@ -69,7 +74,12 @@ func (b *Backend) lock(name string) func() {
 	}
 	b.mu.Unlock()
 	m.Lock()
-	return m.Unlock
+	unlock, err := b.Store.LockCluster(ctx, name)
+	if err != nil {
+		m.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); m.Unlock() }, nil
 }
 
 // provisioner returns the Provisioner of an infra name.
