@@ -209,7 +209,13 @@ func (b *Backend) agentCall(ctx context.Context, r provision.CommandRunner, in a
 		if json.Unmarshal(res.Stdout, &e) == nil && e.Error != "" {
 			return &agentError{verb: verb, node: r.NodeIP(), msg: e.Error}
 		}
-		return &agentError{verb: verb, node: r.NodeIP(), msg: strings.TrimSpace(string(res.Stderr) + string(res.Stdout))}
+		msg := strings.TrimSpace(string(res.Stderr) + string(res.Stdout))
+		if msg == "" {
+			// Killed before it could say anything, e.g. by a stop of the
+			// cluster running at the same time: the exit code is all there is.
+			msg = fmt.Sprintf("exited with code %d without any output", res.ExitCode)
+		}
+		return &agentError{verb: verb, node: r.NodeIP(), msg: msg}
 	}
 	if out == nil {
 		return nil
