@@ -57,8 +57,13 @@ type Handle struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// lock serialises operations on one cluster inside this server.
-func (b *Backend) lock(name string) func() {
+// lock serialises the operations that act on a cluster's nodes (launch,
+// stop, start, down, autostop): inside this server with a mutex, then
+// across every server of the database with the store's cluster lock
+// (state.LockCluster), since their effects on the nodes are outside any
+// transaction. Taking the mutex first means at most one goroutine of this
+// server waits on the shared lock per cluster.
+func (b *Backend) lock(ctx context.Context, name string) (func(), error) {
 	b.mu.Lock()
 	if b.locks == nil {
 		b.locks = map[string]*sync.Mutex{}
@@ -70,7 +75,12 @@ func (b *Backend) lock(name string) func() {
 	}
 	b.mu.Unlock()
 	m.Lock()
-	return m.Unlock
+	unlock, err := b.Store.LockCluster(ctx, name)
+	if err != nil {
+		m.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); m.Unlock() }, nil
 }
 
 // plugin returns the infrastructure a handle's infra ID names.
@@ -211,7 +221,13 @@ func (b *Backend) agentCall(ctx context.Context, r provision.CommandRunner, in a
 		if json.Unmarshal(res.Stdout, &e) == nil && e.Error != "" {
 			return &agentError{verb: verb, node: r.NodeIP(), msg: e.Error}
 		}
-		return &agentError{verb: verb, node: r.NodeIP(), msg: strings.TrimSpace(string(res.Stderr) + string(res.Stdout))}
+		msg := strings.TrimSpace(string(res.Stderr) + string(res.Stdout))
+		if msg == "" {
+			// Killed before it could say anything, e.g. by a stop of the
+			// cluster running at the same time: the exit code is all there is.
+			msg = fmt.Sprintf("exited with code %d without any output", res.ExitCode)
+		}
+		return &agentError{verb: verb, node: r.NodeIP(), msg: msg}
 	}
 	if out == nil {
 		return nil

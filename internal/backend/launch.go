@@ -50,7 +50,11 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if err != nil {
 		return nil, fmt.Errorf("task resources: %w", err)
 	}
-	defer b.lock(name)()
+	unlock, err := b.lock(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 
 	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
 	var nf *ClusterError

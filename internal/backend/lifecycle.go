@@ -30,7 +30,11 @@ func ValidateClusterName(name string) error {
 
 // Stop stops every node of a cluster, keeping its disks (directories).
 func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers bool, log io.Writer) error {
-	defer b.lock(name)()
+	unlock, err := b.lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
 	if err != nil {
 		return err
@@ -68,7 +72,11 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 
 // Start restarts a stopped cluster's nodes and agents.
 func (b *Backend) Start(ctx context.Context, name string, user User, log io.Writer) error {
-	defer b.lock(name)()
+	unlock, err := b.lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
 	if err != nil {
 		return err
@@ -105,7 +113,11 @@ func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, 
 // Down removes a cluster and everything on it. With purge, a failure to
 // clean up the infrastructure still removes the record.
 func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, purge bool, log io.Writer) error {
-	defer b.lock(name)()
+	unlock, err := b.lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
 	if err != nil {
 		return err
@@ -256,7 +268,11 @@ func HandleOf(c *state.Cluster) (*Handle, error) {
 
 // Autostop sets (or cancels, idle < 0) a cluster's autostop.
 func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agentapi.AutostopConfig) error {
-	defer b.lock(name)()
+	unlock, err := b.lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
 	if err != nil {
 		return err

@@ -60,6 +60,7 @@ type Store struct {
 	dialect Dialect
 	w       *sql.DB // writes (and, on PostgreSQL, reads too)
 	r       *sql.DB // reads
+	locks   *sql.DB // PostgreSQL sessions holding cluster locks (locks.go)
 	where   string  // path or redacted URI, for error messages
 	observe func(op string, d time.Duration)
 }
@@ -151,9 +152,14 @@ func OpenPostgres(ctx context.Context, uri string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL %s: %w (check the db config key or %s)", redactURI(uri), err, EnvDBURI)
 	}
-	s := &Store{dialect: Postgres, w: db, r: db, where: redactURI(uri)}
-	if err := s.migrate(ctx); err != nil {
+	locks, err := openLockPool(uri)
+	if err != nil {
 		db.Close()
+		return nil, fmt.Errorf("open PostgreSQL %s: %w", redactURI(uri), err)
+	}
+	s := &Store{dialect: Postgres, w: db, r: db, locks: locks, where: redactURI(uri)}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -162,8 +168,11 @@ func OpenPostgres(ctx context.Context, uri string) (*Store, error) {
 // Close releases the connections.
 func (s *Store) Close() error {
 	err := s.w.Close()
-	if s.r != s.w {
-		if e := s.r.Close(); err == nil {
+	for _, db := range []*sql.DB{s.r, s.locks} {
+		if db == nil || db == s.w {
+			continue
+		}
+		if e := db.Close(); err == nil {
 			err = e
 		}
 	}

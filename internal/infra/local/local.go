@@ -356,11 +356,26 @@ func (p *Provisioner) write(rec *record) error {
 		return fmt.Errorf("writing local cluster %q: %w", rec.Name, err)
 	}
 	b, _ := json.MarshalIndent(rec, "", "  ")
-	tmp := p.recordPath(rec.Name) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	// A temp file of its own per write: Stop writes without the infra
+	// lock, and two writers sharing one temp name interleave their bytes
+	// into a corrupt record that the rename then publishes.
+	f, err := os.CreateTemp(dir, "cluster.json.tmp-*")
+	if err != nil {
 		return fmt.Errorf("writing local cluster %q: %w", rec.Name, err)
 	}
-	if err := os.Rename(tmp, p.recordPath(rec.Name)); err != nil {
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, p.recordPath(rec.Name))
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing local cluster %q: %w", rec.Name, err)
 	}
 	return nil
