@@ -57,9 +57,9 @@ func (s *Set) scriptEnv(state string) []string {
 }
 
 func script(name string) (string, error) {
-	d, err := testutil.SharedPath()
-	if err != nil {
-		return "", err
+	d, ok := testutil.SharedPath()
+	if !ok {
+		return "", fmt.Errorf("shared folder not found at %s (set SKYGO_SHARED)", d)
 	}
 	return filepath.Join(d, "testinfra", name), nil
 }
