@@ -16,6 +16,11 @@ import (
 // RepoRoot is the module root (the directory holding go.mod).
 func RepoRoot(t testing.TB) string {
 	t.Helper()
+	return Root()
+}
+
+// Root is RepoRoot for code without a testing.TB.
+func Root() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
@@ -24,9 +29,7 @@ func RepoRoot(t testing.TB) string {
 // holds what the tests need from a plain checkout: task, config and volume
 // YAMLs and a cut-down price catalog.
 func Testdata(elem ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	return filepath.Join(append([]string{root, "testdata"}, elem...)...)
+	return filepath.Join(append([]string{Root(), "testdata"}, elem...)...)
 }
 
 // CatalogDir is the test catalog: a few hundred rows per cloud cut out of
@@ -131,15 +134,4 @@ func TempHome(t testing.TB) string {
 	h := t.TempDir()
 	t.Setenv("HOME", h)
 	return h
-}
-
-// SharedDir is the shared folder for the tests that have no project-owned
-// data yet; they fail when it is missing.
-func SharedDir(t testing.TB) string {
-	t.Helper()
-	d, ok := SharedPath()
-	if !ok {
-		t.Fatalf("shared folder not found at %s (set SKYGO_SHARED)", d)
-	}
-	return d
 }
