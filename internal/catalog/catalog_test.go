@@ -15,9 +15,9 @@ import (
 	"github.com/skygo/skygo/internal/testutil"
 )
 
-func v8Dir(t testing.TB) string {
-	return filepath.Join(testutil.SharedDir(t), "catalog", "v8")
-}
+// v8Dir is the project's test catalog (testdata/catalog: real v8 rows,
+// a few regions per cloud).
+func v8Dir(testing.TB) string { return testutil.CatalogDir() }
 
 // writeCatalog lays out files as <dir>/<cloud>/vms.csv.
 func writeCatalog(t *testing.T, files map[string]string) string {

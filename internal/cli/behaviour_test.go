@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -206,17 +205,19 @@ func TestVersionAndCompletion(t *testing.T) {
 	}
 }
 
-func TestValidateCorpus(t *testing.T) {
-	dir := filepath.Join(testutil.SharedDir(t), "corpus", "yamls")
+// TestValidateExamples runs `sky validate` on the project's example
+// tasks: a summary line per task, and a located error for a broken file.
+func TestValidateExamples(t *testing.T) {
 	tests := []struct {
 		file string
 		want []string
 	}{
-		{"examples__minimal.yaml", []string{"YAML is valid.", "minimal: aws"}},
-		{"examples__amd__amd-minGPT-ddp.yaml", []string{"YAML is valid.", "gpus=MI300:4", "cpus=128"}},
+		{"task-minimal.yaml", []string{"YAML is valid.", "minimal: aws"}},
+		{"task-rocm-ddp.yaml", []string{"YAML is valid.", "rocm-ddp: kubernetes", "gpus=MI300:4", "cpus=128", "mem=512+", "image=docker:rocm/pytorch:latest"}},
+		{"pipeline-train-eval.yaml", []string{"YAML is valid.", "train: ", "eval: ", "gpus=A100:1"}},
 	}
 	for _, tc := range tests {
-		out, errOut, code := runBinary(t, []string{"NO_COLOR=1"}, "validate", filepath.Join(dir, tc.file))
+		out, errOut, code := runBinary(t, []string{"NO_COLOR=1"}, "validate", testutil.Testdata("tasks", tc.file))
 		if code != 0 {
 			t.Errorf("validate %s: exit %d, stderr %q", tc.file, code, errOut)
 			continue
@@ -227,8 +228,8 @@ func TestValidateCorpus(t *testing.T) {
 			}
 		}
 	}
-	_, errOut, code := runBinary(t, nil, "validate", filepath.Join(dir, "..", "invalid", "authored__cpus_not_number.yaml"))
-	if code != 1 || !regexpMatch(`authored__cpus_not_number.yaml:\d+:\d+: `, errOut) {
+	_, errOut, code := runBinary(t, nil, "validate", testutil.Testdata("tasks", "invalid", "memory-not-number.yaml"))
+	if code != 1 || !regexpMatch(`memory-not-number.yaml:4:\d+: `, errOut) {
 		t.Errorf("invalid YAML: exit %d, stderr %q; want exit 1 with file:line:col", code, errOut)
 	}
 }

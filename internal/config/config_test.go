@@ -312,18 +312,38 @@ func TestActiveWorkspaceMustExist(t *testing.T) {
 	}
 }
 
-// Every config file of the SkyPilot corpus must validate.
-func TestCorpusConfigsValidate(t *testing.T) {
-	dir := filepath.Join(testutil.SharedDir(t), "corpus", "configs")
+// validateConfigFiles validates every config file in dir as a --config
+// file and returns how many there were.
+func validateConfigFiles(t *testing.T, dir string) int {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no corpus configs in %s: %v", dir, err)
+		t.Fatalf("no config files in %s: %v", dir, err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			clearEnv(t)
 			if _, err := ParseCLIOverride(f); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+	return len(files)
+}
+
+// The project's example configs (testdata/configs) validate; the broken
+// ones are rejected with the line of the mistake.
+func TestExampleConfigs(t *testing.T) {
+	validateConfigFiles(t, testutil.Testdata("configs"))
+	for file, want := range map[string]string{
+		"typo-in-section.yaml": `line 3, column 3: kubernetes.provison_timeout: unknown field "provison_timeout"`,
+		"wrong-type.yaml":      "line 1, column 17: allowed_clouds",
+	} {
+		t.Run("invalid/"+file, func(t *testing.T) {
+			clearEnv(t)
+			_, err := ParseCLIOverride(testutil.Testdata("configs", "invalid", file))
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v, want it to contain %q", err, want)
 			}
 		})
 	}
@@ -374,21 +394,12 @@ func TestValidateTaskConfig(t *testing.T) {
 	}
 }
 
-func TestTaskConfigCorpus(t *testing.T) {
-	// The authored invalid case and the real tasks' config: sections.
-	shared := testutil.SharedDir(t)
-	data, err := os.ReadFile(filepath.Join(shared, "corpus", "invalid", "authored__config_key_not_overridable.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := parseYAML(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ValidateTaskConfig(d.value.(map[string]any)["config"]); err == nil {
-		t.Fatal("allowed_clouds in a task config must be rejected")
-	}
-	files, _ := filepath.Glob(filepath.Join(shared, "corpus", "yamls", "*.yaml"))
+// checkTaskConfigs validates the config: section of every task YAML in
+// dir that has one (single-document files; pipelines are the task
+// loader's business) and returns how many it checked.
+func checkTaskConfigs(t *testing.T, dir string) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	checked := 0
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -397,7 +408,7 @@ func TestTaskConfigCorpus(t *testing.T) {
 		}
 		d, err := parseYAML(data)
 		if err != nil {
-			continue // multi-document pipelines are the task loader's business
+			continue
 		}
 		if m, ok := d.value.(map[string]any); ok && m["config"] != nil {
 			checked++
@@ -406,9 +417,46 @@ func TestTaskConfigCorpus(t *testing.T) {
 			}
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no corpus task had a config: section")
+	return checked
+}
+
+// rejectTaskConfig wants the config: section of the task YAML at path
+// rejected.
+func rejectTaskConfig(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	d, err := parseYAML(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateTaskConfig(d.value.(map[string]any)["config"]); err == nil {
+		t.Errorf("%s: a key that is not overridable must be rejected", filepath.Base(path))
+	}
+}
+
+func TestTaskConfigExamples(t *testing.T) {
+	rejectTaskConfig(t, testutil.Testdata("tasks", "invalid", "config-not-overridable.yaml"))
+	if checkTaskConfigs(t, testutil.Testdata("tasks")) == 0 {
+		t.Fatal("no example task has a config: section")
+	}
+}
+
+// TestSkyPilotCorpus is the corpus compatibility suite for configs: every
+// config file of the shared SkyPilot corpus validates, so do the config:
+// sections of its tasks, and the authored non-overridable case is
+// rejected. It is skipped, with one line, without ../shared.
+func TestSkyPilotCorpus(t *testing.T) {
+	dir := testutil.Shared(t, "corpus")
+	t.Run("configs", func(t *testing.T) { validateConfigFiles(t, filepath.Join(dir, "configs")) })
+	t.Run("task_configs", func(t *testing.T) {
+		rejectTaskConfig(t, filepath.Join(dir, "invalid", "authored__config_key_not_overridable.yaml"))
+		if checkTaskConfigs(t, filepath.Join(dir, "yamls")) == 0 {
+			t.Fatal("no corpus task had a config: section")
+		}
+	})
 }
 
 func TestEnvHelpers(t *testing.T) {

@@ -608,20 +608,17 @@ func requiredVars(t testing.TB, path string) (envs, secrets []string) {
 	return envs, secrets
 }
 
-// TestDryrunCorpus: `sky launch --dryrun` on every corpus YAML either
-// chooses a candidate (exit 0 with a ✔ row) or fails with an explaining
-// error, never a panic and never a silent empty result. Several infras
-// are enabled (fake AWS and Kubernetes credentials, plus local).
-func TestDryrunCorpus(t *testing.T) {
-	e := newEnv(t)
+// dryrunAll runs `sky launch --dryrun` on every file: each either chooses
+// a candidate (exit 0 with a ✔ row) or fails with an explaining error,
+// never a panic and never a silent empty result. Several infras are
+// enabled (fake AWS and Kubernetes credentials, plus local). It returns
+// the files that chose a candidate.
+func dryrunAll(t *testing.T, e *skyEnv, files []string) (chosen map[string]bool) {
+	t.Helper()
 	fakeCloudHome(t, e)
 	e.must("check")
-	dir := filepath.Join(testutil.SharedDir(t), "corpus", "yamls")
-	files, err := filepath.Glob(filepath.Join(dir, "*.y*ml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no corpus YAMLs in %s (%v)", dir, err)
-	}
-	chosen, explained := 0, 0
+	chosen = map[string]bool{}
+	explained := 0
 	for _, f := range files {
 		args := []string{"launch", "--dryrun", f}
 		envs, secrets := requiredVars(t, f)
@@ -641,7 +638,7 @@ func TestDryrunCorpus(t *testing.T) {
 			if !strings.Contains(r.stdout, "CHOSEN") || !strings.Contains(r.stdout, "✔") {
 				t.Errorf("%s: exit 0 without a chosen row in the plan:\n%s", name, r)
 			}
-			chosen++
+			chosen[name] = true
 		case r.code < 0:
 			// runCmd already reported the hang.
 		default:
@@ -651,8 +648,47 @@ func TestDryrunCorpus(t *testing.T) {
 			explained++
 		}
 	}
-	t.Logf("%d corpus YAMLs: %d chose a candidate, %d were refused with an explanation", len(files), chosen, explained)
-	if chosen == 0 {
+	t.Logf("%d YAMLs: %d chose a candidate, %d were refused with an explanation", len(files), len(chosen), explained)
+	return chosen
+}
+
+// TestDryrunExamples: `sky launch --dryrun` over the project's example
+// tasks, on the test catalog.
+func TestDryrunExamples(t *testing.T) {
+	files, err := filepath.Glob(testutil.Testdata("tasks", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example YAMLs (%v)", err)
+	}
+	chosen := dryrunAll(t, newEnv(t), files)
+	// AWS is enabled and the test catalog sells these there (H100:8 as
+	// p5.48xlarge, also the second choice of the ordered list; L4 as g6).
+	for _, f := range []string{"task-gpus-alias.yaml", "task-ordered.yaml", "task-needs-env.yaml"} {
+		if !chosen[f] {
+			t.Errorf("%s: no candidate chosen", f)
+		}
+	}
+	// GCP is not enabled: a TPU has nowhere to go.
+	if chosen["task-tpu.yaml"] {
+		t.Errorf("task-tpu.yaml: a candidate was chosen with GCP disabled")
+	}
+}
+
+// TestSkyPilotCorpusDryrun is the e2e part of the corpus compatibility
+// suite: the dry run over every SkyPilot YAML of the shared corpus, on the
+// full shared catalog. It is skipped, with one line, without ../shared.
+func TestSkyPilotCorpusDryrun(t *testing.T) {
+	shared := testutil.Shared(t)
+	files, err := filepath.Glob(filepath.Join(shared, "corpus", "yamls", "*.y*ml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus YAMLs in %s (%v)", shared, err)
+	}
+	e := newEnv(t)
+	for i, kv := range e.env {
+		if strings.HasPrefix(kv, "SKYPILOT_CATALOG_DIR=") {
+			e.env[i] = "SKYPILOT_CATALOG_DIR=" + filepath.Join(shared, "catalog", "v8")
+		}
+	}
+	if chosen := dryrunAll(t, e, files); len(chosen) == 0 {
 		t.Errorf("no corpus YAML chose a candidate")
 	}
 }

@@ -35,7 +35,7 @@ type skyEnv struct {
 
 // newEnv makes a private HOME (short, under os.TempDir: agent sockets live
 // under node homes and unix socket paths are capped at 108 bytes), a free
-// port for the API server, and the catalog from the shared folder. The
+// port for the API server, and the project's test catalog. The
 // environment is built from scratch so that credentials or a KUBECONFIG of
 // the machine running the tests never leak in. Cleanup tears everything
 // down and fails the test if any process of this HOME survives.
@@ -57,7 +57,7 @@ func newEnv(t testing.TB) *skyEnv {
 		"USER=" + user,
 		"LANG=C.UTF-8",
 		fmt.Sprintf("SKYPILOT_API_SERVER_LOCAL_PORT=%d", e.port),
-		"SKYPILOT_CATALOG_DIR=" + filepath.Join(testutil.SharedDir(t), "catalog", "v8"),
+		"SKYPILOT_CATALOG_DIR=" + testutil.CatalogDir(),
 	}
 	t.Cleanup(e.cleanup)
 	return e

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/skygo/skygo/internal/catalog"
-	"github.com/skygo/skygo/internal/testutil"
 )
 
 // This file is an independent oracle: it scans the raw v8 CSV files with
@@ -30,15 +29,18 @@ type rawRow struct {
 }
 
 var (
-	rawOnce sync.Once
-	rawAll  map[string][]rawRow
+	rawMu  sync.Mutex
+	rawAll = map[string]map[string][]rawRow{} // catalog dir -> cloud -> rows
 )
 
-func rawRows(t *testing.T) map[string][]rawRow {
+// rawRows reads every cloud's vms.csv under dir once.
+func rawRows(t *testing.T, dir string) map[string][]rawRow {
 	t.Helper()
-	dir := filepath.Join(testutil.SharedDir(t), "catalog", "v8")
-	rawOnce.Do(func() {
-		rawAll = map[string][]rawRow{}
+	rawMu.Lock()
+	defer rawMu.Unlock()
+	if rawAll[dir] == nil {
+		rows := map[string][]rawRow{}
+		rawAll[dir] = rows
 		for _, cloud := range catalog.Clouds {
 			f, err := os.Open(filepath.Join(dir, cloud, "vms.csv"))
 			if err != nil {
@@ -86,12 +88,12 @@ func rawRows(t *testing.T) map[string][]rawRow {
 						*p = math.NaN()
 					}
 				}
-				rawAll[cloud] = append(rawAll[cloud], row)
+				rows[cloud] = append(rows[cloud], row)
 			}
 			f.Close()
 		}
-	})
-	return rawAll
+	}
+	return rawAll[dir]
 }
 
 var (
@@ -140,8 +142,9 @@ func boundOK(b catalog.Bound, v, cpus float64) bool {
 	return math.Abs(v-b.Value) < 1e-6
 }
 
-// oracle lists every offering (one per CSV row, GCP rows joined) for req.
-func oracle(t *testing.T, req Request) []oracleOffer {
+// oracle lists every offering (one per CSV row, GCP rows joined) for req
+// in the catalog under dir.
+func oracle(t *testing.T, dir string, req Request) []oracleOffer {
 	var out []oracleOffer
 	clouds := catalog.Clouds
 	if req.Cloud != "" {
@@ -157,7 +160,7 @@ func oracle(t *testing.T, req Request) []oracleOffer {
 		return (req.Region == "" || r.region == req.Region) && (req.Zone == "" || r.zone == req.Zone)
 	}
 	for _, cloud := range clouds {
-		rows := rawRows(t)[cloud]
+		rows := rawRows(t, dir)[cloud]
 		cpus, mem := req.CPUs, req.Memory
 		if req.InstanceType == "" && req.AccName == "" && cpus.Value == 0 && mem.Value == 0 {
 			c, m := oracleDefault(cloud)

@@ -14,10 +14,25 @@ import (
 	"github.com/skygo/skygo/internal/testutil"
 )
 
-// corpusIndex reads corpus/INDEX.tsv: file -> classes.
-func corpusIndex(t testing.TB) map[string][]string {
+// The SkyPilot corpus compatibility suite: every YAML of SkyPilot's own
+// repository in the shared corpus (../shared/corpus) loads, templates load
+// once rendered, volume specs validate, and every invalid file is rejected
+// at the right line. It runs where the shared folder exists (CI, the
+// development machines) and is skipped, with one line, in a plain clone;
+// examples_test.go covers the same features with the project's own files.
+func TestSkyPilotCorpus(t *testing.T) {
+	dir := testutil.Shared(t, "corpus")
+	index := corpusIndex(t, dir)
+	t.Run("yamls", func(t *testing.T) { testCorpusYAMLsLoad(t, dir, index) })
+	t.Run("templates", func(t *testing.T) { testCorpusTemplatesLoad(t, dir, index) })
+	t.Run("volumes", func(t *testing.T) { testCorpusVolumeSpecs(t, dir) })
+	t.Run("invalid", func(t *testing.T) { testCorpusInvalidRejected(t, filepath.Join(dir, "invalid")) })
+}
+
+// corpusIndex reads INDEX.tsv of the corpus in dir: file -> classes.
+func corpusIndex(t testing.TB, dir string) map[string][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testutil.SharedDir(t), "corpus", "INDEX.tsv"))
+	f, err := os.Open(filepath.Join(dir, "INDEX.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,24 +95,24 @@ func renderTemplate(data []byte) []byte {
 	})
 }
 
-func corpusFiles(t testing.TB, dir string) []string {
+// corpusFiles lists the YAML files of dir/sub, sorted.
+func corpusFiles(t testing.TB, dir, sub string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(testutil.SharedDir(t), "corpus", dir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(dir, sub, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, _ := filepath.Glob(filepath.Join(testutil.SharedDir(t), "corpus", dir, "*.yml"))
+	more, _ := filepath.Glob(filepath.Join(dir, sub, "*.yml"))
 	files = append(files, more...)
 	sort.Strings(files)
 	if len(files) == 0 {
-		t.Fatalf("no corpus files in %s", dir)
+		t.Fatalf("no YAML files in %s", filepath.Join(dir, sub))
 	}
 	return files
 }
 
-func TestCorpusYAMLsLoad(t *testing.T) {
-	index := corpusIndex(t)
-	for _, path := range corpusFiles(t, "yamls") {
+func testCorpusYAMLsLoad(t *testing.T, dir string, index map[string][]string) {
+	for _, path := range corpusFiles(t, dir, "yamls") {
 		rel := "yamls/" + filepath.Base(path)
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			data, err := os.ReadFile(path)
@@ -157,9 +172,8 @@ func checkKind(t *testing.T, kind string, dag *DAG) {
 	}
 }
 
-func TestCorpusTemplatesLoad(t *testing.T) {
-	index := corpusIndex(t)
-	for _, path := range corpusFiles(t, "templates") {
+func testCorpusTemplatesLoad(t *testing.T, dir string, index map[string][]string) {
+	for _, path := range corpusFiles(t, dir, "templates") {
 		rel := "templates/" + filepath.Base(path)
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			data, err := os.ReadFile(path)
@@ -191,8 +205,8 @@ func TestCorpusTemplatesLoad(t *testing.T) {
 	}
 }
 
-func TestCorpusVolumeSpecs(t *testing.T) {
-	for _, path := range corpusFiles(t, "volumes") {
+func testCorpusVolumeSpecs(t *testing.T, dir string) {
+	for _, path := range corpusFiles(t, dir, "volumes") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			spec, err := LoadVolumeSpec(path)
 			if err != nil {
@@ -258,8 +272,7 @@ var invalidCases = map[string]struct {
 	"authored__mount_dest_trailing_slash.yaml":         {line: 2, field: `"/data/"`},
 }
 
-func TestCorpusInvalidRejected(t *testing.T) {
-	dir := filepath.Join(testutil.SharedDir(t), "corpus", "invalid")
+func testCorpusInvalidRejected(t *testing.T, dir string) {
 	f, err := os.Open(filepath.Join(dir, "EXPECTED.tsv"))
 	if err != nil {
 		t.Fatal(err)
@@ -280,48 +293,56 @@ func TestCorpusInvalidRejected(t *testing.T) {
 			if !ok {
 				t.Fatalf("no expectation written for %s (%s)", file, cols[3])
 			}
-			path := filepath.Join(dir, file)
-			dag, err := Load(path, LoadOptions{})
-			switch phase {
-			case "parse", "load":
-				if err == nil {
-					t.Fatalf("loaded, want rejection at %s: %s", phase, cols[3])
-				}
-			case "validate":
-				if err != nil {
-					t.Fatalf("load failed, want failure only at validate: %v", err)
-				}
-				for _, tk := range dag.Tasks {
-					if err = ValidateForLaunch(tk); err != nil {
-						break
-					}
-				}
-				if err == nil {
-					t.Fatalf("ValidateForLaunch accepted it: %s", cols[3])
-				}
-			default:
-				t.Fatalf("unknown phase %q", phase)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, path+":") {
-				t.Errorf("error does not name the file: %s", msg)
-			}
-			if want.line > 0 && !strings.Contains(msg, ":"+strconv.Itoa(want.line)+":") {
-				t.Errorf("error does not name line %d: %s", want.line, msg)
-			}
-			if want.line == 0 && !regexp.MustCompile(`:\d+:\d+: `).MatchString(msg) {
-				t.Errorf("error names no line: %s", msg)
-			}
-			if !regexp.MustCompile(want.field).MatchString(msg) {
-				t.Errorf("error does not name %q: %s", want.field, msg)
-			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Errorf("error is %T, want *task.Error inside", err)
-			}
+			checkRejected(t, filepath.Join(dir, file), phase, want.line, want.field)
 		})
 	}
 	if n != len(invalidCases) {
 		t.Errorf("EXPECTED.tsv has %d cases, table has %d", n, len(invalidCases))
+	}
+}
+
+// checkRejected loads path and wants it rejected in phase (parse or load:
+// by the loader; validate: loads, but ValidateForLaunch refuses it) with
+// an error that names the file, line (0: some line:col) and a field
+// matching the field pattern.
+func checkRejected(t *testing.T, path, phase string, line int, field string) {
+	t.Helper()
+	dag, err := Load(path, LoadOptions{})
+	switch phase {
+	case "parse", "load":
+		if err == nil {
+			t.Fatalf("loaded, want rejection at %s", phase)
+		}
+	case "validate":
+		if err != nil {
+			t.Fatalf("load failed, want failure only at validate: %v", err)
+		}
+		for _, tk := range dag.Tasks {
+			if err = ValidateForLaunch(tk); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			t.Fatalf("ValidateForLaunch accepted it")
+		}
+	default:
+		t.Fatalf("unknown phase %q", phase)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, path+":") {
+		t.Errorf("error does not name the file: %s", msg)
+	}
+	if line > 0 && !strings.Contains(msg, ":"+strconv.Itoa(line)+":") {
+		t.Errorf("error does not name line %d: %s", line, msg)
+	}
+	if line == 0 && !regexp.MustCompile(`:\d+:\d+: `).MatchString(msg) {
+		t.Errorf("error names no line: %s", msg)
+	}
+	if !regexp.MustCompile(field).MatchString(msg) {
+		t.Errorf("error does not name %q: %s", field, msg)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Errorf("error is %T, want *task.Error inside", err)
 	}
 }

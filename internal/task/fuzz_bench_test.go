@@ -2,22 +2,34 @@ package task
 
 import (
 	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader: it may reject them, but it
 // must never panic, and every rejection must be an error value.
+// The seeds are the project's example files, and the SkyPilot corpus too
+// where the shared folder exists.
 func FuzzLoad(f *testing.F) {
-	for _, dir := range []string{"yamls", "templates", "invalid", "volumes"} {
-		for _, p := range corpusFiles(f, dir) {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
+	var seeds []string
+	for _, sub := range []string{"tasks", "tasks/invalid", "volumes"} {
+		seeds = append(seeds, corpusFiles(f, testutil.Testdata(), sub)...)
+	}
+	if dir, ok := testutil.SharedPath(); ok {
+		for _, sub := range []string{"yamls", "templates", "invalid", "volumes"} {
+			seeds = append(seeds, corpusFiles(f, filepath.Join(dir, "corpus"), sub)...)
 		}
+	}
+	for _, p := range seeds {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
 	}
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("<<: {x: 1}\nrun: x"))
@@ -35,16 +47,17 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// BenchmarkLoadCorpus measures load+validate per corpus file and reports
-// the median and the slowest file.
+// BenchmarkLoadCorpus measures load+validate per SkyPilot corpus file and
+// reports the median and the slowest file; it needs the shared folder.
 func BenchmarkLoadCorpus(b *testing.B) {
-	index := corpusIndex(b)
+	dir := testutil.Shared(b, "corpus")
+	index := corpusIndex(b, dir)
 	type input struct {
 		data []byte
 		opts LoadOptions
 	}
 	var inputs []input
-	for _, p := range corpusFiles(b, "yamls") {
+	for _, p := range corpusFiles(b, dir, "yamls") {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			b.Fatal(err)

@@ -1,9 +1,9 @@
-// Package testutil holds helpers shared by tests: where the shared corpus
-// is, the built sky binary, free ports, a private HOME.
+// Package testutil holds helpers shared by tests: the project's testdata,
+// the optional shared corpus, the built sky binary, free ports, a private
+// HOME.
 package testutil
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -16,32 +16,63 @@ import (
 // RepoRoot is the module root (the directory holding go.mod).
 func RepoRoot(t testing.TB) string {
 	t.Helper()
+	return Root()
+}
+
+// Root is RepoRoot for code without a testing.TB.
+func Root() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// SharedDir is ../shared beside the checkout (SKYGO_SHARED overrides).
-// Tests that need it fail, not skip, when it is missing: CI always has it.
-func SharedDir(t testing.TB) string {
-	t.Helper()
-	d, err := SharedPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+// Testdata is a path under the project's own testdata directory, which
+// holds what the tests need from a plain checkout: task, config and volume
+// YAMLs and a cut-down price catalog.
+func Testdata(elem ...string) string {
+	return filepath.Join(append([]string{Root(), "testdata"}, elem...)...)
 }
 
-// SharedPath is SharedDir for code without a testing.TB (TestMain).
-func SharedPath() (string, error) {
-	if d := os.Getenv("SKYGO_SHARED"); d != "" {
-		return d, nil
+// CatalogDir is the test catalog: a few hundred rows per cloud cut out of
+// SkyPilot's v8 price catalog (testdata/catalog/README.md).
+func CatalogDir() string { return Testdata("catalog", "v8") }
+
+// SharedPath is the shared folder of the development environment: the
+// SkyPilot corpus (YAMLs, configs, volume specs, invalid files) and the
+// full v8 catalog. It is ../shared beside the checkout, or SKYGO_SHARED. A
+// plain clone has no such folder; ok is false then.
+func SharedPath() (dir string, ok bool) {
+	d := os.Getenv("SKYGO_SHARED")
+	if d == "" {
+		_, file, _, _ := runtime.Caller(0)
+		d = filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", "..", "shared"))
 	}
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", "..", "shared"))
-	if _, err := os.Stat(filepath.Join(d, "spec")); err != nil {
-		return "", fmt.Errorf("shared folder not found at %s (set SKYGO_SHARED): %w", d, err)
+	st, err := os.Stat(filepath.Join(d, "corpus"))
+	return d, err == nil && st.IsDir()
+}
+
+// CorpusSkipped is the one line a test suite over the shared folder gives
+// when the folder is missing. The Makefile prints it too, because go test
+// shows nothing of a passing package.
+const CorpusSkipped = "SkyPilot corpus compatibility suite skipped: ../shared/corpus not found (set SKYGO_SHARED to a folder holding corpus/ and catalog/)"
+
+// Shared returns a path under the shared folder for a suite that runs
+// only where that folder exists (the SkyPilot corpus compatibility suite);
+// elsewhere it skips the calling test with CorpusSkipped. Call it once, in
+// the suite's parent test, so that a skip is one line, not one per file.
+func Shared(t testing.TB, elem ...string) string {
+	t.Helper()
+	d, ok := SharedPath()
+	if !ok {
+		if os.Getenv("SKYGO_SHARED") != "" {
+			t.Fatalf("SKYGO_SHARED=%s has no corpus/ folder", d)
+		}
+		t.Skip(CorpusSkipped)
 	}
-	return d, nil
+	p := filepath.Join(append([]string{d}, elem...)...)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("shared folder %s is incomplete: %v", d, err)
+	}
+	return p
 }
 
 var (

@@ -242,10 +242,11 @@ func TestUnreachableAndAuthErrorsNameTheHost(t *testing.T) {
 	d.ConnectTimeout = 2 * time.Second
 	ctx := context.Background()
 
-	bogus := Endpoint{Name: "10.200.57.250", Addr: "10.200.57.250", Port: 22, User: "root", IdentityFiles: []string{h.Key}}
+	nobody := h.Prefix + ".250" // on the hosts' subnet, but no host
+	bogus := Endpoint{Name: nobody, Addr: nobody, Port: 22, User: "root", IdentityFiles: []string{h.Key}}
 	_, err := d.Probe(ctx, bogus)
 	var de *DialError
-	if !errors.As(err, &de) || (de.Kind != Timeout && de.Kind != Unreachable) || !strings.Contains(err.Error(), "10.200.57.250") {
+	if !errors.As(err, &de) || (de.Kind != Timeout && de.Kind != Unreachable) || !strings.Contains(err.Error(), nobody) {
 		t.Fatalf("bogus host: %v", err)
 	}
 
@@ -371,7 +372,7 @@ func TestKeepaliveDetectsDeadHost(t *testing.T) {
 	if _, err := r.Run(ctx, "true", provision.RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	veth := testHostName + "v3" // the root-namespace end of host 3's link
+	veth := h.Name + "v3" // the root-namespace end of host 3's link
 	link := func(state string) {
 		if out, err := exec.Command("ip", "link", "set", veth, state).CombinedOutput(); err != nil {
 			t.Fatalf("ip link set %s %s: %v %s", veth, state, err, out)

@@ -1,12 +1,16 @@
 // Package sshhosts gives tests real sshd hosts in network namespaces,
-// started by ../shared/testinfra/start-ssh-hosts.sh (root needed; the
+// started by the project's testinfra/start-ssh-hosts.sh (root needed; the
 // script installs openssh-server, rsync and iproute2 when missing) and
 // stopped by the pids the scripts record, never by name.
 // SKYGO_SKIP_SSH=1 skips the tests that ask for hosts.
 //
 // Each Set has its own host name prefix, subnet and state directory, so
-// packages whose tests run at the same time do not disturb each other. The
-// state directory is under /var/tmp: each host mounts a private /tmp, which
+// packages whose tests run at the same time do not disturb each other. A
+// test process also takes a lock for the name it uses: when another live
+// process (the same tests run from another checkout) holds it, the set
+// moves to the next slot, a name with a letter appended and a subnet 16
+// higher, instead of tearing the other run's hosts down. The state
+// directory is under /var/tmp: each host mounts a private /tmp, which
 // would hide a state directory there from its own sshd.
 package sshhosts
 
@@ -17,12 +21,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/skygo/skygo/internal/testutil"
 )
+
+// maxSlots bounds how many runs of one Set may share the machine.
+const maxSlots = 6
 
 // Set is one group of hosts, started at most once per test process.
 type Set struct {
@@ -35,6 +44,9 @@ type Set struct {
 	err     error
 	started bool
 	state   string
+	lock    *os.File
+	name    string // Name, or Name plus a letter in a later slot
+	prefix  string // Prefix, or a higher subnet in a later slot
 }
 
 // Hosts is what a started Set offers.
@@ -46,33 +58,28 @@ type Hosts struct {
 	// KnownHosts is the testinfra file with every host's key.
 	KnownHosts string
 	State      string // TESTINFRA_STATE of this set
+	// Name is the host name prefix in use (the veth of host i is Name+"v"+i),
+	// Prefix the subnet's first three octets.
+	Name, Prefix string
 }
 
-func (s *Set) stateGlob() string { return "/var/tmp/skygo-sshhosts-" + s.Name + "-*" }
+func stateGlob(name string) string { return "/var/tmp/skygo-sshhosts-" + name + "-*" }
 
-// ScriptEnv is the environment the testinfra scripts of state dir run with.
+// scriptEnv is the environment the testinfra scripts of state dir run with.
 func (s *Set) scriptEnv(state string) []string {
-	return append(os.Environ(), "TESTINFRA_STATE="+state, "SSH_HOSTS_NAME="+s.Name,
-		"SSH_HOSTS_PREFIX="+s.Prefix, "SSH_HOSTS_KEEP_STATE=0", "SSH_HOSTS_SHARED_HOME=0")
+	return append(os.Environ(), "TESTINFRA_STATE="+state, "SSH_HOSTS_NAME="+s.name,
+		"SSH_HOSTS_PREFIX="+s.prefix, "SSH_HOSTS_KEEP_STATE=0", "SSH_HOSTS_SHARED_HOME=0")
 }
 
-func script(name string) (string, error) {
-	d, err := testutil.SharedPath()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "testinfra", name), nil
+// script is one of the project's testinfra scripts.
+func script(name string) string {
+	return filepath.Join(testutil.Root(), "testinfra", name)
 }
 
 // stop stops the hosts and loopback sshd of one state dir.
 func (s *Set) stop(state string) {
 	for _, name := range []string{"stop-ssh-hosts.sh", "stop-sshd.sh"} {
-		path, err := script(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return
-		}
-		c := exec.Command("bash", path)
+		c := exec.Command("bash", script(name))
 		c.Env = s.scriptEnv(state)
 		if out, err := c.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n%s", name, err, out)
@@ -80,14 +87,17 @@ func (s *Set) stop(state string) {
 	}
 }
 
-// Stop stops the set's hosts, if started, and removes its state; call it
-// from TestMain after m.Run.
+// Stop stops the set's hosts, if started, removes its state and releases
+// its slot; call it from TestMain after m.Run.
 func (s *Set) Stop() {
 	if s.started {
 		s.stop(s.state)
 	}
 	if s.state != "" {
 		os.RemoveAll(s.state)
+	}
+	if s.lock != nil {
+		s.lock.Close() // releases the flock
 	}
 }
 
@@ -107,14 +117,54 @@ func (s *Set) Get(t testing.TB) *Hosts {
 	return s.hosts
 }
 
+// slot is the name and subnet of slot k.
+func (s *Set) slot(k int) (name, prefix string, err error) {
+	if k == 0 {
+		return s.Name, s.Prefix, nil
+	}
+	i := strings.LastIndex(s.Prefix, ".")
+	third, err := strconv.Atoi(s.Prefix[i+1:])
+	if i < 0 || err != nil || third+16*k > 254 {
+		return "", "", fmt.Errorf("sshhosts: no subnet for slot %d of %s", k, s.Prefix)
+	}
+	return s.Name + string(rune('a'+k)), fmt.Sprintf("%s.%d", s.Prefix[:i], third+16*k), nil
+}
+
+// claimSlot takes the first slot whose lock no live process holds. The
+// kernel drops a flock when its process dies, so a killed run frees its
+// slot by itself.
+func (s *Set) claimSlot() error {
+	for k := range maxSlots {
+		name, prefix, err := s.slot(k)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile("/var/tmp/skygo-sshhosts-"+name+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue // another test process is using this slot
+		}
+		s.lock, s.name, s.prefix = f, name, prefix
+		return nil
+	}
+	return fmt.Errorf("sshhosts: all %d slots of %s are taken by other test processes", maxSlots, s.Name)
+}
+
 func (s *Set) start() (*Hosts, error) {
-	stale, _ := filepath.Glob(s.stateGlob())
+	if err := s.claimSlot(); err != nil {
+		return nil, err
+	}
+	// The slot is ours, so any state dir of its name is a dead run's.
+	stale, _ := filepath.Glob(stateGlob(s.name))
 	for _, d := range stale {
 		s.stop(d)
 		os.RemoveAll(d)
 	}
 	var err error
-	if s.state, err = os.MkdirTemp("/var/tmp", "skygo-sshhosts-"+s.Name+"-"); err != nil {
+	if s.state, err = os.MkdirTemp("/var/tmp", "skygo-sshhosts-"+s.name+"-"); err != nil {
 		return nil, err
 	}
 	// start-ssh-hosts.sh also starts a loopback sshd: give it a free port.
@@ -124,11 +174,7 @@ func (s *Set) start() (*Hosts, error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	path, err := script("start-ssh-hosts.sh")
-	if err != nil {
-		return nil, err
-	}
-	c := exec.Command("bash", path, fmt.Sprint(s.N))
+	c := exec.Command("bash", script("start-ssh-hosts.sh"), fmt.Sprint(s.N))
 	c.Env = append(s.scriptEnv(s.state), fmt.Sprintf("SSHD_PORT=%d", port))
 	s.started = true
 	if out, err := c.CombinedOutput(); err != nil {
@@ -138,7 +184,7 @@ func (s *Set) start() (*Hosts, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.State = s.state
+	h.State, h.Name, h.Prefix = s.state, s.name, s.prefix
 	return h, nil
 }
 
