@@ -80,19 +80,28 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 }
 
 // rankEnv is the environment bash starts with: the node's, without the
-// names the spec unsets, plus the rank's tag. The job's own variables are
-// exported by the script, after ~/.bashrc, as SkyPilot does.
+// names the spec unsets, plus the job's variables and the rank's tag.
+// The script exports the variables again after ~/.bashrc, so the task's
+// values win over the user's rc file; having them from the start as well
+// puts them in every process of the job, the shell included, which is how
+// a job's processes are found by its variables.
 func rankEnv(base []string, spec RankSpec, tag string) []string {
 	drop := map[string]bool{envRankTag: true, "PWD": true, "OLDPWD": true}
+	for k := range spec.Env {
+		drop[k] = true
+	}
 	for _, k := range spec.Unset {
 		drop[k] = true
 	}
-	env := make([]string, 0, len(base)+1)
+	env := make([]string, 0, len(base)+len(spec.Env)+1)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		if !drop[k] {
 			env = append(env, kv)
 		}
+	}
+	for k, v := range spec.Env {
+		env = append(env, k+"="+v)
 	}
 	return append(env, tag)
 }
