@@ -483,6 +483,12 @@ func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 			t.Errorf("rank process %d survived the daemon's restart", pid)
 		}
 	}
+	// The scripts hold the job's secrets; the dead daemon's are gone too.
+	for i := 0; i < 2; i++ {
+		if left, _ := filepath.Glob(filepath.Join(c.home(i), ".sky", "agent", "scripts", "*")); len(left) > 0 {
+			t.Errorf("node %d keeps the orphaned job's scripts: %v", i, left)
+		}
+	}
 	// The restarted daemon works.
 	if j := c.waitTerminal(c.submit(agentapi.JobSpec{NumNodes: 2, Run: "true"})); j.Status != agentapi.StatusSucceeded {
 		t.Errorf("job after restart = %+v", j)
