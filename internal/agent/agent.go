@@ -35,7 +35,11 @@
 // socket; the daemon inserts the row and dispatches within milliseconds.
 // Setup is a phase of the job (detached setup, SETTING_UP, FAILED_SETUP
 // on failure) when the spec carries one; the backend runs non-detached
-// setup itself before submitting (exec-rank can do it per node).
+// setup itself before submitting (exec-rank can do it per node). Every
+// rank of either phase runs as SkyPilot's job script does (script.go): an
+// interactive bash that sources ~/.bashrc, enters ~/sky_workdir and
+// exports the job's variables; when one rank fails, the other ranks of
+// the phase are killed, so a failed setup ends the job at once.
 //
 // Scheduling is strict FIFO with gang placement (Schedule): a job needing
 // N nodes starts only when N nodes have its CPU demand (default 0.5) and

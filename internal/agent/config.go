@@ -66,6 +66,7 @@ func (p paths) hookLog(event string) string {
 func (p paths) rankPid(job, rank int) string {
 	return filepath.Join(p.dir(), "ranks", fmt.Sprintf("%d-%d.pid", job, rank))
 }
+func (p paths) scriptsDir() string         { return filepath.Join(p.dir(), "scripts") }
 func (p paths) logDir(runTS string) string { return filepath.Join(p.home, "sky_logs", runTS) }
 
 // socket is the daemon's unix socket. Unix socket paths are limited to

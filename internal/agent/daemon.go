@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,15 +256,15 @@ func (d *daemon) drive(rj *runningJob) {
 	defer lg.close()
 
 	if r.Spec.Setup != "" {
-		codes := d.runPhase(rj, lg, "setup")
+		codes, pids := d.runPhase(rj, lg, "setup")
 		if st, stopped := rj.stoppedStatus(); stopped {
 			d.finish(ctx, rj, st, codes, "", agentapi.StatusSettingUp)
 			lg.driverLine("Job %d was %s during setup.", id, strings.ToLower(string(st)))
 			return
 		}
-		if bad := firstNonZero(codes); bad != 0 {
-			reason := fmt.Sprintf("Failed to setup with return code list: %s", codeList(codes))
-			lg.driverLine("ERROR: Job %d: %s", id, reason)
+		if firstNonZero(codes) != 0 {
+			reason := SetupFailureReason(id, codes, pids, os.Getpid())
+			lg.driverLine("ERROR: %s%s%s", ansiRed, reason, ansiReset)
 			d.finish(ctx, rj, agentapi.StatusFailedSetup, codes, reason, agentapi.StatusSettingUp)
 			return
 		}
@@ -271,7 +272,7 @@ func (d *daemon) drive(rj *runningJob) {
 			d.log.Error("job to RUNNING", "job", id, "err", err)
 		}
 	}
-	codes := d.runPhase(rj, lg, "run")
+	codes, _ := d.runPhase(rj, lg, "run")
 	if st, stopped := rj.stoppedStatus(); stopped {
 		lg.driverLine("Job %d was %s.", id, strings.ToLower(string(st)))
 		d.finish(ctx, rj, st, codes, "", agentapi.StatusRunning)
@@ -282,10 +283,17 @@ func (d *daemon) drive(rj *runningJob) {
 		d.finish(ctx, rj, agentapi.StatusSucceeded, codes, "", agentapi.StatusRunning)
 		return
 	}
-	reason := FailureReason(id, codes)
-	lg.driverLine("ERROR: %s", reason)
-	d.finish(ctx, rj, agentapi.StatusFailed, codes, reason, agentapi.StatusRunning)
+	note := failureNote(codes)
+	lg.driverLine("ERROR: %sJob %d failed with return code list:%s %s %s", ansiRed, id, ansiReset, codeList(codes), note)
+	d.finish(ctx, rj, agentapi.StatusFailed, codes, FailureReason(id, codes), agentapi.StatusRunning)
 }
+
+// The driver's ERROR lines are colored the way SkyPilot prints them;
+// scripts grep them with the escapes in place.
+const (
+	ansiRed   = "\x1b[31m"
+	ansiReset = "\x1b[0m"
+)
 
 func (d *daemon) finish(ctx context.Context, rj *runningJob, to agentapi.Status, codes []int, reason string, from agentapi.Status) {
 	now := time.Now()
@@ -301,29 +309,52 @@ func (d *daemon) finish(ctx context.Context, rj *runningJob, to agentapi.Status,
 	}
 }
 
-// FailureReason is SkyPilot's message for a failed multi-rank job.
+// FailureReason is SkyPilot's message for a failed multi-rank job, as
+// the job record keeps it.
 func FailureReason(job int, codes []int) string {
 	s := fmt.Sprintf("Job %d failed with return code list: %s", job, codeList(codes))
-	has := func(c int) bool {
-		for _, x := range codes {
-			if x == c {
-				return true
-			}
-		}
-		return false
-	}
-	if has(139) {
-		s += " (likely due to Segmentation Fault)"
-	}
-	if has(137) {
-		for _, c := range codes {
-			if c != 0 && c != 137 {
-				s += fmt.Sprintf(" (A Worker failed with return code %d, SkyPilot cleaned up the processes on other nodes with return code 137)", c)
-				break
-			}
-		}
+	if note := failureNote(codes); note != "" {
+		s += " " + note
 	}
 	return s
+}
+
+// failureNote explains a code list: a segfault, or the 137s of ranks the
+// gang killed after another one failed (which says more, so it wins).
+func failureNote(codes []int) string {
+	if slices.Contains(codes, 137) {
+		for _, c := range codes {
+			if c != 0 && c != 137 {
+				return fmt.Sprintf("(A Worker failed with return code %d, SkyPilot cleaned up the processes on other nodes with return code 137)", c)
+			}
+		}
+	}
+	if slices.Contains(codes, 139) {
+		return "(likely due to Segmentation Fault)"
+	}
+	return ""
+}
+
+// SetupFailureReason is SkyPilot's message for a failed setup: the nodes
+// whose setup failed by itself, by pid and code. The 137s of setups the
+// gang killed are left out, unless nothing else failed (a setup killed
+// from outside, say by the OOM killer). A node whose setup never started
+// has no pid of its own; SkyPilot names the driver then (driverPid).
+func SetupFailureReason(job int, codes, pids []int, driverPid int) string {
+	var failed []string
+	for pass := 0; pass < 2 && len(failed) == 0; pass++ {
+		for i, c := range codes {
+			if c == 0 || (pass == 0 && c == 137) {
+				continue
+			}
+			pid := driverPid
+			if i < len(pids) && pids[i] > 0 {
+				pid = pids[i]
+			}
+			failed = append(failed, fmt.Sprintf("(pid=%d, returncode=%d)", pid, c))
+		}
+	}
+	return fmt.Sprintf("Job %d's setup failed. Failed workers: %s. See error logs above for more details.", job, strings.Join(failed, ", "))
 }
 
 func codeList(codes []int) string {
@@ -368,13 +399,14 @@ func (rj *runningJob) stopJob(as agentapi.Status) {
 }
 
 // runPhase runs one phase on every rank of the job and returns the exit
-// codes by rank. When a rank fails, the others are killed (they report
-// 137), as SkyPilot does.
-func (d *daemon) runPhase(rj *runningJob, lg *jobLog, phase string) []int {
+// codes and pids by rank (pid -1: the rank never started). When a rank
+// fails, every other rank's processes are killed (they report 137), as
+// SkyPilot does for setup and run alike.
+func (d *daemon) runPhase(rj *runningJob, lg *jobLog, phase string) (codes, pids []int) {
 	r := rj.row
 	n := len(rj.place.Nodes)
-	codes := make([]int, n)
-	pids := make([]int, n)
+	codes = make([]int, n)
+	pids = make([]int, n)
 	var pidMu sync.Mutex
 	pidsLeft := n
 	pidsDone := make(chan struct{})
@@ -408,7 +440,7 @@ func (d *daemon) runPhase(rj *runningJob, lg *jobLog, phase string) []int {
 	rj.killers = nil
 	if rj.cancelled {
 		rj.mu.Unlock()
-		return codes
+		return codes, pids
 	}
 	for rank, node := range rj.place.Nodes {
 		spec := d.rankSpec(rj, phase, rank, node)
@@ -483,7 +515,9 @@ func (d *daemon) runPhase(rj *runningJob, lg *jobLog, phase string) []int {
 		}
 	}()
 	wg.Wait()
-	return codes
+	pidMu.Lock()
+	defer pidMu.Unlock()
+	return codes, append([]int(nil), pids...)
 }
 
 // rankLogWriter builds the writer of one rank's output.

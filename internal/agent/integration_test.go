@@ -252,10 +252,125 @@ func TestRankFailureKillsOtherRanks(t *testing.T) {
 	if _, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id)); code != 100 {
 		t.Errorf("logs exit code %d, want 100", code)
 	}
+	run, _ := os.ReadFile(filepath.Join(j.LogPath, "run.log"))
+	if want := "ERROR: \x1b[31mJob 1 failed with return code list:\x1b[0m [137, 3] (A Worker failed with return code 3, SkyPilot cleaned up the processes on other nodes with return code 137)\n"; !strings.Contains(string(run), want) {
+		t.Errorf("run.log lacks %q:\n%s", want, run)
+	}
 	// A segfault-like code gets its note.
 	id = c.submit(agentapi.JobSpec{Run: `kill -SEGV $$`})
 	if j := c.waitTerminal(id); !strings.Contains(j.FailureReason, "Segmentation Fault") {
 		t.Errorf("SEGV job = %+v", j)
+	}
+	// No note: SkyPilot's line still has the space before it.
+	id = c.submit(agentapi.JobSpec{Run: `exit 1`})
+	j = c.waitTerminal(id)
+	run, _ = os.ReadFile(filepath.Join(j.LogPath, "run.log"))
+	if want := fmt.Sprintf("ERROR: \x1b[31mJob %d failed with return code list:\x1b[0m [1] \n", id); !strings.HasSuffix(string(run), want) {
+		t.Errorf("run.log of `exit 1` does not end with %q:\n%q", want, run)
+	}
+}
+
+// TestJobShellOnEveryNode: setup and run on both nodes see their node's
+// ~/.bashrc (an interactive bash, as SkyPilot runs them), start in
+// ~/sky_workdir when there is one and in HOME otherwise, and print none
+// of bash's job-control complaints nor anything of the conda line.
+func TestJobShellOnEveryNode(t *testing.T) {
+	c := newCluster(t, 2, 2)
+	for i := 0; i < 2; i++ {
+		bashrc := fmt.Sprintf("case $- in *i*) ;; *) return;; esac\nexport TEST_VAR=bashrc-of-node-%d\nexport PATH=$PATH:/bashrc/bin\n", i)
+		if err := os.WriteFile(filepath.Join(c.home(i), ".bashrc"), []byte(bashrc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(c.home(1), "sky_workdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check := `echo "$PHASE var=${TEST_VAR-unset} cwd=$PWD py=$PYTHONUNBUFFERED path-has-bashrc=$(case $PATH in *:/bashrc/bin*) echo yes;; esac)"`
+	id := c.submit(agentapi.JobSpec{NumNodes: 2,
+		Setup:   `PHASE=setup; ` + check,
+		Run:     `PHASE=run; ` + check + `; ps -o args= -p $$`,
+		Secrets: map[string]string{"TOKEN": "s3cret-argv"},
+	})
+	j := c.waitTerminal(id)
+	run, _ := os.ReadFile(filepath.Join(j.LogPath, "run.log"))
+	if j.Status != agentapi.StatusSucceeded {
+		t.Fatalf("job = %+v\nrun.log:\n%s", j, run)
+	}
+	for node, rankLog := range []string{"0-head.log", "1-worker1.log"} {
+		cwd := c.home(node)
+		if node == 1 {
+			cwd = filepath.Join(c.home(1), "sky_workdir")
+		}
+		want := fmt.Sprintf("var=bashrc-of-node-%d cwd=%s py=1 path-has-bashrc=yes\n", node, cwd)
+		setup, _ := os.ReadFile(filepath.Join(j.LogPath, fmt.Sprintf("setup-%d.log", node)))
+		if string(setup) != "setup "+want {
+			t.Errorf("setup-%d.log = %q, want %q", node, setup, "setup "+want)
+		}
+		b, _ := os.ReadFile(filepath.Join(j.LogPath, "tasks", rankLog))
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(lines) != 2 || lines[0]+"\n" != "run "+want {
+			t.Errorf("%s = %q, want %q then bash's command line", rankLog, b, "run "+want)
+			continue
+		}
+		// The rank's bash runs a script file: no secret in its argv.
+		if !strings.HasPrefix(lines[1], "/bin/bash -i ") || strings.Contains(lines[1], "s3cret") {
+			t.Errorf("%s: the rank's command line is %q, want /bin/bash -i <script file>", rankLog, lines[1])
+		}
+	}
+	for _, noise := range []string{"bash:", "job control", "conda"} {
+		if strings.Contains(string(run), noise) {
+			t.Errorf("run.log has %q:\n%s", noise, run)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if left, _ := filepath.Glob(filepath.Join(c.home(i), ".sky", "agent", "scripts", "*")); len(left) > 0 {
+			t.Errorf("node %d keeps job scripts after the job: %v", i, left)
+		}
+	}
+}
+
+// TestSetupFailureFailsFast: node 1's setup fails while node 0's is in a
+// `sleep 10000`: node 0's setup is killed at once, the job ends
+// FAILED_SETUP naming only node 1's setup, run never starts, and no
+// process of the job is left on either node.
+func TestSetupFailureFailsFast(t *testing.T) {
+	c := newCluster(t, 2, 2)
+	started := filepath.Join(c.home(0), "setup-0-sleeping")
+	ran := filepath.Join(c.home(0), "run-ran")
+	// Node 1 fails only once node 0's setup is in its sleep, so the kill
+	// is what ends it, whatever the timing.
+	id := c.submit(agentapi.JobSpec{NumNodes: 2,
+		Envs: map[string]string{"STARTED": started},
+		Setup: `if [ "$SKYPILOT_SETUP_NODE_RANK" = 0 ]; then touch "$STARTED"; sleep 10000; fi
+while [ ! -e "$STARTED" ]; do sleep 0.02; done
+echo "setup of node 1 fails"; exit 5`,
+		Run: "touch " + ran,
+	})
+	j := c.waitTerminal(id)
+	if j.Status != agentapi.StatusFailedSetup || fmt.Sprint(j.ReturnCodes) != "[137 5]" || len(j.Pids) != 2 || j.Pids[1] <= 0 {
+		t.Fatalf("job = %+v, want FAILED_SETUP with codes [137 5] and both setup pids", j)
+	}
+	reason := fmt.Sprintf("Job %d's setup failed. Failed workers: (pid=%d, returncode=5). See error logs above for more details.", id, j.Pids[1])
+	if j.FailureReason != reason {
+		t.Errorf("failure reason %q, want %q", j.FailureReason, reason)
+	}
+	run, _ := os.ReadFile(filepath.Join(j.LogPath, "run.log"))
+	if want := "ERROR: \x1b[31m" + reason + "\x1b[0m\n"; !strings.Contains(string(run), want) {
+		t.Errorf("run.log lacks %q:\n%s", want, run)
+	}
+	if !strings.Contains(string(run), "setup of node 1 fails") {
+		t.Errorf("run.log lacks node 1's setup output:\n%s", run)
+	}
+	if _, err := os.Stat(ran); !os.IsNotExist(err) {
+		t.Errorf("run started after a failed setup (%v)", err)
+	}
+	for rank := 0; rank < 2; rank++ {
+		if procs := c.rankProcs(id, rank, rank); len(procs) > 0 {
+			t.Errorf("node %d still runs setup processes %v", rank, procs)
+		}
+	}
+	if _, code := c.agent(0, "", "logs", "--job", strconv.Itoa(id)); code != 100 {
+		t.Errorf("logs exit code %d, want 100", code)
 	}
 }
 
@@ -366,6 +481,12 @@ func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 	for _, pid := range j.Pids {
 		if proc.Alive(pid) {
 			t.Errorf("rank process %d survived the daemon's restart", pid)
+		}
+	}
+	// The scripts hold the job's secrets; the dead daemon's are gone too.
+	for i := 0; i < 2; i++ {
+		if left, _ := filepath.Glob(filepath.Join(c.home(i), ".sky", "agent", "scripts", "*")); len(left) > 0 {
+			t.Errorf("node %d keeps the orphaned job's scripts: %v", i, left)
 		}
 	}
 	// The restarted daemon works.

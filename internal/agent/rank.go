@@ -26,8 +26,9 @@ type RankSpec struct {
 	JobID int    `json:"job_id"`
 	Rank  int    `json:"rank"`
 	Phase string `json:"phase"` // "setup" or "run"
-	// Script runs with bash; Env is added to the node's environment and
-	// Unset names removed from it.
+	// Script is the user's command; it runs inside jobScript, which
+	// exports Env. Unset names are removed from the node's environment
+	// before bash starts.
 	Script string            `json:"script"`
 	Env    map[string]string `json:"env"`
 	Unset  []string          `json:"unset,omitempty"`
@@ -36,55 +37,54 @@ type RankSpec struct {
 // rankProc is a started rank process. Its stdout and stderr share one
 // pipe so the log keeps their interleaving.
 type rankProc struct {
-	cmd  *exec.Cmd
-	out  *os.File
-	home string
-	spec RankSpec
+	cmd    *exec.Cmd
+	out    *os.File
+	home   string
+	spec   RankSpec
+	script string
 }
 
-// maxArgScript is the largest script passed with bash -c; longer ones go
-// through a file (Linux caps one argument at 128 KiB).
-const maxArgScript = 64 << 10
-
-// startRank starts spec's script on this node (HOME=home) in its own
-// process group and records its pid file.
+// startRank starts spec's script on this node (HOME=home) as
+// `/bin/bash -i <file>` in a session of its own, and records its pid
+// file. The new session leaves bash no terminal to take over (a rank
+// started from a shell would otherwise fight it for the terminal) and
+// makes the rank a process group that killRank ends as one.
 func startRank(home string, spec RankSpec) (*rankProc, error) {
 	p := paths{home}
-	args := []string{"-c", spec.Script}
-	if len(spec.Script) > maxArgScript {
-		f := filepath.Join(p.dir(), "scripts", fmt.Sprintf("%d-%d-%s.sh", spec.JobID, spec.Rank, spec.Phase))
-		if err := writeFileAtomic(f, []byte(spec.Script), 0o700); err != nil {
-			return nil, fmt.Errorf("writing script of job %d: %w", spec.JobID, err)
-		}
-		args = []string{f}
+	if err := os.MkdirAll(filepath.Dir(p.rankPid(spec.JobID, spec.Rank)), 0o700); err != nil {
+		return nil, err
 	}
-	cmd := exec.Command("bash", args...)
+	script, err := writeJobScript(p, spec)
+	if err != nil {
+		return nil, fmt.Errorf("writing the script of job %d: %w", spec.JobID, err)
+	}
+	cmd := exec.Command("/bin/bash", "-i", script)
 	cmd.Dir = home
-	if st, err := os.Stat(filepath.Join(home, "sky_workdir")); err == nil && st.IsDir() {
-		cmd.Dir = filepath.Join(home, "sky_workdir")
-	}
 	cmd.Env = rankEnv(os.Environ(), spec, rankTag(home, spec.JobID, spec.Rank))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	r, w, err := os.Pipe()
 	if err != nil {
+		_ = os.Remove(script)
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	if err := os.MkdirAll(filepath.Dir(p.rankPid(spec.JobID, spec.Rank)), 0o700); err != nil {
-		r.Close()
-		w.Close()
-		return nil, err
-	}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
 		r.Close()
+		_ = os.Remove(script)
 		return nil, fmt.Errorf("starting rank %d of job %d: %w", spec.Rank, spec.JobID, err)
 	}
 	_ = os.WriteFile(p.rankPid(spec.JobID, spec.Rank), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
-	return &rankProc{cmd: cmd, out: r, home: home, spec: spec}, nil
+	return &rankProc{cmd: cmd, out: r, home: home, spec: spec, script: script}, nil
 }
 
+// rankEnv is the environment bash starts with: the node's, without the
+// names the spec unsets, plus the job's variables and the rank's tag.
+// The script exports the variables again after ~/.bashrc, so the task's
+// values win over the user's rc file; having them from the start as well
+// puts them in every process of the job, the shell included, which is how
+// a job's processes are found by its variables.
 func rankEnv(base []string, spec RankSpec, tag string) []string {
 	drop := map[string]bool{envRankTag: true, "PWD": true, "OLDPWD": true}
 	for k := range spec.Env {
@@ -113,8 +113,10 @@ func (rp *rankProc) pid() int { return rp.cmd.Process.Pid }
 // open get a short grace to flush, then are no longer read.
 func (rp *rankProc) wait(w io.Writer) int {
 	copied := make(chan struct{})
+	filter := &outputFilter{w: w}
 	go func() {
-		_, _ = io.Copy(w, rp.out)
+		_, _ = io.Copy(filter, rp.out)
+		_ = filter.flush()
 		close(copied)
 	}()
 	err := rp.cmd.Wait()
@@ -125,6 +127,7 @@ func (rp *rankProc) wait(w io.Writer) int {
 		<-copied
 	}
 	rp.out.Close()
+	_ = os.Remove(rp.script)
 	_ = os.Remove(paths{rp.home}.rankPid(rp.spec.JobID, rp.spec.Rank))
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
@@ -156,6 +159,7 @@ func killRank(home string, job, rank int) error {
 	for {
 		pids := proc.ProcsWithEnv(tag)
 		if len(pids) == 0 {
+			removeJobScripts(p, job, rank)
 			return nil
 		}
 		if time.Now().After(deadline) {

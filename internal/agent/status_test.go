@@ -46,11 +46,33 @@ func TestFailureReason(t *testing.T) {
 	}{
 		{[]int{1}, "Job 4 failed with return code list: [1]"},
 		{[]int{137, 3}, "Job 4 failed with return code list: [137, 3] (A Worker failed with return code 3, SkyPilot cleaned up the processes on other nodes with return code 137)"},
-		{[]int{139, 137}, "Job 4 failed with return code list: [139, 137] (likely due to Segmentation Fault) (A Worker failed with return code 139, SkyPilot cleaned up the processes on other nodes with return code 137)"},
+		{[]int{139, 0}, "Job 4 failed with return code list: [139, 0] (likely due to Segmentation Fault)"},
+		// SkyPilot's note on the killed ranks replaces the segfault one.
+		{[]int{139, 137}, "Job 4 failed with return code list: [139, 137] (A Worker failed with return code 139, SkyPilot cleaned up the processes on other nodes with return code 137)"},
 	}
 	for _, tt := range tests {
 		if got := FailureReason(4, tt.codes); got != tt.want {
 			t.Errorf("FailureReason(%v) =\n %q\nwant\n %q", tt.codes, got, tt.want)
+		}
+	}
+}
+
+func TestSetupFailureReason(t *testing.T) {
+	const tail = ". See error logs above for more details."
+	tests := []struct {
+		codes, pids []int
+		want        string
+	}{
+		{[]int{137, 1}, []int{100, 200}, "Job 7's setup failed. Failed workers: (pid=200, returncode=1)" + tail},
+		{[]int{1, 0, 2}, []int{100, 200, 300}, "Job 7's setup failed. Failed workers: (pid=100, returncode=1), (pid=300, returncode=2)" + tail},
+		// Only 137s: nothing failed by itself, so the killed one is named.
+		{[]int{0, 137}, []int{100, 200}, "Job 7's setup failed. Failed workers: (pid=200, returncode=137)" + tail},
+		// A setup that never started is named by the driver's pid.
+		{[]int{137, 255}, []int{100, -1}, "Job 7's setup failed. Failed workers: (pid=9, returncode=255)" + tail},
+	}
+	for _, tt := range tests {
+		if got := SetupFailureReason(7, tt.codes, tt.pids, 9); got != tt.want {
+			t.Errorf("SetupFailureReason(%v, %v) =\n %q\nwant\n %q", tt.codes, tt.pids, got, tt.want)
 		}
 	}
 }

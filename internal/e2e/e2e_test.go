@@ -104,10 +104,14 @@ run: |
 }
 
 // TestRankFailureKillsOthers: rank 1 exits 3 while rank 0 sleeps; rank 0
-// is killed (137), the job is FAILED and `sky logs --status` exits 100.
+// is killed (137, with every process it started), the job is FAILED with
+// SkyPilot's ERROR line and `sky logs --status` exits 100.
 func TestRankFailureKillsOthers(t *testing.T) {
 	e := newEnv(t)
+	marker := fmt.Sprintf("E2E_RANK_MARK=%d", rand.Int64())
 	yaml := writeFile(t, "fail.yaml", `num_nodes: 2
+envs:
+  `+strings.Replace(marker, "=", ": ", 1)+`
 run: |
   if [ "$SKYPILOT_NODE_RANK" = 1 ]; then sleep 0.3; exit 3; fi
   sleep 120
@@ -134,6 +138,12 @@ run: |
 	}
 	if r.stdout != "" && !strings.Contains(r.stdout, "[137, 3]") {
 		t.Errorf("launch output does not list the return codes [137, 3]:\n%s", r.stdout)
+	}
+	if want := "ERROR: \x1b[31mJob 1 failed with return code list:\x1b[0m [137, 3] (A Worker failed with return code 3, SkyPilot cleaned up the processes on other nodes with return code 137)\n"; !strings.Contains(logs.stdout, want) {
+		t.Errorf("job log lacks SkyPilot's failure line %q:\n%q", want, logs.stdout)
+	}
+	if left := procsWithEnv(marker); len(left) > 0 {
+		t.Errorf("processes of the failed job survive: %v", left)
 	}
 }
 

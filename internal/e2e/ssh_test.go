@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -226,6 +227,8 @@ run: |
 		}
 	}
 
+	h.jobShellOnSSH(t, e)
+
 	// Down releases the hosts and removes the cluster's files and config.
 	e.must("down", "-y", "pc")
 	claims, _ := os.ReadFile(filepath.Join(paths.Root(e.home), "ssh", "claims.json"))
@@ -311,6 +314,65 @@ run: |
 	for i := range h.IPs {
 		if out := h.onHost(t, i, "ls -a ~/.sky 2>/dev/null | grep -v '^\\.*$'; true"); strings.Contains(out, "bin") {
 			t.Errorf("host %s after sky ssh down still has ~/.sky/bin:\n%s", h.IPs[i], out)
+		}
+	}
+}
+
+// jobShellOnSSH is TestSSHNodePool's step for the job's shell on cluster
+// pc (jobs 3 and 4): each host's ~/.bashrc reaches run and setup, and a
+// setup failing on one host kills the other host's setup at once.
+func (h *e2eHosts) jobShellOnSSH(t *testing.T, e *skyEnv) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		h.onHost(t, i, `cp -p ~/.bashrc ~/.bashrc.e2e-orig 2>/dev/null; echo "export TEST_VAR=bashrc-on-$(hostname)" >> ~/.bashrc`)
+	}
+	defer func() {
+		for i := 0; i < 2; i++ {
+			h.onHost(t, i, `if [ -e ~/.bashrc.e2e-orig ]; then mv ~/.bashrc.e2e-orig ~/.bashrc; else rm -f ~/.bashrc; fi`)
+		}
+	}()
+	r := e.must("exec", "pc", "--num-nodes", "2", "--", `echo "shell rank=$SKYPILOT_NODE_RANK var=${TEST_VAR:-TEST_VAR is not set}"`)
+	for i := 0; i < 2; i++ {
+		if want := fmt.Sprintf("shell rank=%d var=bashrc-on-%s", i, h.Names[i]); !strings.Contains(r.stdout, want) {
+			t.Errorf("sky exec on the SSH cluster lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.out(), "job control") || strings.Contains(r.out(), "terminal process group") {
+		t.Errorf("bash's job-control complaints reach the user:\n%s", r.out())
+	}
+
+	// Node 1 fails once node 0's setup sleeps; the hosts share one pid
+	// namespace, so node 1 can see that sleep in /proc.
+	const mark = "SKYGO_E2E_SETUP_MARK=s3tup"
+	first := e.queue("pc")[1]
+	spec, _ := json.Marshal(map[string]any{
+		"num_nodes": 2, "user": first.Username, "user_hash": first.UserHash,
+		"envs": map[string]string{"SKYGO_E2E_SETUP_MARK": "s3tup"},
+		"setup": `if [ "$SKYPILOT_SETUP_NODE_RANK" = 0 ]; then SKYGO_E2E_SLEEPER=1 sleep 10000; fi
+for i in $(seq 400); do grep -qla SKYGO_E2E_SLEEPER=1 /proc/[0-9]*/environ 2>/dev/null && break; sleep 0.05; done
+echo "setup on $(hostname) fails"; exit 5`,
+		"run": "echo run-should-not-start",
+	})
+	sub := runCmdStdin(t, cmdTimeout, os.Environ(), string(spec), "ssh", h.sshArgs(0, "~/.sky/bin/sky agent submit --json")...)
+	var res struct {
+		JobID int `json:"job_id"`
+	}
+	if err := json.Unmarshal([]byte(sub.stdout), &res); err != nil || sub.code != 0 || res.JobID != 4 {
+		t.Fatalf("submitting a job with a setup to the head agent: %s\nwant job 4", sub)
+	}
+	logs := e.exec(cmdTimeout, nil, "logs", "pc", "4")
+	if logs.code != 100 || !setupFailedLine.MatchString(logs.stdout) || !strings.Contains(logs.stdout, "setup on "+h.Names[1]+" fails") {
+		t.Errorf("sky logs of the failed setup: want exit 100, node 1's output and SkyPilot's setup failure line:\n%q", logs.out())
+	}
+	if strings.Contains(logs.stdout, "run-should-not-start") {
+		t.Errorf("run started after the failed setup:\n%s", logs.stdout)
+	}
+	if j := e.queue("pc")[4]; j.Status != "FAILED_SETUP" || fmt.Sprint(j.ReturnCodes) != "[137 5]" {
+		t.Errorf("job 4 = %+v, want FAILED_SETUP with return codes [137 5]", j)
+	}
+	for i := 0; i < 2; i++ {
+		if left := h.markedProcs(t, i, mark); len(left) > 0 {
+			t.Errorf("after the failed setup, host %s still runs:\n%s", h.IPs[i], strings.Join(left, "\n"))
 		}
 	}
 }
