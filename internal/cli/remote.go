@@ -22,6 +22,30 @@ import (
 type callOptions struct {
 	Async  bool // print the request id and return
 	Stream bool // copy the request log to stdout while it runs
+	// Progress, when set, is the terminal's progress display the log goes
+	// through; the caller owns it, so a stage line it wrote before the
+	// call can be completed after it.
+	Progress *progressWriter
+}
+
+// remoteError is a failed request's error with the type the server gave
+// it (ClusterDoesNotExist, NotSupportedError, ...): commands react to the
+// type as SkyPilot's client reacts to its exception classes.
+type remoteError struct {
+	Type string
+	Msg  string
+}
+
+func (e *remoteError) Error() string { return e.Msg }
+
+// errorType is the server's type of a failed request's error, "" for any
+// other error.
+func errorType(err error) string {
+	var re *remoteError
+	if errors.As(err, &re) {
+		return re.Type
+	}
+	return ""
 }
 
 // call submits op to the API server, streams its log when asked, and
@@ -45,7 +69,10 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	defer stop()
 	if co.Stream {
 		var out io.Writer = f.IO.Out
-		if f.IO.IsTTY {
+		switch {
+		case co.Progress != nil:
+			out = co.Progress
+		case f.IO.IsTTY:
 			pw := newProgressWriter(f.IO.Out)
 			defer pw.Close()
 			out = pw
@@ -66,7 +93,7 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	}
 	var re *client.RequestError
 	if errors.As(err, &re) {
-		return errors.New(re.Message)
+		return &remoteError{Type: re.Type, Msg: re.Message}
 	}
 	return err
 }
