@@ -220,9 +220,15 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	body := api.LaunchBody{Task: spec, ClusterName: name, Dryrun: opts.DryRun, Detach: opts.Detach,
 		NoSetup: opts.NoSetup || opts.Fast, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
 		Down: opts.Autostop.Down, Command: "sky " + strings.Join(os.Args[1:], " ")}
-	if !opts.DryRun {
-		if err := opts.IO.Confirm(fmt.Sprintf("Launching on cluster '%s'.", name), opts.Yes); err != nil {
+	if !opts.DryRun && !opts.Yes {
+		q, err := f.launchQuestion(name)
+		if err != nil {
 			return err
+		}
+		if q != "" {
+			if err := opts.IO.Confirm(q, false); err != nil {
+				return err
+			}
 		}
 	}
 	var res api.LaunchResult
@@ -236,6 +242,34 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 		return nil
 	}
 	return jobExit(res.Status)
+}
+
+// launchQuestion is what to ask before launching on cluster name, as
+// SkyPilot asks it: before provisioning a new cluster, restarting a
+// stopped one or reusing another user's; "" when the launch only reuses
+// an UP cluster of the caller's.
+func (f *Factory) launchQuestion(name string) (string, error) {
+	var own []api.ClusterRecord
+	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}}, &own, callOptions{}); err != nil {
+		return "", err
+	}
+	if len(own) > 0 {
+		if own[0].Status == "STOPPED" {
+			return fmt.Sprintf("Restarting the stopped cluster '%s'. Proceed?", name), nil
+		}
+		return "", nil
+	}
+	var anyone []api.ClusterRecord
+	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}, AllUsers: true}, &anyone, callOptions{}); err != nil {
+		return "", err
+	}
+	if len(anyone) == 0 {
+		return fmt.Sprintf("Launching a new cluster '%s'. Proceed?", name), nil
+	}
+	if c := anyone[0]; c.Status == "STOPPED" {
+		return fmt.Sprintf("Restarting the stopped cluster '%s' created by another user '%s'. Proceed?", name, c.UserName), nil
+	}
+	return fmt.Sprintf("Cluster '%s' was created by another user '%s'. Reusing the cluster. Proceed?", name, anyone[0].UserName), nil
 }
 
 func execRunRemote(f *Factory, opts *ExecOptions) error {
