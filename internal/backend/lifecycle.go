@@ -47,7 +47,7 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "Stopping cluster %s...\n", name)
+	// "Stopping cluster <c>...done." is the client's line, once the request ends.
 	if err := p.Stop(ctx, name); err != nil {
 		var ns *provision.NotSupportedError
 		if errors.As(err, &ns) {
@@ -63,11 +63,7 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 		c.Autostop, c.ToDown = -1, false
 		return "stopped by user", nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(log, "Cluster %s stopped.\n", name)
-	return nil
+	return err
 }
 
 // Start restarts a stopped cluster's nodes and agents.
@@ -122,7 +118,7 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "Terminating cluster %s...\n", name)
+	// "Terminating cluster <c>...done." is the client's line, once the request ends.
 	if p, perr := b.provisioner(h); perr == nil {
 		if err := p.Terminate(ctx, name); err != nil && !purge {
 			return fmt.Errorf("terminating %s: %w (use --purge to remove the record anyway)", name, err)
@@ -150,9 +146,7 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	}
 	if !removed {
 		fmt.Fprintf(log, "Cluster %s was already removed by another request.\n", name)
-		return nil
 	}
-	fmt.Fprintf(log, "Cluster %s terminated.\n", name)
 	return nil
 }
 

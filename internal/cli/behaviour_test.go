@@ -43,36 +43,6 @@ func TestColorDecision(t *testing.T) {
 	}
 }
 
-func TestConfirm(t *testing.T) {
-	tests := []struct {
-		name    string
-		yes     bool
-		tty     bool
-		input   string
-		wantErr string // "" = proceed
-		prompt  bool
-	}{
-		{name: "-y skips the prompt", yes: true, tty: false},
-		{name: "no tty refuses", tty: false, wantErr: "pass -y/--yes"},
-		{name: "enter means yes", tty: true, input: "\n", prompt: true},
-		{name: "y", tty: true, input: "y\n", prompt: true},
-		{name: "n aborts", tty: true, input: "n\n", wantErr: "aborted", prompt: true},
-		{name: "eof aborts", tty: true, input: "", wantErr: "aborted", prompt: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			io, _, errOut := testIO(tc.input, tc.tty)
-			err := io.Confirm("Tearing down cluster dev.", tc.yes)
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("err = %v, want %q", err, tc.wantErr)
-			}
-			if got := strings.Contains(errOut.String(), "Proceed? [Y/n]"); got != tc.prompt {
-				t.Errorf("prompt shown = %v, want %v (stderr %q)", got, tc.prompt, errOut.String())
-			}
-		})
-	}
-}
-
 func TestExitCodes(t *testing.T) {
 	tests := []struct {
 		err  error

@@ -90,8 +90,9 @@ type ClusterSelectOptions struct {
 	Async    bool
 }
 
-// resolve checks that exactly one way of choosing clusters was used.
-func (s *ClusterSelectOptions) resolve(verb string, args []string) error {
+// resolve checks that exactly one way of choosing clusters was used; cmd
+// is the command's name (down, stop, autostop).
+func (s *ClusterSelectOptions) resolve(cmd string, args []string) error {
 	if err := checkClusterNames(args...); err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (s *ClusterSelectOptions) resolve(verb string, args []string) error {
 		return flagErrorf("name clusters or use -a/--all or -u/--all-users, not both")
 	}
 	if len(args) == 0 && !s.All && !s.AllUsers {
-		return flagErrorf("no cluster given: name the cluster(s) to %s, or use -a/--all", verb)
+		return flagErrorf("`sky %s` requires either a cluster name or glob (see `sky status`), or the -a/--all flag for all your clusters, or the -u/--all-users flag for all clusters in your team.", cmd)
 	}
 	return nil
 }
@@ -204,7 +205,7 @@ func newStartCmd(f *Factory, runF func(*StartOptions) error) *cobra.Command {
 				return flagErrorf("name clusters or use -a/--all, not both")
 			}
 			if len(args) == 0 && !opts.All {
-				return flagErrorf("no cluster given: name the cluster(s) to start, or use -a/--all")
+				return flagErrorf("`sky start` requires either a cluster name or glob (see `sky status`), or the -a/--all flag.")
 			}
 			var err error
 			if opts.Autostop, err = auto.resolve(cmd, "idle-minutes-to-autostop"); err != nil {
@@ -251,7 +252,7 @@ restarted.`,
 			if err := validateConfigArgs(opts.Config); err != nil {
 				return err
 			}
-			if err := opts.Select.resolve("tear down", args); err != nil {
+			if err := opts.Select.resolve("down", args); err != nil {
 				return err
 			}
 			if err := opts.Graceful.validate(cmd); err != nil {
@@ -299,7 +300,7 @@ sessions (see --wait-for). --cancel removes the setting.`,
 			if err := validateConfigArgs(opts.Config); err != nil {
 				return err
 			}
-			if err := opts.Select.resolve("set autostop on", args); err != nil {
+			if err := opts.Select.resolve("autostop", args); err != nil {
 				return err
 			}
 			var err error

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"bufio"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -22,7 +19,8 @@ type IOStreams struct {
 	IsTTY bool
 	// Color is true when colour may be used (a TTY and NO_COLOR unset).
 	Color bool
-	// InTTY is true when In is a terminal, i.e. a person can answer prompts.
+	// InTTY is true when In is a terminal: a person types the answers to
+	// prompts, and the terminal echoes them.
 	InTTY bool
 }
 
@@ -106,27 +104,10 @@ func (s *IOStreams) Yellow(v string) string {
 	return "\x1b[33m" + v + "\x1b[0m"
 }
 
-// Confirm asks "<question> Proceed? [Y/n]: " and reports whether to go on.
-// yes (from -y/--yes) skips the question. Without a terminal on stdin nobody
-// can answer, so Confirm refuses rather than guessing, and says how to
-// proceed. An empty answer means yes, as in SkyPilot.
-func (s *IOStreams) Confirm(question string, yes bool) error {
-	if yes {
-		return nil
+// Red styles s in red when colour is allowed (failures).
+func (s *IOStreams) Red(v string) string {
+	if !s.Color {
+		return v
 	}
-	if !s.InTTY {
-		return fmt.Errorf("%s Confirmation is needed but stdin is not a terminal; pass -y/--yes to proceed without a prompt", strings.TrimSpace(question))
-	}
-	fmt.Fprintf(s.ErrOut, "%s Proceed? [Y/n]: ", strings.TrimSpace(question))
-	line, err := bufio.NewReader(s.In).ReadString('\n')
-	if err != nil && line == "" {
-		fmt.Fprintln(s.ErrOut)
-		return errAborted
-	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "", "y", "yes":
-		return nil
-	default:
-		return errAborted
-	}
+	return "\x1b[31m" + v + "\x1b[0m"
 }

@@ -48,8 +48,14 @@ func flagErrorf(format string, a ...any) error {
 	return &FlagError{Err: fmt.Errorf(format, a...)}
 }
 
-// errAborted is returned when the user answers "no" to a confirmation.
-var errAborted = errors.New("aborted by user")
+// errAborted is returned when the user answers "no" to a confirmation (or
+// gives no answer). Execute prints it as click does, `Aborted!` on stderr,
+// and exits 1.
+var errAborted error = abortedError{}
+
+type abortedError struct{}
+
+func (abortedError) Error() string { return "Aborted!" }
 
 // NotAvailableError is the stand-in error of commands whose machinery is not
 // built yet. Execute prints it as one line and exits 1.
@@ -90,6 +96,10 @@ func exitCodeFor(err error) int {
 func printError(w io.Writer, err error) {
 	var ee *ExitError
 	if errors.As(err, &ee) && ee.Msg == "" {
+		return
+	}
+	if errors.Is(err, errAborted) {
+		fmt.Fprintln(w, errAborted.Error())
 		return
 	}
 	msg := strings.TrimSpace(err.Error())

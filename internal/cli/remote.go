@@ -22,6 +22,30 @@ import (
 type callOptions struct {
 	Async  bool // print the request id and return
 	Stream bool // copy the request log to stdout while it runs
+	// Progress, when set, is the terminal's progress display the log goes
+	// through; the caller owns it, so a stage line it wrote before the
+	// call can be completed after it.
+	Progress *progressWriter
+}
+
+// remoteError is a failed request's error with the type the server gave
+// it (ClusterDoesNotExist, NotSupportedError, ...): commands react to the
+// type as SkyPilot's client reacts to its exception classes.
+type remoteError struct {
+	Type string
+	Msg  string
+}
+
+func (e *remoteError) Error() string { return e.Msg }
+
+// errorType is the server's type of a failed request's error, "" for any
+// other error.
+func errorType(err error) string {
+	var re *remoteError
+	if errors.As(err, &re) {
+		return re.Type
+	}
+	return ""
 }
 
 // call submits op to the API server, streams its log when asked, and
@@ -45,7 +69,10 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	defer stop()
 	if co.Stream {
 		var out io.Writer = f.IO.Out
-		if f.IO.IsTTY {
+		switch {
+		case co.Progress != nil:
+			out = co.Progress
+		case f.IO.IsTTY:
 			pw := newProgressWriter(f.IO.Out)
 			defer pw.Close()
 			out = pw
@@ -66,7 +93,7 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	}
 	var re *client.RequestError
 	if errors.As(err, &re) {
-		return errors.New(re.Message)
+		return &remoteError{Type: re.Type, Msg: re.Message}
 	}
 	return err
 }
@@ -193,9 +220,15 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	body := api.LaunchBody{Task: spec, ClusterName: name, Dryrun: opts.DryRun, Detach: opts.Detach,
 		NoSetup: opts.NoSetup || opts.Fast, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
 		Down: opts.Autostop.Down, Command: "sky " + strings.Join(os.Args[1:], " ")}
-	if !opts.DryRun {
-		if err := opts.IO.Confirm(fmt.Sprintf("Launching on cluster '%s'.", name), opts.Yes); err != nil {
+	if !opts.DryRun && !opts.Yes {
+		q, err := f.launchQuestion(name)
+		if err != nil {
 			return err
+		}
+		if q != "" {
+			if err := opts.IO.Confirm(q, false); err != nil {
+				return err
+			}
 		}
 	}
 	var res api.LaunchResult
@@ -209,6 +242,34 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 		return nil
 	}
 	return jobExit(res.Status)
+}
+
+// launchQuestion is what to ask before launching on cluster name, as
+// SkyPilot asks it: before provisioning a new cluster, restarting a
+// stopped one or reusing another user's; "" when the launch only reuses
+// an UP cluster of the caller's.
+func (f *Factory) launchQuestion(name string) (string, error) {
+	var own []api.ClusterRecord
+	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}}, &own, callOptions{}); err != nil {
+		return "", err
+	}
+	if len(own) > 0 {
+		if own[0].Status == "STOPPED" {
+			return fmt.Sprintf("Restarting the stopped cluster '%s'. Proceed?", name), nil
+		}
+		return "", nil
+	}
+	var anyone []api.ClusterRecord
+	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}, AllUsers: true}, &anyone, callOptions{}); err != nil {
+		return "", err
+	}
+	if len(anyone) == 0 {
+		return fmt.Sprintf("Launching a new cluster '%s'. Proceed?", name), nil
+	}
+	if c := anyone[0]; c.Status == "STOPPED" {
+		return fmt.Sprintf("Restarting the stopped cluster '%s' created by another user '%s'. Proceed?", name, c.UserName), nil
+	}
+	return fmt.Sprintf("Cluster '%s' was created by another user '%s'. Reusing the cluster. Proceed?", name, anyone[0].UserName), nil
 }
 
 func execRunRemote(f *Factory, opts *ExecOptions) error {

@@ -123,41 +123,6 @@ func orDash(s string) string {
 	return s
 }
 
-func selectBody(s ClusterSelectOptions) api.ClustersBody {
-	return api.ClustersBody{ClusterNames: s.Clusters, All: s.All || s.AllUsers, AllUsers: s.AllUsers}
-}
-
-func stopRunRemote(f *Factory, opts *StopOptions) error {
-	return f.call("stop", selectBody(opts.Select), nil, callOptions{Async: opts.Select.Async, Stream: true})
-}
-
-func downRunRemote(f *Factory, opts *DownOptions) error {
-	b := selectBody(opts.Select)
-	b.Purge = opts.Purge
-	return f.call("down", b, nil, callOptions{Async: opts.Select.Async, Stream: true})
-}
-
-func startRunRemote(f *Factory, opts *StartOptions) error {
-	if err := f.call("start", api.ClustersBody{ClusterNames: opts.Clusters, All: opts.All}, nil, callOptions{Async: opts.Async, Stream: true}); err != nil {
-		return err
-	}
-	if opts.Autostop.IdleMinutes != nil && !opts.Async {
-		return f.call("autostop", api.AutostopBody{ClusterNames: opts.Clusters, All: opts.All, IdleMinutes: *opts.Autostop.IdleMinutes,
-			Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor}, nil, callOptions{Stream: true})
-	}
-	return nil
-}
-
-func autostopRunRemote(f *Factory, opts *AutostopOptions) error {
-	idle := 5
-	if opts.Autostop.IdleMinutes != nil {
-		idle = *opts.Autostop.IdleMinutes
-	}
-	b := api.AutostopBody{ClusterNames: opts.Select.Clusters, All: opts.Select.All || opts.Select.AllUsers, AllUsers: opts.Select.AllUsers,
-		IdleMinutes: idle, Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Cancel: opts.Cancel}
-	return f.call("autostop", b, nil, callOptions{Async: opts.Select.Async, Stream: true})
-}
-
 type costRow struct {
 	Name        string  `json:"name"`
 	LaunchedAt  int64   `json:"launched_at"`
@@ -301,36 +266,69 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 	return jobExit(st.Status)
 }
 
+// cancelWhat names what `sky cancel` cancels, in SkyPilot's words.
+func cancelWhat(opts *CancelOptions) string {
+	switch {
+	case opts.AllUsers:
+		return "all users' jobs"
+	case opts.All:
+		return "all your jobs"
+	case len(opts.JobIDs) == 1:
+		return fmt.Sprintf("job %d", opts.JobIDs[0])
+	case len(opts.JobIDs) > 1:
+		ids := make([]string, len(opts.JobIDs))
+		for i, id := range opts.JobIDs {
+			ids[i] = fmt.Sprint(id)
+		}
+		return "jobs " + strings.Join(ids, " ")
+	}
+	return "the latest running job"
+}
+
 func cancelRunRemote(f *Factory, opts *CancelOptions) error {
 	b := api.CancelBody{ClusterName: opts.Cluster, JobIDs: opts.JobIDs, All: opts.All || opts.AllUsers, AllUsers: opts.AllUsers}
-	if len(b.JobIDs) == 0 && !b.All {
-		// SkyPilot cancels the latest job when none is named.
+	latest := len(b.JobIDs) == 0 && !b.All
+	if latest {
+		fmt.Fprintln(opts.IO.Out, "No job IDs or --all/--all-users provided; cancelling the latest running job.")
+	}
+	if err := opts.IO.Confirm(fmt.Sprintf("Cancelling %s on cluster(s): %s. Proceed?", cancelWhat(opts), opts.Cluster), opts.Yes); err != nil {
+		return err
+	}
+	// SkyPilot treats a cluster that is not there as a mistake in the
+	// command line (exit 2), not as a failure of the cancel.
+	missing := func(err error) error {
+		if errorType(err) == "ClusterDoesNotExist" {
+			return flagErrorf("Cluster '%s' does not exist.", opts.Cluster)
+		}
+		return err
+	}
+	if latest {
 		var st api.JobStatusResult
 		if err := f.call("job_status", api.LogsBody{ClusterName: opts.Cluster}, &st, callOptions{}); err != nil {
-			return err
+			return missing(err)
 		}
 		if st.JobID == 0 {
-			fmt.Fprintf(opts.IO.Out, "No job found on cluster '%s'.\n", opts.Cluster)
+			fmt.Fprintln(opts.IO.Out, "No jobs cancelled. They may be in terminal states.")
 			return nil
 		}
 		b.JobIDs = []int{st.JobID}
 	}
 	var res agentapi.CancelResult
 	if err := f.call("cancel", b, &res, callOptions{Async: opts.Async}); err != nil {
-		return err
+		return missing(err)
 	}
 	if opts.Async {
 		return nil
 	}
 	if len(res.Cancelled) == 0 {
-		fmt.Fprintf(opts.IO.Out, "No unfinished job to cancel on cluster %s.\n", opts.Cluster)
+		fmt.Fprintln(opts.IO.Out, "No jobs cancelled. They may be in terminal states.")
 		return nil
 	}
 	ids := make([]string, len(res.Cancelled))
 	for i, id := range res.Cancelled {
 		ids[i] = fmt.Sprint(id)
 	}
-	fmt.Fprintf(opts.IO.Out, "Cancelled job(s) %s on cluster %s.\n", strings.Join(ids, ", "), opts.Cluster)
+	fmt.Fprintf(opts.IO.Out, "Cancelled job ID(s): %s\n", strings.Join(ids, ", "))
 	return nil
 }
 

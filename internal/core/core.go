@@ -65,7 +65,12 @@ func New(o Options) (*Env, error) {
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
 	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky,
 		Down: func(ctx context.Context, name string, log io.Writer) error {
-			return e.Backend.Down(ctx, name, backend.User{}, true, true, log)
+			if err := e.Backend.Down(ctx, name, backend.User{}, true, true, log); err != nil {
+				return err
+			}
+			// The backend leaves the per-cluster line to whoever asked.
+			fmt.Fprintf(log, "Terminating cluster %s...done.\n", name)
+			return nil
 		},
 		Recheck: func(ctx context.Context) error {
 			_, err := e.runCheck(ctx, nil, false)

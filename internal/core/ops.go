@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -243,17 +244,15 @@ func (e *Env) autostop(ctx context.Context, r *op.Request) (any, error) {
 	if b.Cancel {
 		cfg.IdleMinutes = -1
 	}
+	// What was set is the client's to say, per cluster, as SkyPilot's does.
 	var errs []error
 	for _, n := range names {
 		if err := e.Backend.Autostop(ctx, n, userOf(r), cfg); err != nil {
 			errs = append(errs, opErr(err))
-			continue
 		}
-		if cfg.IdleMinutes < 0 {
-			fmt.Fprintf(r.Log, "Autostop cancelled on cluster %s.\n", n)
-		} else {
-			fmt.Fprintf(r.Log, "Cluster %s will %s after %d idle minutes.\n", n, map[bool]string{true: "be torn down", false: "stop"}[cfg.Down], cfg.IdleMinutes)
-		}
+	}
+	if len(errs) == 1 {
+		return names, errs[0]
 	}
 	return names, errors.Join(errs...)
 }
@@ -367,11 +366,32 @@ func (e *Env) status(ctx context.Context, r *op.Request) (any, error) {
 		}
 		picked = fresh
 	}
+	reportMissing(r.Log, b.ClusterNames, picked)
 	out := []api.ClusterRecord{}
 	for _, c := range picked {
 		out = append(out, e.record(ctx, c))
 	}
 	return out, nil
+}
+
+// reportMissing says which of the named clusters are not there, as
+// SkyPilot's server does: clients that resolve names through status (stop,
+// down, start, autostop) show this line and go on with the others.
+func reportMissing(log io.Writer, names []string, found []*state.Cluster) {
+	have := map[string]bool{}
+	for _, c := range found {
+		have[c.Name] = true
+	}
+	var missing []string
+	for _, n := range names {
+		if !have[n] {
+			have[n] = true
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(log, "Cluster(s) not found: \x1b[1m%s\x1b[0m.\n", strings.Join(missing, ", "))
+	}
 }
 
 func filterNames(cs []*state.Cluster, want map[string]bool) []*state.Cluster {

@@ -203,9 +203,14 @@ run: |
 		t.Errorf("~/.ssh/config does not include the generated entries:\n%s", b)
 	}
 
-	// Stop is not supported on SSH pools.
-	if r := e.exec(cmdTimeout, nil, "stop", "-y", "pc"); r.code == 0 || !strings.Contains(r.out(), "use sky down") {
-		t.Errorf("sky stop on an SSH cluster should fail saying to use sky down: %s", r)
+	// Stop is not supported on SSH pools: the cluster's line says so and,
+	// as in SkyPilot, the command still exits 0 after its failure line.
+	if r := e.exec(cmdTimeout, nil, "stop", "-y", "pc"); r.code != 0 || !strings.Contains(r.stdout, "use sky down") ||
+		!strings.Contains(r.stdout, "Cluster(s) failed. See details above.") {
+		t.Errorf("sky stop on an SSH cluster should report it cannot stop, saying to use sky down: %s", r)
+	}
+	if c := e.status(false)["pc"]; c.Status != "UP" {
+		t.Errorf("after a refused stop: %+v, want UP", c)
 	}
 
 	// Cancel a running 2-node job: nothing of it may stay on either host.
@@ -299,10 +304,11 @@ run: |
 	}
 	// Autostop on a pool can only tear down; the server carries it out,
 	// since the head cannot call back.
-	if r := e.exec(cmdTimeout, nil, "autostop", "pe", "-i", "5"); r.code == 0 || !strings.Contains(r.out(), "--down") {
+	if r := e.exec(cmdTimeout, nil, "autostop", "-y", "pe", "-i", "5"); r.code != 0 || !strings.Contains(r.stdout, "--down") ||
+		!strings.Contains(r.stdout, "Cluster(s) failed.") {
 		t.Errorf("autostop without --down on an SSH cluster should be refused pointing at --down: %s", r)
 	}
-	e.must("autostop", "pe", "-i", "0", "--down")
+	e.must("autostop", "-y", "pe", "-i", "0", "--down")
 	if !waitFor(45*time.Second, func() bool { _, ok := e.status(false)["pe"]; return !ok }) {
 		t.Errorf("autostop --down did not tear the SSH cluster down within 45 s: %+v", e.status(false)["pe"])
 		e.must("down", "-y", "pe")
