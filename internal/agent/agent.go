@@ -14,7 +14,7 @@
 //	sky agent queue --json [--skip-finished]
 //	sky agent status --json [JOB_ID...]      # statuses + daemon health
 //	sky agent cancel --json (JOB_ID... | --all) [--user-hash H]
-//	sky agent logs [--job N] [--rank R] [--follow] [--tail N]  # raw text; exit code per runtime.md
+//	sky agent logs [--job N] [--rank R] [--follow] [--tail N]  # the job stream as SkyPilot shows it (a rank: raw); exit code per runtime.md
 //	sky agent set-autostop --json --idle-minutes N [--down] [--wait-for M] [--hook CMD] [--hook-timeout S]
 //	sky agent stop-daemon --json
 //
