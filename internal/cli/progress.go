@@ -3,31 +3,30 @@ package cli
 import (
 	"bytes"
 	"io"
-	"strings"
+
+	"github.com/skygo/skygo/internal/ux"
 )
 
-// progressWriter shows a request log on a terminal with one live progress
-// line: a stage line of the backend ("Provisioning dev on Local...",
-// "Starting node agents...": text ending in "..." that is not a node's
-// prefixed output) is drawn without a newline and replaced by the next
-// stage; any other line ends the stage line and is printed as it is.
-// Piped output never goes through here: it stays plain lines.
-type progressWriter struct {
-	w       io.Writer
-	buf     []byte
-	pending bool // a stage line is on screen without its newline
+// streamWriter prints a request log. Its lines are SkyPilot's transcript
+// and go out unchanged, terminal or pipe, so scripts read the same lines
+// either way. The stages in progress the server sends as ux status lines
+// ("Provisioning dev on Local (1 node)...") are SkyGo's progress display:
+// on a terminal the current one is one live line under the printed ones,
+// replaced by the next stage and erased when the stage ends; into a pipe
+// they are dropped, as SkyPilot's spinners are.
+type streamWriter struct {
+	w    io.Writer
+	tty  bool
+	buf  []byte
+	live string // the stage on screen, "" when none
 }
 
-func newProgressWriter(w io.Writer) *progressWriter { return &progressWriter{w: w} }
+func newStreamWriter(w io.Writer, tty bool) *streamWriter { return &streamWriter{w: w, tty: tty} }
 
 // clearLine returns the cursor to column 0 and erases the line.
 const clearLine = "\r\x1b[K"
 
-func isStage(line string) bool {
-	return strings.HasSuffix(line, "...") && !strings.HasPrefix(line, "(")
-}
-
-func (p *progressWriter) Write(b []byte) (int, error) {
+func (p *streamWriter) Write(b []byte) (int, error) {
 	p.buf = append(p.buf, b...)
 	for {
 		i := bytes.IndexByte(p.buf, '\n')
@@ -36,35 +35,43 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 		}
 		line := string(p.buf[:i])
 		p.buf = p.buf[i+1:]
-		var out string
-		switch {
-		case isStage(line) && p.pending:
-			out = clearLine + line
-		case isStage(line):
-			out = line
-			p.pending = true
-		case p.pending:
-			out = "\n" + line + "\n"
-			p.pending = false
-		default:
-			out = line + "\n"
-		}
-		if _, err := io.WriteString(p.w, out); err != nil {
+		if _, err := io.WriteString(p.w, p.render(line)); err != nil {
 			return 0, err
 		}
 	}
 }
 
-// Close ends a pending stage line and writes a last partial line.
-func (p *progressWriter) Close() error {
-	var out string
-	if p.pending {
-		out = "\n"
-		p.pending = false
+// render is what one complete line puts on the screen.
+func (p *streamWriter) render(line string) string {
+	msg, isStatus := ux.ParseStatus(line)
+	switch {
+	case isStatus && !p.tty:
+		return ""
+	case isStatus:
+		prev := p.live
+		p.live = msg
+		if prev == "" && msg == "" {
+			return ""
+		}
+		return clearLine + msg
+	case p.live != "":
+		// Print above the live line, then draw it again.
+		return clearLine + line + "\n" + p.live
+	default:
+		return line + "\n"
 	}
+}
+
+// Close writes a last partial line and erases the live line.
+func (p *streamWriter) Close() error {
+	var out string
 	if len(p.buf) > 0 {
-		out += string(p.buf) + "\n"
+		out = p.render(string(p.buf))
 		p.buf = nil
+	}
+	if p.live != "" {
+		out += clearLine
+		p.live = ""
 	}
 	_, err := io.WriteString(p.w, out)
 	return err
