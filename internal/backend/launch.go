@@ -487,12 +487,6 @@ func (b *Backend) setReason(ctx context.Context, c *state.Cluster, h *Handle, re
 	})
 }
 
-// event records an event that moves no status.
-func (b *Backend) event(ctx context.Context, c *state.Cluster, reason string) {
-	_ = b.Store.AddClusterEvent(context.WithoutCancel(ctx), &state.ClusterEvent{ClusterName: c.Name, ClusterHash: c.ClusterHash,
-		Reason: reason, FromStatus: string(c.Status), ToStatus: string(c.Status)})
-}
-
 // onAutostopCommand is what the head agent runs when autostop fires: a
 // call back into this API server. The agent sets SKYGO_AUTOSTOP_ACTION to
 // "stop" or "down", which are exactly the sky subcommands to run.
