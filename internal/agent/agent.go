@@ -34,8 +34,8 @@
 // answer even when the daemon is down. submit talks to the daemon over the
 // socket; the daemon inserts the row and dispatches within milliseconds.
 // Setup is a phase of the job (detached setup, SETTING_UP, FAILED_SETUP
-// on failure) when the spec carries one; the backend runs non-detached
-// setup itself before submitting (exec-rank can do it per node).
+// on failure) when the spec carries one: a launch submits its setup with
+// its run, as SkyPilot does for user clusters.
 //
 // Scheduling is strict FIFO with gang placement (Schedule): a job needing
 // N nodes starts only when N nodes have its CPU demand (default 0.5) and

@@ -149,7 +149,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintln(log, "Run commands not specified or empty.")
 		return result, nil
 	}
-	return result, b.submitAndFollow(ctx, c, runners[0], &t, setup, res, user, body.Detach, result, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, log)
 }
 
 // sshAccess says whether `ssh <cluster>` reaches the cluster's head.
@@ -244,7 +244,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 		return nil, err
 	}
 	result := &api.LaunchResult{ClusterName: c.Name}
-	return result, b.submitAndFollow(ctx, c, runners[0], &t, "", res, user, body.Detach, result, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -434,7 +434,7 @@ func newHash(name string) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// hashSetup is what decides whether setup runs again on a re-launch: the
+// hashSetup is what --fast compares to skip setup on a re-launch: the
 // setup script, its environment and the workdir.
 func hashSetup(t *api.TaskSpec) string {
 	h := sha256.New()
@@ -687,7 +687,7 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 // submitAndFollow submits setup (may be empty) and the run command as one
 // job to the head agent and, unless detached, streams the job as SkyPilot
 // shows it until it ends. result gets the job's id and final status.
-func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, log io.Writer) error {
+func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
