@@ -14,7 +14,7 @@
 //	sky agent queue --json [--skip-finished]
 //	sky agent status --json [JOB_ID...]      # statuses + daemon health
 //	sky agent cancel --json (JOB_ID... | --all) [--user-hash H]
-//	sky agent logs [--job N] [--rank R] [--follow] [--tail N]  # raw text; exit code per runtime.md
+//	sky agent logs [--job N] [--rank R] [--follow] [--tail N]  # the job stream as SkyPilot shows it (a rank: raw); exit code per runtime.md
 //	sky agent set-autostop --json --idle-minutes N [--down] [--wait-for M] [--hook CMD] [--hook-timeout S]
 //	sky agent stop-daemon --json
 //
@@ -34,12 +34,12 @@
 // answer even when the daemon is down. submit talks to the daemon over the
 // socket; the daemon inserts the row and dispatches within milliseconds.
 // Setup is a phase of the job (detached setup, SETTING_UP, FAILED_SETUP
-// on failure) when the spec carries one; the backend runs non-detached
-// setup itself before submitting (exec-rank can do it per node). Every
-// rank of either phase runs as SkyPilot's job script does (script.go): an
-// interactive bash that sources ~/.bashrc, enters ~/sky_workdir and
-// exports the job's variables; when one rank fails, the other ranks of
-// the phase are killed, so a failed setup ends the job at once.
+// on failure) when the spec carries one: a launch submits its setup with
+// its run, as SkyPilot does for user clusters. Every rank of either phase
+// runs as SkyPilot's job script does (script.go): an interactive bash that
+// sources ~/.bashrc, enters ~/sky_workdir and exports the job's
+// variables; when one rank fails, the other ranks of the phase are
+// killed, so a failed setup ends the job at once.
 //
 // Scheduling is strict FIFO with gang placement (Schedule): a job needing
 // N nodes starts only when N nodes have its CPU demand (default 0.5) and

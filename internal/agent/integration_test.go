@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -448,9 +449,14 @@ func TestLogsFollowUntilJobEnds(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("logs --follow exit %d", code)
 	}
-	first, second := strings.Index(out, "(slow, pid="), strings.Index(out, ") second\n")
-	if first < 0 || second < first || !strings.Contains(out, "Job 1 finished (status: SUCCEEDED).") {
-		t.Fatalf("followed log:\n%s", out)
+	// SkyPilot's lines, byte for byte (cli-output.md §sky launch, step 9).
+	waiting := "\x1b[2m├── \x1b[0m\x1b[2mWaiting for task resources on 1 node.\x1b[0m"
+	started := "\x1b[2m└── \x1b[0mJob started. Streaming logs... \x1b[2m(Ctrl-C to exit log streaming; job will not be killed)\x1b[0m"
+	want := regexp.MustCompile("^" + regexp.QuoteMeta(waiting+"\n"+started+"\n") +
+		`\x1b\[36m\(slow, pid=[0-9]+\)\x1b\[0m first\n\x1b\[36m\(slow, pid=[0-9]+\)\x1b\[0m second\n` +
+		regexp.QuoteMeta("\x1b[0m\x1b[32m✓ Job finished (status: SUCCEEDED).\x1b[0m\x1b[0m\n") + "$")
+	if !want.MatchString(out) {
+		t.Fatalf("followed log:\n%q\nwant it to match %s", out, want)
 	}
 }
 

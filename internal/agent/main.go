@@ -486,8 +486,9 @@ func statusVerb(ctx context.Context, home string, args []string) (any, error) {
 }
 
 // logsVerb is `sky agent logs [--job N] [--rank R] [--follow] [--tail N]`:
-// raw log text on stdout; exit code from the job's status once it ended
-// (runtime.md), 102 when there is no such job.
+// the job's stream as SkyPilot's `sky logs` prints it (streamJob), or the
+// raw log of one rank or one node's setup; exit code from the job's status
+// once it ended (runtime.md), 102 when there is no such job.
 func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sky agent logs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -527,7 +528,7 @@ func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if r == nil {
 		if *job > 0 {
-			fmt.Fprintf(stderr, "Job %d not found.\n", *job)
+			fmt.Fprintf(stderr, "Job %d not found (see `sky queue`).\n", *job)
 		} else {
 			fmt.Fprintln(stderr, "No job found on this cluster.")
 		}
@@ -536,7 +537,7 @@ func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	path := r.LogDir + "/run.log"
 	switch {
 	case *setup:
-		path = fmt.Sprintf("%s/setup-%d.log", r.LogDir, *node)
+		path = r.LogDir + "/" + setupLogName(*node)
 	case *rank >= 0:
 		if *rank >= r.NumNodes {
 			fmt.Fprintf(stderr, "Job %d has ranks 0..%d, not %d.\n", r.JobID, r.NumNodes-1, *rank)
@@ -547,6 +548,24 @@ func logsVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			n = r.Nodes[*rank]
 		}
 		path = r.LogDir + "/tasks/" + rankFileName(r.NumNodes, *rank, n)
+	}
+	if !*setup && *rank < 0 {
+		load := func() (*jobRow, error) {
+			cur, err := st.get(ctx, r.JobID, false)
+			if cur != nil {
+				r = cur
+			}
+			return r, err
+		}
+		status, err := streamJob(ctx, stdout, path, *tail, *follow, load)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		if !*follow && !status.Terminal() {
+			return 0
+		}
+		return status.ExitCode()
 	}
 	status := r.Status
 	done := func() bool {

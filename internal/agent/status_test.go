@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -135,10 +136,33 @@ func TestRankWriterPrefixesLines(t *testing.T) {
 	if seen != 42 {
 		t.Errorf("pid seen = %d, want 42", seen)
 	}
-	if want := "(worker1, rank=1, pid=42) hello\n(worker1, rank=1, pid=42) partial\n"; string(run) != want {
+	// Ray's prefix, as SkyPilot's run.log has it: cyan.
+	if want := "\x1b[36m(worker1, rank=1, pid=42)\x1b[0m hello\n\x1b[36m(worker1, rank=1, pid=42)\x1b[0m partial\n"; string(run) != want {
 		t.Errorf("run.log = %q, want %q", run, want)
 	}
 	if want := "hello\npartial\n"; string(raw) != want {
 		t.Errorf("rank log = %q, want %q", raw, want)
+	}
+}
+
+// Setup output is "(setup pid=N)" in run.log on every node, whatever the
+// rank's label, as in SkyPilot's detached setup.
+func TestRankWriterPrefixesSetupLines(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := openJobLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, label := range []string{"(head, rank=0, pid=%d) ", "(worker1, rank=1, pid=%d) "} {
+		f, _ := os.Create(filepath.Join(dir, setupLogName(node)))
+		w := &rankWriter{log: lg, file: f, label: func(pid int) string { return fmt.Sprintf(label, pid) }}
+		w.setPid(40 + node)
+		w.Write([]byte(fmt.Sprintf("setup on %d\n", node)))
+		f.Close()
+	}
+	lg.close()
+	run, _ := os.ReadFile(filepath.Join(dir, "run.log"))
+	if want := "\x1b[36m(setup pid=40)\x1b[0m setup on 0\n\x1b[36m(setup pid=41)\x1b[0m setup on 1\n"; string(run) != want {
+		t.Errorf("run.log = %q, want %q", run, want)
 	}
 }

@@ -53,6 +53,9 @@ type LaunchResult struct {
 	JobID       int    `json:"job_id,omitempty"`
 	// Status is the job's final status when the run was followed.
 	Status string `json:"status,omitempty"`
+	// SSH says whether `ssh <cluster>` reaches the head node (the CLI's
+	// hints name it only then).
+	SSH bool `json:"ssh,omitempty"`
 }
 
 // ExecBody is the body of /exec.

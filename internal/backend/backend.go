@@ -1,6 +1,7 @@
 // Package backend is the cluster lifecycle: provision with failover over
 // the optimizer's candidates, start the node agents, sync the workdir and
-// file mounts, run setup, submit jobs to the head agent and read them back.
+// file mounts, submit jobs (setup and run) to the head agent and read them
+// back.
 // It reaches nodes only through provision.CommandRunner and drives the
 // agent with `sky agent <verb> --json`, so every infrastructure works the
 // same way.

@@ -23,6 +23,7 @@ import (
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
 )
 
 // User is who asked for an operation.
@@ -35,8 +36,11 @@ type User struct {
 // knows the enabled infras and the catalog.
 type Planner func(ctx context.Context, r *resources.Resources, numNodes int, blocked []optimizer.Blocked) (*optimizer.Plan, error)
 
-// Launch provisions (or reuses) a cluster, syncs, runs setup and submits
-// the task's run command as a job. Progress goes to log.
+// Launch provisions (or reuses) a cluster, syncs, and submits the task's
+// setup and run as one job (SkyPilot's detached setup: the setup runs
+// inside the job, on every launch). Progress goes to log as SkyPilot's
+// launch lines (cli-output.md §sky launch), with the stages in progress
+// as ux status lines.
 func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, plan Planner, log io.Writer) (*api.LaunchResult, error) {
 	name := body.ClusterName
 	if err := ValidateClusterName(name); err != nil {
@@ -66,23 +70,33 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	}
 
 	fresh := c == nil || h.Info == nil
+	setupHash := hashSetup(&t)
+	// --fast skips provisioning and setup only where they would change
+	// nothing: an UP cluster launched last with the same setup.
+	fast := body.Fast && !fresh && c.Status == state.ClusterUp && h.SetupHash == setupHash
 	if !fresh {
 		if err := checkFits(c, h, res, t.NumNodes); err != nil {
 			return nil, err
 		}
-		if c.Status == state.ClusterStopped {
-			fmt.Fprintf(log, "Cluster %s is stopped; starting it.\n", name)
-			if err := b.startLocked(ctx, c, h, log); err != nil {
-				return nil, err
-			}
-		} else {
-			fmt.Fprintf(log, "Reusing cluster %s (%s).\n", name, c.Status)
-		}
-	} else {
+	}
+	switch {
+	case fresh:
 		c, h, err = b.provisionWithFailover(ctx, name, t, res, user, plan, body, log)
 		if err != nil {
 			return nil, err
 		}
+	case fast:
+	default:
+		// SkyPilot provisions an existing cluster again (a no-op when it
+		// is up) and says so with the same lines.
+		fmt.Fprintln(log, launchingOn(h.Info.Cloud, h.Info.Region, h.Info.Zone))
+		if c.Status == state.ClusterStopped {
+			if err := b.restartNodes(ctx, c, h, log); err != nil {
+				fmt.Fprintln(log, ux.Failed("Failed to provision resources."))
+				return nil, err
+			}
+		}
+		fmt.Fprintln(log, instancesUp(len(h.Info.Nodes)))
 	}
 
 	runners, err := b.runners(h)
@@ -95,6 +109,9 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 			return nil, err
 		}
 	}
+	if !fast {
+		fmt.Fprintln(log, ux.Finishing("Cluster launched: "+name+"."))
+	}
 	if in, _, err := b.plugin(h); err == nil {
 		if a, ok := in.(infra.SSHAccess); ok {
 			// Rewritten on every launch: cheap, and it repairs a deleted file.
@@ -103,19 +120,18 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 			}
 		}
 	}
-	if err := b.syncWorkdir(ctx, runners, &t, log); err != nil {
+	if err := b.syncFiles(ctx, runners, &t, true, log); err != nil {
 		return nil, err
 	}
-	if err := b.syncFileMounts(ctx, runners, &t, log); err != nil {
-		return nil, err
-	}
-	setupHash := hashSetup(&t)
-	if t.Setup != "" && !body.NoSetup && (fresh || setupHash != h.SetupHash) {
-		if err := b.runSetup(ctx, c, h, runners, &t, user, log); err != nil {
-			return nil, err
-		}
-	} else if t.Setup != "" {
-		fmt.Fprintln(log, "Setup unchanged on an existing cluster: skipped.")
+	setup := t.Setup
+	switch {
+	case body.NoSetup:
+		fmt.Fprintln(log, "Setup commands skipped.")
+		setup = ""
+	case fast:
+		setup = ""
+	case setup != "":
+		fmt.Fprintln(log, ux.Finishing("Setup detached."))
 	}
 	err = b.update(ctx, c, h, func(c *state.Cluster, h *Handle) (string, error) {
 		h.SetupHash, h.Reason = setupHash, ""
@@ -128,11 +144,69 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if err := b.applyLaunchAutostop(ctx, c, h, runners[0], body, res); err != nil {
 		return nil, err
 	}
-	if t.Run == "" {
-		fmt.Fprintf(log, "Cluster %s is UP. No run command: nothing to submit.\n", name)
-		return &api.LaunchResult{ClusterName: name}, nil
+	result := &api.LaunchResult{ClusterName: name, SSH: b.sshAccess(h)}
+	if t.Run == "" && setup == "" {
+		fmt.Fprintln(log, "Run commands not specified or empty.")
+		return result, nil
 	}
-	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, log)
+}
+
+// sshAccess says whether `ssh <cluster>` reaches the cluster's head.
+func (b *Backend) sshAccess(h *Handle) bool {
+	in, _, err := b.plugin(h)
+	if err != nil {
+		return false
+	}
+	_, ok := in.(infra.SSHAccess)
+	return ok
+}
+
+// launchingOn is SkyPilot's line that opens provisioning: "Launching on
+// AWS us-east-1 (us-east-1a).", or only the cloud where the region says
+// nothing more (the local machine; an SSH pool's region is its name).
+func launchingOn(cloud, region, zone string) string {
+	region = strings.TrimPrefix(region, strings.ToLower(cloud)+"-")
+	if region == "" || strings.EqualFold(region, cloud) {
+		return ux.Starting("Launching on " + cloud + ".")
+	}
+	msg := "Launching on " + cloud + " " + region + ux.Reset
+	if zone != "" {
+		msg += " (" + zone + ")"
+	}
+	return ux.Starting(msg + ".")
+}
+
+// instancesUp is the line right after launchingOn once the nodes are up.
+func instancesUp(n int) string {
+	if n == 1 {
+		return ux.Last + "Instance is up."
+	}
+	return ux.Last + "Instances are up."
+}
+
+// stage shows a stage in progress as the client's live line on a
+// terminal (nothing in a pipe) until the returned func ends it.
+func stage(log io.Writer, format string, args ...any) (end func()) {
+	fmt.Fprintln(log, ux.Status(fmt.Sprintf(format, args...)))
+	return func() { fmt.Fprintln(log, ux.Status("")) }
+}
+
+// restartNodes brings a stopped cluster's nodes back for a launch; the
+// launch then starts their agents. (`sky start` has its own lines, in
+// startLocked.)
+func (b *Backend) restartNodes(ctx context.Context, c *state.Cluster, h *Handle, log io.Writer) error {
+	p, err := b.provisioner(h)
+	if err != nil {
+		return err
+	}
+	defer stage(log, "Starting cluster %s...", c.Name)()
+	info, err := p.Start(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	h.Info = info
+	return nil
 }
 
 // Exec submits a task to an existing UP cluster: sync workdir, no setup.
@@ -159,7 +233,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err != nil {
 		return nil, err
 	}
-	if err := b.syncWorkdir(ctx, runners, &t, log); err != nil {
+	if err := b.syncFiles(ctx, runners, &t, false, log); err != nil {
 		return nil, err
 	}
 	err = b.update(ctx, c, h, func(c *state.Cluster, _ *Handle) (string, error) {
@@ -169,7 +243,8 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err != nil {
 		return nil, err
 	}
-	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, log)
+	result := &api.LaunchResult{ClusterName: c.Name}
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -221,7 +296,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			// -r: every candidate was out of capacity; start over after a
 			// pause, until something frees up or the request is cancelled.
 			delay := b.retryDelay(round)
-			fmt.Fprintf(log, "No candidate had capacity (round %d). Retrying in %s (--retry-until-up; cancel the request to stop).\n", round, delay)
+			fmt.Fprintln(log, ux.Retrying(fmt.Sprintf("No candidate had capacity (round %d). Retrying in %s (--retry-until-up; cancel the request to stop).", round, delay)))
 			select {
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
@@ -233,6 +308,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		}
 		if err != nil {
 			if len(failures) > 0 {
+				fmt.Fprintln(log, ux.Failed("Failed to provision resources."))
 				return nil, nil, fmt.Errorf("%w\nProvisioning attempts that failed:\n  %s", err, strings.Join(failures, "\n  "))
 			}
 			return nil, nil, err
@@ -248,7 +324,8 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if err != nil {
 			failures = append(failures, err.Error())
 			blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud})
-			fmt.Fprintf(log, "Cannot use %s: %v\n", where, err)
+			fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("Cannot use %s: %v", where, err)))
+			fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
 			continue
 		}
 		_, byCapacity := plug.(infra.Capacity)
@@ -266,21 +343,27 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if err := b.recordLaunch(ctx, c, "launch: provisioning on "+where); err != nil {
 			return nil, nil, err
 		}
-		fmt.Fprintf(log, "Provisioning %s on %s (%d node%s)...\n", name, optimizer.DisplayName(cand.Cloud), t.NumNodes, plural(t.NumNodes))
+		cloud := optimizer.DisplayName(cand.Cloud)
+		fmt.Fprintln(log, launchingOn(cloud, cand.Region, cand.Zone))
+		end := stage(log, "Provisioning %s on %s (%d node%s)...", name, cloud, t.NumNodes, plural(t.NumNodes))
 		info, err := prov.Provision(ctx, spec)
+		end()
 		if err != nil {
 			var capErr *provision.CapacityError
 			if errors.As(err, &capErr) {
 				capacityFailures++
 				failures = append(failures, err.Error())
 				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
-				fmt.Fprintf(log, "No capacity on %s: %v. Trying the next candidate.\n", where, err)
+				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %v.", where, err)))
+				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
 				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
 				continue
 			}
 			b.setReason(ctx, c, h, "provisioning failed: "+err.Error())
+			fmt.Fprintln(log, ux.Failed("Failed to provision resources."))
 			return nil, nil, err
 		}
+		fmt.Fprintln(log, instancesUp(len(info.Nodes)))
 		err = b.update(ctx, c, h, func(_ *state.Cluster, h *Handle) (string, error) {
 			h.Info = info
 			if len(info.Nodes) > 0 {
@@ -351,7 +434,7 @@ func newHash(name string) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// hashSetup is what decides whether setup runs again on a re-launch: the
+// hashSetup is what --fast compares to skip setup on a re-launch: the
 // setup script, its environment and the workdir.
 func hashSetup(t *api.TaskSpec) string {
 	h := sha256.New()
@@ -404,12 +487,6 @@ func (b *Backend) setReason(ctx context.Context, c *state.Cluster, h *Handle, re
 	})
 }
 
-// event records an event that moves no status.
-func (b *Backend) event(ctx context.Context, c *state.Cluster, reason string) {
-	_ = b.Store.AddClusterEvent(context.WithoutCancel(ctx), &state.ClusterEvent{ClusterName: c.Name, ClusterHash: c.ClusterHash,
-		Reason: reason, FromStatus: string(c.Status), ToStatus: string(c.Status)})
-}
-
 // onAutostopCommand is what the head agent runs when autostop fires: a
 // call back into this API server. The agent sets SKYGO_AUTOSTOP_ACTION to
 // "stop" or "down", which are exactly the sky subcommands to run.
@@ -442,7 +519,7 @@ func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, 
 		// the server's autostop controller acts for these clusters.
 		onAutostop = ""
 	}
-	fmt.Fprintln(log, "Starting node agents...")
+	defer stage(log, "Starting node agents...")()
 	cfgs := b.agentConfigs(h, onAutostop, nodes)
 	err = parallel(len(runners), func(i int) error {
 		return b.agentCall(ctx, runners[i], cfgs[i], nil, "start")
@@ -473,11 +550,42 @@ func parallel(n int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
+// syncFiles copies the workdir to ~/sky_workdir on every node and, with
+// mounts, the file_mounts, with SkyPilot's lines.
+func (b *Backend) syncFiles(ctx context.Context, runners []provision.CommandRunner, t *api.TaskSpec, mounts bool, log io.Writer) error {
+	hasWorkdir := t.WorkdirGit != "" || t.Workdir != ""
+	if !hasWorkdir && (!mounts || len(t.FileMounts) == 0) {
+		return nil
+	}
+	fmt.Fprintln(log, ux.Starting("Syncing files."))
+	if hasWorkdir {
+		if err := b.syncWorkdir(ctx, runners, t, log); err != nil {
+			return err
+		}
+		fmt.Fprintln(log, ux.Finishing("Synced workdir."))
+	}
+	if mounts && len(t.FileMounts) > 0 {
+		if err := b.syncFileMounts(ctx, runners, t, log); err != nil {
+			return err
+		}
+		fmt.Fprintln(log, ux.Finishing("Synced file_mounts."))
+	}
+	return nil
+}
+
+// toNodes is "(to 2 nodes)" of the sync lines.
+func toNodes(n int) string { return fmt.Sprintf("(to %d node%s)", n, plural(n)) }
+
 // syncWorkdir copies the workdir to ~/sky_workdir on every node.
 func (b *Backend) syncWorkdir(ctx context.Context, runners []provision.CommandRunner, t *api.TaskSpec, log io.Writer) error {
 	switch {
 	case t.WorkdirGit != "":
-		fmt.Fprintf(log, "Cloning %s into ~/sky_workdir on %d node%s...\n", t.WorkdirGit, len(runners), plural(len(runners)))
+		src := t.WorkdirGit
+		if t.WorkdirRef != "" {
+			src += "@" + t.WorkdirRef
+		}
+		fmt.Fprintf(log, "  Syncing workdir %s: %s -> ~/sky_workdir\n", toNodes(len(runners)), src)
+		defer stage(log, "Cloning %s into ~/sky_workdir on %d node%s...", t.WorkdirGit, len(runners), plural(len(runners)))()
 		cmd := "rm -rf ~/sky_workdir && git clone --quiet " + provision.Quote(t.WorkdirGit) + " ~/sky_workdir"
 		if t.WorkdirRef != "" {
 			cmd += " && cd ~/sky_workdir && git checkout --quiet " + provision.Quote(t.WorkdirRef)
@@ -495,7 +603,8 @@ func (b *Backend) syncWorkdir(ctx context.Context, runners []provision.CommandRu
 			return fmt.Errorf("workdir %s is not a directory the API server can read; give an existing local directory", t.Workdir)
 		}
 		excludes := ignorePatterns(t.Workdir)
-		fmt.Fprintf(log, "Syncing workdir %s to ~/sky_workdir on %d node%s...\n", t.Workdir, len(runners), plural(len(runners)))
+		fmt.Fprintf(log, "  Syncing workdir %s: %s -> ~/sky_workdir\n", toNodes(len(runners)), t.Workdir)
+		defer stage(log, "Syncing workdir %s to ~/sky_workdir on %d node%s...", t.Workdir, len(runners), plural(len(runners)))()
 		return parallel(len(runners), func(i int) error {
 			return runners[i].Rsync(ctx, t.Workdir, "~/sky_workdir", provision.RsyncOptions{Excludes: excludes})
 		})
@@ -535,147 +644,20 @@ func (b *Backend) syncFileMounts(ctx context.Context, runners []provision.Comman
 		if err != nil {
 			return fmt.Errorf("file_mounts %s: source %s: %w", dst, src, err)
 		}
-		fmt.Fprintf(log, "Syncing %s -> %s\n", src, dst)
+		fmt.Fprintf(log, "  Syncing %s: %s -> %s\n", toNodes(len(runners)), src, dst)
+		end := stage(log, "Syncing %s to %s on %d node%s...", src, dst, len(runners), plural(len(runners)))
 		err = parallel(len(runners), func(i int) error {
 			if fi.IsDir() {
 				return runners[i].Rsync(ctx, src, dst, provision.RsyncOptions{Excludes: ignorePatterns(src)})
 			}
 			return runners[i].Upload(ctx, src, dst)
 		})
+		end()
 		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// clusterInfoJSON is SKYPILOT_CLUSTER_INFO.
-func clusterInfoJSON(name string, h *Handle) string {
-	raw, _ := json.Marshal(map[string]any{"cluster_name": name, "cloud": h.Info.Cloud, "region": nullable(h.Info.Region), "zone": nullable(h.Info.Zone)})
-	return string(raw)
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func gpusPerNode(h *Handle) int {
-	total := 0.0
-	for name, n := range h.GPUs {
-		if !strings.HasPrefix(strings.ToLower(name), "tpu") {
-			total += n
-		}
-	}
-	return int(math.Ceil(total))
-}
-
-// runSetup runs setup on every node at once, with the SETUP_* variables;
-// any node failing fails the launch.
-func (b *Backend) runSetup(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, t *api.TaskSpec, user User, log io.Writer) error {
-	ts := agentRunTimestamp()
-	ips := make([]string, len(runners))
-	for i, r := range runners {
-		ips[i] = r.NodeIP()
-	}
-	fmt.Fprintf(log, "Running setup on %d node%s.\n", len(runners), plural(len(runners)))
-	codes := make([]int, len(runners))
-	var mu sync.Mutex
-	err := parallel(len(runners), func(i int) error {
-		env := map[string]string{}
-		for k, v := range t.Envs {
-			env[k] = v
-		}
-		for k, v := range t.Secrets {
-			env[k] = v
-		}
-		env["SKYPILOT_SETUP_NODE_IPS"] = strings.Join(ips, "\n")
-		env["SKYPILOT_SETUP_NODE_RANK"] = fmt.Sprint(i)
-		env["SKYPILOT_SETUP_NUM_GPUS_PER_NODE"] = fmt.Sprint(gpusPerNode(h))
-		env["SKYPILOT_CLUSTER_INFO"] = clusterInfoJSON(c.Name, h)
-		env["SKYPILOT_USER"] = user.Name
-		logFile := fmt.Sprintf("~/sky_logs/%s/setup-%d.log", ts, i)
-		script := setupScript(env, t.Setup)
-		cmd := "mkdir -p ~/sky_logs/" + ts + " && { cd ~/sky_workdir 2>/dev/null || cd ~; bash -s; } > " + logFile + " 2>&1; rc=$?; cat " + logFile + "; exit $rc"
-		w := &prefixWriter{w: log, mu: &mu, prefix: fmt.Sprintf("(setup pid=node%d) ", i)}
-		if len(runners) == 1 {
-			w.prefix = "(setup) "
-		}
-		res, err := runners[i].Run(ctx, cmd, provision.RunOptions{Stdin: strings.NewReader(script), Stdout: w, Stderr: w})
-		w.flush()
-		if err != nil {
-			return err
-		}
-		codes[i] = res.ExitCode
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for i, code := range codes {
-		if code != 0 {
-			tail, _ := runners[i].Run(ctx, fmt.Sprintf("tail -n 10 ~/sky_logs/%s/setup-%d.log", ts, i), provision.RunOptions{})
-			b.event(ctx, c, fmt.Sprintf("setup failed on node %d with return code %d", i, code))
-			return &ClusterError{Type: "CommandError", Msg: fmt.Sprintf("Failed to setup with return code %d on node %d. Last lines of its setup log:\n%s",
-				code, i, strings.TrimRight(string(tail.Stdout), "\n"))}
-		}
-	}
-	return nil
-}
-
-func setupScript(env map[string]string, body string) string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var sb strings.Builder
-	sb.WriteString("unset CUDA_VISIBLE_DEVICES\n")
-	for _, k := range keys {
-		fmt.Fprintf(&sb, "export %s=%s\n", k, provision.Quote(env[k]))
-	}
-	sb.WriteString(body)
-	sb.WriteString("\n")
-	return sb.String()
-}
-
-func agentRunTimestamp() string {
-	t := time.Now()
-	return "sky-" + t.Format("2006-01-02-15-04-05") + fmt.Sprintf("-%06d", t.Nanosecond()/1000)
-}
-
-// prefixWriter prefixes each line written through it.
-type prefixWriter struct {
-	w      io.Writer
-	mu     *sync.Mutex
-	prefix string
-	buf    []byte
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
-	for {
-		i := strings.IndexByte(string(p.buf), '\n')
-		if i < 0 {
-			break
-		}
-		p.mu.Lock()
-		_, _ = io.WriteString(p.w, p.prefix+string(p.buf[:i+1]))
-		p.mu.Unlock()
-		p.buf = p.buf[i+1:]
-	}
-	return len(b), nil
-}
-
-func (p *prefixWriter) flush() {
-	if len(p.buf) > 0 {
-		p.mu.Lock()
-		_, _ = io.WriteString(p.w, p.prefix+string(p.buf)+"\n")
-		p.mu.Unlock()
-		p.buf = nil
-	}
 }
 
 // applyLaunchAutostop sets autostop from -i / --down, else from the
@@ -702,10 +684,11 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 	return b.setAutostop(ctx, c, h, head, cfg)
 }
 
-// submitAndFollow submits the run command to the head agent and, unless
-// detached, streams its log until it ends.
-func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, t *api.TaskSpec, r *resources.Resources, user User, detach bool, log io.Writer) (*api.LaunchResult, error) {
-	spec := agentapi.JobSpec{Name: t.Name, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
+// submitAndFollow submits setup (may be empty) and the run command as one
+// job to the head agent and, unless detached, streams the job as SkyPilot
+// shows it until it ends. result gets the job's id and final status.
+func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, log io.Writer) error {
+	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
 		v := r.CPUs.Value
@@ -716,20 +699,16 @@ func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Hand
 	}
 	var out agentapi.SubmitResult
 	if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
-		return nil, err
+		return err
 	}
-	result := &api.LaunchResult{ClusterName: c.Name, JobID: out.JobID}
-	fmt.Fprintf(log, "Job submitted, ID: %d\n", out.JobID)
+	result.JobID = out.JobID
+	fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job submitted, ID: %d", out.JobID)))
 	if detach {
-		fmt.Fprintf(log, "Job %d is running detached. Follow it with: sky logs %s %d\n", out.JobID, c.Name, out.JobID)
-		return result, nil
+		return nil
 	}
 	status, err := b.followJob(ctx, head, out.JobID, log)
-	if err != nil {
-		return result, err
-	}
 	result.Status = status
-	return result, nil
+	return err
 }
 
 // followJob streams a job's log to w until it ends and returns its status.

@@ -12,6 +12,7 @@ import (
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
 )
 
 var clusterNameRE = regexp.MustCompile(`^[a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?$`)
@@ -380,6 +381,11 @@ func (b *Backend) Cancel(ctx context.Context, name string, user User, ids []int,
 // Logs streams a job's log (the latest job when id is 0) to w and returns
 // the job's status when it ends (or now, without follow).
 func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, follow bool, tail int, worker *int, w io.Writer) (string, error) {
+	which := "the last job"
+	if jobID > 0 {
+		which = fmt.Sprintf("job %d", jobID)
+	}
+	fmt.Fprintln(w, ux.Styled(ux.Yellow, fmt.Sprintf("Tailing logs of %s on cluster '%s'...", which, name)))
 	head, err := b.head(ctx, name, user, true)
 	if err != nil {
 		return "", err

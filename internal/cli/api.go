@@ -544,7 +544,9 @@ func newAPILogsCmd(f *Factory) *cobra.Command {
 func streamRequest(parent context.Context, f *Factory, c *client.Client, id string, so client.StreamOptions) error {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt)
 	defer stop()
-	got, err := c.Stream(ctx, id, f.IO.Out, so)
+	out := newStreamWriter(f.IO.Out, f.IO.IsTTY)
+	got, err := c.Stream(ctx, id, out, so)
+	out.Close()
 	if got == "" {
 		got = id
 	}

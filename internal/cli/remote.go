@@ -26,6 +26,10 @@ type callOptions struct {
 	// through; the caller owns it, so a stage line it wrote before the
 	// call can be completed after it.
 	Progress *progressWriter
+	// Replay prints the request log once the request is over: the same
+	// lines as Stream for a request too short to watch, without the wait
+	// of following a log.
+	Replay bool
 }
 
 // remoteError is a failed request's error with the type the server gave
@@ -62,20 +66,19 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 		return err
 	}
 	if co.Async {
-		fmt.Fprintf(f.IO.Out, "Submitted request %s (sky.%s). Follow it with: sky api logs %s\n", id, op, id)
+		printAsyncHint(f.IO, "sky."+op, id, c.Endpoint)
 		return nil
 	}
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	if co.Stream {
-		var out io.Writer = f.IO.Out
-		switch {
-		case co.Progress != nil:
+		var out io.Writer
+		if co.Progress != nil {
 			out = co.Progress
-		case f.IO.IsTTY:
-			pw := newProgressWriter(f.IO.Out)
-			defer pw.Close()
-			out = pw
+		} else {
+			sw := newStreamWriter(f.IO.Out, f.IO.IsTTY)
+			defer sw.Close()
+			out = sw
 		}
 		_, serr := c.Stream(sctx, id, out, client.StreamOptions{Follow: true})
 		if sctx.Err() != nil {
@@ -90,6 +93,14 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	if sctx.Err() != nil {
 		fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
 		return &ExitError{Code: 130}
+	}
+	if co.Replay {
+		out := newStreamWriter(f.IO.Out, f.IO.IsTTY)
+		_, serr := c.Stream(ctx, id, out, client.StreamOptions{})
+		out.Close()
+		if serr != nil && err == nil {
+			err = serr
+		}
 	}
 	var re *client.RequestError
 	if errors.As(err, &re) {
@@ -218,18 +229,25 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 		name = generatedClusterName()
 	}
 	body := api.LaunchBody{Task: spec, ClusterName: name, Dryrun: opts.DryRun, Detach: opts.Detach,
-		NoSetup: opts.NoSetup || opts.Fast, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
+		NoSetup: opts.NoSetup, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
 		Down: opts.Autostop.Down, Command: "sky " + strings.Join(os.Args[1:], " ")}
+	printEntrypoint(opts.IO, opts.Task)
+	asked := false
 	if !opts.DryRun && !opts.Yes {
 		q, err := f.launchQuestion(name)
 		if err != nil {
 			return err
 		}
 		if q != "" {
+			asked = true
 			if err := opts.IO.Confirm(q, false); err != nil {
 				return err
 			}
 		}
+	}
+	if !asked {
+		// SkyPilot names the cluster here only when no prompt did.
+		fmt.Fprintln(opts.IO.Out, opts.IO.Cyan("Running on cluster: ")+name)
 	}
 	var res api.LaunchResult
 	if err := f.call("launch", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
@@ -238,7 +256,8 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	if opts.Async || opts.DryRun {
 		return nil
 	}
-	if res.JobID > 0 && opts.Detach {
+	printUsefulCommands(opts.IO, res.ClusterName, res.JobID, res.SSH)
+	if opts.Detach {
 		return nil
 	}
 	return jobExit(res.Status)
@@ -282,15 +301,15 @@ func execRunRemote(f *Factory, opts *ExecOptions) error {
 		return err
 	}
 	body := api.ExecBody{Task: spec, ClusterName: opts.Cluster, Detach: opts.Detach, Command: "sky " + strings.Join(os.Args[1:], " ")}
+	printEntrypoint(opts.IO, opts.Task)
+	fmt.Fprintln(opts.IO.Out, opts.IO.Cyan("Submitting job to cluster: ")+opts.Cluster)
 	var res api.LaunchResult
-	if err := f.call("exec", body, &res, callOptions{Async: opts.Async, Stream: !opts.Detach}); err != nil {
+	// Detached, the request ends at the submit: its lines are printed
+	// when it is over rather than followed.
+	if err := f.call("exec", body, &res, callOptions{Async: opts.Async, Stream: !opts.Detach, Replay: opts.Detach}); err != nil {
 		return err
 	}
-	if opts.Async {
-		return nil
-	}
-	if opts.Detach {
-		fmt.Fprintf(opts.IO.Out, "Job submitted, ID: %d\n", res.JobID)
+	if opts.Async || opts.Detach {
 		return nil
 	}
 	return jobExit(res.Status)

@@ -243,7 +243,8 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 		}
 		if st.Status == "" {
 			if len(opts.JobIDs) > 0 {
-				fmt.Fprintf(opts.IO.Out, "Job %d not found on cluster %s.\n", opts.JobIDs[0], opts.Cluster)
+				fmt.Fprintf(opts.IO.Out, "Job %d: None\n", opts.JobIDs[0])
+				fmt.Fprintln(opts.IO.Out, opts.IO.Red(fmt.Sprintf("Job %d not found", opts.JobIDs[0])))
 			} else {
 				fmt.Fprintf(opts.IO.Out, "No job found on cluster '%s'.\n", opts.Cluster)
 			}
@@ -260,7 +261,10 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 	if err := f.call("logs", b, &st, callOptions{Stream: true}); err != nil {
 		return err
 	}
-	if !opts.Follow {
+	if st.Status == "" {
+		return &ExitError{Code: agentapi.ExitNotFound} // the stream said which job
+	}
+	if !opts.Follow && !agentapi.Status(st.Status).Terminal() {
 		return nil
 	}
 	return jobExit(st.Status)

@@ -147,10 +147,12 @@ run: |
 	}
 }
 
-// TestSetupOnce: setup runs on every node on the first launch, is skipped
-// on a re-launch of the same YAML, re-runs when changed, and a failing
-// setup fails the launch without queueing a job.
-func TestSetupOnce(t *testing.T) {
+// TestSetupInEveryJob: as in SkyPilot, setup runs inside each launch's
+// job (detached setup), on every node with the SETUP_* variables: again
+// on a re-launch of the same YAML; --fast on the unchanged UP cluster and
+// --no-setup skip it; a failing setup fails the job (FAILED_SETUP, exit
+// 100) without running the run command.
+func TestSetupInEveryJob(t *testing.T) {
 	e := newEnv(t)
 	task := func(setup string) string {
 		return writeFile(t, "setup.yaml", "num_nodes: 2\nsetup: |\n  "+setup+"\nrun: echo run-$SKYPILOT_NODE_RANK\n")
@@ -159,30 +161,57 @@ func TestSetupOnce(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(e.nodeHome("su", node), "setup-count"))
 		return strings.Count(string(b), "\n")
 	}
-	v1 := task(`echo SETUP-V1; echo x >> ~/setup-count`)
+	v1 := task(`echo SETUP-V1; echo x >> ~/setup-count; env -0 > ~/setup-env`)
 
 	r := e.must("launch", "-y", "-c", "su", v1)
-	if !strings.Contains(r.stdout, "SETUP-V1") || count(0) != 1 || count(1) != 1 {
-		t.Fatalf("first launch: setup should run once per node (counts %d, %d):\n%s", count(0), count(1), r.stdout)
+	if !strings.Contains(r.stdout, "(setup pid=") || !strings.Contains(r.stdout, "SETUP-V1") || count(0) != 1 || count(1) != 1 {
+		t.Fatalf("first launch: setup should run once per node in the job (counts %d, %d):\n%s", count(0), count(1), r.stdout)
+	}
+	if !strings.Contains(r.stdout, "Setup detached.") || strings.Index(r.stdout, "SETUP-V1") < strings.Index(r.stdout, "Job started.") {
+		t.Errorf("setup output should come in the job's stream, after \"Job started\":\n%s", r.stdout)
+	}
+	headIP := strings.TrimSpace(e.must("status", "su", "--ip").stdout)
+	for node := 0; node < 2; node++ {
+		env := parseEnvFile(t, filepath.Join(e.nodeHome("su", node), "setup-env"))
+		ips := strings.Split(env["SKYPILOT_SETUP_NODE_IPS"], "\n")
+		if env["SKYPILOT_SETUP_NODE_RANK"] != fmt.Sprint(node) || len(ips) != 2 || ips[0] != headIP ||
+			env["SKYPILOT_SETUP_NUM_GPUS_PER_NODE"] != "0" || env["SKYPILOT_NUM_NODES"] != "2" {
+			t.Errorf("node %d: setup env SKYPILOT_SETUP_NODE_RANK=%q SKYPILOT_SETUP_NODE_IPS=%q SKYPILOT_SETUP_NUM_GPUS_PER_NODE=%q SKYPILOT_NUM_NODES=%q",
+				node, env["SKYPILOT_SETUP_NODE_RANK"], env["SKYPILOT_SETUP_NODE_IPS"], env["SKYPILOT_SETUP_NUM_GPUS_PER_NODE"], env["SKYPILOT_NUM_NODES"])
+		}
 	}
 	r = e.must("launch", "-y", "-c", "su", v1)
-	if strings.Contains(r.stdout, "SETUP-V1") || count(0) != 1 || count(1) != 1 {
-		t.Errorf("re-launch of the same YAML re-ran setup (counts %d, %d):\n%s", count(0), count(1), r.stdout)
+	if !strings.Contains(r.stdout, "SETUP-V1") || count(0) != 2 || count(1) != 2 {
+		t.Errorf("re-launch of the same YAML: setup should run again in the new job (counts %d, %d):\n%s", count(0), count(1), r.stdout)
 	}
-	if !strings.Contains(r.stdout, "run-0") {
-		t.Errorf("re-launch did not run the task:\n%s", r.stdout)
+	r = e.must("launch", "-y", "--fast", "-c", "su", v1)
+	if strings.Contains(r.stdout, "SETUP-V1") || strings.Contains(r.stdout, "Launching on") || count(0) != 2 || !strings.Contains(r.stdout, "run-0") {
+		t.Errorf("--fast on the unchanged UP cluster: want no provisioning and no setup, but the run (counts %d, %d):\n%s", count(0), count(1), r.stdout)
 	}
-	r = e.must("launch", "-y", "-c", "su", task(`echo SETUP-V2; echo x >> ~/setup-count`))
-	if !strings.Contains(r.stdout, "SETUP-V2") || count(0) != 2 || count(1) != 2 {
-		t.Errorf("changed setup did not re-run on every node (counts %d, %d):\n%s", count(0), count(1), r.stdout)
+	r = e.must("launch", "-y", "--no-setup", "-c", "su", v1)
+	if strings.Contains(r.stdout, "SETUP-V1") || !strings.Contains(r.stdout, "Setup commands skipped.") || count(0) != 2 || !strings.Contains(r.stdout, "run-1") {
+		t.Errorf("--no-setup: want \"Setup commands skipped.\", no setup, the run (counts %d, %d):\n%s", count(0), count(1), r.stdout)
 	}
+	r = e.must("launch", "-y", "--fast", "-c", "su", task(`echo SETUP-V2; echo x >> ~/setup-count`))
+	if !strings.Contains(r.stdout, "SETUP-V2") || count(0) != 3 || count(1) != 3 {
+		t.Errorf("--fast with a changed setup: setup should run (counts %d, %d):\n%s", count(0), count(1), r.stdout)
+	}
+
 	jobsBefore := len(e.queue("su"))
 	bad := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "su", task(`echo BAD-SETUP; exit 7`))
-	if bad.code == 0 || !strings.Contains(bad.out(), "Failed to setup with return code 7") {
-		t.Errorf("failing setup: %s\nwant a non-zero exit and \"Failed to setup with return code 7\"", bad)
+	if bad.code != 100 || !strings.Contains(bad.stdout, "setup failed. Failed workers: (pid=") ||
+		!strings.Contains(bad.stdout, "returncode=7)") || !strings.Contains(bad.stdout, "See error logs above for more details.") {
+		t.Errorf("failing setup: %s\nwant exit 100 and SkyPilot's \"setup failed. Failed workers: (pid=...\" line", bad)
 	}
-	if n := len(e.queue("su")); n != jobsBefore {
-		t.Errorf("failing setup queued a job: %d jobs, had %d", n, jobsBefore)
+	if strings.Contains(bad.stdout, "run-0") {
+		t.Errorf("the run command ran after a failed setup:\n%s", bad.stdout)
+	}
+	jobs := e.queue("su")
+	if j := jobs[jobsBefore+1]; len(jobs) != jobsBefore+1 || j.Status != "FAILED_SETUP" {
+		t.Errorf("failing setup: want one more job, FAILED_SETUP; got %d jobs (had %d), last %+v", len(jobs), jobsBefore, j)
+	}
+	if st := e.exec(cmdTimeout, nil, "logs", "su", fmt.Sprint(jobsBefore+1), "--status"); st.code != 100 {
+		t.Errorf("logs --status of a FAILED_SETUP job: %s\nwant exit 100", st)
 	}
 }
 
@@ -438,7 +467,7 @@ func TestInlineAndJSON(t *testing.T) {
 	before := time.Now().Unix()
 	r := e.must("launch", "-y", "-c", "x", "--", "echo hi")
 	after := time.Now().Unix()
-	if !regexp.MustCompile(`(?m)\) hi$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`(?m)\)(\x1b\[0m)? hi$`).MatchString(r.stdout) {
 		t.Errorf("inline `echo hi` output not shown:\n%s", r.stdout)
 	}
 

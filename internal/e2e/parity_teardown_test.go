@@ -147,7 +147,8 @@ func TestPromptsReadStdin(t *testing.T) {
 
 	// yes | sky launch: a new cluster is asked about and launched.
 	r := e.sh(`yes | "$SKY" launch -c pc -- echo launched-by-yes`)
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "Launching a new cluster 'pc'. Proceed? [Y/n]: ") || !strings.Contains(r.stdout, "launched-by-yes") {
+	// SkyPilot's first line says what will run; the question follows.
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Command to run: echo launched-by-yes\nLaunching a new cluster 'pc'. Proceed? [Y/n]: ") || !strings.Contains(r.stdout, "(task, pid=") {
 		t.Fatalf("%s\nwant the launch prompt answered by yes, and the job's output", r)
 	}
 	// An UP cluster of one's own is reused without a question.
@@ -173,7 +174,7 @@ func TestPromptsReadStdin(t *testing.T) {
 	if c := e.status(false)["pc"]; c.Status != "STOPPED" {
 		t.Fatalf("after stop: %+v, want STOPPED", c)
 	}
-	wantRun(t, e.sh(`"$SKY" launch -c pc -- true </dev/null`), 1, "Restarting the stopped cluster 'pc'. Proceed? [Y/n]: ", "Aborted!\n")
+	wantRun(t, e.sh(`"$SKY" launch -c pc -- true </dev/null`), 1, "Command to run: true\nRestarting the stopped cluster 'pc'. Proceed? [Y/n]: ", "Aborted!\n")
 	wantRun(t, e.stdin("no\n", "start", "pc"), 1, "Restarting 1 cluster: pc. Proceed? [Y/n]: ", "Aborted!\n")
 	if c := e.status(false)["pc"]; c.Status != "STOPPED" {
 		t.Fatalf("after refused restarts: %+v, want STOPPED", c)

@@ -43,4 +43,25 @@ func TestReadmeMainJob(t *testing.T) {
 			t.Errorf("README main job output lacks %q:\n%s", want, r.out())
 		}
 	}
+	// Piped, it reads like SkyPilot's launch (VALIDATE_LAUNCH_OUTPUT's
+	// checks that do not depend on the smoke test's own task).
+	for _, c := range []struct {
+		first  string
+		within int
+		next   []string
+	}{
+		{"Launching on", 1, []string{"Instances are up."}},
+		{"Setup detached", 5, []string{"Job submitted"}},
+		{"Job submitted, ID:", 1, []string{"Waiting for task resources on 2 nodes."}},
+		{"Job started. Streaming logs...", 1, []string{"(setup pid=", "setup on node"}},
+		{"Job finished (status: SUCCEEDED)", 5, []string{"Job ID: 1"}},
+		{"Useful Commands", 1, []string{"Job ID:"}},
+	} {
+		if !lineAfter(r.stdout, c.first, c.within, c.next...) {
+			t.Errorf("README main job: no line with %q within %d line(s) after %q:\n%s", c.next, c.within, c.first, r.stdout)
+		}
+	}
+	if strings.Count(r.stdout, "(setup pid=") != 2 || r.stderr != "" {
+		t.Errorf("README main job: want setup output from both nodes and nothing on stderr:\n%s", r)
+	}
 }
