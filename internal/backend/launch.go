@@ -50,7 +50,10 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if err != nil {
 		return nil, fmt.Errorf("task resources: %w", err)
 	}
-	defer b.lock(name)()
+	// The lock covers changing the cluster, not watching it: once the job
+	// is submitted, a down or stop must not wait for the job to end.
+	unlock := sync.OnceFunc(b.lock(name))
+	defer unlock()
 
 	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
 	var nf *ClusterError
@@ -128,7 +131,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintf(log, "Cluster %s is UP. No run command: nothing to submit.\n", name)
 		return &api.LaunchResult{ClusterName: name}, nil
 	}
-	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, log)
+	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, unlock, log)
 }
 
 // Exec submits a task to an existing UP cluster: sync workdir, no setup.
@@ -165,7 +168,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err != nil {
 		return nil, err
 	}
-	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, log)
+	return b.submitAndFollow(ctx, c, h, runners[0], &t, res, user, body.Detach, nil, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -699,8 +702,9 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 }
 
 // submitAndFollow submits the run command to the head agent and, unless
-// detached, streams its log until it ends.
-func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, t *api.TaskSpec, r *resources.Resources, user User, detach bool, log io.Writer) (*api.LaunchResult, error) {
+// detached, streams its log until it ends. submitted (if not nil) is
+// called once the job is on the cluster, before following it.
+func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Handle, head provision.CommandRunner, t *api.TaskSpec, r *resources.Resources, user User, detach bool, submitted func(), log io.Writer) (*api.LaunchResult, error) {
 	spec := agentapi.JobSpec{Name: t.Name, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
@@ -713,6 +717,9 @@ func (b *Backend) submitAndFollow(ctx context.Context, c *state.Cluster, h *Hand
 	var out agentapi.SubmitResult
 	if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
 		return nil, err
+	}
+	if submitted != nil {
+		submitted()
 	}
 	result := &api.LaunchResult{ClusterName: c.Name, JobID: out.JobID}
 	fmt.Fprintf(log, "Job submitted, ID: %d\n", out.JobID)
