@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,27 +21,42 @@ import (
 type callOptions struct {
 	Async  bool // print the request id and return
 	Stream bool // copy the request log to stdout while it runs
+	// CancelOnStop is for requests whose only use is what this command
+	// shows (log tails): a stop signal cancels the request instead of
+	// leaving it running for nobody.
+	CancelOnStop bool
 }
 
 // call submits op to the API server, streams its log when asked, and
-// decodes the result. Ctrl-C while streaming detaches: the request keeps
-// running and the user is told how to re-attach.
+// decodes the result. A stop signal (Ctrl-C, SIGTERM, SIGHUP) while it
+// waits either cancels the request (CancelOnStop) or leaves it running
+// and says how to re-attach, as SkyPilot does.
 func (f *Factory) call(op string, body, result any, co callOptions) error {
 	c, err := f.Client()
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx, caught, stop := stopContext(context.Background())
+	defer stop()
 	id, err := c.Submit(ctx, op, body)
 	if err != nil {
+		if sig := caught(); sig != nil {
+			return signalExit(sig)
+		}
 		return err
 	}
 	if co.Async {
 		fmt.Fprintf(f.IO.Out, "Submitted request %s (sky.%s). Follow it with: sky api logs %s\n", id, op, id)
 		return nil
 	}
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
+	stopped := func() error {
+		if co.CancelOnStop {
+			cancelFollowed(f.IO.ErrOut, c, id)
+		} else {
+			printContinues(f.IO, f.IO.ErrOut, c.Endpoint, id)
+		}
+		return signalExit(caught())
+	}
 	if co.Stream {
 		var out io.Writer = f.IO.Out
 		if f.IO.IsTTY {
@@ -50,19 +64,17 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 			defer pw.Close()
 			out = pw
 		}
-		_, serr := c.Stream(sctx, id, out, client.StreamOptions{Follow: true})
-		if sctx.Err() != nil {
-			fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
-			return &ExitError{Code: 130}
+		_, serr := c.Stream(ctx, id, out, client.StreamOptions{Follow: true})
+		if caught() != nil {
+			return stopped()
 		}
 		if serr != nil {
 			return serr
 		}
 	}
-	err = c.Wait(sctx, id, result)
-	if sctx.Err() != nil {
-		fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
-		return &ExitError{Code: 130}
+	err = c.Wait(ctx, id, result)
+	if caught() != nil {
+		return stopped()
 	}
 	var re *client.RequestError
 	if errors.As(err, &re) {
