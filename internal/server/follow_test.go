@@ -160,9 +160,13 @@ func TestLastFollowerGoneCancels(t *testing.T) {
 	if msg := errorMessage(t, rec); !strings.Contains(msg, "went away") {
 		t.Errorf("cancel reason %q does not say the client went away", msg)
 	}
-	// Cancelled means its Run returned: nothing of it is left running.
-	if j := s.exec.jobFor(id); j != nil {
-		t.Errorf("the cancelled request still has a job")
+	// The record moves first; then the job is stopped and its Run returns.
+	deadline := time.Now().Add(15 * time.Second)
+	for s.exec.jobFor(id) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled request still runs")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -231,17 +235,20 @@ func TestGetWaiterGoneCancels(t *testing.T) {
 func TestNeverFollowedCancelled(t *testing.T) {
 	release := make(chan struct{})
 	s := newTestServer(t, Options{}, tailOp("tail", release, true))
-	s.exec.attachGrace = 200 * time.Millisecond
+	// Set before the server goroutines start, so they all see it. A
+	// follower attaches within milliseconds; a second is ample.
+	s.exec.attachGrace = time.Second
 	base := liveServer(t, s)
-	lonely := submit(t, base, "tail")
 	watched := submit(t, base, "tail")
 	follow(t, base, watched)
+	lonely := submit(t, base, "tail")
 	rec := waitStatus(t, s, lonely, api.RequestCancelled)
 	if msg := errorMessage(t, rec); !strings.Contains(msg, "no client followed it") {
 		t.Errorf("cancel reason %q does not say nobody followed", msg)
 	}
-	// Well past the grace, the followed one still runs.
-	time.Sleep(5 * s.exec.attachGrace)
+	// The followed one was submitted first, so its grace has passed too;
+	// a margin more, and it still runs.
+	time.Sleep(s.exec.attachGrace)
 	if rec := statusNow(t, s, watched); rec.Status != api.RequestRunning {
 		t.Fatalf("followed request is %s, want RUNNING", rec.Status)
 	}
@@ -264,11 +271,13 @@ func TestFollowersOwnPool(t *testing.T) {
 	for range 4 {
 		tails = append(tails, submit(t, base, "tail"))
 	}
-	for _, id := range tails[:3] {
-		waitStatus(t, s, id, api.RequestRunning)
-	}
-	if got := s.exec.follow.waiting.Load(); got != 1 {
-		t.Fatalf("%d followers queued, want the fourth", got)
+	p := s.exec.follow
+	deadline := time.Now().Add(15 * time.Second)
+	for p.busy.Load() != 3 || p.waiting.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("follow pool: %d busy, %d waiting; want 3 and 1", p.busy.Load(), p.waiting.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	for _, name := range []string{"quick/long", "quick/short"} {
 		waitStatus(t, s, submit(t, base, name), api.RequestSucceeded)
