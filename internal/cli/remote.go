@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
@@ -36,7 +37,21 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, caught, stop := stopContext(context.Background())
+	// A request only this command needs is cancelled the moment a signal
+	// comes, while its stream is still open: it ends as cancelled by its
+	// user, not by the hang-up the server would notice a moment later.
+	var submitted atomic.Pointer[string]
+	var cancelledOnStop atomic.Bool
+	var onStop func()
+	if co.CancelOnStop {
+		onStop = func() {
+			if id := submitted.Load(); id != nil {
+				cancelFollowed(f.IO.ErrOut, c, *id)
+				cancelledOnStop.Store(true)
+			}
+		}
+	}
+	ctx, caught, stop := stopContext(context.Background(), onStop)
 	defer stop()
 	id, err := c.Submit(ctx, op, body)
 	if err != nil {
@@ -45,15 +60,19 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 		}
 		return err
 	}
+	submitted.Store(&id)
 	if co.Async {
 		fmt.Fprintf(f.IO.Out, "Submitted request %s (sky.%s). Follow it with: sky api logs %s\n", id, op, id)
 		return nil
 	}
 	stopped := func() error {
-		if co.CancelOnStop {
-			cancelFollowed(f.IO.ErrOut, c, id)
-		} else {
+		<-ctx.Done() // onStop has returned
+		switch {
+		case !co.CancelOnStop:
 			printContinues(f.IO, f.IO.ErrOut, c.Endpoint, id)
+		case !cancelledOnStop.Load():
+			// The signal came before the request id was known here.
+			cancelFollowed(f.IO.ErrOut, c, id)
 		}
 		return signalExit(caught())
 	}

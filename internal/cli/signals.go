@@ -18,10 +18,11 @@ import (
 // two would kill the process before it could cancel what it follows.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
-// stopContext is parent, cancelled when one of stopSignals arrives.
-// caught names that signal (nil when ctx ended otherwise); stop restores
-// the default handling, so a second signal after it kills as usual.
-func stopContext(parent context.Context) (ctx context.Context, caught func() os.Signal, stop func()) {
+// stopContext is parent, cancelled when one of stopSignals arrives,
+// after onStop (if not nil) has run. caught names that signal (nil when
+// ctx ended otherwise); stop restores the default handling, so a second
+// signal after it kills as usual.
+func stopContext(parent context.Context, onStop func()) (ctx context.Context, caught func() os.Signal, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, stopSignals...)
@@ -34,6 +35,9 @@ func stopContext(parent context.Context) (ctx context.Context, caught func() os.
 			mu.Lock()
 			got = s
 			mu.Unlock()
+			if onStop != nil {
+				onStop()
+			}
 			cancel()
 		case <-done:
 		}

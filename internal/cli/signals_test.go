@@ -13,7 +13,11 @@ import (
 // handler caught it.
 func TestStopContextCatches(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
-		ctx, caught, stop := stopContext(context.Background())
+		// onStop runs first, while what the context guards still runs.
+		ran := make(chan bool, 1)
+		handed := make(chan context.Context, 1)
+		ctx, caught, stop := stopContext(context.Background(), func() { ran <- (<-handed).Err() == nil })
+		handed <- ctx
 		if err := syscall.Kill(syscall.Getpid(), sig); err != nil {
 			t.Fatal(err)
 		}
@@ -21,6 +25,9 @@ func TestStopContextCatches(t *testing.T) {
 		case <-ctx.Done():
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%v did not end the context", sig)
+		}
+		if before := <-ran; !before {
+			t.Errorf("%v: onStop ran after the context ended", sig)
 		}
 		if got := caught(); got != sig {
 			t.Errorf("caught %v, want %v", got, sig)
@@ -36,7 +43,7 @@ func TestStopContextCatches(t *testing.T) {
 // A context that ends for another reason names no signal.
 func TestStopContextParentEnds(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
-	ctx, caught, stop := stopContext(parent)
+	ctx, caught, stop := stopContext(parent, nil)
 	defer stop()
 	cancel()
 	<-ctx.Done()

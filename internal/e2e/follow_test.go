@@ -173,6 +173,9 @@ func (e *skyEnv) logTails() []proc {
 func TestLogsFollowerStopped(t *testing.T) {
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "echo started; sleep 300")
+	// SIGTERM: the client cancels as its user; SIGKILL: the server sees
+	// the stream close.
+	reasons := map[syscall.Signal]string{syscall.SIGTERM: "cancelled by", syscall.SIGKILL: "the client following it went away"}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		f := e.start("logs", "c", "1")
 		f.waitOutput("started", 60*time.Second)
@@ -184,7 +187,9 @@ func TestLogsFollowerStopped(t *testing.T) {
 		if code := f.wait(30 * time.Second); code != 128+int(sig) {
 			t.Errorf("%v: exit code %d, want %d\n%s", sig, code, 128+int(sig), f)
 		}
-		e.waitRequest(req.RequestID, "CANCELLED", 30*time.Second)
+		if got := e.waitRequest(req.RequestID, "CANCELLED", 30*time.Second); !strings.Contains(got.Error, reasons[sig]) {
+			t.Errorf("%v: request error %s, want it to say %q", sig, got.Error, reasons[sig])
+		}
 		var left []proc
 		if !waitFor(10*time.Second, func() bool { left = e.logTails(); return len(left) == 0 }) {
 			t.Errorf("%v: log tails survive their cancelled request: %v", sig, left)
