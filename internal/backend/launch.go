@@ -54,10 +54,13 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if err != nil {
 		return nil, fmt.Errorf("task resources: %w", err)
 	}
-	unlock, err := b.lock(ctx, name)
+	release, err := b.lock(ctx, name)
 	if err != nil {
 		return nil, err
 	}
+	// The lock covers changing the cluster, not watching it: once the job
+	// is submitted, a down or stop must not wait for the job to end.
+	unlock := sync.OnceFunc(release)
 	defer unlock()
 
 	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
@@ -149,7 +152,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintln(log, "Run commands not specified or empty.")
 		return result, nil
 	}
-	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, log)
 }
 
 // sshAccess says whether `ssh <cluster>` reaches the cluster's head.
@@ -244,7 +247,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 		return nil, err
 	}
 	result := &api.LaunchResult{ClusterName: c.Name}
-	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, nil, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -686,8 +689,10 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 
 // submitAndFollow submits setup (may be empty) and the run command as one
 // job to the head agent and, unless detached, streams the job as SkyPilot
-// shows it until it ends. result gets the job's id and final status.
-func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, log io.Writer) error {
+// shows it until it ends. result gets the job's id and final status;
+// submitted (if not nil) is called once the job is on the cluster, before
+// following it.
+func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
@@ -700,6 +705,9 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 	var out agentapi.SubmitResult
 	if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
 		return err
+	}
+	if submitted != nil {
+		submitted()
 	}
 	result.JobID = out.JobID
 	fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job submitted, ID: %d", out.JobID)))

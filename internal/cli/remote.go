@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
@@ -30,6 +30,10 @@ type callOptions struct {
 	// lines as Stream for a request too short to watch, without the wait
 	// of following a log.
 	Replay bool
+	// CancelOnStop is for requests whose only use is what this command
+	// shows (log tails): a stop signal cancels the request instead of
+	// leaving it running for nobody.
+	CancelOnStop bool
 }
 
 // remoteError is a failed request's error with the type the server gave
@@ -53,24 +57,53 @@ func errorType(err error) string {
 }
 
 // call submits op to the API server, streams its log when asked, and
-// decodes the result. Ctrl-C while streaming detaches: the request keeps
-// running and the user is told how to re-attach.
+// decodes the result. A stop signal (Ctrl-C, SIGTERM, SIGHUP) while it
+// waits either cancels the request (CancelOnStop) or leaves it running
+// and says how to re-attach, as SkyPilot does.
 func (f *Factory) call(op string, body, result any, co callOptions) error {
 	c, err := f.Client()
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	// A request only this command needs is cancelled the moment a signal
+	// comes, while its stream is still open: it ends as cancelled by its
+	// user, not by the hang-up the server would notice a moment later.
+	var submitted atomic.Pointer[string]
+	var cancelledOnStop atomic.Bool
+	var onStop func()
+	if co.CancelOnStop {
+		onStop = func() {
+			if id := submitted.Load(); id != nil {
+				cancelFollowed(f.IO.ErrOut, c, *id)
+				cancelledOnStop.Store(true)
+			}
+		}
+	}
+	ctx, caught, stop := stopContext(context.Background(), onStop)
+	defer stop()
 	id, err := c.Submit(ctx, op, body)
 	if err != nil {
+		if sig := caught(); sig != nil {
+			return signalExit(sig)
+		}
 		return err
 	}
+	submitted.Store(&id)
 	if co.Async {
 		printAsyncHint(f.IO, "sky."+op, id, c.Endpoint)
 		return nil
 	}
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
+	stopped := func() error {
+		<-ctx.Done() // onStop has returned
+		switch {
+		case !co.CancelOnStop:
+			printContinues(f.IO, f.IO.ErrOut, c.Endpoint, id)
+		case !cancelledOnStop.Load():
+			// The signal came before the request id was known here.
+			cancelFollowed(f.IO.ErrOut, c, id)
+		}
+		return signalExit(caught())
+	}
 	if co.Stream {
 		var out io.Writer
 		if co.Progress != nil {
@@ -80,19 +113,17 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 			defer sw.Close()
 			out = sw
 		}
-		_, serr := c.Stream(sctx, id, out, client.StreamOptions{Follow: true})
-		if sctx.Err() != nil {
-			fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
-			return &ExitError{Code: 130}
+		_, serr := c.Stream(ctx, id, out, client.StreamOptions{Follow: true})
+		if caught() != nil {
+			return stopped()
 		}
 		if serr != nil {
 			return serr
 		}
 	}
-	err = c.Wait(sctx, id, result)
-	if sctx.Err() != nil {
-		fmt.Fprintf(f.IO.ErrOut, "\nDetached from request %s; it keeps running. Re-attach with: sky api logs %s\n", id, id)
-		return &ExitError{Code: 130}
+	err = c.Wait(ctx, id, result)
+	if caught() != nil {
+		return stopped()
 	}
 	if co.Replay {
 		out := newStreamWriter(f.IO.Out, f.IO.IsTTY)

@@ -253,12 +253,12 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 		fmt.Fprintf(opts.IO.Out, "Job %d: %s\n", st.JobID, st.Status)
 		return jobExit(st.Status)
 	case opts.Hook != "":
-		return f.call("hook_logs", b, nil, callOptions{Stream: true})
+		return f.call("hook_logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
 	case opts.SyncDown || opts.Provision:
 		return notAvailable("logs", map[bool]string{true: "--sync-down", false: "--provision"}[opts.SyncDown])
 	}
 	var st api.JobStatusResult
-	if err := f.call("logs", b, &st, callOptions{Stream: true}); err != nil {
+	if err := f.call("logs", b, &st, callOptions{Stream: true, CancelOnStop: true}); err != nil {
 		return err
 	}
 	if st.Status == "" {

@@ -99,9 +99,12 @@ func (e *Env) Ops() []op.Op {
 		{Name: "autostop", Schedule: op.Short, Run: e.autostop},
 		{Name: "queue", Schedule: op.Short, Run: e.queue},
 		{Name: "cancel", Schedule: op.Short, Run: e.cancel},
-		{Name: "logs", Schedule: op.Long, Run: e.logs},
+		// A log tail is only of use to the client reading it: it runs
+		// beside, not among, the workers of launch and down, and ends
+		// with its client.
+		{Name: "logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.logs},
 		{Name: "job_status", Schedule: op.Short, Run: e.jobStatus},
-		{Name: "hook_logs", Schedule: op.Short, Run: e.hookLogs},
+		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Run: e.hookLogs},
 		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
 	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
 }

@@ -30,8 +30,10 @@ const (
 	waiting1    = "\x1b[2m├── " + reset + "\x1b[2mWaiting for task resources on 1 node." + reset
 )
 
-func clusterLaunched(c string) string { return reset + "\x1b[32m✓ Cluster launched: " + c + "." + reset + reset }
-func jobSubmitted(id int) string      { return fmt.Sprintf(reset+"⚙︎ Job submitted, ID: %d", id) }
+func clusterLaunched(c string) string {
+	return reset + "\x1b[32m✓ Cluster launched: " + c + "." + reset + reset
+}
+func jobSubmitted(id int) string { return fmt.Sprintf(reset+"⚙︎ Job submitted, ID: %d", id) }
 func jobFinished(st string) string {
 	return reset + "\x1b[32m✓ Job finished (status: " + st + ")." + reset + reset
 }

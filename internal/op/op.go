@@ -23,6 +23,12 @@ const (
 	Short Schedule = iota
 	// Long is for provisioning-type work (launch, exec, start...).
 	Long
+	// Follow is for requests that follow something for as long as a client
+	// watches them (tailing a job's log). They get a pool of their own,
+	// so however many clients follow logs, none of them holds a worker
+	// that launch, exec, start or down are waiting for. The request record
+	// says "short", as SkyPilot's does for its log requests.
+	Follow
 )
 
 func (s Schedule) String() string {
@@ -40,10 +46,18 @@ func (s Schedule) String() string {
 // only reported CANCELLED once Run returns. Child processes must be started
 // with proc.Command (or exec.CommandContext plus a process-group kill), so
 // that cancelling also kills everything they spawned.
+//
+// CancelWhenUnfollowed marks an operation whose only use is the output it
+// feeds the client following it (a log tail): the server cancels such a
+// request once the last client streaming or waiting on it goes away, or
+// when no client comes to follow it at all, so a killed client never
+// leaves it running. Operations that change the world (launch, down...)
+// leave it false and keep running when their client leaves.
 type Op struct {
-	Name     string
-	Schedule Schedule
-	Run      func(ctx context.Context, r *Request) (any, error)
+	Name                 string
+	Schedule             Schedule
+	CancelWhenUnfollowed bool
+	Run                  func(ctx context.Context, r *Request) (any, error)
 }
 
 // Request is what an operation sees of the API request it serves.

@@ -24,7 +24,8 @@ func TestDecode(t *testing.T) {
 
 func TestScheduleNames(t *testing.T) {
 	// The names are recorded as the request's schedule_type.
-	if Short.String() != "short" || Long.String() != "long" {
-		t.Errorf("Short, Long = %q, %q", Short, Long)
+	// Follow only picks a pool; SkyPilot clients know two schedule types.
+	if Short.String() != "short" || Long.String() != "long" || Follow.String() != "short" {
+		t.Errorf("Short, Long, Follow = %q, %q, %q", Short, Long, Follow)
 	}
 }

@@ -35,10 +35,17 @@ func newPool(name string, n int) *pool {
 type job struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// For an op that is cancelled when unfollowed: how many clients
+	// stream or wait on the request now, and whether one ever did.
+	// Guarded by executor.mu.
+	cancelUnfollowed bool
+	followers        int
+	followed         bool
 }
 
-// executor runs requests on the two pools. The database record is the
-// truth; the job map only holds cancel funcs and completion signals.
+// executor runs requests on its pools. The database record is the
+// truth; the job map only holds cancel funcs, completion signals and
+// follower counts.
 type executor struct {
 	store   *state.Store
 	log     *slog.Logger
@@ -46,12 +53,25 @@ type executor struct {
 	metrics *metrics
 	long    *pool
 	short   *pool
+	follow  *pool
 	baseCtx context.Context
+	// unfollowed cancels a request nobody follows any more, saying why.
+	// It must record the outcome before cancelling (see Server.cancel).
+	unfollowed func(id, why string)
+	// attachGrace is how long a request cancelled when unfollowed waits
+	// for its first follower: a client killed between submitting and
+	// streaming never closes a stream the server could notice.
+	attachGrace time.Duration
 
 	mu   sync.Mutex
 	jobs map[string]*job
 	wg   sync.WaitGroup
 }
+
+// defaultAttachGrace is far more than a live client needs between its
+// POST and its GET /api/stream, and short enough that a forgotten log
+// tail does not hold its node process for long.
+const defaultAttachGrace = 30 * time.Second
 
 // defaultWorkers sizes the pools from CPUs and memory as SkyPilot does:
 // about 0.4 GB per long worker and 0.3 GB per short one. SkyGo's workers
@@ -68,6 +88,17 @@ func defaultWorkers(deploy bool) (long, short int) {
 		short = min(short, 16)
 	}
 	return max(long, 1), max(short, 2)
+}
+
+// defaultFollowers sizes the pool of log followers. A follower mostly
+// waits on a node process, so it costs a goroutine and that process, not
+// a worker's memory budget; the bound only keeps a runaway client from
+// exhausting processes.
+func defaultFollowers(deploy bool) int {
+	if deploy {
+		return 256
+	}
+	return 64
 }
 
 // availableMemoryGB reads MemAvailable from /proc/meminfo; 4 GB if unknown.
@@ -96,13 +127,34 @@ func (e *executor) jobFor(id string) *job {
 // submit starts the request's goroutine; it waits for a worker slot.
 func (e *executor) submit(rec *api.Request, o op.Op, req *op.Request, logFile *os.File) {
 	ctx, cancel := context.WithCancel(e.baseCtx)
-	j := &job{cancel: cancel, done: make(chan struct{})}
+	j := &job{cancel: cancel, done: make(chan struct{}), cancelUnfollowed: o.CancelWhenUnfollowed}
 	e.mu.Lock()
 	e.jobs[rec.RequestID] = j
 	e.mu.Unlock()
 	p := e.short
-	if o.Schedule == op.Long {
+	switch o.Schedule {
+	case op.Long:
 		p = e.long
+	case op.Follow:
+		p = e.follow
+	}
+	if o.CancelWhenUnfollowed {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			t := time.NewTimer(e.attachGrace)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				e.mu.Lock()
+				lonely := !j.followed
+				e.mu.Unlock()
+				if lonely {
+					e.unfollowed(rec.RequestID, fmt.Sprintf("no client followed it within %s of its submission", e.attachGrace))
+				}
+			}
+		}()
 	}
 	e.wg.Add(1)
 	go func() {
@@ -223,6 +275,35 @@ func (e *executor) cancelAndWait(id string, wait time.Duration) {
 	case <-j.done:
 	case <-time.After(wait):
 		e.log.Warn("cancelled request still running", "request_id", id, "waited", wait)
+	}
+}
+
+// followRequest registers a client that streams or waits on request id
+// until it calls the returned func, saying whether the client went away
+// (rather than seeing the request end). When the last follower of a
+// request cancelled when unfollowed goes away, the request is cancelled:
+// nobody is left to read what it produces.
+func (e *executor) followRequest(id string) (leave func(gone bool)) {
+	e.mu.Lock()
+	j := e.jobs[id]
+	if j == nil || !j.cancelUnfollowed {
+		e.mu.Unlock()
+		return func(bool) {}
+	}
+	j.followers++
+	j.followed = true
+	e.mu.Unlock()
+	var once sync.Once
+	return func(gone bool) {
+		once.Do(func() {
+			e.mu.Lock()
+			j.followers--
+			last := j.followers == 0
+			e.mu.Unlock()
+			if gone && last {
+				e.unfollowed(id, "the client following it went away")
+			}
+		})
 	}
 }
 

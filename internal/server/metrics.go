@@ -19,7 +19,7 @@ type metrics struct {
 	dbTime   *prometheus.HistogramVec
 }
 
-func newMetrics(long, short *pool) *metrics {
+func newMetrics(pools ...*pool) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -40,7 +40,7 @@ func newMetrics(long, short *pool) *metrics {
 	m.reg.MustRegister(m.requests, m.duration, m.dbTime,
 		collectors.NewGoCollector(), // includes go_goroutines
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, p := range []*pool{long, short} {
+	for _, p := range pools {
 		p := p
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "skygo_api_queue_depth",

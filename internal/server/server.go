@@ -83,6 +83,7 @@ type Options struct {
 	DBURI            string       // `db` config; SKYPILOT_DB_CONNECTION_URI wins
 	LongWorkers      int          // default from CPUs and memory
 	ShortWorkers     int
+	FollowWorkers    int          // log followers (op.Follow); default 64, 256 with Deploy
 	Logger           *slog.Logger // default: JSON lines to server.log
 	// WritePIDFile makes Serve write server.pid (what `sky api stop`
 	// reads) and remove it on exit.
@@ -209,11 +210,21 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	if opts.ShortWorkers > 0 {
 		short = opts.ShortWorkers
 	}
+	follow := defaultFollowers(opts.Deploy)
+	if opts.FollowWorkers > 0 {
+		follow = opts.FollowWorkers
+	}
 	execCtx, stop := context.WithCancel(context.Background())
 	s.stopExec = stop
 	s.exec = &executor{store: s.store, log: s.log, logDir: s.paths.RequestLogs,
-		long: newPool("long", long), short: newPool("short", short), baseCtx: execCtx, jobs: map[string]*job{}}
-	s.metrics = newMetrics(s.exec.long, s.exec.short)
+		long: newPool("long", long), short: newPool("short", short), follow: newPool("follow", follow),
+		baseCtx: execCtx, jobs: map[string]*job{}, attachGrace: defaultAttachGrace}
+	s.exec.unfollowed = func(id, why string) {
+		if _, err := s.cancel(context.Background(), id, "request cancelled: "+why, "reason", why); err != nil {
+			s.log.Error("cancel unfollowed request", "request_id", id, "err", err)
+		}
+	}
+	s.metrics = newMetrics(s.exec.long, s.exec.short, s.exec.follow)
 	s.exec.metrics = s.metrics
 	s.store.SetObserver(s.metrics.observeDB)
 	if opts.Controllers != nil {
@@ -302,6 +313,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.log.Info("API server listening", "addr", ln.Addr().String(), "pid", os.Getpid(), "version", version.Version,
 		"db", s.store.Where(), "long_workers", cap(s.exec.long.sem), "short_workers", cap(s.exec.short.sem),
+		"follow_workers", cap(s.exec.follow.sem),
 		"basic_auth", s.opts.BasicAuth, "service_accounts", s.opts.ServiceAccounts)
 	if s.loops != nil {
 		if err := s.loops.Start(ctx); err != nil {
@@ -587,7 +599,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, u api.User) (
 	if err != nil {
 		return nil, err
 	}
+	leave := s.exec.followRequest(rec.RequestID)
 	rec, err = s.waitFinal(r.Context(), rec.RequestID)
+	leave(err != nil && r.Context().Err() != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -677,20 +691,33 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u api.User
 		}
 		targets = recs
 	}
-	errJSON := encodeError(&op.Error{Type: "RequestCancelled", Message: "request cancelled by " + u.Name})
 	cancelled := []string{}
 	for _, rec := range targets {
-		ok, err := s.store.SetRequestStatus(ctx, rec.RequestID, state.ActiveRequestStatuses, api.RequestCancelled, state.RequestUpdate{Error: &errJSON})
+		ok, err := s.cancel(ctx, rec.RequestID, "request cancelled by "+u.Name, "by", u.Name)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			s.exec.cancelAndWait(rec.RequestID, 10*time.Second)
 			cancelled = append(cancelled, rec.RequestID)
-			s.log.Info("request cancelled", "request_id", rec.RequestID, "by", u.Name)
 		}
 	}
 	return cancelled, nil
+}
+
+// cancel records an active request CANCELLED with msg as its error, then
+// stops its job and waits (bounded) for it, so that its processes are
+// gone when the caller hears back. Recording first makes the outcome
+// CANCELLED rather than the FAILED a killed operation would report. It
+// says whether the request was still active; logArgs explain who asked.
+func (s *Server) cancel(ctx context.Context, id, msg string, logArgs ...any) (bool, error) {
+	errJSON := encodeError(&op.Error{Type: "RequestCancelled", Message: msg})
+	ok, err := s.store.SetRequestStatus(ctx, id, state.ActiveRequestStatuses, api.RequestCancelled, state.RequestUpdate{Error: &errJSON})
+	if err != nil || !ok {
+		return false, err
+	}
+	s.exec.cancelAndWait(id, 10*time.Second)
+	s.log.Info("request cancelled", append([]any{"request_id", id}, logArgs...)...)
+	return true, nil
 }
 
 // handleHealth never touches the worker pools and, for authenticated

@@ -50,6 +50,11 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 	}
 	var path string
 	finished := func() bool { return true }
+	// gone is set when the stream ends because its client went away, not
+	// because the log is complete; leave then tells the executor.
+	gone := false
+	leave := func(bool) {}
+	defer func() { leave(gone) }()
 	switch {
 	case parseBool(q.Get("server_logs")):
 		if !s.isAdmin(u) {
@@ -98,6 +103,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 			rec, err := s.store.GetRequest(context.WithoutCancel(ctx), id)
 			return err != nil || rec.Status.Final()
 		}
+		if follow {
+			leave = s.exec.followRequest(id)
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -131,7 +139,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 			n, err := f.Read(buf)
 			if n > 0 {
 				if _, werr := w.Write(buf[:n]); werr != nil {
-					return nil, nil // client went away
+					gone = true
+					return nil, nil
 				}
 			}
 			if err != nil {
@@ -146,6 +155,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 		}
 		select {
 		case <-ctx.Done():
+			gone = true // the peer closed the connection (or the server is stopping)
 			return nil, nil
 		case <-time.After(streamPoll):
 		}

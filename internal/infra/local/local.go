@@ -275,10 +275,27 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 			}
 		}
 	}
-	if err := os.RemoveAll(p.ClusterDir(name)); err != nil {
+	if err := removeTree(p.ClusterDir(name)); err != nil {
 		return fmt.Errorf("removing cluster %q: %w", name, err)
 	}
 	return nil
+}
+
+// removeTree removes dir once the nodes' processes are dead. The API
+// server may still be reading a node's job table in-process (a log tail
+// that just ended asks for its job's status), and SQLite creates its
+// -wal and -shm files beside the table while RemoveAll walks the
+// directory; a reader finds the table gone on the next pass, so a few
+// passes finish the job.
+func removeTree(dir string) error {
+	var err error
+	for range 5 {
+		if err = os.RemoveAll(dir); err == nil || !errors.Is(err, syscall.ENOTEMPTY) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
 }
 
 // Query implements provision.Provisioner.
