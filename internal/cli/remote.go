@@ -143,6 +143,18 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 // taskSpec turns a loaded task into what the server runs: absolute paths,
 // resources in canonical form, secrets revealed for transport (the server
 // redacts them in its records).
+// recordedCommand is the command line the server stores as the cluster's
+// last use and shows in status and the request list: it must not carry
+// the values given with --secret, nor those read from --secret-file or
+// the YAML should the user have pasted one on the line.
+func recordedCommand(args []string, secrets map[string]string) string {
+	vals := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		vals = append(vals, v)
+	}
+	return task.RedactCommandLine("sky "+strings.Join(args, " "), vals...)
+}
+
 func taskSpec(t *task.Task) (api.TaskSpec, error) {
 	s := api.TaskSpec{Name: t.Name, NumNodes: t.NumNodes, Envs: t.Envs, Setup: t.Setup, Run: t.Run}
 	if t.Resources != nil {
@@ -261,7 +273,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	}
 	body := api.LaunchBody{Task: spec, ClusterName: name, Dryrun: opts.DryRun, Detach: opts.Detach,
 		NoSetup: opts.NoSetup, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
-		Down: opts.Autostop.Down, Command: "sky " + strings.Join(os.Args[1:], " ")}
+		Down: opts.Autostop.Down, Command: recordedCommand(os.Args[1:], spec.Secrets)}
 	printEntrypoint(opts.IO, opts.Task)
 	asked := false
 	if !opts.DryRun && !opts.Yes {
@@ -331,7 +343,7 @@ func execRunRemote(f *Factory, opts *ExecOptions) error {
 	if err != nil {
 		return err
 	}
-	body := api.ExecBody{Task: spec, ClusterName: opts.Cluster, Detach: opts.Detach, Command: "sky " + strings.Join(os.Args[1:], " ")}
+	body := api.ExecBody{Task: spec, ClusterName: opts.Cluster, Detach: opts.Detach, Command: recordedCommand(os.Args[1:], spec.Secrets)}
 	printEntrypoint(opts.IO, opts.Task)
 	fmt.Fprintln(opts.IO.Out, opts.IO.Cyan("Submitting job to cluster: ")+opts.Cluster)
 	var res api.LaunchResult

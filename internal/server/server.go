@@ -31,6 +31,7 @@ import (
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/task"
 	"github.com/skygo/skygo/internal/version"
 )
 
@@ -520,6 +521,7 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		if err := json.Unmarshal(body, &fields); err != nil {
 			return nil, errf(http.StatusBadRequest, "the body of POST %s must be a JSON object: %v", r.URL.Path, err)
 		}
+		body = redactCommand(fields, body)
 		cluster, _ := fields["cluster_name"].(string)
 		entry, _ := fields["entrypoint"].(string)
 		rec := &api.Request{
@@ -753,6 +755,61 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 func parseBool(v string) bool {
 	b, _ := strconv.ParseBool(v)
 	return b
+}
+
+// redactCommand returns body with its entrypoint_command (the client's
+// command line, kept as the cluster's last use and shown by status and
+// the request list) cleared of secret values: those of --secret K=V and
+// any the body's task carries. A client of any version, not only this
+// CLI, may send it in clear, so the server does not trust it to. fields
+// is updated to match. The other fields are kept byte for byte.
+func redactCommand(fields map[string]any, body []byte) []byte {
+	cmd, ok := fields["entrypoint_command"].(string)
+	if !ok || cmd == "" {
+		return body
+	}
+	var vals []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, sub := range t {
+				if m, ok := sub.(map[string]any); ok && k == "secrets" {
+					for _, val := range m {
+						if str, ok := val.(string); ok {
+							vals = append(vals, str)
+						}
+					}
+					continue
+				}
+				walk(sub)
+			}
+		case []any:
+			for _, sub := range t {
+				walk(sub)
+			}
+		}
+	}
+	walk(fields)
+	clean := task.RedactCommandLine(cmd, vals...)
+	if clean == cmd {
+		return body
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return body
+	}
+	enc, err := json.Marshal(clean)
+	if err != nil {
+		return body
+	}
+	raw["entrypoint_command"] = enc
+	out, err := json.Marshal(raw)
+	if err != nil {
+		return body
+	}
+	fields["entrypoint_command"] = clean
+	return out
 }
 
 // redactSecrets is the body as it is recorded: every value under a

@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -102,4 +103,19 @@ func (d *DAG) Redactor() *Redactor {
 		}
 	}
 	return NewRedactor(vals...)
+}
+
+// secretArgRE finds the value of a `--secret K=V` or `--secret=K=V`
+// argument in a command line joined with spaces. "--secret-file" does not
+// match: its argument is a path, not a value.
+var secretArgRE = regexp.MustCompile(`(--secret(?:=|\s+))([A-Za-z_][A-Za-z0-9_]*)=\S*`)
+
+// RedactCommandLine returns a recorded command line ("sky launch ...")
+// safe to store and show: known secret values are replaced first (a value
+// with spaces lost its quotes when the line was joined, so only the full
+// value catches all of it), then whatever still follows a `--secret K=`,
+// which covers values too short for a Redactor.
+func RedactCommandLine(cmd string, values ...string) string {
+	cmd = NewRedactor(values...).Redact(cmd)
+	return secretArgRE.ReplaceAllString(cmd, "${1}${2}="+Redacted)
 }
