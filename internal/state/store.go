@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -98,6 +99,26 @@ func Open(ctx context.Context, uri, sqlitePath string) (*Store, error) {
 	}
 }
 
+// restrictDBFiles makes the database file and its -wal and -shm
+// companions readable by their owner only: request bodies, user records
+// and tokens live in them, and the WAL holds recent rows in full. SQLite
+// creates the companions with the mode of the database file, so creating
+// that one 0600 before the first open covers a new database; the chmod
+// covers one an older version left 0644.
+func restrictDBFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // OpenSQLite opens (creating if needed) a SQLite database file in WAL mode.
 func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
@@ -105,6 +126,9 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	if err := restrictDBFiles(path); err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
 	// busy_timeout covers other processes (e.g. a second `sky` reading);
 	// _txlock=immediate takes the write lock at BEGIN so a transaction never
@@ -126,7 +150,6 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	_ = os.Chmod(path, 0o600) // request bodies and user records live here
 	r, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		w.Close()
