@@ -249,6 +249,9 @@ func (d *daemon) drive(rj *runningJob) {
 		return
 	}
 	lg, err := openJobLog(r.LogDir)
+	if err == nil {
+		lg.withSecrets(r.Spec.Secrets)
+	}
 	if err != nil {
 		d.finish(ctx, rj, agentapi.StatusFailedDriver, nil, fmt.Sprintf("cannot write logs in %s: %v", r.LogDir, err), first)
 		return
@@ -530,7 +533,7 @@ func (d *daemon) rankLogWriter(rj *runningJob, lg *jobLog, phase string, rank, n
 	} else {
 		name = filepath.Join(lg.dir, "tasks", rankFileName(numNodes, rank, node))
 	}
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		d.log.Error("opening rank log", "path", name, "err", err)
 		f = nil

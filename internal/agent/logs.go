@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/task"
 	"github.com/skygo/skygo/internal/ux"
 )
 
@@ -38,13 +39,30 @@ type jobLog struct {
 	dir string
 	mu  sync.Mutex
 	run *os.File
+	// redact holds the job's secret values: a job that prints one must
+	// not leave it in the node's logs, which `sky logs` and the launch
+	// stream read back and which outlive the job.
+	redact *task.Redactor
+}
+
+// withSecrets makes the log redact the job's secret values from every
+// line a rank writes.
+func (l *jobLog) withSecrets(secrets map[string]string) *jobLog {
+	vals := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		vals = append(vals, v)
+	}
+	l.redact = task.NewRedactor(vals...)
+	return l
 }
 
 func openJobLog(dir string) (*jobLog, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// Owner only, like the server's request logs: a job may print a
+	// credential it was not told is a secret, or one too short to redact.
+	f, err := os.OpenFile(filepath.Join(dir, "run.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +140,9 @@ func (w *rankWriter) emit(line []byte) {
 			w.setPid(pid)
 			return
 		}
+	}
+	if w.log.redact != nil {
+		line = []byte(w.log.redact.Redact(string(line)))
 	}
 	if w.file != nil {
 		_, _ = w.file.Write(line)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,22 @@ func openStore(path string, readOnly bool) (*store, error) {
 	} else if _, err := os.Stat(path); err != nil {
 		return nil, errNoTable
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	if !readOnly {
+		// The spec column holds secrets, and SQLite gives the -wal and
+		// -shm files the database file's mode: create it 0600 before the
+		// first open.
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=secure_delete(1)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
@@ -68,8 +84,6 @@ func openStore(path string, readOnly bool) (*store, error) {
 			db.Close()
 			return nil, fmt.Errorf("creating job table %s: %w", path, err)
 		}
-		// The spec column holds secrets.
-		_ = os.Chmod(path, 0o600)
 	}
 	return &store{db: db}, nil
 }
@@ -215,6 +229,11 @@ func (s *store) transition(ctx context.Context, id int, from []agentapi.Status, 
 	if u.failureReason != nil {
 		sets, args = append(sets, "failure_reason = ?"), append(args, *u.failureReason)
 	}
+	if u.to.Terminal() {
+		// A job that is over never runs again: its secrets need not
+		// outlive it on the node.
+		sets = append(sets, `spec = json_remove(spec, '$.secrets')`)
+	}
 	q := `UPDATE jobs SET ` + strings.Join(sets, ", ") + ` WHERE job_id = ? AND status IN (?` + strings.Repeat(",?", len(from)-1) + `)`
 	args = append(args, id)
 	for _, f := range from {
@@ -228,6 +247,12 @@ func (s *store) transition(ctx context.Context, id int, from []agentapi.Status, 
 		return false, fmt.Errorf("updating job %d: %w", id, err)
 	}
 	n, _ := res.RowsAffected()
+	if n == 1 && u.to.Terminal() {
+		// The WAL still holds the row as it was; truncating it leaves the
+		// secrets only in the pages secure_delete zeroed. A reader holding
+		// the WAL makes this a no-op, and the next job's end retries.
+		_, _ = s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
 	return n == 1, nil
 }
 
