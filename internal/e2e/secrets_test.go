@@ -46,6 +46,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	}
 	record(e.must(append([]string{"exec", "sec"}, append(secretArgs, yaml)...)...))
 	record(e.must("exec", "sec", "--secret=FLAG_SECRET="+flagVal, "--", "echo exec-inline $FLAG_SECRET"))
+	record(e.must(append([]string{"validate"}, append(secretArgs, yaml)...)...))
 	record(e.must("logs", "sec", "1"))
 	record(e.must("logs", "sec", "2"))
 	record(e.must("logs", "sec", "--no-follow"))

@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
+	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/controller"
@@ -812,11 +813,42 @@ func redactCommand(fields map[string]any, body []byte) []byte {
 	return out
 }
 
+// redactYAMLSecrets returns a task YAML as a client sent it (`sky
+// validate` sends the user's file unresolved) with the values of its
+// secrets: sections replaced wherever they appear in the text. Text that
+// is not YAML has no section to find and is kept.
+func redactYAMLSecrets(y string) string {
+	var vals []string
+	dec := yaml.NewDecoder(strings.NewReader(y))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			break
+		}
+		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			continue
+		}
+		top := doc.Content[0].Content
+		for i := 0; i+1 < len(top); i += 2 {
+			if top[i].Value != "secrets" || top[i+1].Kind != yaml.MappingNode {
+				continue
+			}
+			sec := top[i+1].Content
+			for j := 1; j < len(sec); j += 2 {
+				if sec[j].Kind == yaml.ScalarNode {
+					vals = append(vals, sec[j].Value)
+				}
+			}
+		}
+	}
+	return task.NewRedactor(vals...).Redact(y)
+}
+
 // redactSecrets is the body as it is recorded: every value under a
 // "secrets" key (a task's secrets travel in the body so they can reach the
 // nodes) is replaced, so request records never hold them.
 func redactSecrets(fields map[string]any, body []byte) string {
-	if !strings.Contains(string(body), `"secrets"`) {
+	if !strings.Contains(string(body), `secrets`) {
 		return string(body)
 	}
 	var walk func(v any)
@@ -828,6 +860,10 @@ func redactSecrets(fields map[string]any, body []byte) string {
 					for name := range m {
 						m[name] = "<redacted>"
 					}
+					continue
+				}
+				if y, ok := sub.(string); ok && k == "yaml" {
+					t[k] = redactYAMLSecrets(y)
 					continue
 				}
 				walk(sub)
