@@ -199,8 +199,10 @@ echo "info=$SKYPILOT_CLUSTER_INFO"`,
 		if rank == 1 {
 			cwd = filepath.Join(c.home(1), "sky_workdir")
 		}
+		// The job had its secret: only the value itself is redacted in
+		// the log (an unset TOKEN would print "secret=").
 		for _, want := range []string{
-			fmt.Sprintf("rank=%d n=2 home=%s cwd=%s user=alice greet=hi there secret=s3cret", rank, c.home(rank), cwd),
+			fmt.Sprintf("rank=%d n=2 home=%s cwd=%s user=alice greet=hi there secret=<redacted>", rank, c.home(rank), cwd),
 			"ips=" + ip0 + "," + ip1,
 			fmt.Sprintf("task=%s_c1_%d", filepath.Base(j.LogPath), id),
 			`info={"cloud":"Local","cluster_name":"c1","region":"local","zone":null}`,
