@@ -67,8 +67,10 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 	return err
 }
 
-// Start restarts a stopped cluster's nodes and agents.
-func (b *Backend) Start(ctx context.Context, name string, user User, log io.Writer) error {
+// Start restarts a stopped cluster's nodes and agents. An UP cluster is
+// left alone unless force, which restarts its agents (a new daemon, with
+// the binary and configuration now on the nodes).
+func (b *Backend) Start(ctx context.Context, name string, user User, force bool, log io.Writer) error {
 	unlock, err := b.lock(ctx, name)
 	if err != nil {
 		return err
@@ -79,8 +81,13 @@ func (b *Backend) Start(ctx context.Context, name string, user User, log io.Writ
 		return err
 	}
 	if c.Status == state.ClusterUp {
-		fmt.Fprintf(log, "Cluster %s is already UP.\n", name)
-		return nil
+		if !force {
+			fmt.Fprintf(log, "Cluster %s is already UP.\n", name)
+			return nil
+		}
+		if err := b.restartAgents(ctx, h, log); err != nil {
+			return err
+		}
 	}
 	return b.startLocked(ctx, c, h, log)
 }

@@ -100,3 +100,16 @@ func (b *Backend) repairAgents(ctx context.Context, c *state.Cluster) (*state.Cl
 	}
 	return cur, nil
 }
+
+// restartAgents stops the head agent's daemon, so that the start that
+// follows runs a new one (with the binary and configuration now on the
+// node) instead of finding the old one alive. Jobs it was running end
+// FAILED_DRIVER, as they would at any restart of the daemon.
+func (b *Backend) restartAgents(ctx context.Context, h *Handle, log io.Writer) error {
+	runners, err := b.runners(h)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(log, "Stopping the node agents to restart them (--force)...")
+	return b.agentCall(ctx, runners[0], nil, nil, "stop-daemon")
+}

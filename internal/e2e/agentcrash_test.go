@@ -111,3 +111,32 @@ func TestAgentCrashRepairedByServer(t *testing.T) {
 		t.Errorf("exec after the repair:\n%s", r)
 	}
 }
+
+// TestStartForceRestartsAgents: `sky start -f` of an UP cluster restarts
+// its agents (a new head daemon), where without -f it is left alone.
+func TestStartForceRestartsAgents(t *testing.T) {
+	e := newEnv(t)
+	e.must("launch", "-y", "-c", "sf", "--num-nodes", "2", "--", "echo hi")
+	pid := e.headAgentPid("sf")
+
+	if r := e.must("start", "sf", "-y"); !strings.Contains(r.out(), "already has status UP") {
+		t.Errorf("start without -f of an UP cluster:\n%s", r)
+	}
+	if got := e.headAgentPid("sf"); got != pid {
+		t.Errorf("start without -f replaced the head agent (pid %d -> %d)", pid, got)
+	}
+
+	e.must("start", "sf", "-y", "-f")
+	if !waitFor(5*time.Second, func() bool { return len(procsWithEnvPid(pid, e.home)) == 0 }) {
+		t.Errorf("the old head agent (pid %d) still runs after start -f", pid)
+	}
+	if e.liveHeadAgent("sf", pid) == 0 {
+		t.Errorf("no new live head agent after start -f (old pid %d)", pid)
+	}
+	if c := e.status(false)["sf"]; c.Status != "UP" {
+		t.Errorf("cluster after start -f: %+v, want UP", c)
+	}
+	if r := e.must("exec", "sf", "--", "echo after-force"); !strings.Contains(r.stdout, "after-force") {
+		t.Errorf("exec after start -f:\n%s", r)
+	}
+}
