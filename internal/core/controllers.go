@@ -119,6 +119,16 @@ func (e *Env) reconcileStatus(ctx context.Context, name string) (controller.Resu
 		return controller.Result{}, err
 	}
 	_, err = e.Backend.Refresh(ctx, c)
+	return busyLater(err)
+}
+
+// busyLater turns "another operation holds the cluster" into a look again
+// later: that is no failure (no error logged, no growing backoff), and
+// the operation itself leaves the cluster in a state worth a new look.
+func busyLater(err error) (controller.Result, error) {
+	if errors.Is(err, backend.ErrBusy) {
+		return controller.Result{RequeueAfter: livenessBackoff}, nil
+	}
 	return controller.Result{}, err
 }
 
@@ -133,7 +143,7 @@ func (e *Env) reconcileAgent(ctx context.Context, name string) (controller.Resul
 		return controller.Result{}, err
 	}
 	_, err = e.Backend.CheckAgent(ctx, c)
-	return controller.Result{}, err
+	return busyLater(err)
 }
 
 // logWriter turns the backend's progress lines into log records.
