@@ -96,7 +96,10 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 		userHash := fs.String("user-hash", "", "only this user's jobs")
 		run = func() (any, error) { return queueVerb(ctx, home, *skip, *userHash) }
 	case "status":
-		run = func() (any, error) { return statusVerb(ctx, home, fs.Args()) }
+		// The server's liveness check asks every few seconds; a cluster's
+		// job table can be long, and only the daemon's health is wanted.
+		daemonOnly := fs.Bool("daemon-only", false, "only the daemon's health, no jobs")
+		run = func() (any, error) { return statusVerb(ctx, home, fs.Args(), *daemonOnly) }
 	case "cancel":
 		all := fs.Bool("all", false, "cancel every unfinished job")
 		userHash := fs.String("user-hash", "", "only this user's jobs")
@@ -427,7 +430,7 @@ func queueVerb(ctx context.Context, home string, skipFinished bool, userHash str
 	return out, nil
 }
 
-func statusVerb(ctx context.Context, home string, args []string) (any, error) {
+func statusVerb(ctx context.Context, home string, args []string, daemonOnly bool) (any, error) {
 	ids, err := parseIDs(args)
 	if err != nil {
 		return nil, err
@@ -453,6 +456,9 @@ func statusVerb(ctx context.Context, home string, args []string) (any, error) {
 		}
 	} else {
 		rep.Daemon.Error = err.Error()
+	}
+	if daemonOnly {
+		return rep, nil
 	}
 	st, err := openStore(p.db(), true)
 	if errors.Is(err, errNoTable) {

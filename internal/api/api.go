@@ -75,6 +75,8 @@ type ClustersBody struct {
 	Refresh      bool     `json:"refresh,omitempty"`
 	Purge        bool     `json:"purge,omitempty"`
 	SkipFinished bool     `json:"skip_finished,omitempty"`
+	// Force is start's --force: restart the agents of an UP cluster too.
+	Force bool `json:"force,omitempty"`
 }
 
 // AutostopBody is the body of /autostop.

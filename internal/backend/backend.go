@@ -56,6 +56,11 @@ type Handle struct {
 	SetupHash    string                 `json:"setup_hash,omitempty"`
 	// Reason explains an INIT cluster (a launch in flight or failed half-way).
 	Reason string `json:"reason,omitempty"`
+	// AgentDown marks an INIT that a refresh recorded because the head
+	// agent of an UP cluster died and could not be restarted: such a
+	// cluster has run its setup, so a later refresh may restart the agent
+	// and call it UP again, which it may not do for a launch cut short.
+	AgentDown bool `json:"agent_down,omitempty"`
 }
 
 // lock serialises the operations that act on a cluster's nodes (launch,
@@ -65,7 +70,19 @@ type Handle struct {
 // transaction. Taking the mutex first means at most one goroutine of this
 // server waits on the shared lock per cluster.
 func (b *Backend) lock(ctx context.Context, name string) (func(), error) {
+	m := b.clusterMutex(name)
+	m.Lock()
+	unlock, err := b.Store.LockCluster(ctx, name)
+	if err != nil {
+		m.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); m.Unlock() }, nil
+}
+
+func (b *Backend) clusterMutex(name string) *sync.Mutex {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.locks == nil {
 		b.locks = map[string]*sync.Mutex{}
 	}
@@ -74,11 +91,30 @@ func (b *Backend) lock(ctx context.Context, name string) (func(), error) {
 		m = &sync.Mutex{}
 		b.locks[name] = m
 	}
-	b.mu.Unlock()
-	m.Lock()
-	unlock, err := b.Store.LockCluster(ctx, name)
+	return m
+}
+
+// ErrBusy says that another operation holds the cluster's lock.
+var ErrBusy = errors.New("another operation on the cluster is in progress")
+
+// tryLock is lock for a background repair, which must not queue behind a
+// launch (it would hold a refresher worker for the whole setup) and
+// should not act while one runs anyway: it fails with ErrBusy at once
+// when this server holds the lock, and after a short wait when another
+// server does.
+func (b *Backend) tryLock(ctx context.Context, name string) (func(), error) {
+	m := b.clusterMutex(name)
+	if !m.TryLock() {
+		return nil, ErrBusy
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	unlock, err := b.Store.LockCluster(lctx, name)
 	if err != nil {
 		m.Unlock()
+		if lctx.Err() != nil && ctx.Err() == nil {
+			return nil, ErrBusy
+		}
 		return nil, err
 	}
 	return func() { unlock(); m.Unlock() }, nil

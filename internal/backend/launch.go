@@ -533,7 +533,7 @@ func (b *Backend) startAgents(ctx context.Context, c *state.Cluster, h *Handle, 
 	info := h.Info
 	return b.update(ctx, c, h, func(c *state.Cluster, h *Handle) (string, error) {
 		c.Status = state.ClusterUp
-		h.Info, h.Reason = info, ""
+		h.Info, h.Reason, h.AgentDown = info, "", false
 		return "cluster is up", nil
 	})
 }

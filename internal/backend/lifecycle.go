@@ -67,8 +67,10 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 	return err
 }
 
-// Start restarts a stopped cluster's nodes and agents.
-func (b *Backend) Start(ctx context.Context, name string, user User, log io.Writer) error {
+// Start restarts a stopped cluster's nodes and agents. An UP cluster is
+// left alone unless force, which restarts its agents (a new daemon, with
+// the binary and configuration now on the nodes).
+func (b *Backend) Start(ctx context.Context, name string, user User, force bool, log io.Writer) error {
 	unlock, err := b.lock(ctx, name)
 	if err != nil {
 		return err
@@ -79,8 +81,13 @@ func (b *Backend) Start(ctx context.Context, name string, user User, log io.Writ
 		return err
 	}
 	if c.Status == state.ClusterUp {
-		fmt.Fprintf(log, "Cluster %s is already UP.\n", name)
-		return nil
+		if !force {
+			fmt.Fprintf(log, "Cluster %s is already UP.\n", name)
+			return nil
+		}
+		if err := b.restartAgents(ctx, h, log); err != nil {
+			return err
+		}
 	}
 	return b.startLocked(ctx, c, h, log)
 }
@@ -153,7 +160,8 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 
 // Refresh asks the infrastructure and the head agent for a cluster's real
 // state and records it: nodes gone -> removed, nodes stopped -> STOPPED,
-// agent dead -> INIT with the reason.
+// agent dead -> agents restarted (still UP), or INIT with the reason when
+// that fails.
 func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster, error) {
 	h, err := HandleOf(c)
 	if err != nil || h.Info == nil {
@@ -182,6 +190,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 	// observation, which is dropped.
 	seen := c.Version
 	status, reason := c.Status, h.Reason
+	agentDown := false
 	switch {
 	case len(nodes) == 0:
 		_, err := b.Store.RemoveCluster(context.WithoutCancel(ctx), c.Name, "status refresh: nodes no longer exist", func(row *state.Cluster) error {
@@ -208,14 +217,20 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 		if err != nil {
 			return c, err
 		}
-		var rep agentapi.StatusReport
-		aerr := b.agentCall(ctx, runners[0], nil, &rep, "status")
-		if aerr != nil || !rep.Daemon.Alive {
-			why := "the head node's agent is not running"
-			if aerr != nil {
-				why += ": " + aerr.Error()
-			} else if rep.Daemon.Error != "" {
-				why += ": " + rep.Daemon.Error
+		if why := b.headAgentDown(ctx, runners[0]); why != "" {
+			// Only a cluster that finished its launch is repaired: an INIT
+			// one may be a launch cut short before (or during) its setup.
+			if c.Status == state.ClusterUp || h.AgentDown {
+				rc, rerr := b.repairAgents(ctx, c)
+				if rerr == nil {
+					return rc, nil
+				}
+				if errors.Is(rerr, ErrBusy) {
+					// The operation holding the cluster moves it anyway.
+					return c, fmt.Errorf("%s; not restarted now: %w", why, rerr)
+				}
+				why += "; restarting it failed: " + rerr.Error()
+				agentDown = true
 			}
 			status, reason = state.ClusterInit, why+"; run `sky start` or `sky launch` again to repair it"
 		} else if c.Status == state.ClusterInit && h.Reason != "" && c.ClusterEverUp {
@@ -224,7 +239,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 	default:
 		status, reason = state.ClusterInit, fmt.Sprintf("%d of %d nodes are up", up, len(nodes))
 	}
-	if status == c.Status && reason == h.Reason {
+	if status == c.Status && reason == h.Reason && agentDown == h.AgentDown {
 		return c, nil
 	}
 	err = b.update(ctx, c, h, func(row *state.Cluster, rh *Handle) (string, error) {
@@ -232,7 +247,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 			return "", state.ErrNoChange
 		}
 		moved := row.Status != status
-		row.Status, rh.Reason = status, reason
+		row.Status, rh.Reason, rh.AgentDown = status, reason, agentDown
 		if !moved {
 			return "", nil // only the reason changed: no event
 		}

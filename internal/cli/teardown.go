@@ -331,7 +331,7 @@ func startRunRemote(f *Factory, opts *StartOptions) error {
 		return err
 	}
 	for _, n := range names {
-		err := f.call("start", api.ClustersBody{ClusterNames: []string{n}}, nil, callOptions{Async: opts.Async, Stream: true})
+		err := f.call("start", api.ClustersBody{ClusterNames: []string{n}, Force: opts.Force}, nil, callOptions{Async: opts.Async, Stream: true})
 		if rawTypes[errorType(err)] {
 			fmt.Fprintln(out, err.Error())
 			continue

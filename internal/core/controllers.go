@@ -28,6 +28,18 @@ const (
 	refreshTimeout = 30 * time.Second
 	// refreshWorkers bounds the refreshes in flight.
 	refreshWorkers = 16
+	// livenessEvery is how often the head agent of every UP cluster is
+	// asked whether its daemon runs: a dead one leaves its jobs RUNNING
+	// and their followers waiting, so it must be found within seconds,
+	// not at the next full refresh. The look is one agent call (in this
+	// process for local nodes, one SSH round trip otherwise).
+	livenessEvery = 3 * time.Second
+	// livenessTimeout bounds one look, including a restart of the agents
+	// (whose daemon start waits up to 15 s for its socket).
+	livenessTimeout = 45 * time.Second
+	// A cluster whose agent could not be restarted is tried again after
+	// livenessBackoff, doubling up to livenessMaxBackoff.
+	livenessBackoff, livenessMaxBackoff = 2 * time.Second, time.Minute
 )
 
 // Controllers builds the reconcilers the server runs, with their metrics
@@ -51,7 +63,27 @@ func (e *Env) Controllers(reg prometheus.Registerer, log *slog.Logger) ([]*contr
 		Name: "status-refresh", Workers: refreshWorkers, Logger: log, Metrics: m, Timeout: refreshTimeout,
 		Resync: e.allClusterNames, ResyncEvery: refreshEvery,
 	})
-	return []*controller.Controller{autostop, refresh}, nil
+	liveness := controller.New(controller.ReconcilerFunc(e.reconcileAgent), controller.Options{
+		Name: "agent-liveness", Workers: refreshWorkers, Logger: log, Metrics: m, Timeout: livenessTimeout,
+		BaseBackoff: livenessBackoff, MaxBackoff: livenessMaxBackoff,
+		Resync: e.upClusterNames, ResyncEvery: livenessEvery,
+	})
+	return []*controller.Controller{autostop, refresh, liveness}, nil
+}
+
+// upClusterNames lists only UP clusters: one whose agent could not be
+// restarted is INIT and comes back through its own retries, on their
+// backoff, which a listing every few seconds would bypass.
+func (e *Env) upClusterNames(ctx context.Context) ([]string, error) {
+	cs, err := e.Store.ListClusters(ctx, state.ClusterFilter{Statuses: []state.ClusterStatus{state.ClusterUp}})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return names, nil
 }
 
 func (e *Env) allClusterNames(ctx context.Context) ([]string, error) {
@@ -87,7 +119,31 @@ func (e *Env) reconcileStatus(ctx context.Context, name string) (controller.Resu
 		return controller.Result{}, err
 	}
 	_, err = e.Backend.Refresh(ctx, c)
+	return busyLater(err)
+}
+
+// busyLater turns "another operation holds the cluster" into a look again
+// later: that is no failure (no error logged, no growing backoff), and
+// the operation itself leaves the cluster in a state worth a new look.
+func busyLater(err error) (controller.Result, error) {
+	if errors.Is(err, backend.ErrBusy) {
+		return controller.Result{RequeueAfter: livenessBackoff}, nil
+	}
 	return controller.Result{}, err
+}
+
+// reconcileAgent checks that the head agent of one cluster runs, and
+// restarts the agents when it does not (backend.CheckAgent).
+func (e *Env) reconcileAgent(ctx context.Context, name string) (controller.Result, error) {
+	c, err := e.Store.GetCluster(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	_, err = e.Backend.CheckAgent(ctx, c)
+	return busyLater(err)
 }
 
 // logWriter turns the backend's progress lines into log records.

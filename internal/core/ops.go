@@ -222,7 +222,9 @@ func (e *Env) stop(ctx context.Context, r *op.Request) (any, error) {
 }
 
 func (e *Env) start(ctx context.Context, r *op.Request) (any, error) {
-	return e.forEach(ctx, r, func(n string) error { return e.Backend.Start(ctx, n, userOf(r), r.Log) })
+	var b api.ClustersBody
+	_ = r.Decode(&b)
+	return e.forEach(ctx, r, func(n string) error { return e.Backend.Start(ctx, n, userOf(r), b.Force, r.Log) })
 }
 
 func (e *Env) down(ctx context.Context, r *op.Request) (any, error) {

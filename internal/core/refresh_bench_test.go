@@ -116,7 +116,7 @@ func BenchmarkStatusRefresh(b *testing.B) {
 
 // newBenchEnv is a server environment in a private, short HOME (agent
 // sockets live under node homes), with the built sky binary as the agent.
-func newBenchEnv(b *testing.B) *Env {
+func newBenchEnv(b testing.TB) *Env {
 	sky := testutil.SkyBinary(b)
 	home, err := os.MkdirTemp("", "skybench-")
 	if err != nil {
@@ -145,7 +145,7 @@ func localPlan(context.Context, *resources.Resources, int, []optimizer.Blocked) 
 
 // launchMany launches n one-node clusters with no run command, a few at a
 // time.
-func launchMany(b *testing.B, e *Env, n int) []string {
+func launchMany(b testing.TB, e *Env, n int) []string {
 	names := make([]string, n)
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -170,7 +170,7 @@ func launchMany(b *testing.B, e *Env, n int) []string {
 	return names
 }
 
-func agentPID(b *testing.B, e *Env, cluster string) int {
+func agentPID(b testing.TB, e *Env, cluster string) int {
 	in, err := e.Backend.Infras.Get(infra.ID{Kind: local.Kind})
 	if err != nil {
 		b.Fatal(err)
