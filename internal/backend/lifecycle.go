@@ -6,25 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
 
-var clusterNameRE = regexp.MustCompile(`^[a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?$`)
-
-// ValidateClusterName applies SkyPilot's cluster name rule.
+// ValidateClusterName applies the cluster name rule as a ValueError, the
+// exception SkyPilot raises for it.
 func ValidateClusterName(name string) error {
-	if name == "" {
-		return &ClusterError{Type: "ValueError", Msg: "cluster name is empty; pass one with -c NAME"}
-	}
-	if !clusterNameRE.MatchString(name) || len(name) > 63 {
-		return &ClusterError{Type: "ValueError", Msg: fmt.Sprintf(
-			"Cluster name %q is invalid: it must start with a letter, end with a letter or digit, contain only letters, digits, '-', '_' and '.', and be at most 63 characters.", name)}
+	if err := api.CheckClusterName(name); err != nil {
+		return &ClusterError{Type: "ValueError", Msg: err.Error()}
 	}
 	return nil
 }
