@@ -30,6 +30,9 @@ import (
 type User struct {
 	Name string
 	Hash string
+	// Admin may read every user's clusters (their queues and logs); acting
+	// on them still takes --all-users, as for anyone.
+	Admin bool
 }
 
 // Planner asks the optimizer for a plan; the core supplies it because it

@@ -316,7 +316,7 @@ func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, 
 
 // Queue returns the jobs of a cluster.
 func (b *Backend) Queue(ctx context.Context, name string, user User, allUsers, skipFinished bool) ([]agentapi.Job, error) {
-	head, err := b.head(ctx, name, user, true)
+	head, err := b.head(ctx, name, user, user.Admin)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +381,7 @@ func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, f
 		which = fmt.Sprintf("job %d", jobID)
 	}
 	fmt.Fprintln(w, ux.Styled(ux.Yellow, fmt.Sprintf("Tailing logs of %s on cluster '%s'...", which, name)))
-	head, err := b.head(ctx, name, user, true)
+	head, err := b.head(ctx, name, user, user.Admin)
 	if err != nil {
 		return "", err
 	}
@@ -413,7 +413,7 @@ func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, f
 
 // JobStatus returns the status of a job ("" when it does not exist).
 func (b *Backend) JobStatus(ctx context.Context, name string, user User, jobID int) (int, string, error) {
-	head, err := b.head(ctx, name, user, true)
+	head, err := b.head(ctx, name, user, user.Admin)
 	if err != nil {
 		return 0, "", err
 	}
@@ -434,7 +434,7 @@ func (b *Backend) JobStatus(ctx context.Context, name string, user User, jobID i
 // HookLog writes the autostop hook's log from the head node to w. It works
 // on a stopped cluster too: the log is on the node's disk.
 func (b *Backend) HookLog(ctx context.Context, name string, user User, w io.Writer) error {
-	_, h, err := b.loadCluster(ctx, name, user.Hash, true)
+	_, h, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
 	if err != nil {
 		return err
 	}
