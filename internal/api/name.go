@@ -22,7 +22,7 @@ func CheckClusterName(name string) error {
 		return fmt.Errorf("cluster name is empty; pass one with -c NAME")
 	}
 	if !clusterNameRE.MatchString(name) || len(name) > MaxClusterNameLen {
-		return fmt.Errorf("invalid cluster name %q: it must start with a letter, end with a letter or digit, contain only letters, digits, '-', '_' and '.', and be at most %d characters.", name, MaxClusterNameLen)
+		return fmt.Errorf("invalid cluster name %q: it must start with a letter, end with a letter or digit, contain only letters, digits, '-', '_' and '.', and be at most %d characters", name, MaxClusterNameLen)
 	}
 	return nil
 }
