@@ -30,6 +30,9 @@ import (
 type User struct {
 	Name string
 	Hash string
+	// Admin may read every user's clusters (their queues and logs); acting
+	// on them still takes --all-users, as for anyone.
+	Admin bool
 }
 
 // Planner asks the optimizer for a plan; the core supplies it because it
@@ -222,6 +225,16 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err != nil {
 		return nil, fmt.Errorf("task resources: %w", err)
 	}
+	// A down holds the cluster's lock while it takes the nodes away. Under
+	// it, an exec either submits before the down starts (and the down ends
+	// the job) or finds the cluster gone; it never meets a half-removed
+	// node, whose errors (a missing agent socket) would point elsewhere.
+	release, err := b.lock(ctx, body.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	unlock := sync.OnceFunc(release)
+	defer unlock()
 	c, h, err := b.loadCluster(ctx, body.ClusterName, user.Hash, false)
 	if err != nil {
 		return nil, err
@@ -247,7 +260,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 		return nil, err
 	}
 	result := &api.LaunchResult{ClusterName: c.Name}
-	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, nil, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, unlock, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -716,7 +729,27 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 	}
 	status, err := b.followJob(ctx, head, out.JobID, log)
 	result.Status = status
+	if err == nil && agentapi.Status(status) != agentapi.StatusSucceeded {
+		return b.tornDown(ctx, result.ClusterName, out.JobID)
+	}
 	return err
+}
+
+// tornDown explains a job stream that ended without success: if a down
+// took the cluster away meanwhile, saying so beats a silent exit 101 (or a
+// FAILED the down itself caused). It waits for the cluster's lock so a
+// down still in progress has finished.
+func (b *Backend) tornDown(ctx context.Context, name string, jobID int) error {
+	release, err := b.lock(ctx, name)
+	if err != nil {
+		return nil
+	}
+	defer release()
+	if _, err := b.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
+		return &ClusterError{Type: "ClusterDoesNotExist", Msg: fmt.Sprintf(
+			"Cluster %q was torn down while job %d was running; the job ended with it.", name, jobID)}
+	}
+	return nil
 }
 
 // followJob streams a job's log to w until it ends and returns its status.

@@ -6,25 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
 
-var clusterNameRE = regexp.MustCompile(`^[a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?$`)
-
-// ValidateClusterName applies SkyPilot's cluster name rule.
+// ValidateClusterName applies the cluster name rule as a ValueError, the
+// exception SkyPilot raises for it.
 func ValidateClusterName(name string) error {
-	if name == "" {
-		return &ClusterError{Type: "ValueError", Msg: "cluster name is empty; pass one with -c NAME"}
-	}
-	if !clusterNameRE.MatchString(name) || len(name) > 63 {
-		return &ClusterError{Type: "ValueError", Msg: fmt.Sprintf(
-			"Cluster name %q is invalid: it must start with a letter, end with a letter or digit, contain only letters, digits, '-', '_' and '.', and be at most 63 characters.", name)}
+	if err := api.CheckClusterName(name); err != nil {
+		return &ClusterError{Type: "ValueError", Msg: err.Error()}
 	}
 	return nil
 }
@@ -336,7 +331,7 @@ func (b *Backend) setAutostop(ctx context.Context, c *state.Cluster, h *Handle, 
 
 // Queue returns the jobs of a cluster.
 func (b *Backend) Queue(ctx context.Context, name string, user User, allUsers, skipFinished bool) ([]agentapi.Job, error) {
-	head, err := b.head(ctx, name, user, true)
+	head, err := b.head(ctx, name, user, user.Admin)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +396,7 @@ func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, f
 		which = fmt.Sprintf("job %d", jobID)
 	}
 	fmt.Fprintln(w, ux.Styled(ux.Yellow, fmt.Sprintf("Tailing logs of %s on cluster '%s'...", which, name)))
-	head, err := b.head(ctx, name, user, true)
+	head, err := b.head(ctx, name, user, user.Admin)
 	if err != nil {
 		return "", err
 	}
@@ -433,7 +428,7 @@ func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, f
 
 // JobStatus returns the status of a job ("" when it does not exist).
 func (b *Backend) JobStatus(ctx context.Context, name string, user User, jobID int) (int, string, error) {
-	head, err := b.head(ctx, name, user, true)
+	head, err := b.head(ctx, name, user, user.Admin)
 	if err != nil {
 		return 0, "", err
 	}
@@ -454,7 +449,7 @@ func (b *Backend) JobStatus(ctx context.Context, name string, user User, jobID i
 // HookLog writes the autostop hook's log from the head node to w. It works
 // on a stopped cluster too: the log is on the node's disk.
 func (b *Backend) HookLog(ctx context.Context, name string, user User, w io.Writer) error {
-	_, h, err := b.loadCluster(ctx, name, user.Hash, true)
+	_, h, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -177,6 +180,9 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 	if err != nil {
 		return err
 	}
+	if err := so.CheckExposure(); err != nil {
+		return err
+	}
 	url := o.localURL(so)
 	c, err := client.New(client.Options{Endpoint: url})
 	if err != nil {
@@ -212,6 +218,9 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 		return fmt.Errorf("open server log: %w", err)
 	}
 	defer logf.Close()
+	// The log is appended to across starts: an error shown from it must be
+	// this start's, not a line an earlier attempt left.
+	logStart, _ := logf.Seek(0, io.SeekEnd)
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive this shell
@@ -228,7 +237,7 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the API server exited at start (%v):\n%s", err, tailFile(paths.Log, 10))
+			return fmt.Errorf("the API server exited at start (%v):\n%s", err, tailFile(paths.Log, logStart, 10))
 		case <-deadline:
 			return fmt.Errorf("the API server did not answer at %s within 30s; see %s", url, paths.Log)
 		case <-time.After(50 * time.Millisecond):
@@ -236,11 +245,15 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 	}
 }
 
-// tailFile returns the last n lines of a file (for error messages).
-func tailFile(path string, n int) string {
+// tailFile returns the last n lines of a file written after offset from
+// (for error messages).
+func tailFile(path string, from int64, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
+	}
+	if from > 0 && from <= int64(len(b)) {
+		b = b[from:]
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) > n {
@@ -261,7 +274,7 @@ func newAPIStopCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !c.Local {
+			if !c.Local && !loopbackEndpoint(c.Endpoint) {
 				return fmt.Errorf("the API server at %s is remote; `sky api stop` only stops a local server (use `sky api logout` to disconnect)", c.Endpoint)
 			}
 			home, err := homeDir()
@@ -280,6 +293,22 @@ func newAPIStopCmd(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// loopbackEndpoint is an endpoint on this machine, however it was given
+// (`sky api login -e http://user:pw@127.0.0.1:PORT` makes the client
+// non-local, yet the server it names is this HOME's own).
+func loopbackEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // stopLocalServer stops the process named in the pid file, after checking

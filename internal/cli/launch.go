@@ -1,21 +1,18 @@
 package cli
 
 import (
-	"regexp"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-)
 
-// clusterNameRE is SkyPilot's rule for cluster names.
-var clusterNameRE = regexp.MustCompile(`^[a-zA-Z]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?$`)
+	"github.com/skygo/skygo/internal/api"
+)
 
 // checkClusterNames rejects names that could never be a cluster, before any
 // request is made.
 func checkClusterNames(names ...string) error {
 	for _, n := range names {
-		if !clusterNameRE.MatchString(n) {
-			return flagErrorf("invalid cluster name %q: start with a letter, then letters, digits, '-', '_' or '.', ending in a letter or digit", n)
+		if err := api.CheckClusterName(n); err != nil {
+			return flagErrorf("%v", err)
 		}
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/task"
 )
 
 // taskFlags are the flags shared by every command that takes a task
@@ -145,6 +147,9 @@ func (tf *taskFlags) resolve(entry entrypoint, lookup func(string) (string, bool
 	if tf.changed("num-nodes") {
 		if tf.NumNodes < 1 {
 			return nil, flagErrorf("invalid --num-nodes %d: must be a positive integer", tf.NumNodes)
+		}
+		if tf.NumNodes > task.MaxNumNodes {
+			return nil, flagErrorf("invalid --num-nodes %d: out of range, must be at most %d", tf.NumNodes, task.MaxNumNodes)
 		}
 		in.NumNodes = tf.NumNodes
 	}

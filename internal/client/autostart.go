@@ -23,6 +23,10 @@ func isConnRefused(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &oe) && oe.Op == "dial")
 }
 
+// isConnReset is a connection the server dropped unanswered: what a local
+// server that is still starting, or stopping for the next one, does.
+func isConnReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
+
 func osUserName() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username

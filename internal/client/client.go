@@ -339,6 +339,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			return nil, err
 		}
 		resp, err = send()
+	} else if err != nil && c.Local && c.opts.AutoStart && isConnReset(err) {
+		// A reset call got no answer, so it is sent once more, after
+		// waiting (under the start lock) for a server that answers.
+		if err := c.ensureServer(ctx); err != nil {
+			return nil, err
+		}
+		resp, err = send()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -515,9 +522,25 @@ func (c *Client) Stream(ctx context.Context, id string, w io.Writer, opts Stream
 		if ctx.Err() != nil {
 			return got, ctx.Err()
 		}
-		return got, fmt.Errorf("streaming log of %s: %w", id, err)
+		return got, streamLost(got, id, err)
 	}
 	return got, nil
+}
+
+// streamLost explains a stream cut by the server: a bare "unexpected EOF"
+// tells the user neither what happened nor that the request can be
+// followed again once a server is back.
+func streamLost(got, id string, err error) error {
+	if got == "" {
+		got = id
+	}
+	short := got
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	return fmt.Errorf("the API server stopped (or the connection to it broke) while streaming the log of request %s (%w). "+
+		"Start it again with `sky api start` (any sky command also starts a local one), "+
+		"then re-attach with `sky api logs %s`", got, err, short)
 }
 
 // StatusOptions filter Status.
@@ -579,7 +602,7 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if c.Local && isConnRefused(err) {
+		if c.Local && (isConnRefused(err) || isConnReset(err)) {
 			return nil, fmt.Errorf("%w at %s", ErrServerNotRunning, c.Endpoint)
 		}
 		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)

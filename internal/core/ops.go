@@ -414,7 +414,14 @@ func (e *Env) queue(ctx context.Context, r *op.Request) (any, error) {
 	u := userOf(r)
 	names := b.ClusterNames
 	if len(names) == 0 {
-		cs, err := e.Store.ListClusters(ctx, state.ClusterFilter{UserHash: map[bool]string{true: "", false: u.Hash}[b.AllUsers]})
+		// --all-users widens the jobs shown to everyone's, and the clusters
+		// listed to everyone's only for an admin: a regular user's -u is
+		// every job on the clusters they own.
+		f := state.ClusterFilter{UserHash: u.Hash}
+		if b.AllUsers && u.Admin {
+			f.UserHash = ""
+		}
+		cs, err := e.Store.ListClusters(ctx, f)
 		if err != nil {
 			return nil, err
 		}

@@ -267,3 +267,56 @@ func TestLaunchInterruptKeepsRunning(t *testing.T) {
 		t.Errorf("launch request still %s after its cluster was torn down", last.Status)
 	}
 }
+
+// TestFiftyFollowersThenLaunch is the load: 50 clients follow one
+// long job, a launch of another cluster still completes in normal time,
+// and closing the followers cancels every one of their requests and
+// leaves no tail on the node.
+func TestFiftyFollowersThenLaunch(t *testing.T) {
+	e := newEnv(t)
+	e.must("launch", "-y", "-d", "-c", "c", "--", "echo started; sleep 600")
+	var followers []*child
+	for range 50 {
+		followers = append(followers, e.start("logs", "c", "1"))
+	}
+	for _, f := range followers {
+		f.waitOutput("started", 90*time.Second)
+	}
+	began := time.Now()
+	if r := e.exec(60*time.Second, nil, "launch", "-y", "-c", "c2", "--", "echo beside fifty"); r.code != 0 || !strings.Contains(r.stdout, "beside fifty") {
+		t.Fatalf("launch beside 50 followers:\n%s\n%s", r, e.serverLogTail())
+	}
+	t.Logf("launch beside 50 followers took %s", time.Since(began).Round(time.Millisecond))
+	// Half go as Ctrl-C does, half vanish without a word.
+	for i, f := range followers {
+		sig := syscall.SIGINT
+		if i%2 == 1 {
+			sig = syscall.SIGKILL
+		}
+		f.signal(sig)
+	}
+	for _, f := range followers {
+		f.wait(30 * time.Second)
+	}
+	var logsReqs []request
+	if !waitFor(30*time.Second, func() bool {
+		var recs []request
+		e.mustJSON(&recs, "api", "status", "-a", "-o", "json")
+		logsReqs = logsReqs[:0]
+		done := true
+		for _, r := range recs {
+			if r.Name == "sky.logs" {
+				logsReqs = append(logsReqs, r)
+				done = done && r.Status == "CANCELLED"
+			}
+		}
+		return done && len(logsReqs) == 50
+	}) {
+		t.Errorf("the followers' requests after they closed (want 50, all CANCELLED): %+v", logsReqs)
+	}
+	var left []proc
+	if !waitFor(10*time.Second, func() bool { left = e.logTails(); return len(left) == 0 }) {
+		t.Errorf("%d log tails survive their closed followers", len(left))
+	}
+	e.must("down", "-y", "c", "c2")
+}

@@ -169,9 +169,8 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 			opts.Host = "0.0.0.0"
 		}
 	}
-	if !isLoopback(opts.Host) && !opts.BasicAuth && !opts.ServiceAccounts {
-		return nil, fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it would get admin rights; "+
-			"pass --enable-basic-auth (or ENABLE_BASIC_AUTH=true with SKYPILOT_INITIAL_BASIC_AUTH=user:password) or set ENABLE_SERVICE_ACCOUNTS=true", opts.Host)
+	if err := opts.CheckExposure(); err != nil {
+		return nil, err
 	}
 	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser()}
 	s.auth.m = map[string]authEntry{}
@@ -545,6 +544,24 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		s.writeJSON(w, http.StatusOK, nil)
 		return nil, nil
 	}
+}
+
+// CheckExposure refuses a non-loopback address without authentication.
+// `sky api start` checks it before spawning a server, so the refusal is
+// said once, by the command the user ran.
+func (o Options) CheckExposure() error {
+	host := o.Host
+	if host == "" {
+		host = DefaultHost
+		if o.Deploy {
+			host = "0.0.0.0"
+		}
+	}
+	if !isLoopback(host) && !o.BasicAuth && !o.ServiceAccounts {
+		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it would get admin rights; "+
+			"pass --enable-basic-auth (or ENABLE_BASIC_AUTH=true with SKYPILOT_INITIAL_BASIC_AUTH=user:password) or set ENABLE_SERVICE_ACCOUNTS=true", host)
+	}
+	return nil
 }
 
 // isAdmin says whether u may see and touch everyone's requests. Without

@@ -3,6 +3,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -237,11 +238,24 @@ func (b *builder) build(ov *overrides) *Task {
 	t := &Task{NumNodes: 1, APIServerAccess: true, src: b.src}
 	t.Name, _ = m["name"].(string)
 
-	if n, ok := m["num_nodes"].(int); ok {
+	switch n := m["num_nodes"].(type) {
+	case int:
 		if n <= 0 {
 			b.fail("num_nodes", false, "num_nodes should be a positive int. Got: %d", n)
+		} else if n > MaxNumNodes {
+			b.fail("num_nodes", false, "num_nodes is out of range: must be at most %d. Got: %d", MaxNumNodes, n)
 		}
 		t.NumNodes = n
+	case float64:
+		// The schema's integer type admits integral floats (1e3, 1000.0)
+		// and ints too big for int64 decode as floats: none is a node count
+		// the user meant, and silently keeping the default 1 would lie.
+		lit := b.src.literal("num_nodes")
+		if n == math.Trunc(n) && math.Abs(n) > MaxNumNodes {
+			b.fail("num_nodes", false, "num_nodes is out of range: must be at most %d. Got: %s", MaxNumNodes, lit)
+		} else {
+			b.fail("num_nodes", false, "num_nodes should be a positive int written without a decimal point or exponent. Got: %s", lit)
+		}
 	}
 	b.buildWorkdir(t)
 	b.buildEnvsAndSecrets(t, ov)

@@ -37,6 +37,8 @@ func ValidateForLaunch(t *Task) error {
 	}
 	if t.NumNodes <= 0 {
 		fail("num_nodes", false, "num_nodes should be a positive int. Got: %d", t.NumNodes)
+	} else if t.NumNodes > MaxNumNodes {
+		fail("num_nodes", false, "num_nodes is out of range: must be at most %d. Got: %d", MaxNumNodes, t.NumNodes)
 	}
 	for _, k := range t.MissingSecrets {
 		fail(joinKey("secrets", k), true, "Secret '%s' is None. Please set a value for it in task YAML or with --secret flag (e.g. --secret %s=<value>).", k, k)

@@ -35,6 +35,17 @@ func (s *docSource) errAt(path string, preferKey bool, format string, args ...an
 	return &Error{File: file, Line: pos.Line, Col: pos.Col, Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
+// literal is the scalar at path as written in the file, for messages about
+// values whose decoded form hides what the user typed.
+func (s *docSource) literal(path string) string {
+	if s != nil && s.idx != nil {
+		if v, ok := s.idx.lit[path]; ok {
+			return v
+		}
+	}
+	return "?"
+}
+
 // Load reads a task YAML file. See LoadBytes.
 func Load(path string, opts LoadOptions) (*DAG, error) {
 	data, err := os.ReadFile(path)

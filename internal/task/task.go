@@ -5,10 +5,15 @@
 package task
 
 import (
+	"math"
 	"time"
 
 	"github.com/skygo/skygo/internal/resources"
 )
+
+// MaxNumNodes bounds num_nodes like the spec's other counts (32-bit ints):
+// a larger value is a typo, never a cluster anyone can provision.
+const MaxNumNodes = math.MaxInt32
 
 // Execution is how the tasks of a DAG run.
 type Execution string
@@ -62,7 +67,7 @@ func (t TerminationDelay) For(job string) time.Duration {
 type Task struct {
 	Name     string
 	Workdir  *Workdir // nil when absent
-	NumNodes int      // >= 1
+	NumNodes int      // 1..MaxNumNodes
 
 	// Resources is the parsed resources: section; ResourcesConfig is the
 	// same section as written (null keys dropped), kept for dumps.

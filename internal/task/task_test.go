@@ -493,3 +493,39 @@ func TestAliasesAndMerge(t *testing.T) {
 		t.Errorf("alias bomb: %v", err)
 	}
 }
+
+// A count the loader cannot represent exactly must be an error at its line,
+// never a task quietly left on the default single node.
+func TestNumNodesOutOfRangeOrNotInteger(t *testing.T) {
+	tests := []struct {
+		value, want string
+	}{
+		{"99999999999999999999", "out of range: must be at most 2147483647. Got: 99999999999999999999"},
+		{"9223372036854775807", "out of range: must be at most 2147483647. Got: 9223372036854775807"},
+		{"2147483648", "out of range: must be at most 2147483647. Got: 2147483648"},
+		{"1e3", "without a decimal point or exponent. Got: 1e3"},
+		{"1000.0", "without a decimal point or exponent. Got: 1000.0"},
+		{"-1e3", "Got: -1e3"},
+		{"1.5", "expected an integer"},
+		{"0", "positive int. Got: 0"},
+	}
+	for _, tc := range tests {
+		src := "name: n\n\nnum_nodes: " + tc.value + "\nrun: echo\n"
+		_, err := LoadBytes("t.yaml", []byte(src), LoadOptions{})
+		if err == nil {
+			t.Errorf("num_nodes: %s loaded without error", tc.value)
+			continue
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "t.yaml:3:") || !strings.Contains(msg, tc.want) {
+			t.Errorf("num_nodes: %s: error %q, want t.yaml:3:... %s", tc.value, msg, tc.want)
+		}
+	}
+	d, err := LoadBytes("t.yaml", []byte("num_nodes: 2147483647\nrun: echo\n"), LoadOptions{})
+	if err != nil || d.Tasks[0].NumNodes != MaxNumNodes {
+		t.Fatalf("the largest count: %v, %+v", err, d)
+	}
+	d.Tasks[0].NumNodes = MaxNumNodes + 1
+	if err := ValidateForLaunch(d.Tasks[0]); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("ValidateForLaunch of an override past the bound: %v", err)
+	}
+}

@@ -21,10 +21,13 @@ type posIndex struct {
 	val    map[string]Pos
 	key    map[string]Pos
 	parent map[string]string
+	// lit keeps a scalar's text as written, because a decoded float cannot
+	// tell an error message whether the user wrote 1e3, 1000.0 or a huge int.
+	lit map[string]string
 }
 
 func newPosIndex() *posIndex {
-	return &posIndex{val: map[string]Pos{}, key: map[string]Pos{}, parent: map[string]string{}}
+	return &posIndex{val: map[string]Pos{}, key: map[string]Pos{}, parent: map[string]string{}, lit: map[string]string{}}
 }
 
 var identKey = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_\-]*$`)
@@ -124,6 +127,7 @@ func (c *converter) convert(n *yaml.Node, path string, depth int) (any, error) {
 		}
 		return c.convert(n.Alias, path, depth+1)
 	case yaml.ScalarNode:
+		c.idx.lit[path] = n.Value
 		return scalarValue(n), nil
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))

@@ -29,13 +29,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
@@ -102,11 +102,9 @@ type record struct {
 	CreatedAt time.Time            `json:"created_at"`
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
 func validName(name string) error {
-	if !nameRE.MatchString(name) || strings.Contains(name, "..") || len(name) > 100 {
-		return &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster name %q must start with a letter or digit and contain only letters, digits, '.', '_' and '-'", name)}
+	if err := api.CheckClusterName(name); err != nil {
+		return &provision.ConfigError{Where: "local", Msg: err.Error()}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -89,7 +90,7 @@ func (p *Provisioner) GeneratedHosts(info *provision.ClusterInfo) ([]GeneratedHo
 // SkyGo's ~/.sky/skygo/known_hosts (where our own connections recorded them)
 // and the user's file.
 func WriteSSHConfigHosts(home, cluster string, hosts []GeneratedHost) error {
-	if !nameRE.MatchString(cluster) || strings.Contains(cluster, "..") {
+	if api.CheckClusterName(cluster) != nil {
 		return fmt.Errorf("cluster name %q cannot name an ssh config file", cluster)
 	}
 	var b strings.Builder
@@ -177,7 +178,7 @@ func ensureInclude(home string) error {
 // RemoveSSHConfig removes the cluster's generated entries (the Include
 // line stays: it is harmless and shared by all clusters).
 func RemoveSSHConfig(home, cluster string) error {
-	if !nameRE.MatchString(cluster) || strings.Contains(cluster, "..") {
+	if api.CheckClusterName(cluster) != nil {
 		return fmt.Errorf("cluster name %q cannot name an ssh config file", cluster)
 	}
 	err := os.Remove(GeneratedConfigPath(home, cluster))

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -104,11 +104,9 @@ type claimedHost struct {
 	Key  string `json:"key"`  // user@addr:port
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
 func (p *Provisioner) validName(name string) error {
-	if !nameRE.MatchString(name) || strings.Contains(name, "..") || len(name) > 100 {
-		return &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("cluster name %q must start with a letter or digit and contain only letters, digits, '.', '_' and '-'", name)}
+	if err := api.CheckClusterName(name); err != nil {
+		return &provision.ConfigError{Where: p.where(), Msg: err.Error()}
 	}
 	return nil
 }
