@@ -1,0 +1,176 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// A local node's HOME lives inside the server's own ~/.sky
+// (~/.sky/skygo/local/clusters/<c>/node-N), next to the state database,
+// the API tokens and config.yaml with its credentials. A job on a local
+// node runs as the same Unix user as the server, so file permissions do
+// not keep it out; a mount namespace does. Sandboxed, a job's process
+// sees an empty read-only tmpfs over that ~/.sky with only its node's
+// HOME bound back in place, so paths inside the node stay the same.
+//
+// As root the namespace is a plain CLONE_NEWNS. Otherwise a user namespace
+// that maps the user to itself goes with it: the job keeps its uid, and
+// the helper holds CAP_SYS_ADMIN in that namespace only until it executes
+// the job, which then has no capability.
+
+// SandboxVerb is the `sky agent` verb that enters the sandbox and then
+// executes the job: `sky agent sandbox-exec HIDE KEEP PROG ARGS...`.
+const SandboxVerb = "sandbox-exec"
+
+// localInfraMark is where a local node's HOME sits below the ~/.sky that
+// holds it (paths.LocalInfra); proc cannot import the infrastructure that
+// builds the path, and the two are kept equal by the e2e sandbox test.
+const localInfraMark = "/.sky/skygo/local/"
+
+// HiddenDir is the directory a job on the local node at home must not
+// see: the ~/.sky that holds the node ("" when home is not a local node's
+// HOME, e.g. a test's temporary directory or a remote node).
+func HiddenDir(home string) string {
+	home = filepath.Clean(home)
+	i := strings.LastIndex(home+"/", localInfraMark)
+	if i < 0 {
+		return ""
+	}
+	return home[:i] + "/.sky"
+}
+
+// SandboxCommand returns the command that runs argv on the local node at
+// home inside its sandbox, with the SysProcAttr the sandbox needs (setsid
+// so a rank is a process group of its own). exe is the sky binary.
+func SandboxCommand(exe, home string, argv []string) *exec.Cmd {
+	args := append([]string{"agent", SandboxVerb, HiddenDir(home), filepath.Clean(home)}, argv...)
+	c := exec.Command(exe, args...)
+	c.SysProcAttr = sandboxAttr()
+	return c
+}
+
+func sandboxAttr() *syscall.SysProcAttr {
+	if os.Geteuid() == 0 {
+		return &syscall.SysProcAttr{Setsid: true, Unshareflags: syscall.CLONE_NEWNS}
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	return &syscall.SysProcAttr{
+		Setsid:      true,
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		// The mapped uid is not 0 in the namespace, so exec would drop
+		// the capability the mounts need; ambient keeps it for the helper.
+		AmbientCaps: []uintptr{capSysAdmin},
+	}
+}
+
+const (
+	capSysAdmin          = 21
+	prCapAmbient         = 47
+	prCapAmbientClearAll = 4
+)
+
+// SandboxMain is `sky agent sandbox-exec HIDE KEEP PROG ARGS...`: hide
+// HIDE behind an empty tmpfs, bind KEEP back, drop the capabilities and
+// execute PROG. It returns only on failure (exit code 126, as a shell
+// does for a command it cannot execute).
+func SandboxMain(args []string) int {
+	if len(args) < 3 || args[0] == "" || !filepath.IsAbs(args[0]) || !strings.HasPrefix(args[1], args[0]+"/") {
+		fmt.Fprintf(os.Stderr, "usage: sky agent %s HIDE KEEP PROG [ARGS...] (KEEP inside HIDE)\n", SandboxVerb)
+		return 2
+	}
+	// Capabilities belong to a thread; the one that drops them must be
+	// the one that executes the job.
+	runtime.LockOSThread()
+	if err := enterSandbox(args[0], args[1]); err != nil {
+		fmt.Fprintf(os.Stderr, "sky: cannot hide %s from the job: %v\n", args[0], err)
+		return 126
+	}
+	prog, err := exec.LookPath(args[2])
+	if err == nil {
+		err = syscall.Exec(prog, args[2:], os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "sky: %s: %v\n", args[2], err)
+	return 126
+}
+
+func enterSandbox(hide, keep string) error {
+	// Mounts made here must not propagate back to the server's namespace.
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	cwd, _ := os.Getwd()
+	// The node's HOME is reached through this descriptor once the tmpfs
+	// covers its path.
+	fd, err := syscall.Open(keep, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	const flags = syscall.MS_NOSUID | syscall.MS_NODEV
+	if err := syscall.Mount("tmpfs", hide, "tmpfs", flags, "mode=0755,size=16k"); err != nil {
+		return fmt.Errorf("mounting a tmpfs: %w", err)
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), keep, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding the node's home: %w", err)
+	}
+	if err := syscall.Mount("", hide, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|flags, ""); err != nil {
+		return fmt.Errorf("making the tmpfs read-only: %w", err)
+	}
+	// The old working directory is in the covered tree, where ".." would
+	// lead back to the hidden files; enter it again through the new one.
+	if cwd == "" || os.Chdir(cwd) != nil {
+		if err := os.Chdir(keep); err != nil {
+			return err
+		}
+	}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("dropping ambient capabilities: %w", e)
+	}
+	return nil
+}
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
+// SandboxAvailable reports whether this machine lets exe build a node
+// sandbox, by building one over a scratch directory and running true in
+// it. The answer is computed once per process.
+func SandboxAvailable(exe string) error {
+	probeOnce.Do(func() { probeErr = probe(exe) })
+	return probeErr
+}
+
+func probe(exe string) error {
+	dir, err := os.MkdirTemp("", "skygo-sandbox-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	home := filepath.Join(dir, strings.TrimSuffix(localInfraMark[1:], "/"), "n")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	c := SandboxCommand(exe, home, []string{"true"})
+	out, err := c.CombinedOutput()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out)); msg != "" {
+			return errors.New(msg)
+		}
+		return err
+	}
+	return nil
+}
