@@ -84,7 +84,7 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 func rankCommand(home, script string) *exec.Cmd {
 	argv := []string{"/bin/bash", "-i", script}
 	if os.Getenv(proc.EnvNode) != "" && proc.HiddenDir(home) != "" {
-		if exe, err := os.Executable(); err == nil && proc.SandboxAvailable(exe) == nil {
+		if exe, err := os.Executable(); err == nil && proc.SandboxAvailable() == nil {
 			return proc.SandboxCommand(exe, home, argv)
 		}
 	}

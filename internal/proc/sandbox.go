@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -146,31 +145,50 @@ var (
 	probeErr  error
 )
 
-// SandboxAvailable reports whether this machine lets exe build a node
-// sandbox, by building one over a scratch directory and running true in
-// it. The answer is computed once per process.
-func SandboxAvailable(exe string) error {
-	probeOnce.Do(func() { probeErr = probe(exe) })
+// SandboxAvailable reports whether this machine lets SandboxCommand build
+// a node sandbox; the answer is computed once per process. It runs no sky
+// binary (a test binary standing in for one would run its tests again):
+// as root it makes a mount namespace on a thread of its own and mounts a
+// tmpfs there; otherwise it starts true in the user and mount namespaces
+// with the capability the helper keeps, which fails where unprivileged
+// user namespaces are not allowed.
+func SandboxAvailable() error {
+	probeOnce.Do(func() { probeErr = probe() })
 	return probeErr
 }
 
-func probe(exe string) error {
+func probe() error {
+	if os.Geteuid() != 0 {
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = sandboxAttr()
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("starting a process in new user and mount namespaces: %w", err)
+		}
+		return nil
+	}
 	dir, err := os.MkdirTemp("", "skygo-sandbox-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	home := filepath.Join(dir, strings.TrimSuffix(localInfraMark[1:], "/"), "n")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	c := SandboxCommand(exe, home, []string{"true"})
-	out, err := c.CombinedOutput()
-	if err != nil {
-		if msg := strings.TrimSpace(string(out)); msg != "" {
-			return errors.New(msg)
+	defer os.Remove(dir)
+	done := make(chan error, 1)
+	go func() {
+		// The thread's namespace dies with it: returning while locked
+		// makes the runtime end the thread instead of reusing it.
+		runtime.LockOSThread()
+		if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+			done <- fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
+			return
 		}
-		return err
-	}
-	return nil
+		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+			done <- fmt.Errorf("making mounts private: %w", err)
+			return
+		}
+		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=4k"); err != nil {
+			done <- fmt.Errorf("mounting a tmpfs: %w", err)
+			return
+		}
+		done <- nil
+	}()
+	return <-done
 }
