@@ -16,8 +16,11 @@ import (
 // the API tokens and config.yaml with its credentials. A job on a local
 // node runs as the same Unix user as the server, so file permissions do
 // not keep it out; a mount namespace does. Sandboxed, a job's process
-// sees an empty read-only tmpfs over that ~/.sky with only its node's
-// HOME bound back in place, so paths inside the node stay the same.
+// sees an empty read-only tmpfs over that ~/.sky with only its cluster's
+// directory (its node's HOME and its sibling nodes') bound back in place,
+// so paths inside the cluster stay the same. The siblings stay visible
+// because nodes of one local cluster share this machine's filesystem
+// everywhere else too, and jobs use that to meet across nodes.
 //
 // As root the namespace is a plain CLONE_NEWNS. Otherwise a user namespace
 // that maps the user to itself goes with it: the job keeps its uid, and
@@ -49,7 +52,7 @@ func HiddenDir(home string) string {
 // home inside its sandbox, with the SysProcAttr the sandbox needs (setsid
 // so a rank is a process group of its own). exe is the sky binary.
 func SandboxCommand(exe, home string, argv []string) *exec.Cmd {
-	args := append([]string{"agent", SandboxVerb, HiddenDir(home), filepath.Clean(home)}, argv...)
+	args := append([]string{"agent", SandboxVerb, HiddenDir(home), filepath.Dir(filepath.Clean(home))}, argv...)
 	c := exec.Command(exe, args...)
 	c.SysProcAttr = sandboxAttr()
 	return c
@@ -107,8 +110,8 @@ func enterSandbox(hide, keep string) error {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
 	cwd, _ := os.Getwd()
-	// The node's HOME is reached through this descriptor once the tmpfs
-	// covers its path.
+	// The cluster's directory is reached through this descriptor once the
+	// tmpfs covers its path.
 	fd, err := syscall.Open(keep, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -122,7 +125,7 @@ func enterSandbox(hide, keep string) error {
 		return err
 	}
 	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), keep, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-		return fmt.Errorf("binding the node's home: %w", err)
+		return fmt.Errorf("binding the cluster's directory back: %w", err)
 	}
 	if err := syscall.Mount("", hide, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|flags, ""); err != nil {
 		return fmt.Errorf("making the tmpfs read-only: %w", err)

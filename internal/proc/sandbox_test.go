@@ -52,7 +52,17 @@ func TestSandboxHidesTheServersSkyDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "mine"), []byte("node-file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script := `cat mine; echo; pwd
+	sibling := filepath.Join(filepath.Dir(home), "node-1")
+	other := filepath.Join(sky, "skygo", "local", "clusters", "other", "node-0")
+	for _, d := range []string{sibling, other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte("+"+filepath.Base(filepath.Dir(d))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := `cat mine ` + sibling + `/f ` + other + `/f 2>/dev/null; echo; pwd
 cat ` + sky + `/skygo/state.db ` + sky + `/config.yaml ../../../../state.db 2>/dev/null && echo READ
 touch ` + sky + `/planted 2>/dev/null && echo WROTE
 echo out > made`
@@ -62,8 +72,8 @@ echo out > made`
 	if err != nil {
 		t.Fatalf("sandboxed bash: %v\n%s", err, out)
 	}
-	if got, want := string(out), "node-file\n"+home+"\n"; got != want {
-		t.Errorf("sandboxed job printed %q, want %q (the node's own file, its HOME as cwd, no server file)", got, want)
+	if got, want := string(out), "node-file+c\n"+home+"\n"; got != want {
+		t.Errorf("sandboxed job printed %q, want %q (its node's and sibling's files, not another cluster's; its HOME as cwd; no server file)", got, want)
 	}
 	if b, err := os.ReadFile(filepath.Join(home, "made")); err != nil || string(b) != "out\n" {
 		t.Errorf("a file the job wrote in its HOME = %q, %v; want it on the real node", b, err)
