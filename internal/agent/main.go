@@ -62,6 +62,8 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 	switch verb {
 	case "exec-rank":
 		return execRank(stdin, stdout)
+	case proc.SandboxVerb:
+		return proc.SandboxMain(rest)
 	case "daemon":
 		if err := runDaemon(); err != nil {
 			fmt.Fprintf(stderr, "agent daemon: %v\n", err)

@@ -58,10 +58,9 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing the script of job %d: %w", spec.JobID, err)
 	}
-	cmd := exec.Command("/bin/bash", "-i", script)
+	cmd := rankCommand(home, script)
 	cmd.Dir = home
 	cmd.Env = rankEnv(os.Environ(), spec, rankTag(home, spec.JobID, spec.Rank))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	r, w, err := os.Pipe()
 	if err != nil {
 		_ = os.Remove(script)
@@ -77,6 +76,21 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 	}
 	_ = os.WriteFile(p.rankPid(spec.JobID, spec.Rank), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	return &rankProc{cmd: cmd, out: r, home: home, spec: spec, script: script}, nil
+}
+
+// rankCommand is `/bin/bash -i script` in a session of its own, inside
+// the node's sandbox on a local node (proc.SandboxCommand) when the
+// machine allows one; `sky check` says when it does not.
+func rankCommand(home, script string) *exec.Cmd {
+	argv := []string{"/bin/bash", "-i", script}
+	if os.Getenv(proc.EnvNode) != "" && proc.HiddenDir(home) != "" {
+		if exe, err := os.Executable(); err == nil && proc.SandboxAvailable() == nil {
+			return proc.SandboxCommand(exe, home, argv)
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
 }
 
 // rankEnv is the environment bash starts with: the node's, without the

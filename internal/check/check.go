@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/config"
+	"github.com/skygo/skygo/internal/proc"
 )
 
 // Options says what to check and with which settings.
@@ -125,6 +126,12 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 			r = Result{Reason: fmt.Sprintf("disabled in workspace %q (workspaces.%s.%s.disabled)", ws, ws, in.name)}
 		case in.name == "local":
 			r = checkLocal(opts.LocalDisabled, othersEnabled)
+			if r.Enabled {
+				if err := sandboxCheck(); err != nil {
+					r.Warnings = append(r.Warnings, "jobs on this machine can read the API server's ~/.sky (state database, tokens, config): "+
+						"it allows neither a mount namespace as root nor unprivileged user namespaces ("+err.Error()+")")
+				}
+			}
 		default:
 			r = in.check(e)
 		}
@@ -201,6 +208,11 @@ func capabilities(cfg *config.Config, in infra) []string {
 	}
 	return out
 }
+
+// sandboxCheck says whether local nodes get the sandbox that hides the
+// server's ~/.sky from their jobs (proc.SandboxCommand); the agent falls
+// back to running jobs without it, and check is where the user learns so.
+var sandboxCheck = proc.SandboxAvailable
 
 // checkLocal reports SkyGo's embedded local infrastructure, which needs no
 // credentials: enabled unless the user turned it off.

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -458,5 +459,21 @@ func TestJSON(t *testing.T) {
 	}
 	if want := `{"default":{"AWS":["compute","storage"],"Kubernetes":["compute"]}}`; string(b) != want {
 		t.Fatalf("got %s, want %s", b, want)
+	}
+}
+
+func TestLocalWarnsWhenJobsCannotBeSandboxed(t *testing.T) {
+	saved := sandboxCheck
+	t.Cleanup(func() { sandboxCheck = saved })
+	home := t.TempDir()
+	sandboxCheck = func() error { return errors.New("operation not permitted") }
+	got, err := Run(context.Background(), Options{Home: home, Infras: []string{"local"}})
+	if err != nil || len(got) != 1 || !got[0].Enabled || len(got[0].Warnings) != 1 ||
+		!strings.Contains(got[0].Warnings[0], "can read the API server's ~/.sky") || !strings.Contains(got[0].Warnings[0], "operation not permitted") {
+		t.Errorf("local without a sandbox = %+v, %v; want it enabled with a warning that says why", got, err)
+	}
+	sandboxCheck = func() error { return nil }
+	if got, _ := Run(context.Background(), Options{Home: home, Infras: []string{"local"}}); len(got) != 1 || len(got[0].Warnings) != 0 {
+		t.Errorf("local with a sandbox = %+v; want no warning", got)
 	}
 }

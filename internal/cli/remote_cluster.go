@@ -358,6 +358,9 @@ func checkRunRemote(f *Factory, opts *CheckOptions) error {
 			fmt.Fprintf(opts.IO.Out, "\n    %s", r.Reason)
 		}
 		fmt.Fprintln(opts.IO.Out)
+		for _, w := range r.Warnings {
+			fmt.Fprintf(opts.IO.Out, "    %s %s\n", opts.IO.Yellow("Warning:"), w)
+		}
 		if opts.Verbose {
 			for _, d := range r.Details {
 				fmt.Fprintf(opts.IO.Out, "    %s\n", d)

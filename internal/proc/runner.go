@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,22 +48,43 @@ func (r *Runner) NodeIP() string { return r.ip }
 // Home implements provision.CommandRunner.
 func (r *Runner) Home() string { return r.home }
 
-// Env is the environment of commands on this node: the caller's, with
-// HOME and the node markers replaced.
+// Env is the environment of commands on this node; see NodeEnv.
 func (r *Runner) Env() []string {
 	return NodeEnv(os.Environ(), r.home, r.ip)
 }
 
-// NodeEnv rewrites base into the environment of the node at home.
+// defaultPath is the PATH of a node whose starter had none, the usual
+// login PATH of a Linux host.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// passedEnv are the only variables a local node takes from the process
+// that starts its commands (the API server, or the head agent reaching
+// another node): what a cloud node's login shell has too. Nothing else
+// passes, because the server's environment is whatever the client that
+// auto-started it had — cloud credentials, SKYPILOT_INITIAL_BASIC_AUTH —
+// and every user's job would see it.
+var passedEnv = []string{"PATH", "USER", "LOGNAME", "LANG", "LC_ALL"}
+
+// NodeEnv is the environment of commands on the local node at home: PATH,
+// USER, LOGNAME, LANG and LC_ALL from base (PATH defaulting to the usual
+// login PATH), HOME set to the node's home, and the node markers. Jobs add
+// their task's envs, secrets and SKYPILOT_* variables on top.
 func NodeEnv(base []string, home, ip string) []string {
-	env := make([]string, 0, len(base)+3)
+	keep := map[string]string{}
 	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "HOME", "PWD", "OLDPWD", EnvNode, EnvNodeIP:
-			continue
+		k, v, _ := strings.Cut(kv, "=")
+		if slices.Contains(passedEnv, k) {
+			keep[k] = v
 		}
-		env = append(env, kv)
+	}
+	if keep["PATH"] == "" {
+		keep["PATH"] = defaultPath
+	}
+	env := make([]string, 0, len(passedEnv)+3)
+	for _, k := range passedEnv {
+		if v, ok := keep[k]; ok {
+			env = append(env, k+"="+v)
+		}
 	}
 	return append(env, "HOME="+home, EnvNode+"="+home, EnvNodeIP+"="+ip)
 }

@@ -112,3 +112,32 @@ func waitGone(t *testing.T, pid int) {
 		t.Fatalf("process %d still alive", pid)
 	}
 }
+
+func TestNodeEnvPassesOnlyTheDocumentedVariables(t *testing.T) {
+	base := []string{
+		"PATH=/opt/x/bin:/usr/bin", "USER=alice", "LANG=C.UTF-8",
+		"HOME=/home/server", "PWD=/srv", "FOO_SECRET=x",
+		"SKYPILOT_INITIAL_BASIC_AUTH=admin:pw", "AWS_SECRET_ACCESS_KEY=k",
+		"TERM=xterm", EnvNode + "=/elsewhere",
+	}
+	got := NodeEnv(base, "/n/home", "127.0.0.5")
+	want := []string{"PATH=/opt/x/bin:/usr/bin", "USER=alice", "LANG=C.UTF-8",
+		"HOME=/n/home", EnvNode + "=/n/home", EnvNodeIP + "=127.0.0.5"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("NodeEnv = %q, want %q", got, want)
+	}
+	if got := NodeEnv(nil, "/h", "ip"); got[0] != "PATH="+defaultPath {
+		t.Errorf("without a PATH the node gets %q, want the default login PATH", got[0])
+	}
+}
+
+func TestRunnerDoesNotPassTheCallersEnvironment(t *testing.T) {
+	t.Setenv("FOO_SECRET", "poison")
+	res, err := NewRunner(t.TempDir(), "127.0.0.9").Run(context.Background(), "env", provision.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.Stdout), "poison") {
+		t.Errorf("a node command saw the caller's FOO_SECRET:\n%s", res.Stdout)
+	}
+}

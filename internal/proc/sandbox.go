@@ -1,0 +1,197 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// A local node's HOME lives inside the server's own ~/.sky
+// (~/.sky/skygo/local/clusters/<c>/node-N), next to the state database,
+// the API tokens and config.yaml with its credentials. A job on a local
+// node runs as the same Unix user as the server, so file permissions do
+// not keep it out; a mount namespace does. Sandboxed, a job's process
+// sees an empty read-only tmpfs over that ~/.sky with only its cluster's
+// directory (its node's HOME and its sibling nodes') bound back in place,
+// so paths inside the cluster stay the same. The siblings stay visible
+// because nodes of one local cluster share this machine's filesystem
+// everywhere else too, and jobs use that to meet across nodes.
+//
+// As root the namespace is a plain CLONE_NEWNS. Otherwise a user namespace
+// that maps the user to itself goes with it: the job keeps its uid, and
+// the helper holds CAP_SYS_ADMIN in that namespace only until it executes
+// the job, which then has no capability.
+
+// SandboxVerb is the `sky agent` verb that enters the sandbox and then
+// executes the job: `sky agent sandbox-exec HIDE KEEP PROG ARGS...`.
+const SandboxVerb = "sandbox-exec"
+
+// localInfraMark is where a local node's HOME sits below the ~/.sky that
+// holds it (paths.LocalInfra); proc cannot import the infrastructure that
+// builds the path, and the two are kept equal by the e2e sandbox test.
+const localInfraMark = "/.sky/skygo/local/"
+
+// HiddenDir is the directory a job on the local node at home must not
+// see: the ~/.sky that holds the node ("" when home is not a local node's
+// HOME, e.g. a test's temporary directory or a remote node).
+func HiddenDir(home string) string {
+	home = filepath.Clean(home)
+	i := strings.LastIndex(home+"/", localInfraMark)
+	if i < 0 {
+		return ""
+	}
+	return home[:i] + "/.sky"
+}
+
+// SandboxCommand returns the command that runs argv on the local node at
+// home inside its sandbox, with the SysProcAttr the sandbox needs (setsid
+// so a rank is a process group of its own). exe is the sky binary.
+func SandboxCommand(exe, home string, argv []string) *exec.Cmd {
+	args := append([]string{"agent", SandboxVerb, HiddenDir(home), filepath.Dir(filepath.Clean(home))}, argv...)
+	c := exec.Command(exe, args...)
+	c.SysProcAttr = sandboxAttr()
+	return c
+}
+
+func sandboxAttr() *syscall.SysProcAttr {
+	if os.Geteuid() == 0 {
+		return &syscall.SysProcAttr{Setsid: true, Unshareflags: syscall.CLONE_NEWNS}
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	return &syscall.SysProcAttr{
+		Setsid:      true,
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		// The mapped uid is not 0 in the namespace, so exec would drop
+		// the capability the mounts need; ambient keeps it for the helper.
+		AmbientCaps: []uintptr{capSysAdmin},
+	}
+}
+
+const (
+	capSysAdmin          = 21
+	prCapAmbient         = 47
+	prCapAmbientClearAll = 4
+)
+
+// SandboxMain is `sky agent sandbox-exec HIDE KEEP PROG ARGS...`: hide
+// HIDE behind an empty tmpfs, bind KEEP back, drop the capabilities and
+// execute PROG. It returns only on failure (exit code 126, as a shell
+// does for a command it cannot execute).
+func SandboxMain(args []string) int {
+	if len(args) < 3 || args[0] == "" || !filepath.IsAbs(args[0]) || !strings.HasPrefix(args[1], args[0]+"/") {
+		fmt.Fprintf(os.Stderr, "usage: sky agent %s HIDE KEEP PROG [ARGS...] (KEEP inside HIDE)\n", SandboxVerb)
+		return 2
+	}
+	// Capabilities belong to a thread; the one that drops them must be
+	// the one that executes the job.
+	runtime.LockOSThread()
+	if err := enterSandbox(args[0], args[1]); err != nil {
+		fmt.Fprintf(os.Stderr, "sky: cannot hide %s from the job: %v\n", args[0], err)
+		return 126
+	}
+	prog, err := exec.LookPath(args[2])
+	if err == nil {
+		err = syscall.Exec(prog, args[2:], os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "sky: %s: %v\n", args[2], err)
+	return 126
+}
+
+func enterSandbox(hide, keep string) error {
+	// Mounts made here must not propagate back to the server's namespace.
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	cwd, _ := os.Getwd()
+	// The cluster's directory is reached through this descriptor once the
+	// tmpfs covers its path.
+	fd, err := syscall.Open(keep, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	const flags = syscall.MS_NOSUID | syscall.MS_NODEV
+	if err := syscall.Mount("tmpfs", hide, "tmpfs", flags, "mode=0755,size=16k"); err != nil {
+		return fmt.Errorf("mounting a tmpfs: %w", err)
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), keep, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding the cluster's directory back: %w", err)
+	}
+	if err := syscall.Mount("", hide, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|flags, ""); err != nil {
+		return fmt.Errorf("making the tmpfs read-only: %w", err)
+	}
+	// The old working directory is in the covered tree, where ".." would
+	// lead back to the hidden files; enter it again through the new one.
+	if cwd == "" || os.Chdir(cwd) != nil {
+		if err := os.Chdir(keep); err != nil {
+			return err
+		}
+	}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("dropping ambient capabilities: %w", e)
+	}
+	return nil
+}
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
+// SandboxAvailable reports whether this machine lets SandboxCommand build
+// a node sandbox; the answer is computed once per process. It runs no sky
+// binary (a test binary standing in for one would run its tests again):
+// as root it makes a mount namespace on a thread of its own and mounts a
+// tmpfs there; otherwise it starts true in the user and mount namespaces
+// with the capability the helper keeps, which fails where unprivileged
+// user namespaces are not allowed.
+func SandboxAvailable() error {
+	probeOnce.Do(func() { probeErr = probe() })
+	return probeErr
+}
+
+func probe() error {
+	if os.Geteuid() != 0 {
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = sandboxAttr()
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("starting a process in new user and mount namespaces: %w", err)
+		}
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "skygo-sandbox-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	done := make(chan error, 1)
+	go func() {
+		// The thread's namespace dies with it: returning while locked
+		// makes the runtime end the thread instead of reusing it.
+		runtime.LockOSThread()
+		if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+			done <- fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
+			return
+		}
+		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+			done <- fmt.Errorf("making mounts private: %w", err)
+			return
+		}
+		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=4k"); err != nil {
+			done <- fmt.Errorf("mounting a tmpfs: %w", err)
+			return
+		}
+		done <- nil
+	}()
+	return <-done
+}
