@@ -10,6 +10,8 @@ package backend
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +43,24 @@ type Backend struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// instance names this server process in the jobs its launches submit,
+	// so a later server tells a job whose launch died with its server
+	// from one a live launch is following.
+	instance     string
+	instanceOnce sync.Once
+	// repairs are the agent-start repairs in flight, by cluster name;
+	// the channel closes when one ends (see finishAgentStart).
+	repairs map[string]chan struct{}
+}
+
+// instanceID is this process's instance name (random, made once).
+func (b *Backend) instanceID() string {
+	b.instanceOnce.Do(func() {
+		var raw [8]byte
+		_, _ = rand.Read(raw[:])
+		b.instance = hex.EncodeToString(raw[:])
+	})
+	return b.instance
 }
 
 // Handle is what the backend keeps about a cluster in the clusters table.
@@ -82,6 +102,33 @@ func (b *Backend) lock(ctx context.Context, name string) (func(), error) {
 		return nil, err
 	}
 	return func() { unlock(); m.Unlock() }, nil
+}
+
+// tryLock is lock for a repair that only makes sense when no operation
+// is on the cluster: ok is false, and nothing is held, when one is (in
+// this server, or in another within wait).
+func (b *Backend) tryLock(ctx context.Context, name string, wait time.Duration) (unlock func(), ok bool) {
+	b.mu.Lock()
+	if b.locks == nil {
+		b.locks = map[string]*sync.Mutex{}
+	}
+	m := b.locks[name]
+	if m == nil {
+		m = &sync.Mutex{}
+		b.locks[name] = m
+	}
+	b.mu.Unlock()
+	if !m.TryLock() {
+		return nil, false
+	}
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	release, err := b.Store.LockCluster(lctx, name)
+	if err != nil {
+		m.Unlock()
+		return nil, false
+	}
+	return func() { release(); m.Unlock() }, true
 }
 
 // plugin returns the infrastructure a handle's infra ID names.

@@ -152,7 +152,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintln(log, "Run commands not specified or empty.")
 		return result, nil
 	}
-	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, c.ClusterHash, log)
 }
 
 // sshAccess says whether `ssh <cluster>` reaches the cluster's head.
@@ -247,7 +247,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 		return nil, err
 	}
 	result := &api.LaunchResult{ClusterName: c.Name}
-	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, nil, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, nil, "", log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -373,7 +373,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 				n := info.Nodes[0]
 				h.CPUs, h.MemoryGB, h.GPUs = n.CPUs, n.MemoryGB, n.GPUs
 			}
-			h.Reason = "starting agents"
+			h.Reason = reasonStartingAgents
 			return "", nil
 		})
 		if err != nil {
@@ -501,6 +501,11 @@ func (b *Backend) onAutostopCommand(name string) string {
 	parts = append(parts, provision.Quote("HOME="+b.Home), provision.Quote(b.Sky))
 	return strings.Join(parts, " ") + ` "$SKYGO_AUTOSTOP_ACTION" -y ` + provision.Quote(name)
 }
+
+// reasonStartingAgents is the INIT reason from the nodes being up to
+// their agents answering; a server crash in between leaves it, which
+// Refresh repairs (finishAgentStart).
+const reasonStartingAgents = "starting agents"
 
 // startAgents starts the agent on every node (idempotent) and marks the
 // cluster UP.
@@ -691,8 +696,10 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 // job to the head agent and, unless detached, streams the job as SkyPilot
 // shows it until it ends. result gets the job's id and final status;
 // submitted (if not nil) is called once the job is on the cluster, before
-// following it.
-func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), log io.Writer) error {
+// following it. A launch passes its cluster's hash as launchOf: its job is
+// then tagged so that a relaunch after a server crash finds it (see
+// launchJob); exec passes "".
+func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launchOf string, log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
@@ -703,20 +710,151 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 		spec.GPUs = map[string]float64{name: r.AcceleratorCount()}
 	}
 	var out agentapi.SubmitResult
-	if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
+	adopted := 0
+	if launchOf != "" {
+		var err error
+		if adopted, err = b.launchJob(ctx, head, launchOf, &spec, log); err != nil {
+			return err
+		}
+	}
+	if adopted > 0 {
+		out.JobID = adopted
+	} else if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
 		return err
 	}
 	if submitted != nil {
 		submitted()
 	}
 	result.JobID = out.JobID
-	fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job submitted, ID: %d", out.JobID)))
+	if adopted > 0 {
+		fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job %d of an earlier launch of this task, cut off by an API server restart, is still on the cluster: following it instead of submitting another.", adopted)))
+	} else {
+		fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job submitted, ID: %d", out.JobID)))
+	}
 	if detach {
 		return nil
 	}
 	status, err := b.followJob(ctx, head, out.JobID, log)
 	result.Status = status
 	return err
+}
+
+// Metadata keys of a launch's job: which launch (cluster hash and task)
+// and which server process submitted it.
+const (
+	metaLaunch = "skygo_launch"
+	metaServer = "skygo_server"
+)
+
+// launchJob makes a launch's submit safe against a server crash at any
+// moment. The job table on the head survives the crash, so it is what a
+// relaunch asks: an unfinished job of the same launch (same cluster
+// incarnation and same task) whose server is gone is adopted, and its
+// id returned, instead of running a second setup beside it; an unfinished
+// launch job of another task whose server is gone and that has not
+// finished its setup is cancelled, and waited for, before the new job's
+// setup may start. Jobs of a launch this server is still following are
+// left alone, so two launches in a row keep SkyPilot's meaning (two
+// jobs). When nothing is adopted, spec gets its tags and a submit key
+// that is the same for a submit the crash may have left in flight, so
+// that one lands once.
+func (b *Backend) launchJob(ctx context.Context, head provision.CommandRunner, clusterHash string, spec *agentapi.JobSpec, log io.Writer) (adopted int, err error) {
+	// A secret's value stays out of the key (the key is stored in clear
+	// in the job table): a relaunch that changes only a secret's value
+	// adopts the job with the old one.
+	hashed := *spec
+	hashed.Secrets = map[string]string{}
+	for k := range spec.Secrets {
+		hashed.Secrets[k] = ""
+	}
+	raw, err := json.Marshal(hashed)
+	if err != nil {
+		return 0, err
+	}
+	sum := sha256.Sum256(raw)
+	key := clusterHash + "/" + hex.EncodeToString(sum[:8])
+	var jobs []agentapi.Job
+	if err := b.agentCall(ctx, head, nil, &jobs, "queue"); err != nil {
+		return 0, err
+	}
+	gen := 0
+	var stale []int
+	for _, j := range jobs {
+		k, _ := j.Metadata[metaLaunch].(string)
+		if !strings.HasPrefix(k, clusterHash+"/") {
+			continue
+		}
+		if k == key {
+			gen++
+		}
+		srv, _ := j.Metadata[metaServer].(string)
+		if j.Status.Terminal() || srv == b.instanceID() {
+			continue
+		}
+		switch {
+		case k == key && adopted == 0:
+			adopted = j.JobID
+		case j.Status != agentapi.StatusRunning:
+			stale = append(stale, j.JobID)
+		}
+	}
+	if len(stale) > 0 {
+		fmt.Fprintf(log, "Cancelling job(s) %s: their launch was cut off by an API server restart before their setup finished.\n", joinInts(stale))
+		if err := b.cancelAndWait(ctx, head, stale); err != nil {
+			return 0, err
+		}
+	}
+	if adopted > 0 {
+		return adopted, nil
+	}
+	spec.Metadata = map[string]any{metaLaunch: key, metaServer: b.instanceID()}
+	spec.SubmitKey = fmt.Sprintf("%s#%d", key, gen)
+	return 0, nil
+}
+
+// staleJobWait bounds the wait for cancelled jobs' processes to be gone.
+const staleJobWait = 30 * time.Second
+
+// cancelAndWait cancels jobs and waits until each is final, which the
+// agent records only once the job's process groups are gone.
+func (b *Backend) cancelAndWait(ctx context.Context, head provision.CommandRunner, ids []int) error {
+	args := make([]string, len(ids))
+	for i, id := range ids {
+		args[i] = fmt.Sprint(id)
+	}
+	var res agentapi.CancelResult
+	if err := b.agentCall(ctx, head, nil, &res, "cancel", args...); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(staleJobWait)
+	for _, id := range ids {
+		for {
+			st, err := b.jobStatus(ctx, head, id)
+			if err != nil {
+				return err
+			}
+			if st == "" || agentapi.Status(st).Terminal() {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("job %d of an interrupted launch is still %s %s after it was cancelled; cancel it (`sky cancel`) and launch again", id, st, staleJobWait)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func joinInts(ids []int) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // followJob streams a job's log to w until it ends and returns its status.
