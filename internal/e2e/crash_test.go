@@ -187,3 +187,45 @@ func alive(pid int) bool {
 	_, rest, ok := strings.Cut(string(b), ") ")
 	return ok && !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
+
+// TestRelaunchCancelsCutOffSetup: a server killed while its launch's job
+// is in setup leaves that setup running on the nodes; a relaunch of a
+// changed task must not start its setup beside it. The old job is
+// cancelled, its processes are gone, and only then the new setup runs.
+func TestRelaunchCancelsCutOffSetup(t *testing.T) {
+	e := newEnv(t)
+	task := func(name, sleep string) string {
+		return writeFile(t, name+".yaml", "num_nodes: 2\nenvs:\n  CRASH_MARK: "+name+"-mark\n"+
+			"setup: |\n  echo \"start "+name+"\" >> ~/setup-log\n  sleep "+sleep+"\n  echo \"done "+name+"\" >> ~/setup-log\nrun: echo ok\n")
+	}
+	e.must("status")
+	pid := e.serverPID()
+	launch := e.start("launch", "-y", "-c", "c", task("old", "60"))
+	launch.waitOutput("Job submitted, ID: 1", 30*time.Second)
+	if !waitFor(10*time.Second, func() bool { return len(procsWithEnv("old-mark")) >= 2 }) {
+		t.Fatalf("the old setup did not start on both nodes: %v", procsWithEnv("old-mark"))
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(10*time.Second, func() bool { return !alive(pid) }) {
+		t.Fatalf("API server pid %d still alive after kill -9", pid)
+	}
+	r := e.must("launch", "-y", "-c", "c", task("new", "0.2"))
+	if !strings.Contains(r.stdout, "Cancelling job(s) 1: their launch was cut off") {
+		t.Errorf("the relaunch should say it cancels the cut-off job:\n%s", r.stdout)
+	}
+	if left := procsWithEnv("old-mark"); len(left) > 0 {
+		t.Errorf("the cut-off setup still runs after the relaunch: %v", left)
+	}
+	jobs := e.queue("c")
+	if jobs[1].Status != "CANCELLED" || jobs[2].Status != "SUCCEEDED" || len(jobs) != 2 {
+		t.Errorf("jobs: %+v; want 1 CANCELLED, 2 SUCCEEDED", jobs)
+	}
+	for node := 0; node < 2; node++ {
+		b, _ := os.ReadFile(filepath.Join(e.nodeHome("c", node), "setup-log"))
+		if string(b) != "start old\nstart new\ndone new\n" {
+			t.Errorf("node %d setup log:\n%s\nwant the old setup cut off before the new one started", node, b)
+		}
+	}
+}
