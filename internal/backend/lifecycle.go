@@ -210,9 +210,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 			return c, err
 		}
 		if c.Status == state.ClusterInit && h.Reason == reasonStartingAgents {
-			if nc, done, err := b.finishAgentStart(ctx, c, runners); done {
-				return nc, err
-			}
+			return b.finishAgentStart(ctx, c, runners)
 		}
 		var rep agentapi.StatusReport
 		aerr := b.agentCall(ctx, runners[0], nil, &rep, "status")
@@ -475,20 +473,20 @@ const agentRepairWait = 200 * time.Millisecond
 // stay, missing ones start) and marks the cluster UP. Refreshes of the
 // same cluster in this server (a status request and the status
 // controller, both at a server's start) share one repair, and each
-// returns the row it left. done is false when an operation holds the
-// cluster: a launch still in that step is not cut off, and the refresh
-// goes on as usual.
-func (b *Backend) finishAgentStart(ctx context.Context, c *state.Cluster, runners []provision.CommandRunner) (*state.Cluster, bool, error) {
+// returns the row it left. While an operation holds the cluster, the
+// launch is not cut off but still in that step: the row is left as it
+// is, since agents not answering yet are no news.
+func (b *Backend) finishAgentStart(ctx context.Context, c *state.Cluster, runners []provision.CommandRunner) (*state.Cluster, error) {
 	b.mu.Lock()
 	if ch, ok := b.repairs[c.Name]; ok {
 		b.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return c, true, ctx.Err()
+			return c, ctx.Err()
 		}
 		nc, err := b.Store.GetCluster(ctx, c.Name)
-		return nc, true, err
+		return nc, err
 	}
 	if b.repairs == nil {
 		b.repairs = map[string]chan struct{}{}
@@ -504,24 +502,24 @@ func (b *Backend) finishAgentStart(ctx context.Context, c *state.Cluster, runner
 	}()
 	unlock, ok := b.tryLock(ctx, c.Name, agentRepairWait)
 	if !ok {
-		return c, false, nil
+		return c, nil // that operation writes what it finds
 	}
 	defer unlock()
 	cur, err := b.Store.GetCluster(ctx, c.Name)
 	if err != nil {
-		return c, true, err
+		return c, err
 	}
 	h, err := HandleOf(cur)
 	if err != nil {
-		return c, true, err
+		return c, err
 	}
 	if cur.Status != state.ClusterInit || h.Reason != reasonStartingAgents || h.Info == nil {
-		return cur, true, nil // moved on meanwhile: the row is the news
+		return cur, nil // moved on meanwhile: the row is the news
 	}
 	if err := b.startAgents(ctx, cur, h, runners, io.Discard); err != nil {
 		b.setReason(ctx, cur, h, "starting agents failed: "+err.Error())
-		return c, true, err
+		return c, err
 	}
 	nc, err := b.Store.GetCluster(ctx, c.Name)
-	return nc, true, err
+	return nc, err
 }
