@@ -76,6 +76,9 @@ type Handle struct {
 	SetupHash    string                 `json:"setup_hash,omitempty"`
 	// Reason explains an INIT cluster (a launch in flight or failed half-way).
 	Reason string `json:"reason,omitempty"`
+	// InflightLaunch is the submit key of the job a launch is submitting
+	// or following; one left behind names a launch a crash cut off.
+	InflightLaunch string `json:"inflight_launch,omitempty"`
 }
 
 // lock serialises the operations that act on a cluster's nodes (launch,

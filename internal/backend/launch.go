@@ -152,7 +152,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintln(log, "Run commands not specified or empty.")
 		return result, nil
 	}
-	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, c.ClusterHash, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, &launchRef{c, h}, log)
 }
 
 // sshAccess says whether `ssh <cluster>` reaches the cluster's head.
@@ -247,7 +247,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 		return nil, err
 	}
 	result := &api.LaunchResult{ClusterName: c.Name}
-	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, nil, "", log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, nil, nil, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -696,10 +696,10 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 // job to the head agent and, unless detached, streams the job as SkyPilot
 // shows it until it ends. result gets the job's id and final status;
 // submitted (if not nil) is called once the job is on the cluster, before
-// following it. A launch passes its cluster's hash as launchOf: its job is
-// then tagged so that a relaunch after a server crash finds it (see
-// launchJob); exec passes "".
-func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launchOf string, log io.Writer) error {
+// following it. A launch passes its cluster as launch, so that a
+// relaunch after a server crash finds its job (see launchJob); exec
+// passes nil.
+func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launch *launchRef, log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
@@ -711,11 +711,13 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 	}
 	var out agentapi.SubmitResult
 	adopted := 0
-	if launchOf != "" {
+	if launch != nil {
+		var ended func()
 		var err error
-		if adopted, err = b.launchJob(ctx, head, launchOf, &spec, log); err != nil {
+		if adopted, ended, err = b.launchJob(ctx, head, launch, &spec, log); err != nil {
 			return err
 		}
+		defer ended()
 	}
 	if adopted > 0 {
 		out.JobID = adopted
@@ -739,26 +741,35 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 	return err
 }
 
-// Metadata keys of a launch's job: which launch (cluster hash and task)
-// and which server process submitted it.
+// Metadata keys of a launch's job: which launch (cluster incarnation
+// and task), its submit key, and which server process submitted it.
 const (
 	metaLaunch = "skygo_launch"
+	metaSubmit = "skygo_submit"
 	metaServer = "skygo_server"
 )
 
+// launchRef is the cluster a launch submits to, as the launch loaded it.
+type launchRef struct {
+	c *state.Cluster
+	h *Handle
+}
+
 // launchJob makes a launch's submit safe against a server crash at any
-// moment. The job table on the head survives the crash, so it is what a
-// relaunch asks: an unfinished job of the same launch (same cluster
-// incarnation and same task) whose server is gone is adopted, and its
-// id returned, instead of running a second setup beside it; an unfinished
-// launch job of another task whose server is gone and that has not
-// finished its setup is cancelled, and waited for, before the new job's
-// setup may start. Jobs of a launch this server is still following are
-// left alone, so two launches in a row keep SkyPilot's meaning (two
-// jobs). When nothing is adopted, spec gets its tags and a submit key
-// that is the same for a submit the crash may have left in flight, so
-// that one lands once.
-func (b *Backend) launchJob(ctx context.Context, head provision.CommandRunner, clusterHash string, spec *agentapi.JobSpec, log io.Writer) (adopted int, err error) {
+// moment. Before submitting, the launch records its job's submit key on
+// the cluster (Handle.InflightLaunch) and clears it once its job is
+// handed off (detached) or followed to its end, so a key still there
+// names the job of a launch that a crash cut off. That job is in the
+// head's job table, which outlives the server: a relaunch of the same
+// task adopts it and returns its id, instead of running a second setup
+// beside it; a relaunch of a changed task cancels it, and waits for its
+// processes to be gone, unless its setup has already finished. A job
+// whose submitting server is this one is left alone: a live launch
+// follows it. Otherwise spec gets its tags and a submit key that a
+// submit the crash left in flight shares, so that one lands once. ended
+// clears the record; the caller runs it when the launch lets go of the
+// job.
+func (b *Backend) launchJob(ctx context.Context, head provision.CommandRunner, l *launchRef, spec *agentapi.JobSpec, log io.Writer) (adopted int, ended func(), err error) {
 	// A secret's value stays out of the key (the key is stored in clear
 	// in the job table): a relaunch that changes only a secret's value
 	// adopts the job with the old one.
@@ -769,47 +780,59 @@ func (b *Backend) launchJob(ctx context.Context, head provision.CommandRunner, c
 	}
 	raw, err := json.Marshal(hashed)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	sum := sha256.Sum256(raw)
-	key := clusterHash + "/" + hex.EncodeToString(sum[:8])
+	key := l.c.ClusterHash + "/" + hex.EncodeToString(sum[:8])
 	var jobs []agentapi.Job
 	if err := b.agentCall(ctx, head, nil, &jobs, "queue"); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	gen := 0
-	var stale []int
 	for _, j := range jobs {
-		k, _ := j.Metadata[metaLaunch].(string)
-		if !strings.HasPrefix(k, clusterHash+"/") {
-			continue
-		}
-		if k == key {
+		if k, _ := j.Metadata[metaLaunch].(string); k == key {
 			gen++
 		}
-		srv, _ := j.Metadata[metaServer].(string)
-		if j.Status.Terminal() || srv == b.instanceID() {
-			continue
-		}
-		switch {
-		case k == key && adopted == 0:
-			adopted = j.JobID
-		case j.Status != agentapi.StatusRunning:
-			stale = append(stale, j.JobID)
+	}
+	submitKey := fmt.Sprintf("%s#%d", key, gen)
+	if prev := l.h.InflightLaunch; prev != "" {
+		for _, j := range jobs {
+			sk, _ := j.Metadata[metaSubmit].(string)
+			srv, _ := j.Metadata[metaServer].(string)
+			if sk != prev || j.Status.Terminal() || srv == b.instanceID() {
+				continue
+			}
+			if k, _ := j.Metadata[metaLaunch].(string); k == key {
+				adopted, submitKey = j.JobID, prev
+			} else if j.Status != agentapi.StatusRunning {
+				fmt.Fprintf(log, "Cancelling job %d: its launch was cut off by an API server restart before its setup finished.\n", j.JobID)
+				if err := b.cancelAndWait(ctx, head, []int{j.JobID}); err != nil {
+					return 0, nil, err
+				}
+			}
 		}
 	}
-	if len(stale) > 0 {
-		fmt.Fprintf(log, "Cancelling job(s) %s: their launch was cut off by an API server restart before their setup finished.\n", joinInts(stale))
-		if err := b.cancelAndWait(ctx, head, stale); err != nil {
-			return 0, err
-		}
+	if adopted == 0 {
+		spec.Metadata = map[string]any{metaLaunch: key, metaSubmit: submitKey, metaServer: b.instanceID()}
+		spec.SubmitKey = submitKey
 	}
-	if adopted > 0 {
-		return adopted, nil
+	err = b.update(ctx, l.c, l.h, func(_ *state.Cluster, h *Handle) (string, error) {
+		h.InflightLaunch = submitKey
+		return "", nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	spec.Metadata = map[string]any{metaLaunch: key, metaServer: b.instanceID()}
-	spec.SubmitKey = fmt.Sprintf("%s#%d", key, gen)
-	return 0, nil
+	ended = func() {
+		_ = b.update(context.WithoutCancel(ctx), l.c, l.h, func(_ *state.Cluster, h *Handle) (string, error) {
+			if h.InflightLaunch != submitKey {
+				return "", state.ErrNoChange // a later launch's by now
+			}
+			h.InflightLaunch = ""
+			return "", nil
+		})
+	}
+	return adopted, ended, nil
 }
 
 // staleJobWait bounds the wait for cancelled jobs' processes to be gone.
@@ -847,14 +870,6 @@ func (b *Backend) cancelAndWait(ctx context.Context, head provision.CommandRunne
 		}
 	}
 	return nil
-}
-
-func joinInts(ids []int) string {
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = fmt.Sprint(id)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // followJob streams a job's log to w until it ends and returns its status.

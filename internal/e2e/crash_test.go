@@ -212,7 +212,7 @@ func TestRelaunchCancelsCutOffSetup(t *testing.T) {
 		t.Fatalf("API server pid %d still alive after kill -9", pid)
 	}
 	r := e.must("launch", "-y", "-c", "c", task("new", "0.2"))
-	if !strings.Contains(r.stdout, "Cancelling job(s) 1: their launch was cut off") {
+	if !strings.Contains(r.stdout, "Cancelling job 1: its launch was cut off") {
 		t.Errorf("the relaunch should say it cancels the cut-off job:\n%s", r.stdout)
 	}
 	if left := procsWithEnv("old-mark"); len(left) > 0 {
