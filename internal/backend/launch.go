@@ -729,10 +729,10 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 	}
 	result.JobID = out.JobID
 	if adopted > 0 {
-		fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job %d of an earlier launch of this task, cut off by an API server restart, is still on the cluster: following it instead of submitting another.", adopted)))
-	} else {
-		fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job submitted, ID: %d", out.JobID)))
+		fmt.Fprintf(log, "Job %d of an earlier launch of this task, cut off by an API server restart, is still on the cluster: following it instead of submitting another.\n", adopted)
 	}
+	// Scripts read the job's id from this line, adopted or not.
+	fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job submitted, ID: %d", out.JobID)))
 	if detach {
 		return nil
 	}
