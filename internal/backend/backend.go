@@ -10,6 +10,8 @@ package backend
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +43,24 @@ type Backend struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// instance names this server process in the jobs its launches submit,
+	// so a later server tells a job whose launch died with its server
+	// from one a live launch is following.
+	instance     string
+	instanceOnce sync.Once
+	// repairs are the agent-start repairs in flight, by cluster name;
+	// the channel closes when one ends (see finishAgentStart).
+	repairs map[string]chan struct{}
+}
+
+// instanceID is this process's instance name (random, made once).
+func (b *Backend) instanceID() string {
+	b.instanceOnce.Do(func() {
+		var raw [8]byte
+		_, _ = rand.Read(raw[:])
+		b.instance = hex.EncodeToString(raw[:])
+	})
+	return b.instance
 }
 
 // Handle is what the backend keeps about a cluster in the clusters table.
@@ -61,6 +81,9 @@ type Handle struct {
 	// cluster has run its setup, so a later refresh may restart the agent
 	// and call it UP again, which it may not do for a launch cut short.
 	AgentDown bool `json:"agent_down,omitempty"`
+	// InflightLaunch is the submit key of the job a launch is submitting
+	// or following; one left behind names a launch a crash cut off.
+	InflightLaunch string `json:"inflight_launch,omitempty"`
 }
 
 // lock serialises the operations that act on a cluster's nodes (launch,
@@ -100,14 +123,14 @@ var ErrBusy = errors.New("another operation on the cluster is in progress")
 // tryLock is lock for a background repair, which must not queue behind a
 // launch (it would hold a refresher worker for the whole setup) and
 // should not act while one runs anyway: it fails with ErrBusy at once
-// when this server holds the lock, and after a short wait when another
-// server does.
-func (b *Backend) tryLock(ctx context.Context, name string) (func(), error) {
+// when this server holds the lock, and after wait when another server
+// does.
+func (b *Backend) tryLock(ctx context.Context, name string, wait time.Duration) (func(), error) {
 	m := b.clusterMutex(name)
 	if !m.TryLock() {
 		return nil, ErrBusy
 	}
-	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	unlock, err := b.Store.LockCluster(lctx, name)
 	if err != nil {

@@ -155,7 +155,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintln(log, "Run commands not specified or empty.")
 		return result, nil
 	}
-	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, &launchRef{c, h}, log)
 }
 
 // sshAccess says whether `ssh <cluster>` reaches the cluster's head.
@@ -260,7 +260,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 		return nil, err
 	}
 	result := &api.LaunchResult{ClusterName: c.Name}
-	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, unlock, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, unlock, nil, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -386,7 +386,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 				n := info.Nodes[0]
 				h.CPUs, h.MemoryGB, h.GPUs = n.CPUs, n.MemoryGB, n.GPUs
 			}
-			h.Reason = "starting agents"
+			h.Reason = reasonStartingAgents
 			return "", nil
 		})
 		if err != nil {
@@ -514,6 +514,11 @@ func (b *Backend) onAutostopCommand(name string) string {
 	parts = append(parts, provision.Quote("HOME="+b.Home), provision.Quote(b.Sky))
 	return strings.Join(parts, " ") + ` "$SKYGO_AUTOSTOP_ACTION" -y ` + provision.Quote(name)
 }
+
+// reasonStartingAgents is the INIT reason from the nodes being up to
+// their agents answering; a server crash in between leaves it, which
+// Refresh repairs (finishAgentStart).
+const reasonStartingAgents = "starting agents"
 
 // startAgents starts the agent on every node (idempotent) and marks the
 // cluster UP.
@@ -704,8 +709,10 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 // job to the head agent and, unless detached, streams the job as SkyPilot
 // shows it until it ends. result gets the job's id and final status;
 // submitted (if not nil) is called once the job is on the cluster, before
-// following it.
-func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), log io.Writer) error {
+// following it. A launch passes its cluster as launch, so that a
+// relaunch after a server crash finds its job (see launchJob); exec
+// passes nil.
+func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launch *launchRef, log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
@@ -716,13 +723,28 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 		spec.GPUs = map[string]float64{name: r.AcceleratorCount()}
 	}
 	var out agentapi.SubmitResult
-	if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
+	adopted := 0
+	if launch != nil {
+		var ended func()
+		var err error
+		if adopted, ended, err = b.launchJob(ctx, head, launch, &spec, log); err != nil {
+			return err
+		}
+		defer ended()
+	}
+	if adopted > 0 {
+		out.JobID = adopted
+	} else if err := b.agentCall(ctx, head, spec, &out, "submit"); err != nil {
 		return err
 	}
 	if submitted != nil {
 		submitted()
 	}
 	result.JobID = out.JobID
+	if adopted > 0 {
+		fmt.Fprintf(log, "Job %d of an earlier launch of this task, cut off by an API server restart, is still on the cluster: following it instead of submitting another.\n", adopted)
+	}
+	// Scripts read the job's id from this line, adopted or not.
 	fmt.Fprintln(log, ux.Starting(fmt.Sprintf("Job submitted, ID: %d", out.JobID)))
 	if detach {
 		return nil
@@ -748,6 +770,137 @@ func (b *Backend) tornDown(ctx context.Context, name string, jobID int) error {
 	if _, err := b.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
 		return &ClusterError{Type: "ClusterDoesNotExist", Msg: fmt.Sprintf(
 			"Cluster %q was torn down while job %d was running; the job ended with it.", name, jobID)}
+	}
+	return nil
+}
+
+// Metadata keys of a launch's job: which launch (cluster incarnation
+// and task), its submit key, and which server process submitted it.
+const (
+	metaLaunch = "skygo_launch"
+	metaSubmit = "skygo_submit"
+	metaServer = "skygo_server"
+)
+
+// launchRef is the cluster a launch submits to, as the launch loaded it.
+type launchRef struct {
+	c *state.Cluster
+	h *Handle
+}
+
+// launchJob makes a launch's submit safe against a server crash at any
+// moment. Before submitting, the launch records its job's submit key on
+// the cluster (Handle.InflightLaunch) and clears it once its job is
+// handed off (detached) or followed to its end, so a key still there
+// names the job of a launch that a crash cut off. That job is in the
+// head's job table, which outlives the server: a relaunch of the same
+// task adopts it and returns its id, instead of running a second setup
+// beside it; a relaunch of a changed task cancels it, and waits for its
+// processes to be gone, unless its setup has already finished. A job
+// whose submitting server is this one is left alone: a live launch
+// follows it. Otherwise spec gets its tags and a submit key that a
+// submit the crash left in flight shares, so that one lands once. ended
+// clears the record; the caller runs it when the launch lets go of the
+// job.
+func (b *Backend) launchJob(ctx context.Context, head provision.CommandRunner, l *launchRef, spec *agentapi.JobSpec, log io.Writer) (adopted int, ended func(), err error) {
+	// A secret's value stays out of the key (the key is stored in clear
+	// in the job table): a relaunch that changes only a secret's value
+	// adopts the job with the old one.
+	hashed := *spec
+	hashed.Secrets = map[string]string{}
+	for k := range spec.Secrets {
+		hashed.Secrets[k] = ""
+	}
+	raw, err := json.Marshal(hashed)
+	if err != nil {
+		return 0, nil, err
+	}
+	sum := sha256.Sum256(raw)
+	key := l.c.ClusterHash + "/" + hex.EncodeToString(sum[:8])
+	var jobs []agentapi.Job
+	if err := b.agentCall(ctx, head, nil, &jobs, "queue"); err != nil {
+		return 0, nil, err
+	}
+	gen := 0
+	for _, j := range jobs {
+		if k, _ := j.Metadata[metaLaunch].(string); k == key {
+			gen++
+		}
+	}
+	submitKey := fmt.Sprintf("%s#%d", key, gen)
+	if prev := l.h.InflightLaunch; prev != "" {
+		for _, j := range jobs {
+			sk, _ := j.Metadata[metaSubmit].(string)
+			srv, _ := j.Metadata[metaServer].(string)
+			if sk != prev || j.Status.Terminal() || srv == b.instanceID() {
+				continue
+			}
+			if k, _ := j.Metadata[metaLaunch].(string); k == key {
+				adopted, submitKey = j.JobID, prev
+			} else if j.Status != agentapi.StatusRunning {
+				fmt.Fprintf(log, "Cancelling job %d: its launch was cut off by an API server restart before its setup finished.\n", j.JobID)
+				if err := b.cancelAndWait(ctx, head, []int{j.JobID}); err != nil {
+					return 0, nil, err
+				}
+			}
+		}
+	}
+	if adopted == 0 {
+		spec.Metadata = map[string]any{metaLaunch: key, metaSubmit: submitKey, metaServer: b.instanceID()}
+		spec.SubmitKey = submitKey
+	}
+	err = b.update(ctx, l.c, l.h, func(_ *state.Cluster, h *Handle) (string, error) {
+		h.InflightLaunch = submitKey
+		return "", nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	ended = func() {
+		_ = b.update(context.WithoutCancel(ctx), l.c, l.h, func(_ *state.Cluster, h *Handle) (string, error) {
+			if h.InflightLaunch != submitKey {
+				return "", state.ErrNoChange // a later launch's by now
+			}
+			h.InflightLaunch = ""
+			return "", nil
+		})
+	}
+	return adopted, ended, nil
+}
+
+// staleJobWait bounds the wait for cancelled jobs' processes to be gone.
+const staleJobWait = 30 * time.Second
+
+// cancelAndWait cancels jobs and waits until each is final, which the
+// agent records only once the job's process groups are gone.
+func (b *Backend) cancelAndWait(ctx context.Context, head provision.CommandRunner, ids []int) error {
+	args := make([]string, len(ids))
+	for i, id := range ids {
+		args[i] = fmt.Sprint(id)
+	}
+	var res agentapi.CancelResult
+	if err := b.agentCall(ctx, head, nil, &res, "cancel", args...); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(staleJobWait)
+	for _, id := range ids {
+		for {
+			st, err := b.jobStatus(ctx, head, id)
+			if err != nil {
+				return err
+			}
+			if st == "" || agentapi.Status(st).Terminal() {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("job %d of an interrupted launch is still %s %s after it was cancelled; cancel it (`sky cancel`) and launch again", id, st, staleJobWait)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
@@ -211,6 +212,9 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 		runners, err := p.Runners(h.Info)
 		if err != nil {
 			return c, err
+		}
+		if c.Status == state.ClusterInit && h.Reason == reasonStartingAgents {
+			return b.finishAgentStart(ctx, c, runners)
 		}
 		if why := b.headAgentDown(ctx, runners[0]); why != "" {
 			// Only a cluster that finished its launch is repaired: an INIT
@@ -467,4 +471,65 @@ func (b *Backend) HookLog(ctx context.Context, name string, user User, w io.Writ
 	}
 	_, err = w.Write(res.Stdout)
 	return err
+}
+
+// agentRepairWait is how long a refresh waits for another server's hold
+// on a cluster before leaving an unfinished agent start to that server.
+const agentRepairWait = 200 * time.Millisecond
+
+// finishAgentStart completes the agent start of a launch that a server
+// crash cut off between the nodes coming up and the agents answering, as
+// the launch would have: startAgents is idempotent (agents found running
+// stay, missing ones start) and marks the cluster UP. Refreshes of the
+// same cluster in this server (a status request and the status
+// controller, both at a server's start) share one repair, and each
+// returns the row it left. While an operation holds the cluster, the
+// launch is not cut off but still in that step: the row is left as it
+// is, since agents not answering yet are no news.
+func (b *Backend) finishAgentStart(ctx context.Context, c *state.Cluster, runners []provision.CommandRunner) (*state.Cluster, error) {
+	b.mu.Lock()
+	if ch, ok := b.repairs[c.Name]; ok {
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return c, ctx.Err()
+		}
+		nc, err := b.Store.GetCluster(ctx, c.Name)
+		return nc, err
+	}
+	if b.repairs == nil {
+		b.repairs = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	b.repairs[c.Name] = ch
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.repairs, c.Name)
+		b.mu.Unlock()
+		close(ch)
+	}()
+	unlock, err := b.tryLock(ctx, c.Name, agentRepairWait)
+	if err != nil {
+		return c, nil // an operation holds the cluster: it writes what it finds
+	}
+	defer unlock()
+	cur, err := b.Store.GetCluster(ctx, c.Name)
+	if err != nil {
+		return c, err
+	}
+	h, err := HandleOf(cur)
+	if err != nil {
+		return c, err
+	}
+	if cur.Status != state.ClusterInit || h.Reason != reasonStartingAgents || h.Info == nil {
+		return cur, nil // moved on meanwhile: the row is the news
+	}
+	if err := b.startAgents(ctx, cur, h, runners, io.Discard); err != nil {
+		b.setReason(ctx, cur, h, "starting agents failed: "+err.Error())
+		return c, err
+	}
+	nc, err := b.Store.GetCluster(ctx, c.Name)
+	return nc, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/provision"
@@ -72,7 +73,7 @@ func (b *Backend) CheckAgent(ctx context.Context, c *state.Cluster) (*state.Clus
 // the record moved after the observation, whoever moved it knows better
 // and nothing is done. ErrBusy: another operation holds the cluster.
 func (b *Backend) repairAgents(ctx context.Context, c *state.Cluster) (*state.Cluster, error) {
-	unlock, err := b.tryLock(ctx, c.Name)
+	unlock, err := b.tryLock(ctx, c.Name, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}

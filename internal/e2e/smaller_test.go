@@ -2,30 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/skygo/skygo/internal/paths"
 )
-
-// serverPID is the pid the auto-started API server recorded.
-func (e *skyEnv) serverPID() int {
-	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(paths.ServerDir(e.home), "server.pid"))
-	if err != nil {
-		e.t.Fatalf("no server pid file: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		e.t.Fatalf("server pid file holds %q", b)
-	}
-	return pid
-}
 
 // TestExecRacingDown: an exec following its job when a down takes the
 // cluster says so and fails; an exec sent while a down runs either lands
