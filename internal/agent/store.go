@@ -229,10 +229,12 @@ func (s *store) transition(ctx context.Context, id int, from []agentapi.Status, 
 	if u.failureReason != nil {
 		sets, args = append(sets, "failure_reason = ?"), append(args, *u.failureReason)
 	}
+	hadSecrets := false
 	if u.to.Terminal() {
 		// A job that is over never runs again: its secrets need not
 		// outlive it on the node.
 		sets = append(sets, `spec = json_remove(spec, '$.secrets')`)
+		_ = s.db.QueryRowContext(ctx, `SELECT json_extract(spec, '$.secrets') IS NOT NULL FROM jobs WHERE job_id = ?`, id).Scan(&hadSecrets)
 	}
 	q := `UPDATE jobs SET ` + strings.Join(sets, ", ") + ` WHERE job_id = ? AND status IN (?` + strings.Repeat(",?", len(from)-1) + `)`
 	args = append(args, id)
@@ -247,10 +249,12 @@ func (s *store) transition(ctx context.Context, id int, from []agentapi.Status, 
 		return false, fmt.Errorf("updating job %d: %w", id, err)
 	}
 	n, _ := res.RowsAffected()
-	if n == 1 && u.to.Terminal() {
+	if n == 1 && hadSecrets {
 		// The WAL still holds the row as it was; truncating it leaves the
 		// secrets only in the pages secure_delete zeroed. A reader holding
-		// the WAL makes this a no-op, and the next job's end retries.
+		// the WAL makes this a no-op, and the next job's end retries. Only
+		// for a job that had secrets: the checkpoint waits for readers,
+		// which a job end should not do for nothing.
 		_, _ = s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	}
 	return n == 1, nil
