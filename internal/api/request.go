@@ -82,6 +82,11 @@ type Request struct {
 	StatusMsg        string   `json:"status_msg"`
 	ShouldRetry      bool     `json:"should_retry"`
 	FileMountsBlobID string   `json:"file_mounts_blob_id"`
+	// ServerID names the API server that runs the request (host:port),
+	// so a restarted server fails only what it left behind, not what
+	// another live server sharing the database still runs. Not on the
+	// wire.
+	ServerID string `json:"-"`
 }
 
 // User is who a request runs as: the authenticated user, or on a server

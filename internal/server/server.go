@@ -137,6 +137,9 @@ type Server struct {
 	stopExec  context.CancelFunc
 	closeOnce sync.Once
 	loops     *controller.Runner
+	// id names this server among those sharing a database: host:port, so
+	// the same server restarted recognises the requests it left behind.
+	id string
 }
 
 // isLoopback reports whether host only accepts local connections.
@@ -172,7 +175,7 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	if err := opts.CheckExposure(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser()}
+	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser(), id: serverID(opts.Port)}
 	s.auth.m = map[string]authEntry{}
 	for _, d := range []string{s.paths.Dir, s.paths.RequestLogs} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -252,7 +255,7 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	if err := s.ensureAdminToken(ctx); err != nil {
 		return fail(err)
 	}
-	if ids, err := s.store.FailActiveRequests(ctx, encodeError(&op.Error{Type: "ServerRestarted", Message: RestartedError})); err != nil {
+	if ids, err := s.store.FailActiveRequests(ctx, s.id, encodeError(&op.Error{Type: "ServerRestarted", Message: RestartedError})); err != nil {
 		return fail(fmt.Errorf("mark abandoned requests: %w", err))
 	} else if len(ids) > 0 {
 		s.log.Warn("marked requests of a previous server FAILED", "count", len(ids), "request_ids", ids)
@@ -527,7 +530,7 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		rec := &api.Request{
 			RequestID: uuid.NewString(), Name: name, Entrypoint: entry, RequestBody: redactSecrets(fields, body),
 			Status: api.RequestPending, UserID: u.ID, UserName: u.Name,
-			ScheduleType: o.Schedule.String(), ClusterName: cluster,
+			ScheduleType: o.Schedule.String(), ClusterName: cluster, ServerID: s.id,
 		}
 		logFile, err := os.OpenFile(filepath.Join(s.paths.RequestLogs, rec.RequestID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -897,4 +900,13 @@ func redactSecrets(fields map[string]any, body []byte) string {
 		return "{}"
 	}
 	return string(out)
+}
+
+// serverID is host:port of a server on this machine.
+func serverID(port int) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }

@@ -128,6 +128,9 @@ var migrations = []migration{
 			updated_at DOUBLE PRECISION NOT NULL
 		)`,
 	}},
+	{6, "the server that runs each request", []string{
+		`ALTER TABLE requests ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

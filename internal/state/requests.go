@@ -15,7 +15,7 @@ var ActiveRequestStatuses = []api.RequestStatus{api.RequestPending, api.RequestR
 
 const requestCols = `request_id, name, entrypoint, request_body, status, created_at, started_at,
 	finished_at, user_id, user_name, return_value, error, pid, schedule_type, cluster_name,
-	status_msg, should_retry, file_mounts_blob_id`
+	status_msg, should_retry, file_mounts_blob_id, server_id`
 
 func scanRequest(sc interface{ Scan(...any) error }) (*api.Request, error) {
 	var r api.Request
@@ -24,7 +24,7 @@ func scanRequest(sc interface{ Scan(...any) error }) (*api.Request, error) {
 	var retry int
 	if err := sc.Scan(&r.RequestID, &r.Name, &r.Entrypoint, &r.RequestBody, &r.Status, &r.CreatedAt,
 		&started, &finished, &r.UserID, &r.UserName, &r.ReturnValue, &r.Error, &pid,
-		&r.ScheduleType, &r.ClusterName, &r.StatusMsg, &retry, &r.FileMountsBlobID); err != nil {
+		&r.ScheduleType, &r.ClusterName, &r.StatusMsg, &retry, &r.FileMountsBlobID, &r.ServerID); err != nil {
 		return nil, err
 	}
 	if started.Valid {
@@ -57,10 +57,10 @@ func (s *Store) CreateRequest(ctx context.Context, r *api.Request) error {
 		r.ScheduleType = "short"
 	}
 	_, err := s.exec(ctx, "create request", `INSERT INTO requests (`+requestCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.RequestID, r.Name, r.Entrypoint, r.RequestBody, string(r.Status), r.CreatedAt,
 		nullFloat(r.StartedAt), nullFloat(r.FinishedAt), r.UserID, r.UserName, r.ReturnValue, r.Error,
-		nullInt(r.PID), r.ScheduleType, r.ClusterName, r.StatusMsg, boolInt(r.ShouldRetry), r.FileMountsBlobID)
+		nullInt(r.PID), r.ScheduleType, r.ClusterName, r.StatusMsg, boolInt(r.ShouldRetry), r.FileMountsBlobID, r.ServerID)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("create request %s: %w", r.RequestID, ErrExists)
 	}
@@ -227,16 +227,21 @@ func (s *Store) SetRequestStatus(ctx context.Context, id string, from []api.Requ
 	return n == 1, err
 }
 
-// FailActiveRequests marks every PENDING or RUNNING request FAILED with the
-// given error JSON and returns their ids. A server calls it at start: no
-// worker from a previous process is still running them.
-func (s *Store) FailActiveRequests(ctx context.Context, errJSON string) ([]string, error) {
+// FailActiveRequests marks every PENDING or RUNNING request of server
+// serverID (and any recorded before requests named their server) FAILED
+// with the given error JSON and returns their ids. A server calls it at
+// start: no worker of its previous process is still running them, while
+// another server sharing the database may still run its own.
+func (s *Store) FailActiveRequests(ctx context.Context, serverID, errJSON string) ([]string, error) {
 	active, err := s.ListRequests(ctx, RequestFilter{})
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
 	for _, r := range active {
+		if r.ServerID != serverID && r.ServerID != "" {
+			continue // another live server's, on a shared database
+		}
 		ok, err := s.SetRequestStatus(ctx, r.RequestID, ActiveRequestStatuses, api.RequestFailed, RequestUpdate{Error: &errJSON})
 		if err != nil {
 			return ids, err

@@ -237,9 +237,18 @@ func TestRequests(t *testing.T) {
 			t.Fatalf("%d concurrent transitions won, want exactly 1", won)
 		}
 
-		ids, err := s.FailActiveRequests(ctx, `{"type":"ServerRestarted"}`)
+		// Another server sharing the database runs its own requests: a
+		// restart of this one leaves them alone.
+		other := &api.Request{RequestID: "cccc4444", Name: "sky.launch", Status: api.RequestRunning, ServerID: "host-b:46580"}
+		if err := s.CreateRequest(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := s.FailActiveRequests(ctx, "host-a:46580", `{"type":"ServerRestarted"}`)
 		if err != nil || fmt.Sprint(ids) != "[bbbb3333]" {
 			t.Fatalf("FailActiveRequests = %v, %v", ids, err)
+		}
+		if r, _ := s.GetRequest(ctx, "cccc4444"); r.Status != api.RequestRunning || r.ServerID != "host-b:46580" {
+			t.Fatalf("another server's request after this one restarted: %+v", r)
 		}
 		r, _ = s.GetRequest(ctx, "bbbb3333")
 		if r.Status != api.RequestFailed || r.Error != `{"type":"ServerRestarted"}` {
