@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -146,7 +147,18 @@ func OpenSQLite(ctx context.Context, path string) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	s := &Store{dialect: SQLite, w: w, where: path}
-	if err := s.migrate(ctx); err != nil {
+	// Processes opening one fresh file at once race to switch it to WAL,
+	// and SQLite answers that race with SQLITE_BUSY at once, busy timeout
+	// or not: the first open and migration are serialised by a lock file
+	// beside the database. Once it is WAL, opens no longer contend.
+	unlock, err := lockFile(path + ".open-lock")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	err = s.migrate(ctx)
+	unlock()
+	if err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -291,4 +303,21 @@ func inClause(n int) string {
 // created_at/finished_at fields.
 func nowSeconds() float64 {
 	return float64(time.Now().UnixNano()) / 1e9
+}
+
+// lockFile takes an exclusive flock on path (created 0600), released by
+// the returned func or when the process ends.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
