@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -111,30 +112,21 @@ func (e *Env) reconcileAutostop(ctx context.Context, name string) (controller.Re
 
 // reconcileStatus observes one cluster and records what it finds.
 func (e *Env) reconcileStatus(ctx context.Context, name string) (controller.Result, error) {
-	c, err := e.Store.GetCluster(ctx, name)
-	if errors.Is(err, state.ErrNotFound) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	_, err = e.Backend.Refresh(ctx, c)
-	return busyLater(err)
-}
-
-// busyLater turns "another operation holds the cluster" into a look again
-// later: that is no failure (no error logged, no growing backoff), and
-// the operation itself leaves the cluster in a state worth a new look.
-func busyLater(err error) (controller.Result, error) {
-	if errors.Is(err, backend.ErrBusy) {
-		return controller.Result{RequeueAfter: livenessBackoff}, nil
-	}
-	return controller.Result{}, err
+	return e.reconcileCluster(ctx, name, e.Backend.Refresh)
 }
 
 // reconcileAgent checks that the head agent of one cluster runs, and
 // restarts the agents when it does not (backend.CheckAgent).
 func (e *Env) reconcileAgent(ctx context.Context, name string) (controller.Result, error) {
+	return e.reconcileCluster(ctx, name, e.Backend.CheckAgent)
+}
+
+// reconcileCluster runs look on the current row of cluster name (a
+// cluster gone meanwhile is nothing to do). "Another operation holds the
+// cluster" becomes a look again later: that is no failure (no error
+// logged, no growing backoff), and the operation itself leaves the
+// cluster in a state worth a new look.
+func (e *Env) reconcileCluster(ctx context.Context, name string, look func(context.Context, *state.Cluster) (*state.Cluster, error)) (controller.Result, error) {
 	c, err := e.Store.GetCluster(ctx, name)
 	if errors.Is(err, state.ErrNotFound) {
 		return controller.Result{}, nil
@@ -142,21 +134,18 @@ func (e *Env) reconcileAgent(ctx context.Context, name string) (controller.Resul
 	if err != nil {
 		return controller.Result{}, err
 	}
-	_, err = e.Backend.CheckAgent(ctx, c)
-	return busyLater(err)
+	if _, err := look(ctx, c); errors.Is(err, backend.ErrBusy) {
+		return controller.Result{RequeueAfter: livenessBackoff}, nil
+	} else if err != nil {
+		return controller.Result{}, err
+	}
+	return controller.Result{}, nil
 }
 
 // logWriter turns the backend's progress lines into log records.
 type logWriter struct{ log *slog.Logger }
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.log.Info(string(bytesTrimNL(p)))
+	w.log.Info(string(bytes.TrimRight(p, "\r\n")))
 	return len(p), nil
-}
-
-func bytesTrimNL(p []byte) []byte {
-	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
-		p = p[:len(p)-1]
-	}
-	return p
 }
