@@ -790,28 +790,18 @@ func redactCommand(fields map[string]any, body []byte) []byte {
 		return body
 	}
 	var vals []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, sub := range t {
-				if m, ok := sub.(map[string]any); ok && k == "secrets" {
-					for _, val := range m {
-						if str, ok := val.(string); ok {
-							vals = append(vals, str)
-						}
-					}
-					continue
-				}
-				walk(sub)
-			}
-		case []any:
-			for _, sub := range t {
-				walk(sub)
+	walkBody(fields, func(_ map[string]any, k string, sub any) bool {
+		m, ok := sub.(map[string]any)
+		if !ok || k != "secrets" {
+			return false
+		}
+		for _, val := range m {
+			if str, ok := val.(string); ok {
+				vals = append(vals, str)
 			}
 		}
-	}
-	walk(fields)
+		return true
+	})
 	clean := task.RedactCommandLine(cmd, vals...)
 	if clean == cmd {
 		return body
@@ -831,6 +821,24 @@ func redactCommand(fields map[string]any, body []byte) []byte {
 	}
 	fields["entrypoint_command"] = clean
 	return out
+}
+
+// walkBody calls visit on every key of every object in a decoded request
+// body, at any depth; visit returns true when it dealt with the value, so
+// the walk does not descend into it.
+func walkBody(v any, visit func(parent map[string]any, key string, sub any) bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, sub := range t {
+			if !visit(t, k, sub) {
+				walkBody(sub, visit)
+			}
+		}
+	case []any:
+		for _, sub := range t {
+			walkBody(sub, visit)
+		}
+	}
 }
 
 // redactYAMLSecrets returns a task YAML as a client sent it (`sky
@@ -871,30 +879,19 @@ func redactSecrets(fields map[string]any, body []byte) string {
 	if !strings.Contains(string(body), `secrets`) {
 		return string(body)
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, sub := range t {
-				if m, ok := sub.(map[string]any); ok && k == "secrets" {
-					for name := range m {
-						m[name] = "<redacted>"
-					}
-					continue
-				}
-				if y, ok := sub.(string); ok && k == "yaml" {
-					t[k] = redactYAMLSecrets(y)
-					continue
-				}
-				walk(sub)
+	walkBody(fields, func(parent map[string]any, k string, sub any) bool {
+		if m, ok := sub.(map[string]any); ok && k == "secrets" {
+			for name := range m {
+				m[name] = "<redacted>"
 			}
-		case []any:
-			for _, sub := range t {
-				walk(sub)
-			}
+			return true
 		}
-	}
-	walk(fields)
+		if y, ok := sub.(string); ok && k == "yaml" {
+			parent[k] = redactYAMLSecrets(y)
+			return true
+		}
+		return false
+	})
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return "{}"
