@@ -145,19 +145,10 @@ type ClusterEvent struct {
 	TransitionedAt float64 `json:"transitioned_at"`
 }
 
-// AddClusterEvent appends an event; TransitionedAt defaults to now.
+// AddClusterEvent appends an event that moves no row (a status change is
+// recorded by UpdateCluster itself); TransitionedAt defaults to now.
 func (s *Store) AddClusterEvent(ctx context.Context, e *ClusterEvent) error {
-	if e.TransitionedAt == 0 {
-		e.TransitionedAt = nowSeconds()
-	}
-	if e.Type == "" {
-		e.Type = "STATUS_CHANGE"
-	}
-	_, err := s.exec(ctx, "add cluster event", `INSERT INTO cluster_events
-		(cluster_name, cluster_hash, event_type, reason, from_status, to_status, transitioned_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.ClusterName, e.ClusterHash, e.Type, e.Reason, e.FromStatus, e.ToStatus, e.TransitionedAt)
-	return err
+	return s.tx(ctx, "add cluster event", func(tx *sql.Tx) error { return s.eventTx(ctx, tx, e) })
 }
 
 // ListClusterEvents returns a cluster's events, oldest first; limit 0 = all,

@@ -429,7 +429,7 @@ func TestClusters(t *testing.T) {
 			t.Fatalf("last two events = %+v", evs)
 		}
 
-		if err := s.DeleteCluster(ctx, "dev"); err != nil {
+		if _, err := s.RemoveCluster(ctx, "dev", "", nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.GetCluster(ctx, "dev"); !errors.Is(err, ErrNotFound) {

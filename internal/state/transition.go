@@ -175,13 +175,6 @@ func (s *Store) RemoveCluster(ctx context.Context, name, reason string, check fu
 	return false, fmt.Errorf("remove cluster %s: %w", name, ErrConflict)
 }
 
-// DeleteCluster removes a cluster row whatever its state (its history and
-// events remain); it is RemoveCluster with no check.
-func (s *Store) DeleteCluster(ctx context.Context, name string) error {
-	_, err := s.RemoveCluster(ctx, name, "", nil)
-	return err
-}
-
 // forUpdate makes PostgreSQL lock the row read, so concurrent writers of
 // one row queue instead of failing their version check and retrying;
 // SQLite's transaction already holds the database's write lock.
