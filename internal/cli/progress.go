@@ -29,15 +29,21 @@ func newStreamWriter(w io.Writer, tty bool) *streamWriter { return &streamWriter
 const clearLine = "\r\x1b[K"
 
 func (p *streamWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
+	return writeLines(p.w, &p.buf, b, p.render)
+}
+
+// writeLines adds b to buf and writes what render makes of each complete
+// line in it, keeping a last partial line in buf for the next write.
+func writeLines(w io.Writer, buf *[]byte, b []byte, render func(line string) string) (int, error) {
+	*buf = append(*buf, b...)
 	for {
-		i := bytes.IndexByte(p.buf, '\n')
+		i := bytes.IndexByte(*buf, '\n')
 		if i < 0 {
 			return len(b), nil
 		}
-		line := string(p.buf[:i])
-		p.buf = p.buf[i+1:]
-		if _, err := io.WriteString(p.w, p.render(line)); err != nil {
+		line := string((*buf)[:i])
+		*buf = (*buf)[i+1:]
+		if _, err := io.WriteString(w, render(line)); err != nil {
 			return 0, err
 		}
 	}
@@ -103,37 +109,29 @@ func isStage(line string) bool {
 }
 
 func (p *progressWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		line := string(p.buf[:i])
-		p.buf = p.buf[i+1:]
-		if _, isStatus := ux.ParseStatus(line); isStatus {
-			continue // the server's stage markers are for streamWriter
-		}
-		var out string
-		switch {
-		case isStage(line) && p.pending:
-			out = clearLine + line
-			p.stage = line
-		case isStage(line):
-			out = line
-			p.pending, p.stage = true, line
-		case p.pending && strings.HasPrefix(ansiRE.ReplaceAllString(line, ""), p.stage):
-			out = clearLine + line + "\n"
-			p.pending = false
-		case p.pending:
-			out = "\n" + line + "\n"
-			p.pending = false
-		default:
-			out = line + "\n"
-		}
-		if _, err := io.WriteString(p.w, out); err != nil {
-			return 0, err
-		}
+	return writeLines(p.w, &p.buf, b, p.render)
+}
+
+// render is what one complete line puts on the screen.
+func (p *progressWriter) render(line string) string {
+	if _, isStatus := ux.ParseStatus(line); isStatus {
+		return "" // the server's stage markers are for streamWriter
+	}
+	switch {
+	case isStage(line) && p.pending:
+		p.stage = line
+		return clearLine + line
+	case isStage(line):
+		p.pending, p.stage = true, line
+		return line
+	case p.pending && strings.HasPrefix(ansiRE.ReplaceAllString(line, ""), p.stage):
+		p.pending = false
+		return clearLine + line + "\n"
+	case p.pending:
+		p.pending = false
+		return "\n" + line + "\n"
+	default:
+		return line + "\n"
 	}
 }
 
