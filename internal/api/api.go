@@ -39,12 +39,18 @@ type LaunchBody struct {
 	NoSetup     bool     `json:"no_setup,omitempty"`
 	Fast        bool     `json:"fast,omitempty"`
 	// IdleMinutes < 0 means not set.
-	IdleMinutes  *int   `json:"idle_minutes_to_autostop,omitempty"`
-	Down         bool   `json:"down,omitempty"`
+	IdleMinutes *int `json:"idle_minutes_to_autostop,omitempty"`
+	Down        bool `json:"down,omitempty"`
+	// WaitFor is --wait-for (jobs_and_ssh, jobs, none); "" keeps the
+	// task's autostop.wait_for.
+	WaitFor      string `json:"wait_for,omitempty"`
 	Retry        bool   `json:"retry_until_up,omitempty"`
 	Verbose      bool   `json:"verbose,omitempty"`
 	Command      string `json:"entrypoint_command,omitempty"`
 	OptimizeTime bool   `json:"optimize_time,omitempty"`
+	// Workspace is where a new cluster is recorded: the request config's
+	// active_workspace, set by the server (never read from the client).
+	Workspace string `json:"-"`
 }
 
 // LaunchResult is what /launch and /exec return.
@@ -77,6 +83,12 @@ type ClustersBody struct {
 	SkipFinished bool     `json:"skip_finished,omitempty"`
 	// Force is start's --force: restart the agents of an UP cluster too.
 	Force bool `json:"force,omitempty"`
+	// Retry is start's -r: keep starting while the infra has no capacity.
+	Retry bool `json:"retry_until_up,omitempty"`
+	// Graceful (stop, down): cancel the cluster's jobs and wait for them
+	// to end first, for at most GracefulTimeout seconds when set.
+	Graceful        bool `json:"graceful,omitempty"`
+	GracefulTimeout *int `json:"graceful_timeout,omitempty"`
 }
 
 // AutostopBody is the body of /autostop.
@@ -114,6 +126,13 @@ type LogsBody struct {
 type JobStatusResult struct {
 	JobID  int    `json:"job_id"`
 	Status string `json:"status"`
+}
+
+// EndpointsBody is the body of /endpoints: the URLs of a cluster's
+// exposed ports (one port, or all when Port is 0).
+type EndpointsBody struct {
+	Cluster string `json:"cluster"`
+	Port    int    `json:"port,omitempty"`
 }
 
 // CheckBody is the body of /check.

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -81,6 +82,10 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	// nothing: an UP cluster launched last with the same setup.
 	fast := body.Fast && !fresh && c.Status == state.ClusterUp && h.SetupHash == setupHash
 	if !fresh {
+		if ws, have := cmp.Or(body.Workspace, "default"), cmp.Or(c.Workspace, "default"); ws != have {
+			return nil, &ClusterError{Type: "InvalidSkyPilotConfigError", Msg: fmt.Sprintf(
+				"Cluster %q is in workspace %q, but the active workspace is %q. Use -w %s, or another cluster name.", name, have, ws, have)}
+		}
 		if err := checkFits(c, h, res, t.NumNodes); err != nil {
 			return nil, err
 		}
@@ -265,6 +270,9 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 
 // checkFits refuses a task that the existing cluster cannot run.
 func checkFits(c *state.Cluster, h *Handle, r *resources.Resources, numNodes int) error {
+	if err := checkPlace(c, h, r); err != nil {
+		return err
+	}
 	if numNodes > c.NumNodes {
 		return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(
 			"Task requested %d nodes but cluster %q has %d. Launch a new cluster (`sky launch -c NEW ...`) or use --resize on a local cluster.", numNodes, c.Name, c.NumNodes)}
@@ -286,6 +294,67 @@ func checkFits(c *state.Cluster, h *Handle, r *resources.Resources, numNodes int
 			"Task requested %g CPUs per node but cluster %q nodes have %g.", r.CPUs.Value, c.Name, h.CPUs)}
 	}
 	return nil
+}
+
+// checkPlace refuses resource flags that name another place or machine
+// than the cluster's (`sky exec --infra aws` on a local cluster): the task
+// would otherwise run where it did not ask to.
+func checkPlace(c *state.Cluster, h *Handle, r *resources.Resources) error {
+	have, err := resources.ParseInfra(h.Infra)
+	if err != nil {
+		return nil // an infra this build no longer knows; nothing to compare
+	}
+	mismatch := func(what, want, got string) error {
+		return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(
+			"Task requested %s %s but cluster %q is on %s. Drop the flag, or launch a new cluster there (`sky launch -c NEW ...`).", what, want, c.Name, got)}
+	}
+	want := r.Infra
+	if want.Cloud != "" && !strings.EqualFold(want.Cloud, have.Cloud) {
+		return mismatch("infra", want.Cloud, h.Infra)
+	}
+	if want.Region != "" && !strings.EqualFold(want.Region, have.Region) && (h.Info == nil || !strings.EqualFold(want.Region, h.Info.Region)) {
+		return mismatch("region", want.Region, h.Infra)
+	}
+	if want.Zone != "" && (h.Info == nil || !strings.EqualFold(want.Zone, h.Info.Zone)) {
+		return mismatch("zone", want.Zone, h.Infra)
+	}
+	if r.InstanceType != "" && !strings.EqualFold(r.InstanceType, h.InstanceType) {
+		got := h.InstanceType
+		if got == "" {
+			got = "no instance type"
+		}
+		return mismatch("instance type", r.InstanceType, h.Infra+" ("+got+")")
+	}
+	if r.UseSpot != nil && *r.UseSpot && !h.UseSpot {
+		return mismatch("spot instances", "(--use-spot)", h.Infra+" (on-demand)")
+	}
+	if len(r.Ports) > 0 {
+		var have []string
+		var m map[string]any
+		if json.Unmarshal(c.Resources, &m) == nil {
+			if cr, err := resources.Parse(m); err == nil {
+				have = cr.Ports
+			}
+		}
+		open := map[int]bool{}
+		for _, p := range resources.PortNumbers(have) {
+			open[p] = true
+		}
+		for _, p := range resources.PortNumbers(r.Ports) {
+			if !open[p] {
+				return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(
+					"Task requested port %d but cluster %q exposes only %s (ports are set when a cluster is created). Launch a new cluster with --ports.", p, c.Name, orNone(strings.Join(have, ", ")))}
+			}
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func gpuString(g map[string]float64) string {
@@ -348,7 +417,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		spec := provision.ClusterSpec{Name: name, NumNodes: t.NumNodes, Region: cand.Region, Zone: cand.Zone,
 			Resources: nodeResources(res, cand, byCapacity)}
 		c := &state.Cluster{Name: name, ClusterHash: newHash(name), UserHash: user.Hash, UserName: user.Name,
-			Workspace: "default", Status: state.ClusterInit, NumNodes: t.NumNodes, LaunchedAt: time.Now().Unix(),
+			Workspace: cmp.Or(body.Workspace, "default"), Status: state.ClusterInit, NumNodes: t.NumNodes, LaunchedAt: time.Now().Unix(),
 			Autostop: -1, LastUse: body.Command, LastCreationYAML: t.YAML, LastCreationCommand: body.Command}
 		if raw, err := json.Marshal(res.ToMap()); err == nil {
 			c.Resources = raw
@@ -698,6 +767,9 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 	}
 	if body.Down && cfg.IdleMinutes < 0 {
 		cfg.IdleMinutes = 0
+	}
+	if body.WaitFor != "" {
+		cfg.WaitFor = body.WaitFor
 	}
 	if cfg.IdleMinutes < 0 {
 		return nil

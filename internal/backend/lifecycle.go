@@ -65,8 +65,10 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 
 // Start restarts a stopped cluster's nodes and agents. An UP cluster is
 // left alone unless force, which restarts its agents (a new daemon, with
-// the binary and configuration now on the nodes).
-func (b *Backend) Start(ctx context.Context, name string, user User, force bool, log io.Writer) error {
+// the binary and configuration now on the nodes). With retry, a start the
+// infrastructure has no capacity for is tried again after a pause until it
+// succeeds or the request is cancelled (-r/--retry-until-up).
+func (b *Backend) Start(ctx context.Context, name string, user User, force, retry bool, log io.Writer) error {
 	unlock, err := b.lock(ctx, name)
 	if err != nil {
 		return err
@@ -85,16 +87,30 @@ func (b *Backend) Start(ctx context.Context, name string, user User, force bool,
 			return err
 		}
 	}
-	return b.startLocked(ctx, c, h, log)
+	return b.startLocked(ctx, c, h, retry, log)
 }
 
-func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, log io.Writer) error {
+func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, retry bool, log io.Writer) error {
 	p, err := b.provisioner(h)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "Starting cluster %s...\n", c.Name)
-	info, err := p.Start(ctx, c.Name)
+	var info *provision.ClusterInfo
+	for round := 1; ; round++ {
+		info, err = p.Start(ctx, c.Name)
+		var capErr *provision.CapacityError
+		if err == nil || !retry || !errors.As(err, &capErr) {
+			break
+		}
+		delay := b.retryDelay(round)
+		fmt.Fprintln(log, ux.Retrying(fmt.Sprintf("No capacity to start %s: %v. Retrying in %s (--retry-until-up; cancel the request to stop).", c.Name, err, delay)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
 	if err != nil {
 		return err
 	}

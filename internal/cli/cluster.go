@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skygo/skygo/internal/api"
 )
 
 // StatusOptions is everything `sky status` needs.
@@ -114,8 +116,18 @@ type gracefulFlags struct {
 }
 
 func addGracefulFlags(cmd *cobra.Command, g *gracefulFlags) {
-	cmd.Flags().BoolVar(&g.Graceful, "graceful", false, "Cancel running jobs, then wait for MOUNT_CACHED uploads to finish before stopping")
-	cmd.Flags().IntVar(&g.Timeout, "graceful-timeout", 0, "Seconds to wait with --graceful (default: until the uploads finish)")
+	cmd.Flags().BoolVar(&g.Graceful, "graceful", false, "Cancel the running jobs and wait for them to end before stopping (SkyPilot also waits for MOUNT_CACHED uploads; this build has no such mounts)")
+	cmd.Flags().IntVar(&g.Timeout, "graceful-timeout", 0, "Seconds to wait with --graceful (default: until the jobs have ended)")
+}
+
+// apply puts the flags into a stop or down request.
+func (g *gracefulFlags) apply(b api.ClustersBody) api.ClustersBody {
+	b.Graceful = g.Graceful
+	if g.set {
+		t := g.Timeout
+		b.GracefulTimeout = &t
+	}
+	return b
 }
 
 func (g *gracefulFlags) validate(cmd *cobra.Command) error {
@@ -213,6 +225,9 @@ func newStartCmd(f *Factory, runF func(*StartOptions) error) *cobra.Command {
 			}
 			if opts.Autostop.Down && opts.Autostop.IdleMinutes == nil {
 				return flagErrorf("--down needs -i/--idle-minutes-to-autostop: the idle time after which to tear down")
+			}
+			if opts.Autostop.WaitFor != "" && opts.Autostop.IdleMinutes == nil {
+				return flagErrorf("--wait-for needs -i/--idle-minutes-to-autostop: it says what resets that idle timer")
 			}
 			opts.Async = async.Value
 			if runF != nil {

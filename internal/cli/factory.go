@@ -36,6 +36,11 @@ type Factory struct {
 	// LookupEnv reads the caller's environment (for `--env NAME` without a
 	// value); tests replace it.
 	LookupEnv func(string) (string, bool)
+
+	// requestConfig is the client's config (user and project files,
+	// --config, -w/--workspace) sent with every request of this command,
+	// as SkyPilot's client sends it; nil when nothing of it needs sending.
+	requestConfig map[string]any
 }
 
 func defaultIO() *IOStreams {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -215,4 +216,74 @@ func argSpec(cmd *cobra.Command) string {
 // commandPath is the command's path without the leading "sky ".
 func commandPath(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// requestConfigKey is where a request body carries the client's config
+// (SkyPilot's name for it).
+const requestConfigKey = "override_skypilot_config"
+
+// loadRequestConfig builds the config this command sends with its
+// requests from --config, -w/--workspace (a string flag named
+// "workspace") and the config files, and checks it. Without --config,
+// -w or a project .sky.yaml nothing is sent: the server then reads the
+// same user file itself.
+func (f *Factory) loadRequestConfig(cmd *cobra.Command) error {
+	f.requestConfig = nil
+	var vals []string
+	if fl := cmd.Flags().Lookup("config"); fl != nil && fl.Changed {
+		vals, _ = cmd.Flags().GetStringArray("config")
+	}
+	ws := ""
+	if fl := cmd.Flags().Lookup("workspace"); fl != nil && fl.Changed && fl.Value.Type() == "string" {
+		ws = fl.Value.String()
+		if !workspaceRE.MatchString(ws) {
+			return flagErrorf("invalid -w/--workspace %q: a workspace name is lower-case letters, digits, - and _ (see workspaces: in ~/.sky/config.yaml)", ws)
+		}
+	}
+	if len(vals) == 0 && ws == "" && !projectConfigPresent() {
+		return nil
+	}
+	if err := validateConfigArgs(vals); err != nil {
+		return err
+	}
+	cfg, err := config.Load(config.LoadOptions{CLI: vals, Client: true})
+	if err != nil {
+		return flagErrorf("%v", err)
+	}
+	m := cfg.Map()
+	if ws != "" {
+		m["active_workspace"] = ws
+	}
+	f.requestConfig = m
+	return nil
+}
+
+// workspaceRE is the workspace name rule of SkyPilot's config schema.
+var workspaceRE = regexp.MustCompile(`^[a-z]([-_a-z0-9]*[a-z0-9])?$`)
+
+func projectConfigPresent() bool {
+	if os.Getenv(config.EnvProjectConfig) != "" {
+		return true
+	}
+	_, err := os.Stat(".sky.yaml")
+	return err == nil
+}
+
+// withRequestConfig adds the command's config to a request body.
+func (f *Factory) withRequestConfig(body any) (any, error) {
+	if f.requestConfig == nil {
+		return body, nil
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if string(raw) != "null" {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("request body is not a JSON object: %w", err)
+		}
+	}
+	m[requestConfigKey] = f.requestConfig
+	return m, nil
 }

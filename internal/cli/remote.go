@@ -79,6 +79,9 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 			}
 		}
 	}
+	if body, err = f.withRequestConfig(body); err != nil {
+		return err
+	}
 	ctx, caught, stop := stopContext(context.Background(), onStop)
 	defer stop()
 	id, err := c.Submit(ctx, op, body)
@@ -220,6 +223,9 @@ func singleTask(in *taskInput) (*task.Task, error) {
 	if err := task.ValidateForLaunch(t); err != nil {
 		return nil, err
 	}
+	if err := task.CheckRunnable(t); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -263,6 +269,9 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	if err != nil {
 		return err
 	}
+	if a := opts.Autostop; a.WaitFor != "" && a.IdleMinutes == nil && !a.Down && (t.Resources == nil || t.Resources.Autostop == nil) {
+		return flagErrorf("--wait-for sets what resets the autostop idle timer: give -i/--idle-minutes-to-autostop (or --down, or resources.autostop in the YAML) too")
+	}
 	spec, err := taskSpec(t)
 	if err != nil {
 		return err
@@ -273,7 +282,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	}
 	body := api.LaunchBody{Task: spec, ClusterName: name, Dryrun: opts.DryRun, Detach: opts.Detach,
 		NoSetup: opts.NoSetup, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
-		Down: opts.Autostop.Down, Command: recordedCommand(os.Args[1:], spec.Secrets)}
+		Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Command: recordedCommand(os.Args[1:], spec.Secrets)}
 	printEntrypoint(opts.IO, opts.Task)
 	asked := false
 	if !opts.DryRun && !opts.Yes {

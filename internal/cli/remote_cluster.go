@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,7 +74,25 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 			fmt.Fprintln(opts.IO.Out, rows[0].HeadIP)
 			return nil
 		}
-		return fmt.Errorf("cluster %s exposes no ports (ports are not available on the local infrastructure)", rows[0].Name)
+		var eps map[string]string
+		if err := f.call("endpoints", api.EndpointsBody{Cluster: rows[0].Name, Port: opts.Endpoint}, &eps, callOptions{}); err != nil {
+			return err
+		}
+		if opts.Endpoint != 0 {
+			fmt.Fprintln(opts.IO.Out, eps[strconv.Itoa(opts.Endpoint)])
+			return nil
+		}
+		ports := make([]int, 0, len(eps))
+		for p := range eps {
+			if n, err := strconv.Atoi(p); err == nil {
+				ports = append(ports, n)
+			}
+		}
+		sort.Ints(ports)
+		for _, p := range ports {
+			fmt.Fprintf(opts.IO.Out, "%d: %s\n", p, eps[strconv.Itoa(p)])
+		}
+		return nil
 	}
 	if opts.Output == "json" {
 		if recs == nil {

@@ -101,6 +101,11 @@ that fits. Task YAMLs and commands are SkyPilot's.`,
 			return cmd.Help()
 		},
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		// Every command runs this before its own RunE (none defines
+		// another): --config and -w/--workspace must reach the server.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return f.loadRequestConfig(cmd)
+		},
 	}
 	root.SetVersionTemplate(fmt.Sprintf("sky, version {{.Version}}\nsky, commit %s\n", version.Commit))
 	root.SetFlagErrorFunc(flagError)

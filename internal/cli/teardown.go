@@ -242,7 +242,9 @@ func stopRunRemote(f *Factory, opts *StopOptions) error {
 		return err
 	}
 	a := &clusterAction{verb: "Stopping", op: "stop", done: "done.",
-		body: func(n string) any { return api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers} },
+		body: func(n string) any {
+			return opts.Graceful.apply(api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers})
+		},
 		after: func(n string) []string {
 			return []string{"  To restart the cluster, run: " + f.IO.Bold("sky start "+n)}
 		}}
@@ -257,7 +259,7 @@ func downRunRemote(f *Factory, opts *DownOptions) error {
 	}
 	a := &clusterAction{verb: "Terminating", op: "down", done: "done.", purgeHint: true,
 		body: func(n string) any {
-			return api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers, Purge: opts.Purge}
+			return opts.Graceful.apply(api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers, Purge: opts.Purge})
 		},
 		after: func(string) []string { return nil }}
 	return a.run(f, recordNames(recs), s.Yes, s.Async)
@@ -331,7 +333,7 @@ func startRunRemote(f *Factory, opts *StartOptions) error {
 		return err
 	}
 	for _, n := range names {
-		err := f.call("start", api.ClustersBody{ClusterNames: []string{n}, Force: opts.Force}, nil, callOptions{Async: opts.Async, Stream: true})
+		err := f.call("start", api.ClustersBody{ClusterNames: []string{n}, Force: opts.Force, Retry: opts.Retry}, nil, callOptions{Async: opts.Async, Stream: true})
 		if rawTypes[errorType(err)] {
 			fmt.Fprintln(out, err.Error())
 			continue

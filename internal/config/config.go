@@ -45,6 +45,10 @@ type LoadOptions struct {
 	Cwd        string
 	TaskConfig map[string]any // the task's `config:` section, laid on top of everything
 	CLI        []string       // --config values: one FILE, or any number of key.path=value
+	// Client marks the CLI's own load, whose result is sent with each
+	// request: workspaces: is the server's to define, so whether
+	// active_workspace names one is checked there (CheckWorkspace).
+	Client bool
 }
 
 // Load reads every source, validates each one separately and merges them:
@@ -111,11 +115,19 @@ func Load(opts LoadOptions) (*Config, error) {
 		layer(opts.TaskConfig, "task config")
 	}
 
+	if opts.Client {
+		return cfg, nil
+	}
 	if err := cfg.checkMerged(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
+
+// CheckWorkspace checks that active_workspace names a defined workspace
+// (or default): the check a server makes once a request's client config
+// is laid over its own.
+func (c *Config) CheckWorkspace() error { return c.checkMerged() }
 
 // loadFile reads and validates one config file. A missing optional file
 // returns nil, nil; a missing required one names the variable that chose it.

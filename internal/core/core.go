@@ -7,6 +7,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,8 +85,26 @@ func New(o Options) (*Env, error) {
 	return e, nil
 }
 
-// Ops lists the operations of e.
+// Ops lists the operations of e. Each checks the client config its
+// request carries first, so a bad --config or -w fails every command the
+// same way, not only those that read a key of it.
 func (e *Env) Ops() []op.Op {
+	ops := e.ops()
+	for i := range ops {
+		run := ops[i].Run
+		ops[i].Run = func(ctx context.Context, r *op.Request) (any, error) {
+			if bytes.Contains(r.Body, []byte(`"`+requestConfigKey+`"`)) {
+				if _, err := e.requestConfig(r); err != nil {
+					return nil, err
+				}
+			}
+			return run(ctx, r)
+		}
+	}
+	return ops
+}
+
+func (e *Env) ops() []op.Op {
 	return append([]op.Op{
 		{Name: "validate", Schedule: op.Short, Run: e.validate},
 		{Name: "check", Schedule: op.Short, Run: e.check},
@@ -106,6 +125,7 @@ func (e *Env) Ops() []op.Op {
 		{Name: "job_status", Schedule: op.Short, Run: e.jobStatus},
 		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Run: e.hookLogs},
 		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
+		{Name: "endpoints", Schedule: op.Short, Run: e.endpoints},
 	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
 }
 
@@ -133,6 +153,11 @@ func (e *Env) runCheck(ctx context.Context, infras []string, verbose bool) ([]ch
 	if err != nil {
 		return nil, err
 	}
+	return e.runCheckWith(ctx, cfg, infras, verbose)
+}
+
+// runCheckWith is runCheck under a request's config (its workspace).
+func (e *Env) runCheckWith(ctx context.Context, cfg *config.Config, infras []string, verbose bool) ([]check.Result, error) {
 	disabled, _ := e.Store.GetSetting(ctx, check.SettingLocalDisabled)
 	res, err := check.Run(ctx, check.Options{Home: e.Home, Config: cfg, Infras: infras, Verbose: verbose, LocalDisabled: disabled == "1"})
 	if err != nil {
@@ -178,4 +203,32 @@ func (e *Env) enabledInfras(ctx context.Context) ([]string, error) {
 	var out []string
 	_ = json.Unmarshal([]byte(raw), &out)
 	return out, nil
+}
+
+// requestConfigKey is where a request body carries the client's config.
+const requestConfigKey = "override_skypilot_config"
+
+// requestConfig is the config one request runs with: the server's, with
+// the client's (--config, -w, its config files) laid over it except for
+// the server-only keys, and active_workspace checked against the server's
+// workspaces. Warnings about dropped keys go to the request log.
+func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
+	server, err := config.Load(config.LoadOptions{Home: e.Home})
+	if err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
+	var b struct {
+		Config map[string]any `json:"override_skypilot_config"`
+	}
+	if err := r.Decode(&b); err != nil || b.Config == nil {
+		return server, err
+	}
+	merged, warnings := config.OverlayClient(server, config.New(b.Config))
+	for _, w := range warnings {
+		fmt.Fprintf(r.Log, "Warning: %s\n", w)
+	}
+	if err := merged.CheckWorkspace(); err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
+	return merged, nil
 }

@@ -51,7 +51,11 @@ func (e *Env) check(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	return e.runCheck(ctx, b.Infras, b.Verbose)
+	cfg, err := e.requestConfig(r)
+	if err != nil {
+		return nil, err
+	}
+	return e.runCheckWith(ctx, cfg, b.Infras, b.Verbose)
 }
 
 func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) {
@@ -125,6 +129,11 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	cfg, err := e.requestConfig(r)
+	if err != nil {
+		return nil, err
+	}
+	b.Workspace = cfg.ActiveWorkspace()
 	plan, err := e.planner(ctx, b, r)
 	if err != nil {
 		return nil, err
@@ -149,6 +158,9 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 func (e *Env) exec(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ExecBody
 	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	if _, err := e.requestConfig(r); err != nil {
 		return nil, err
 	}
 	log := newRedactingLog(r.Log, b.Task.Secrets)
@@ -218,19 +230,68 @@ func (e *Env) forEach(ctx context.Context, r *op.Request, f func(name string) er
 func (e *Env) stop(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ClustersBody
 	_ = r.Decode(&b)
-	return e.forEach(ctx, r, func(n string) error { return e.Backend.Stop(ctx, n, userOf(r), b.AllUsers, r.Log) })
+	return e.forEach(ctx, r, func(n string) error {
+		if err := e.drainJobs(ctx, n, userOf(r), b, r.Log); err != nil {
+			return err
+		}
+		return e.Backend.Stop(ctx, n, userOf(r), b.AllUsers, r.Log)
+	})
 }
 
 func (e *Env) start(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ClustersBody
 	_ = r.Decode(&b)
-	return e.forEach(ctx, r, func(n string) error { return e.Backend.Start(ctx, n, userOf(r), b.Force, r.Log) })
+	return e.forEach(ctx, r, func(n string) error { return e.Backend.Start(ctx, n, userOf(r), b.Force, b.Retry, r.Log) })
 }
 
 func (e *Env) down(ctx context.Context, r *op.Request) (any, error) {
 	var b api.ClustersBody
 	_ = r.Decode(&b)
-	return e.forEach(ctx, r, func(n string) error { return e.Backend.Down(ctx, n, userOf(r), b.AllUsers, b.Purge, r.Log) })
+	return e.forEach(ctx, r, func(n string) error {
+		if err := e.drainJobs(ctx, n, userOf(r), b, r.Log); err != nil && !b.Purge {
+			return err
+		}
+		return e.Backend.Down(ctx, n, userOf(r), b.AllUsers, b.Purge, r.Log)
+	})
+}
+
+// drainJobs is --graceful: cancel the cluster's unfinished jobs and wait
+// for them to end (at most GracefulTimeout seconds) before the nodes go.
+// SkyPilot also waits for MOUNT_CACHED uploads there; this build has no
+// such mounts, so the jobs are all there is to wait for.
+func (e *Env) drainJobs(ctx context.Context, name string, u backend.User, b api.ClustersBody, log io.Writer) error {
+	if !b.Graceful {
+		return nil
+	}
+	c, err := e.Store.GetCluster(ctx, name)
+	if err != nil || c.Status != state.ClusterUp {
+		return nil // nothing runs on a missing or stopped cluster; the stop/down says why
+	}
+	if _, err := e.Backend.Cancel(ctx, name, u, nil, true, true); err != nil {
+		return opErr(err)
+	}
+	var deadline <-chan time.Time
+	if b.GracefulTimeout != nil {
+		deadline = time.After(time.Duration(*b.GracefulTimeout) * time.Second)
+	}
+	for {
+		jobs, err := e.Backend.Queue(ctx, name, u, true, true)
+		if err != nil {
+			return opErr(err)
+		}
+		if len(jobs) == 0 {
+			fmt.Fprintf(log, "All jobs on %s have ended.\n", name)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			fmt.Fprintf(log, "Graceful timeout: %d job(s) on %s still ending; going on.\n", len(jobs), name)
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (e *Env) autostop(ctx context.Context, r *op.Request) (any, error) {
@@ -545,5 +606,53 @@ func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
 			UserHash: h.UserHash, UserName: h.UserName, Workspace: h.Workspace})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LaunchedAt > out[j].LaunchedAt })
+	return out, nil
+}
+
+// endpoints maps each exposed port of a cluster (resources.ports) to the
+// address that serves it: the head node's address and the port. On the
+// local infrastructure that is the node's own 127.0.0.x address, where a
+// job listening on the port answers.
+func (e *Env) endpoints(ctx context.Context, r *op.Request) (any, error) {
+	var b api.EndpointsBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	u := userOf(r)
+	c, err := e.Store.GetCluster(ctx, b.Cluster)
+	if errors.Is(err, state.ErrNotFound) || (err == nil && !u.Admin && u.Hash != "" && c.UserHash != u.Hash) {
+		return nil, &op.Error{Type: "ClusterDoesNotExist", Message: fmt.Sprintf("Cluster %s does not exist.", b.Cluster)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.Status != state.ClusterUp {
+		return nil, &op.Error{Type: "ClusterNotUpError", Message: fmt.Sprintf("Cluster %s is %s; its endpoints are served only while it is UP.", c.Name, c.Status)}
+	}
+	h, err := backend.HandleOf(c)
+	if err != nil || h.Info == nil || len(h.Info.Nodes) == 0 {
+		return nil, &op.Error{Type: "ClusterNotUpError", Message: fmt.Sprintf("Cluster %s has no head node address yet.", c.Name)}
+	}
+	var ports []string
+	if rs, err := resources.Parse(rawMap(c.Resources)); err == nil {
+		ports = rs.Ports
+	}
+	nums := resources.PortNumbers(ports)
+	if len(nums) == 0 {
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("Cluster %s exposes no ports. Launch it with --ports (or resources.ports in the YAML).", c.Name)}
+	}
+	head := h.Info.Nodes[0].ExternalIP
+	if head == "" {
+		head = h.Info.Nodes[0].InternalIP
+	}
+	out := map[string]string{}
+	for _, n := range nums {
+		if b.Port == 0 || b.Port == n {
+			out[fmt.Sprint(n)] = fmt.Sprintf("%s:%d", head, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("Port %d is not exposed on cluster %s; exposed ports: %s.", b.Port, c.Name, strings.Join(ports, ", "))}
+	}
 	return out, nil
 }

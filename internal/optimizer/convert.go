@@ -35,6 +35,11 @@ func requestOf(r *resources.Resources) Request {
 		DiskTier:      r.DiskTier,
 		Ports:         slices.Clone(r.Ports),
 		MaxHourlyCost: r.MaxHourlyCost,
+		DiskSize:      r.DiskSize,
+		NetworkTier:   r.NetworkTier,
+	}
+	if r.LocalDisk != nil {
+		q.LocalDisk = r.LocalDisk.String()
 	}
 	if len(r.Accelerators.List) > 0 {
 		a := r.Accelerators.List[0] // Candidates leaves one per alternative

@@ -1,6 +1,7 @@
 package optimizer
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -14,6 +15,10 @@ type features struct {
 	ports     bool
 	vmImage   bool // a custom machine image id (not docker:)
 	docker    bool // image_id: docker:<image>
+	// fixedDisk: the nodes' disks are what they are (this machine, a node
+	// pool's hosts, a Slurm node), so disk_size and local_disk cannot be
+	// honoured; neither can network_tier: best, which picks faster NICs.
+	fixedDisk bool
 }
 
 var allTiers = []string{"low", "medium", "high", "ultra"}
@@ -28,9 +33,9 @@ var featureTable = map[string]features{
 	"azure":      {spot: true, diskTiers: []string{"low", "medium", "high"}, ports: true, vmImage: true, docker: true},
 	"oci":        {spot: true, diskTiers: []string{"low", "medium", "high"}, ports: true, vmImage: true, docker: true},
 	"kubernetes": {spot: true, ports: true, vmImage: true, docker: true}, // images run as containers; spot if the cluster has spot nodes
-	"ssh":        {ports: true, vmImage: true, docker: true},
-	"slurm":      {docker: true}, // docker images need Pyxis: the infra's Feasible checks
-	"local":      {ports: true},
+	"ssh":        {ports: true, vmImage: true, docker: true, fixedDisk: true},
+	"slurm":      {docker: true, fixedDisk: true}, // docker images need Pyxis: the infra's Feasible checks
+	"local":      {ports: true, fixedDisk: true},
 }
 
 var defaultFeatures = features{spot: true, ports: true, docker: true}
@@ -55,6 +60,12 @@ func unsupported(infra string, req Request) string {
 		return "docker images are not supported"
 	case req.ImageID != "" && !strings.HasPrefix(req.ImageID, "docker:") && !f.vmImage:
 		return "custom image_id is not supported (use a docker: image or none)"
+	case req.DiskSize > 0 && f.fixedDisk:
+		return fmt.Sprintf("disk_size %d is not supported (the nodes' disks cannot be resized; drop --disk-size/disk_size)", req.DiskSize)
+	case req.LocalDisk != "" && f.fixedDisk:
+		return "local_disk " + req.LocalDisk + " is not supported (drop --local-disk/local_disk)"
+	case req.NetworkTier == "best" && f.fixedDisk:
+		return "network_tier best is not supported (only the machine's own network)"
 	}
 	return ""
 }

@@ -46,6 +46,9 @@ type Request struct {
 	Ports               []string // ports to open; only whether any is asked matters here
 	ImageID             string   // "" for the infra default; "docker:<img>" for a container
 	MaxHourlyCost       float64  // per node, 0 = no limit
+	DiskSize            int      // GB asked for explicitly; 0 = the infra's default
+	LocalDisk           string   // local_disk as written ("nvme:100+"), "" = none
+	NetworkTier         string   // standard, best or ""
 }
 
 // String describes the request for messages: "8x H100, spot, aws/us-east-1".
@@ -74,6 +77,15 @@ func (r Request) String() string {
 	}
 	if r.ImageID != "" {
 		parts = append(parts, "image_id="+r.ImageID)
+	}
+	if r.DiskSize > 0 {
+		parts = append(parts, fmt.Sprintf("disk_size=%d", r.DiskSize))
+	}
+	if r.LocalDisk != "" {
+		parts = append(parts, "local_disk="+r.LocalDisk)
+	}
+	if r.NetworkTier == "best" {
+		parts = append(parts, "network_tier=best")
 	}
 	if r.MaxHourlyCost > 0 {
 		parts = append(parts, fmt.Sprintf("max_hourly_cost=%g", r.MaxHourlyCost))

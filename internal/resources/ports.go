@@ -123,3 +123,26 @@ func formatPortRanges(rs []portRange) []string {
 	}
 	return out
 }
+
+// PortNumbers expands normalised ports ("8080", "9000-9002") into each
+// port number, in order.
+func PortNumbers(ports []string) []int {
+	var out []int
+	for _, p := range ports {
+		lo, hi, isRange := strings.Cut(p, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				continue
+			}
+		}
+		for n := a; n <= b; n++ {
+			out = append(out, n)
+		}
+	}
+	return out
+}

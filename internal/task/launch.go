@@ -92,3 +92,24 @@ func ValidateForLaunch(t *Task) error {
 	}
 	return errs.asError()
 }
+
+// CheckRunnable refuses what a task asks for that this build cannot give
+// it, with the file:line of the YAML: a job that ran without its volume
+// mounted would look like a success. `sky validate` does not call it,
+// since the YAML itself is valid.
+func CheckRunnable(t *Task) error {
+	src := t.src
+	if src == nil {
+		src = &docSource{idx: newPosIndex()}
+	}
+	var errs ErrorList
+	for _, mp := range sortedKeys(t.Volumes) {
+		errs = append(errs, src.errAt(joinKey("volumes", mp), true,
+			"volumes are not available in this build: %s would not be mounted; remove the volumes: entry (or mount a local path with file_mounts:)", mp))
+	}
+	if r := t.Resources; r != nil && len(r.Volumes) > 0 {
+		errs = append(errs, src.errAt("resources.volumes", true,
+			"volumes are not available in this build: resources.volumes would not be attached; remove it"))
+	}
+	return errs.asError()
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/infra"
@@ -71,6 +72,10 @@ func (l capacity) Feasible(_ context.Context, req optimizer.Request, numNodes in
 		return nil, "the local infrastructure has no instance types (asked for " + req.InstanceType + ")"
 	case req.UseSpot:
 		return nil, "the local infrastructure has no spot instances"
+	case req.Region != "" || req.Zone != "":
+		// This machine is in no cloud region: a region asked for without
+		// a cloud must not quietly land here.
+		return nil, "the local infrastructure has no regions or zones (asked for " + strings.Trim(req.Region+"/"+req.Zone, "/") + ")"
 	case req.CPUs.IsSet() && req.CPUs.Value > l.p.CPUs:
 		return nil, fmt.Sprintf("asked for %g CPUs per node; this machine has %g", req.CPUs.Value, l.p.CPUs)
 	case req.Memory.IsSet() && !req.Memory.PerCPU && req.Memory.Value > l.p.MemoryGB:
