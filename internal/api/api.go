@@ -48,6 +48,10 @@ type LaunchBody struct {
 	Verbose      bool   `json:"verbose,omitempty"`
 	Command      string `json:"entrypoint_command,omitempty"`
 	OptimizeTime bool   `json:"optimize_time,omitempty"`
+	// PlanShown says the client already showed the optimizer table (it
+	// asked `optimize` before its prompt): the launch does not print it
+	// again unless failover plans anew.
+	PlanShown bool `json:"plan_shown,omitempty"`
 	// Workspace is where a new cluster is recorded: the request config's
 	// active_workspace, set by the server (never read from the client).
 	Workspace string `json:"-"`

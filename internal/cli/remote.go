@@ -286,9 +286,17 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	printEntrypoint(opts.IO, opts.Task)
 	asked := false
 	if !opts.DryRun && !opts.Yes {
-		q, err := f.launchQuestion(name)
+		q, provisions, err := f.launchQuestion(name)
 		if err != nil {
 			return err
+		}
+		if provisions {
+			// SkyPilot shows what it would provision, and its price,
+			// before asking whether to.
+			if err := f.call("optimize", body, nil, callOptions{Stream: true}); err != nil {
+				return err
+			}
+			body.PlanShown = true
 		}
 		if q != "" {
 			asked = true
@@ -318,29 +326,31 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 // launchQuestion is what to ask before launching on cluster name, as
 // SkyPilot asks it: before provisioning a new cluster, restarting a
 // stopped one or reusing another user's; "" when the launch only reuses
-// an UP cluster of the caller's.
-func (f *Factory) launchQuestion(name string) (string, error) {
+// an UP cluster of the caller's, which needs no confirmation. provisions
+// says the launch creates the cluster, so the optimizer's choice is worth
+// showing first.
+func (f *Factory) launchQuestion(name string) (q string, provisions bool, err error) {
 	var own []api.ClusterRecord
 	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}}, &own, callOptions{}); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if len(own) > 0 {
 		if own[0].Status == "STOPPED" {
-			return fmt.Sprintf("Restarting the stopped cluster '%s'. Proceed?", name), nil
+			return fmt.Sprintf("Restarting the stopped cluster '%s'. Proceed?", name), false, nil
 		}
-		return "", nil
+		return "", false, nil
 	}
 	var anyone []api.ClusterRecord
 	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}, AllUsers: true}, &anyone, callOptions{}); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if len(anyone) == 0 {
-		return fmt.Sprintf("Launching a new cluster '%s'. Proceed?", name), nil
+		return fmt.Sprintf("Launching a new cluster '%s'. Proceed?", name), true, nil
 	}
 	if c := anyone[0]; c.Status == "STOPPED" {
-		return fmt.Sprintf("Restarting the stopped cluster '%s' created by another user '%s'. Proceed?", name, c.UserName), nil
+		return fmt.Sprintf("Restarting the stopped cluster '%s' created by another user '%s'. Proceed?", name, c.UserName), false, nil
 	}
-	return fmt.Sprintf("Cluster '%s' was created by another user '%s'. Reusing the cluster. Proceed?", name, anyone[0].UserName), nil
+	return fmt.Sprintf("Cluster '%s' was created by another user '%s'. Reusing the cluster. Proceed?", name, anyone[0].UserName), false, nil
 }
 
 func execRunRemote(f *Factory, opts *ExecOptions) error {

@@ -110,6 +110,7 @@ func (e *Env) ops() []op.Op {
 		{Name: "check", Schedule: op.Short, Run: e.check},
 		{Name: "list_accelerators", Schedule: op.Short, Run: e.listAccelerators},
 		{Name: "launch", Schedule: op.Long, Run: e.launch},
+		{Name: "optimize", Schedule: op.Short, Run: e.optimize},
 		{Name: "exec", Schedule: op.Long, Run: e.exec},
 		{Name: "status", Schedule: op.Short, Run: e.status},
 		{Name: "stop", Schedule: op.Short, Run: e.stop},

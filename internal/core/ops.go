@@ -104,6 +104,7 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 	if body.OptimizeTime {
 		target = optimizer.Time
 	}
+	quiet := body.PlanShown
 	return func(ctx context.Context, res *resources.Resources, numNodes int, blocked []optimizer.Blocked) (*optimizer.Plan, error) {
 		opts, ordered := optimizer.FromResources(res)
 		plan, err := optimizer.Optimize(ctx, optimizer.Input{
@@ -116,6 +117,10 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 		})
 		if err != nil {
 			return nil, &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
+		}
+		if quiet {
+			quiet = false // a failover's new plan is shown
+			return plan, nil
 		}
 		if err := optimizer.WriteDryRun(r.Log, plan, optimizer.FormatOptions{Verbose: body.Verbose}); err != nil {
 			return nil, err
@@ -153,6 +158,28 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 	defer closeLog(log)
 	out, err := e.Backend.Launch(ctx, b, userOf(r), plan, log)
 	return out, opErr(err)
+}
+
+// optimize prints the optimizer's table for a launch body without
+// launching: the client shows it before asking to provision.
+func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
+	var b api.LaunchBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	b.PlanShown = false
+	plan, err := e.planner(ctx, b, r)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resources.Parse(b.Task.Resources)
+	if err != nil {
+		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+	}
+	if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
+		return nil, err
+	}
+	return nil, nil
 }
 
 func (e *Env) exec(ctx context.Context, r *op.Request) (any, error) {
