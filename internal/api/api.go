@@ -156,7 +156,8 @@ type GPUsBody struct {
 
 // CostReportBody is the body of /cost_report.
 type CostReportBody struct {
-	Days int  `json:"days,omitempty"`
+	// Days is the window; nil means 30, 0 means all time.
+	Days *int `json:"days,omitempty"`
 	All  bool `json:"all,omitempty"`
 }
 

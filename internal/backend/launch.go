@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -328,14 +329,38 @@ func checkPlace(c *state.Cluster, h *Handle, r *resources.Resources) error {
 	if r.UseSpot != nil && *r.UseSpot && !h.UseSpot {
 		return mismatch("spot instances", "(--use-spot)", h.Infra+" (on-demand)")
 	}
-	if len(r.Ports) > 0 {
-		var have []string
-		var m map[string]any
-		if json.Unmarshal(c.Resources, &m) == nil {
-			if cr, err := resources.Parse(m); err == nil {
-				have = cr.Ports
-			}
+	// What the cluster was created with; these are fixed from then on.
+	cr := &resources.Resources{}
+	var m map[string]any
+	if json.Unmarshal(c.Resources, &m) == nil {
+		if parsed, err := resources.Parse(m); err == nil {
+			cr = parsed
 		}
+	}
+	created := func(what, want, got string) error {
+		return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(
+			"Task requested %s %s but cluster %q was created with %s (it is set when a cluster is created). Drop the flag, or launch a new cluster with it (`sky launch -c NEW ...`).", what, want, c.Name, orNone(got))}
+	}
+	switch {
+	case r.DiskSize > 0 && r.DiskSize != cr.DiskSize:
+		return created("disk_size", fmt.Sprint(r.DiskSize), map[bool]string{true: fmt.Sprint(cr.DiskSize), false: ""}[cr.DiskSize > 0])
+	case r.DiskTier != "" && !strings.EqualFold(r.DiskTier, cr.DiskTier):
+		return created("disk_tier", r.DiskTier, cr.DiskTier)
+	case r.NetworkTier == "best" && cr.NetworkTier != "best":
+		return created("network_tier", r.NetworkTier, cr.NetworkTier)
+	case r.LocalDisk != nil && (cr.LocalDisk == nil || r.LocalDisk.String() != cr.LocalDisk.String()):
+		got := ""
+		if cr.LocalDisk != nil {
+			got = cr.LocalDisk.String()
+		}
+		return created("local_disk", r.LocalDisk.String(), got)
+	case r.ImageID != nil && (cr.ImageID == nil || !reflect.DeepEqual(*r.ImageID, *cr.ImageID)):
+		return created("image_id", imageString(r.ImageID), imageString(cr.ImageID))
+	case r.Memory != nil && !r.Memory.AtLeast && !r.Memory.PerCPU && h.MemoryGB > 0 && r.Memory.Value > h.MemoryGB:
+		return created("memory", fmt.Sprintf("%gGB", r.Memory.Value), fmt.Sprintf("%gGB per node", h.MemoryGB))
+	}
+	if len(r.Ports) > 0 {
+		have := cr.Ports
 		open := map[int]bool{}
 		for _, p := range resources.PortNumbers(have) {
 			open[p] = true
@@ -348,6 +373,18 @@ func checkPlace(c *state.Cluster, h *Handle, r *resources.Resources) error {
 		}
 	}
 	return nil
+}
+
+func imageString(im *resources.ImageID) string {
+	switch {
+	case im == nil:
+		return ""
+	case im.DockerImage() != "":
+		return resources.DockerPrefix + im.DockerImage()
+	case im.Any() != "":
+		return im.Any()
+	}
+	return "per-region images"
 }
 
 func orNone(s string) string {

@@ -253,6 +253,9 @@ type LocalUpOptions struct {
 	Name        string
 	PortStart   int
 	Async       bool
+	// KindFlags are the given flags that shape a kind Kubernetes cluster,
+	// which this build's `local up` does not create.
+	KindFlags []string
 }
 
 func newLocalCmd(f *Factory) *cobra.Command {
@@ -288,6 +291,11 @@ func newLocalUpCmd(f *Factory, runF func(*LocalUpOptions) error) *cobra.Command 
 				return flagErrorf("invalid --port-start %d: want a port from 1 to %d", opts.PortStart, 65535-1000)
 			}
 			opts.GPUs, opts.Async = gpus.Value, async.Value
+			for _, n := range []string{"gpus", "no-gpus", "cleanup", "context-name", "password", "name", "port-start"} {
+				if cmd.Flags().Changed(n) {
+					opts.KindFlags = append(opts.KindFlags, "--"+n)
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}

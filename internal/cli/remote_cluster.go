@@ -155,7 +155,7 @@ type costRow struct {
 
 func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
 	var recs []json.RawMessage
-	if err := f.call("cost_report", api.CostReportBody{Days: opts.Days, All: opts.All}, &recs, callOptions{}); err != nil {
+	if err := f.call("cost_report", api.CostReportBody{Days: &opts.Days, All: opts.All}, &recs, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
@@ -403,6 +403,9 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 		}
 	}
 	infra := opts.Infra
+	if opts.Region != "" && opts.Cloud == "" {
+		return flagErrorf("--region needs --cloud (or give both as --infra CLOUD/REGION)")
+	}
 	if infra == "" && opts.Cloud != "" {
 		infra = opts.Cloud
 		if opts.Region != "" {
@@ -426,9 +429,15 @@ func localUpRunRemote(f *Factory, opts *LocalUpOptions) error {
 	if opts.IPsFile != "" {
 		return notAvailable("local up --ips", "deploying on remote machines (use SSH node pools: sky ssh up)")
 	}
+	if len(opts.KindFlags) > 0 {
+		return flagErrorf("%s: this build's `sky local up` enables the local infrastructure and creates no kind Kubernetes cluster, so there is nothing to configure; run it without", strings.Join(opts.KindFlags, ", "))
+	}
 	return f.call("local_up", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
 }
 
 func localDownRunRemote(f *Factory, opts *LocalDownOptions) error {
+	if opts.Name != "" {
+		return flagErrorf("--name %s: this build's `sky local down` removes every cluster of the local infrastructure and disables it; there is no kind cluster to name, so run it without --name", opts.Name)
+	}
 	return f.call("local_down", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
 }

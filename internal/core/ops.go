@@ -609,12 +609,16 @@ func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	days := b.Days
-	if days <= 0 {
-		days = 30
+	days := 30
+	if b.Days != nil {
+		days = *b.Days
 	}
 	now := time.Now()
-	hs, err := e.Store.ListHistory(ctx, now.Add(-time.Duration(days)*24*time.Hour).Unix())
+	since := int64(0) // --days 0: every cluster ever launched
+	if days > 0 {
+		since = now.Add(-time.Duration(days) * 24 * time.Hour).Unix()
+	}
+	hs, err := e.Store.ListHistory(ctx, since)
 	if err != nil {
 		return nil, err
 	}
