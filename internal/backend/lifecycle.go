@@ -415,6 +415,18 @@ func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, f
 	if jobID > 0 {
 		which = fmt.Sprintf("job %d", jobID)
 	}
+	if worker != nil && *worker > 0 {
+		// A worker the cluster does not have would show an empty log, as
+		// if the job had printed nothing there.
+		c, _, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
+		if err != nil {
+			return "", err
+		}
+		if *worker >= c.NumNodes {
+			return "", &ClusterError{Type: "ValueError", Msg: fmt.Sprintf(
+				"--worker %d: cluster %q has %d node(s), so its workers are 1 to %d (0 or no --worker is the head).", *worker, name, c.NumNodes, c.NumNodes-1)}
+		}
+	}
 	fmt.Fprintln(w, ux.Styled(ux.Yellow, fmt.Sprintf("Tailing logs of %s on cluster '%s'...", which, name)))
 	head, err := b.head(ctx, name, user, user.Admin)
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -105,7 +106,11 @@ func newGpusCmd(f *Factory) *cobra.Command {
 func newShowGpusCmd(f *Factory) *cobra.Command {
 	c := newGpusListCmd(f, func(o *GpusListOptions) error { return gpusListRunRemote(f, o) }, "show-gpus")
 	c.Hidden = true
-	c.Deprecated = "use 'sky gpus list'"
+	// Not cobra's Deprecated: it prints the notice on stdout, which breaks
+	// `sky show-gpus -o json | jq`.
+	c.PreRun = func(*cobra.Command, []string) {
+		fmt.Fprintln(f.IO.ErrOut, `Command "show-gpus" is deprecated, use 'sky gpus list'`)
+	}
 	return c
 }
 

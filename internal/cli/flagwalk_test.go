@@ -1,0 +1,1019 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/skygo/skygo/internal/testutil"
+)
+
+// TestFlagWalk walks the whole command tree and proves, for every flag of
+// every command, that it either does what the CLI reference says
+// (a behaviour probe: the command is run and its effect observed) or is
+// refused with a one-line error naming it (a refusal probe). A flag with no
+// entry in flagCases fails the test, and so does an entry naming a flag
+// that no longer exists: a new flag must come with its proof.
+//
+// Every probe runs the built binary against one API server (one HOME), so
+// the whole walk costs one server and a few local clusters.
+func TestFlagWalk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server and local clusters")
+	}
+	e := newFlagEnv(t)
+	cases := flagCases(e)
+
+	byKey := map[string]flagCase{}
+	for _, c := range cases {
+		if _, dup := byKey[c.key]; dup {
+			t.Errorf("flagCases: %q is listed twice", c.key)
+		}
+		byKey[c.key] = c
+	}
+	tree := treeFlags()
+	for _, k := range tree {
+		if _, ok := byKey[k]; !ok {
+			t.Errorf("flag %q has no entry in flagCases: add a behaviour probe, or a refusal probe if this build cannot honour it", k)
+		}
+	}
+	inTree := map[string]bool{}
+	for _, k := range tree {
+		inTree[k] = true
+	}
+	for _, c := range cases {
+		if !inTree[c.key] {
+			t.Errorf("flagCases lists %q, which is not a flag of the command tree", c.key)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for _, c := range cases {
+		c := c
+		if !t.Run(c.key, func(t *testing.T) { c.probe(t, e) }) && testing.Verbose() {
+			t.Logf("probe of %s failed", c.key)
+		}
+	}
+}
+
+// treeFlags lists "COMMAND PATH --FLAG" for every flag of every command,
+// hidden ones included. -h/--help is cobra's own on every command and is
+// covered by help_test.go.
+func treeFlags() []string {
+	io, _, _ := testIO("", false)
+	root := newRootCmd(testFactory(io, nil))
+	var out []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), "sky"))
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
+			out = append(out, strings.TrimSpace(path+" --"+f.Name))
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	sort.Strings(out)
+	return out
+}
+
+// commandFlags lists the flags of one command path ("jobs launch").
+func commandFlags(path string) []*pflag.Flag {
+	io, _, _ := testIO("", false)
+	root := newRootCmd(testFactory(io, nil))
+	c, _, err := root.Find(strings.Fields(path))
+	if err != nil {
+		panic(err)
+	}
+	var out []*pflag.Flag
+	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			out = append(out, f)
+		}
+	})
+	return out
+}
+
+// flagCase is one flag's proof.
+type flagCase struct {
+	key   string // "launch --cpus"
+	probe func(t *testing.T, e *flagEnv)
+}
+
+// flagEnv is the one installation every probe runs in: a HOME with a
+// config that defines the workspace "team", a working directory with the
+// files probes use, and a local cluster "fw" launched at the start.
+type flagEnv struct {
+	t    *testing.T
+	home string
+	dir  string
+	bin  string
+	env  []string
+}
+
+func newFlagEnv(t *testing.T) *flagEnv {
+	bin := testutil.SkyBinary(t)
+	// Short: agent sockets live under node homes (108-byte socket paths).
+	home, err := os.MkdirTemp("", "skyfw-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &flagEnv{t: t, home: home, dir: filepath.Join(home, "work"), bin: bin}
+	e.env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"USER=flagwalk",
+		"LANG=C.UTF-8",
+		fmt.Sprintf("SKYPILOT_API_SERVER_LOCAL_PORT=%d", testutil.FreePort(t)),
+		"SKYPILOT_CATALOG_DIR=" + testutil.CatalogDir(),
+	}
+	files := map[string]string{
+		".sky/config.yaml":    "workspaces:\n  team: {}\n",
+		"work/wd/hello.txt":   "hello from the workdir\n",
+		"work/vars.env":       "FROM_FILE=file-value\n",
+		"work/secrets.env":    "SECRET_FILE=s3cr3t-file\n",
+		"work/team.yaml":      "active_workspace: team\n",
+		"work/setup.yaml":     "setup: echo SETUP-RAN\nrun: echo RUN-RAN\n",
+		"work/needsenv.yaml":  "envs:\n  NEEDED: null\nrun: echo $NEEDED\n",
+		"work/needssec.yaml":  "secrets:\n  TOKEN: null\nrun: echo hi\n",
+		"work/pools.yaml":     "nopool: {}\n",
+		"work/ips.txt":        "10.0.0.1\n",
+		"work/key":            "not a key\n",
+		"work/volume.yaml":    "name: v\ntype: k8s-pvc\nsize: 1Gi\n",
+		"work/job.yaml":       "run: echo hi\n",
+		"work/service.yaml":   "service:\n  readiness_probe: /\n  replicas: 1\nrun: echo hi\n",
+		"work/pool.yaml":      "pool:\n  workers: 1\nrun: echo hi\n",
+		"work/git/README.txt": "from git\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(home, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		e.sky("down", "-a", "-y")
+		e.sky("api", "stop")
+		os.RemoveAll(home)
+	})
+	e.mustWork("launch", "-y", "-c", "fw", "-d", "echo base")
+	return e
+}
+
+// flagRun is one finished sky call.
+type flagRun struct {
+	args        []string
+	out, errOut string
+	code        int
+}
+
+func (r flagRun) String() string {
+	return fmt.Sprintf("sky %s (exit %d)\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), r.code, r.out, r.errOut)
+}
+
+func (e *flagEnv) sky(args ...string) flagRun { return e.skyIn("", args...) }
+
+// skyIn runs the binary with stdin (not a terminal) in the work directory.
+func (e *flagEnv) skyIn(stdin string, args ...string) flagRun {
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env, cmd.Dir = e.env, e.dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("sky %v: %v", args, err)
+	}
+	go func() { done <- cmd.Wait() }()
+	r := flagRun{args: args}
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			r.code = -1
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		r.code = -1
+	}
+	r.out, r.errOut = out.String(), errOut.String()
+	return r
+}
+
+func (e *flagEnv) mustWork(args ...string) flagRun {
+	e.t.Helper()
+	r := e.sky(args...)
+	if r.code != 0 {
+		e.t.Fatalf("setup step failed: %s", r)
+	}
+	return r
+}
+
+// statusOf is the cluster's `sky status -o json` record ("" status when
+// it does not exist).
+func (e *flagEnv) statusOf(t *testing.T, name string) map[string]any {
+	t.Helper()
+	r := e.sky("status", "-o", "json", name)
+	var recs []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &recs); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, r)
+	}
+	if len(recs) == 0 {
+		return map[string]any{"status": ""}
+	}
+	return recs[0]
+}
+
+// waitStatus polls until the cluster has status want ("" = gone).
+func (e *flagEnv) waitStatus(t *testing.T, name, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := e.statusOf(t, name)["status"]
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster %s: status %v after %s, want %q", name, got, within, want)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// works runs args and wants exit 0 with each of want in the output.
+func works(args []string, want ...string) func(*testing.T, *flagEnv) {
+	return func(t *testing.T, e *flagEnv) {
+		t.Helper()
+		r := e.sky(args...)
+		wantWorks(t, r, want...)
+	}
+}
+
+func wantWorks(t *testing.T, r flagRun, want ...string) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("want exit 0: %s", r)
+	}
+	all := r.out + r.errOut
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("output lacks %q: %s", w, r)
+		}
+	}
+}
+
+// refuses runs args and wants a non-zero exit with one line of stderr
+// holding every part of want (the flag or field, and why).
+func refuses(args []string, want ...string) func(*testing.T, *flagEnv) {
+	return func(t *testing.T, e *flagEnv) {
+		t.Helper()
+		wantRefused(t, e.sky(args...), want...)
+	}
+}
+
+func wantRefused(t *testing.T, r flagRun, want ...string) {
+	t.Helper()
+	if r.code == 0 {
+		t.Fatalf("want a refusal (exit != 0): %s", r)
+	}
+	for _, line := range strings.Split(r.errOut, "\n") {
+		ok := true
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+	}
+	t.Errorf("no line of stderr holds all of %q: %s", want, r)
+}
+
+// notInBuild is the refusal of a command this build does not have: the
+// flag parses, and the command says it is not available.
+func notInBuild(args ...string) func(*testing.T, *flagEnv) {
+	return refuses(args, "not available in this build")
+}
+
+// wholeCommandRefused gives every flag of a command that this build
+// refuses as a whole an entry that runs it with that flag.
+func wholeCommandRefused(path string, pos ...string) []flagCase {
+	var out []flagCase
+	for _, f := range commandFlags(path) {
+		args := append(strings.Fields(path), pos...)
+		switch f.Value.Type() {
+		case "bool":
+			args = append(args, "--"+f.Name)
+		case "int":
+			args = append(args, "--"+f.Name+"=1")
+		default:
+			args = append(args, "--"+f.Name+"="+sampleValue(f.Name))
+		}
+		name := f.Name
+		out = append(out, flagCase{key: path + " --" + f.Name, probe: func(t *testing.T, e *flagEnv) {
+			// Refused as a whole, or, when the flag needs a companion,
+			// refused by the flag check that comes first.
+			r := e.sky(args...)
+			if r.code == 0 || !(strings.Contains(r.errOut, "not available in this build") || strings.Contains(firstLine(r.errOut, 1000), "--"+name)) {
+				t.Errorf("want a refusal naming the command as unavailable or naming --%s: %s", name, r)
+			}
+		}})
+	}
+	return out
+}
+
+// sampleValue is a value each refused command's flag parses.
+func sampleValue(flag string) string {
+	switch flag {
+	case "config":
+		return "jobs.controller.resources.cpus=4"
+	case "mode":
+		return "rolling"
+	case "job-recovery":
+		return "FAILOVER"
+	case "output":
+		return "json"
+	case "gpus":
+		return "A100:1"
+	case "cpus", "memory":
+		return "2+"
+	case "disk-tier":
+		return "low"
+	case "network-tier":
+		return "standard"
+	case "env", "secret":
+		return "A=1"
+	case "env-file":
+		return "vars.env"
+	case "secret-file":
+		return "secrets.env"
+	case "workdir":
+		return "wd"
+	case "ports":
+		return "8080"
+	case "priority":
+		return "1"
+	case "since":
+		return "1h"
+	case "after", "before":
+		return "2026-01-13"
+	case "status":
+		return "RUNNING"
+	case "local-disk":
+		return "nvme"
+	case "depends-on":
+		return "1"
+	case "infra", "cloud":
+		return "aws"
+	case "size":
+		return "1Gi"
+	}
+	return "x"
+}
+
+// configRefused is the --config proof of a command that sends requests:
+// a config naming a workspace the server does not define is refused, so
+// the config reached the server (the launch probes show it taking effect).
+func configRefused(args ...string) func(*testing.T, *flagEnv) {
+	return refuses(append(args, "--config", "active_workspace=nope"), "Workspace nope does not exist")
+}
+
+// taskFlagCases are the resource and task flags of launch and exec on
+// the local cluster fw (exec) or a relaunch of it (launch). run is the
+// command line before the flag, ending where the entrypoint goes.
+func taskFlagCases(cmd string) []flagCase {
+	var run []string
+	if cmd == "exec" {
+		run = []string{"exec", "fw"}
+	} else {
+		run = []string{"launch", "-y", "-c", "fw"}
+	}
+	with := func(flags ...string) []string {
+		return append(append(append([]string{}, run...), flags...), "--")
+	}
+	k := func(f string) string { return cmd + " --" + f }
+	return []flagCase{
+		{k("name"), func(t *testing.T, e *flagEnv) {
+			wantWorks(t, e.sky(append(with("-n", cmd+"-named"), "echo named")...))
+			wantWorks(t, e.sky("queue", "fw"), cmd+"-named")
+		}},
+		{k("workdir"), works(append(with("--workdir", "wd"), "cat hello.txt"), "hello from the workdir")},
+		{k("git-url"), refuses(append(with("--git-url", "https://example.invalid/x.git", "--workdir", "wd"), "true"), "--workdir and --git-url")},
+		{k("git-ref"), refuses(append(with("--git-ref", "main"), "true"), "--git-ref needs a git workdir")},
+		{k("infra"), func(t *testing.T, e *flagEnv) {
+			wantWorks(t, e.sky(append(with("--infra", "local"), "echo on-local")...), "on-local")
+			wantRefused(t, e.sky(append(with("--infra", "aws"), "true")...), "requested infra aws", "fw")
+		}},
+		{k("cloud"), refuses(append(with("--cloud", "aws"), "true"), "requested infra aws")},
+		{k("region"), refuses(append(with("--region", "us-east-1"), "true"), "requested region us-east-1")},
+		{k("zone"), refuses(append(with("--zone", "us-east-1a"), "true"), "requested zone us-east-1a")},
+		{k("num-nodes"), func(t *testing.T, e *flagEnv) {
+			wantWorks(t, e.sky(append(with("--num-nodes", "1"), "echo $SKYPILOT_NUM_NODES")...), "1")
+			wantRefused(t, e.sky(append(with("--num-nodes", "3"), "true")...), "requested 3 nodes")
+		}},
+		{k("cpus"), func(t *testing.T, e *flagEnv) {
+			wantWorks(t, e.sky(append(with("--cpus", "1", "-d", "-n", cmd+"-cpus"), "true")...))
+			wantWorks(t, e.sky("queue", "fw"), "1x[CPU:1]")
+			wantRefused(t, e.sky(append(with("--cpus", "4096"), "true")...), "4096 CPUs")
+		}},
+		{k("memory"), refuses(append(with("--memory", "99999"), "true"), "memory 99999GB")},
+		{k("disk-size"), refuses(append(with("--disk-size", "100"), "true"), "disk_size 100")},
+		{k("disk-tier"), refuses(append(with("--disk-tier", "high"), "true"), "disk_tier high")},
+		{k("network-tier"), func(t *testing.T, e *flagEnv) {
+			// standard is every infra's default; best asks for more.
+			wantWorks(t, e.sky(append(with("--network-tier", "standard"), "echo std")...), "std")
+			wantRefused(t, e.sky(append(with("--network-tier", "best"), "true")...), "network_tier best")
+		}},
+		{k("use-spot"), refuses(append(with("--use-spot"), "true"), "spot")},
+		{k("no-use-spot"), works(append(with("--no-use-spot"), "echo on-demand"), "on-demand")},
+		{k("image-id"), refuses(append(with("--image-id", "ami-123"), "true"), "image_id ami-123")},
+		{k("local-disk"), refuses(append(with("--local-disk", "nvme"), "true"), "local_disk nvme")},
+		{k("gpus"), refuses(append(with("--gpus", "A100:1"), "true"), "A100")},
+		{k("instance-type"), refuses(append(with("-t", "m5.large"), "true"), "instance type m5.large")},
+		{k("ports"), refuses(append(with("--ports", "9999"), "true"), "port 9999")},
+		{k("env"), works(append(with("--env", "FOO=bar-value"), "echo $FOO"), "bar-value")},
+		{k("env-file"), works(append(with("--env-file", "vars.env"), "echo $FROM_FILE"), "file-value")},
+		{k("secret"), works(append(with("--secret", "TOKEN=tok-value"), "echo len=${#TOKEN}"), "len=9")},
+		{k("secret-file"), works(append(with("--secret-file", "secrets.env"), "echo len=${#SECRET_FILE}"), "len=11")},
+		{k("async"), works(append(with("--async"), "true"), "Submitted sky."+cmd+" request")},
+		{k("no-async"), works(append(with("--no-async"), "echo waited"), "waited")},
+		{k("detach-run"), func(t *testing.T, e *flagEnv) {
+			r := e.sky(append(with("-d"), "sleep 2; echo LATE-$((40+2))")...)
+			wantWorks(t, r)
+			if strings.Contains(r.out, "LATE-42") {
+				t.Errorf("-d streamed the job to its end: %s", r)
+			}
+		}},
+		{k("cluster"), func(t *testing.T, e *flagEnv) {
+			if cmd == "exec" {
+				wantWorks(t, e.sky("exec", "-c", "fw", "echo by-flag"), "by-flag")
+				return
+			}
+			wantWorks(t, e.sky("launch", "-y", "-c", "fwc", "-d", "echo c"), "Running on cluster: fwc")
+			if s := e.statusOf(t, "fwc")["status"]; s != "UP" {
+				t.Errorf("fwc status %v, want UP", s)
+			}
+		}},
+	}
+}
+
+// flagCases is the table: one entry per flag of the tree.
+func flagCases(e *flagEnv) []flagCase {
+	var cs []flagCase
+	add := func(key string, p func(*testing.T, *flagEnv)) { cs = append(cs, flagCase{key, p}) }
+
+	add("--version", works([]string{"--version"}, "sky, version"))
+
+	// sky launch
+	cs = append(cs, taskFlagCases("launch")...)
+	add("launch --config", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("launch", "-y", "-c", "fwcfg", "--config", "active_workspace=nope", "echo x"), "Workspace nope does not exist")
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwcfg", "-d", "--config", "team.yaml", "echo x"))
+		if ws := e.statusOf(t, "fwcfg")["workspace"]; ws != "team" {
+			t.Errorf("launch --config team.yaml: workspace %v, want team", ws)
+		}
+	})
+	add("launch --workspace", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("launch", "-y", "-c", "fwws", "-w", "nope", "echo x"), "Workspace nope does not exist")
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwws", "-d", "-w", "team", "echo x"))
+		if ws := e.statusOf(t, "fwws")["workspace"]; ws != "team" {
+			t.Errorf("launch -w team: workspace %v, want team", ws)
+		}
+		// A cluster stays in its workspace.
+		wantRefused(t, e.sky("launch", "-y", "-c", "fwws", "-w", "default", "echo x"), `is in workspace "team"`)
+	})
+	add("launch --dryrun", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "--dryrun", "-c", "fwdry", "echo x"), "Dryrun finished.")
+		if s := e.statusOf(t, "fwdry")["status"]; s != "" {
+			t.Errorf("--dryrun created the cluster (status %v)", s)
+		}
+	})
+	add("launch --no-detach-run", works([]string{"launch", "-y", "-c", "fw", "--no-detach-run", "echo streamed"}, "streamed", "Job finished"))
+	add("launch --docker", refuses([]string{"launch", "--docker", "echo"}, "--docker is no longer supported"))
+	add("launch --yes", func(t *testing.T, e *flagEnv) {
+		// Provisioning asks, after the optimizer's table; a pipe with no
+		// answer aborts. An UP cluster of one's own is reused unasked.
+		r := e.sky("launch", "-c", "fwyes", "echo x")
+		if r.code == 0 || !strings.Contains(r.out, "Considered resources") || !strings.Contains(r.out, "Launching a new cluster 'fwyes'. Proceed?") ||
+			strings.Index(r.out, "Considered resources") > strings.Index(r.out, "Proceed?") {
+			t.Errorf("new cluster without -y: want the table, then the prompt, then an abort: %s", r)
+		}
+		wantWorks(t, e.sky("launch", "-c", "fw", "echo reused-unasked"), "reused-unasked")
+		r = e.sky("launch", "-y", "-c", "fwyes", "-d", "echo x")
+		wantWorks(t, r)
+		if strings.Contains(r.out, "Proceed?") {
+			t.Errorf("-y still asked: %s", r)
+		}
+	})
+	add("launch --no-setup", works([]string{"launch", "-y", "-c", "fw", "--no-setup", "setup.yaml"}, "Setup commands skipped.", "RUN-RAN"))
+	add("launch --fast", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwfast", "setup.yaml"), "SETUP-RAN")
+		r := e.sky("launch", "-y", "-c", "fwfast", "--fast", "setup.yaml")
+		wantWorks(t, r, "RUN-RAN")
+		if strings.Contains(r.out, "SETUP-RAN") {
+			t.Errorf("--fast ran the setup again: %s", r)
+		}
+	})
+	add("launch --idle-minutes-to-autostop", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwidle", "-d", "-i", "30", "echo x"))
+		if a := e.statusOf(t, "fwidle")["autostop"]; a != float64(30) {
+			t.Errorf("-i 30: autostop %v", a)
+		}
+	})
+	add("launch --down", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwidle", "-d", "-i", "30", "--down", "echo x"))
+		if d := e.statusOf(t, "fwidle")["to_down"]; d != true {
+			t.Errorf("--down: to_down %v", d)
+		}
+	})
+	add("launch --wait-for", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("launch", "-y", "-c", "fwwait", "--wait-for", "none", "echo x"), "--wait-for", "-i")
+		// none: stop after the idle time even while a job runs.
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwwait", "-d", "-i", "0", "--wait-for", "none", "sleep 60"))
+		e.waitStatus(t, "fwwait", "STOPPED", 30*time.Second)
+	})
+	add("launch --priority", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwprio", "-d", "--priority", "7", "echo x"))
+		if p := e.statusOf(t, "fwprio")["priority"]; p != float64(7) {
+			t.Errorf("--priority 7: priority %v", p)
+		}
+		wantRefused(t, e.sky("launch", "-y", "-c", "fwprio", "--priority", "5000", "echo x"), "--priority 5000")
+	})
+	// Local nodes always have capacity, so -r's retries cannot be seen
+	// here (the backend's failover tests cover them); it must not stop
+	// the launch.
+	add("launch --retry-until-up", works([]string{"launch", "-y", "-c", "fw", "-r", "echo retried"}, "retried"))
+	add("launch --resize", refuses([]string{"launch", "-y", "-c", "fw", "--resize", "--num-nodes", "2", "true"}, "--resize", "not available in this build"))
+	add("launch --clone-disk-from", refuses([]string{"launch", "-y", "-c", "fwclone", "--clone-disk-from", "fw", "true"}, "--clone-disk-from", "not available in this build"))
+
+	// sky exec
+	cs = append(cs, taskFlagCases("exec")...)
+	add("exec --config", configRefused("exec", "fw", "true"))
+
+	// sky status
+	add("status --config", configRefused("status"))
+	add("status --verbose", works([]string{"status", "-v"}, "HEAD_IP"))
+	add("status --refresh", works([]string{"status", "-r", "fw"}, "fw", "UP"))
+	add("status --ip", works([]string{"status", "--ip", "fw"}, "127.0.0."))
+	add("status --endpoints", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwport", "-d", "--ports", "18080", "echo x"))
+		wantWorks(t, e.sky("status", "--endpoints", "fwport"), "18080: 127.0.0.")
+		wantRefused(t, e.sky("status", "--endpoints", "fw"), "exposes no ports")
+	})
+	add("status --endpoint", func(t *testing.T, e *flagEnv) {
+		r := e.sky("status", "--endpoint", "18080", "fwport")
+		wantWorks(t, r, ":18080")
+		wantRefused(t, e.sky("status", "--endpoint", "18081", "fwport"), "Port 18081 is not exposed")
+	})
+	// This build has no managed jobs, services or pools (those commands
+	// refuse as a whole), so the sections these flags show or hide are
+	// empty either way: the flags must only not get in the way.
+	for _, f := range []string{"show-managed-jobs", "no-show-managed-jobs", "show-services", "no-show-services", "show-pools", "no-show-pools"} {
+		add("status --"+f, works([]string{"status", "--" + f}, "fw"))
+	}
+	add("status --all-users", works([]string{"status", "-u"}, "USER", "fw"))
+	add("status --output", func(t *testing.T, e *flagEnv) {
+		if s := e.statusOf(t, "fw")["status"]; s != "UP" {
+			t.Errorf("status -o json: fw is %v", s)
+		}
+		wantRefused(t, e.sky("status", "-o", "yaml"), "-o/--output")
+	})
+
+	// sky stop / start / down / autostop
+	add("stop --config", configRefused("stop", "fw", "-y"))
+	add("stop --all", func(t *testing.T, e *flagEnv) {
+		r := e.sky("stop", "-a")
+		if r.code == 0 || !strings.Contains(r.out, "Stopping") || !strings.Contains(r.out, "fw") {
+			t.Errorf("stop -a without -y: want the prompt naming every cluster, then an abort: %s", r)
+		}
+	})
+	add("stop --all-users", func(t *testing.T, e *flagEnv) {
+		r := e.sky("stop", "-u")
+		if r.code == 0 || !strings.Contains(r.out, "Stopping") || !strings.Contains(r.out, "fw") {
+			t.Errorf("stop -u without -y: want the prompt, then an abort: %s", r)
+		}
+	})
+	add("stop --yes", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwstop", "-d", "echo x"))
+		wantWorks(t, e.sky("stop", "-y", "fwstop"), "Stopping cluster fwstop...done.")
+		e.waitStatus(t, "fwstop", "STOPPED", 10*time.Second)
+	})
+	add("stop --async", works([]string{"stop", "-y", "--async", "fwstop"}, "Submitted sky.stop request"))
+	add("stop --no-async", works([]string{"stop", "-y", "--no-async", "fwstop"}, "fwstop"))
+	add("stop --graceful", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("launch", "-y", "-c", "fwgrace", "-d", "sleep 120"))
+		wantWorks(t, e.sky("stop", "-y", "--graceful", "fwgrace"))
+		wantWorks(t, e.sky("start", "-y", "fwgrace"))
+		wantWorks(t, e.sky("queue", "fwgrace"), "CANCELLED")
+	})
+	add("stop --graceful-timeout", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("stop", "-y", "--graceful-timeout", "5", "fwgrace"), "--graceful-timeout only applies with --graceful")
+		wantWorks(t, e.sky("exec", "-d", "fwgrace", "sleep 120"))
+		wantWorks(t, e.sky("stop", "-y", "--graceful", "--graceful-timeout", "30", "fwgrace"))
+	})
+	add("start --config", configRefused("start", "fw", "-y"))
+	add("start --all", func(t *testing.T, e *flagEnv) {
+		r := e.sky("start", "-a")
+		if r.code == 0 || !strings.Contains(r.out, "Restarting") || !strings.Contains(r.out, "fwstop") {
+			t.Errorf("start -a without -y: want the prompt naming the stopped clusters, then an abort: %s", r)
+		}
+	})
+	add("start --yes", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("start", "-y", "fwstop"), "Cluster fwstop started.")
+		e.waitStatus(t, "fwstop", "UP", 10*time.Second)
+	})
+	add("start --force", works([]string{"start", "-y", "-f", "fwstop"}, "Cluster fwstop started."))
+	add("start --retry-until-up", works([]string{"start", "-y", "-r", "-f", "fwstop"}, "Cluster fwstop started."))
+	add("start --async", works([]string{"start", "-y", "-f", "--async", "fwstop"}, "Submitted sky.start request"))
+	add("start --no-async", works([]string{"start", "-y", "-f", "--no-async", "fwstop"}, "Cluster fwstop started."))
+	add("start --idle-minutes-to-autostop", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("start", "-y", "-f", "-i", "45", "fwstop"))
+		if a := e.statusOf(t, "fwstop")["autostop"]; a != float64(45) {
+			t.Errorf("start -i 45: autostop %v", a)
+		}
+	})
+	add("start --down", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("start", "-y", "--down", "fwstop"), "--down needs -i")
+		wantWorks(t, e.sky("start", "-y", "-f", "-i", "45", "--down", "fwstop"))
+		if d := e.statusOf(t, "fwstop")["to_down"]; d != true {
+			t.Errorf("start --down: to_down %v", d)
+		}
+	})
+	add("start --wait-for", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("start", "-y", "--wait-for", "none", "fwwait"), "--wait-for needs -i")
+		wantWorks(t, e.sky("start", "-y", "fwwait"))
+		wantWorks(t, e.sky("exec", "-d", "fwwait", "sleep 60"))
+		wantWorks(t, e.sky("start", "-y", "-f", "-i", "0", "--wait-for", "none", "fwwait"))
+		e.waitStatus(t, "fwwait", "STOPPED", 30*time.Second)
+	})
+	add("down --config", configRefused("down", "fw", "-y"))
+	add("down --all", func(t *testing.T, e *flagEnv) {
+		r := e.sky("down", "-a")
+		if r.code == 0 || !strings.Contains(r.out, "Terminating") || !strings.Contains(r.out, "fw") {
+			t.Errorf("down -a without -y: want the prompt naming every cluster, then an abort: %s", r)
+		}
+	})
+	add("down --all-users", func(t *testing.T, e *flagEnv) {
+		r := e.sky("down", "-u")
+		if r.code == 0 || !strings.Contains(r.out, "Terminating") {
+			t.Errorf("down -u without -y: want the prompt, then an abort: %s", r)
+		}
+	})
+	add("down --yes", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("down", "-y", "fwdry", "fwcfg"))
+		e.waitStatus(t, "fwcfg", "", 10*time.Second)
+	})
+	add("down --purge", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("down", "-y", "-p", "fwprio"))
+		e.waitStatus(t, "fwprio", "", 10*time.Second)
+	})
+	add("down --async", works([]string{"down", "-y", "--async", "fwyes"}, "Submitted sky.down request"))
+	add("down --no-async", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("down", "-y", "--no-async", "fwidle"))
+		e.waitStatus(t, "fwidle", "", 10*time.Second)
+	})
+	add("down --graceful", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("start", "-y", "fwgrace"))
+		wantWorks(t, e.sky("exec", "-d", "fwgrace", "sleep 120"))
+		wantWorks(t, e.sky("down", "-y", "--graceful", "fwgrace"))
+		e.waitStatus(t, "fwgrace", "", 10*time.Second)
+	})
+	add("down --graceful-timeout", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("down", "-y", "--graceful-timeout", "-1", "--graceful", "fwws"), "--graceful-timeout -1")
+		wantWorks(t, e.sky("down", "-y", "--graceful", "--graceful-timeout", "10", "fwws"))
+		e.waitStatus(t, "fwws", "", 10*time.Second)
+	})
+	add("autostop --config", configRefused("autostop", "fw", "-y"))
+	add("autostop --idle-minutes", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("autostop", "-y", "-i", "20", "fwstop"))
+		if a := e.statusOf(t, "fwstop")["autostop"]; a != float64(20) {
+			t.Errorf("autostop -i 20: autostop %v", a)
+		}
+	})
+	add("autostop --down", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("autostop", "-y", "-i", "20", "--down", "fwstop"), "autodown")
+		if d := e.statusOf(t, "fwstop")["to_down"]; d != true {
+			t.Errorf("autostop --down: to_down %v", d)
+		}
+	})
+	add("autostop --cancel", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("autostop", "-y", "--cancel", "fwstop"))
+		if a := e.statusOf(t, "fwstop")["autostop"]; a != float64(-1) {
+			t.Errorf("autostop --cancel: autostop %v", a)
+		}
+	})
+	add("autostop --wait-for", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("autostop", "-y", "--wait-for", "later", "fwstop"), "--wait-for")
+		wantWorks(t, e.sky("exec", "-d", "fwstop", "sleep 60"))
+		wantWorks(t, e.sky("autostop", "-y", "-i", "0", "--wait-for", "none", "fwstop"))
+		e.waitStatus(t, "fwstop", "STOPPED", 30*time.Second)
+	})
+	add("autostop --yes", works([]string{"autostop", "-y", "-i", "25", "fw"}, "Scheduling autostop on"))
+	add("autostop --all", func(t *testing.T, e *flagEnv) {
+		r := e.sky("autostop", "-a")
+		if r.code == 0 || !strings.Contains(r.out, "Scheduling autostop on") || !strings.Contains(r.out, "fw") {
+			t.Errorf("autostop -a without -y: want the prompt naming every cluster, then an abort: %s", r)
+		}
+	})
+	add("autostop --all-users", func(t *testing.T, e *flagEnv) {
+		r := e.sky("autostop", "-u")
+		if r.code == 0 || !strings.Contains(r.out, "Scheduling autostop on") {
+			t.Errorf("autostop -u without -y: want the prompt, then an abort: %s", r)
+		}
+	})
+	add("autostop --async", works([]string{"autostop", "-y", "--async", "-i", "25", "fw"}, "Submitted sky.autostop request"))
+	add("autostop --no-async", works([]string{"autostop", "-y", "--no-async", "-i", "25", "fw"}, "Scheduling autostop on"))
+
+	// sky cost-report / queue / logs / cancel
+	add("cost-report --config", configRefused("cost-report"))
+	add("cost-report --all", works([]string{"cost-report", "-a"}, "fw", "Total cost"))
+	add("cost-report --days", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("cost-report", "--days", "0"), "fw")
+		wantRefused(t, e.sky("cost-report", "--days", "-1"), "--days -1")
+	})
+	add("cost-report --output", func(t *testing.T, e *flagEnv) {
+		r := e.sky("cost-report", "-o", "json")
+		var v []map[string]any
+		if err := json.Unmarshal([]byte(r.out), &v); err != nil || len(v) == 0 {
+			t.Errorf("cost-report -o json: %v: %s", err, r)
+		}
+	})
+	add("queue --config", configRefused("queue"))
+	add("queue --skip-finished", func(t *testing.T, e *flagEnv) {
+		r := e.sky("queue", "-s", "fw")
+		wantWorks(t, r)
+		if strings.Contains(r.out, "SUCCEEDED") {
+			t.Errorf("queue -s shows finished jobs: %s", r)
+		}
+	})
+	add("queue --all-users", works([]string{"queue", "-u", "fw"}, "Job queue of all users on cluster fw"))
+	add("queue --output", func(t *testing.T, e *flagEnv) {
+		var v map[string][]map[string]any
+		r := e.sky("queue", "-o", "json", "fw")
+		if err := json.Unmarshal([]byte(r.out), &v); err != nil || len(v["fw"]) == 0 {
+			t.Errorf("queue -o json: %v: %s", err, r)
+		}
+	})
+	add("logs --config", configRefused("logs", "fw", "1"))
+	add("logs --status", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("logs", "--status", "fw", "1"), "Job 1: SUCCEEDED")
+		if r := e.sky("logs", "--status", "fw", "9999"); r.code == 0 {
+			t.Errorf("logs --status of a missing job exited 0: %s", r)
+		}
+	})
+	add("logs --follow", works([]string{"logs", "--follow", "fw", "1"}, "base"))
+	add("logs --no-follow", works([]string{"logs", "--no-follow", "fw", "1"}, "base"))
+	add("logs --tail", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("exec", "fw", "echo TAIL-A; echo TAIL-B"), "TAIL-B")
+		r := e.sky("logs", "--tail", "1", "fw")
+		wantWorks(t, r, "TAIL-B")
+		if strings.Contains(r.out, "TAIL-A") {
+			t.Errorf("--tail 1 printed more than the last line: %s", r)
+		}
+	})
+	add("logs --worker", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("logs", "--worker", "3", "fw", "1"), "--worker 3", "1 node")
+		wantWorks(t, e.sky("logs", "--worker", "0", "fw", "1"), "base")
+	})
+	// owner: other helper (logs --sync-down/--provision/--hook and the
+	// --autostop alias of --hook stop): today's behaviour.
+	add("logs --sync-down", refuses([]string{"logs", "--sync-down", "fw", "1"}, "--sync-down"))
+	add("logs --provision", refuses([]string{"logs", "--provision", "fw"}, "--provision"))
+	add("logs --hook", func(t *testing.T, e *flagEnv) {
+		r := e.sky("logs", "--hook", "stop", "fw")
+		if r.code == -1 {
+			t.Errorf("logs --hook hung: %s", r)
+		}
+	})
+	add("logs --autostop", func(t *testing.T, e *flagEnv) {
+		r := e.sky("logs", "--autostop", "fw")
+		if r.code == -1 {
+			t.Errorf("logs --autostop hung: %s", r)
+		}
+	})
+	add("cancel --config", configRefused("cancel", "-y", "fw", "1"))
+	add("cancel --yes", func(t *testing.T, e *flagEnv) {
+		r := e.sky("exec", "-d", "fw", "sleep 120")
+		wantWorks(t, r)
+		r = e.sky("cancel", "fw")
+		if r.code == 0 || !strings.Contains(r.out, "Proceed?") {
+			t.Errorf("cancel without -y: want the prompt, then an abort: %s", r)
+		}
+		wantWorks(t, e.sky("cancel", "-y", "fw"), "Cancelled job ID(s)")
+	})
+	add("cancel --all", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("exec", "-d", "fw", "sleep 120"))
+		wantWorks(t, e.sky("cancel", "-y", "-a", "fw"), "Cancelled job ID(s)")
+	})
+	add("cancel --all-users", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("exec", "-d", "fw", "sleep 120"))
+		wantWorks(t, e.sky("cancel", "-y", "-u", "fw"), "Cancelled job ID(s)")
+	})
+	add("cancel --async", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("exec", "-d", "fw", "sleep 120"))
+		wantWorks(t, e.sky("cancel", "-y", "-a", "--async", "fw"), "Submitted sky.cancel request")
+	})
+	add("cancel --no-async", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("exec", "-d", "fw", "sleep 120"))
+		wantWorks(t, e.sky("cancel", "-y", "-a", "--no-async", "fw"), "Cancelled job ID(s)")
+	})
+
+	// sky check, gpus, show-gpus
+	add("check --config", configRefused("check"))
+	add("check --workspace", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("check", "-w", "nope"), "Workspace nope does not exist")
+		wantWorks(t, e.sky("check", "-w", "team"), "Enabled infra")
+	})
+	// owner: other helper (check output and -v).
+	add("check --verbose", works([]string{"check", "-v"}, "Enabled infra"))
+	add("check --output", func(t *testing.T, e *flagEnv) {
+		var v map[string]any
+		if r := e.sky("check", "-o", "json"); json.Unmarshal([]byte(r.out), &v) != nil {
+			t.Errorf("check -o json is not JSON: %s", r)
+		}
+	})
+	for _, g := range []string{"gpus list", "show-gpus"} {
+		args := strings.Fields(g)
+		with := func(more ...string) []string { return append(append([]string{}, args...), more...) }
+		add(g+" --config", configRefused(args...))
+		add(g+" --all", works(with("-a"), "GPU"))
+		add(g+" --infra", works(with("--infra", "aws", "H100"), "p5.48xlarge"))
+		add(g+" --cloud", works(with("--cloud", "aws", "H100"), "p5.48xlarge"))
+		add(g+" --region", func(t *testing.T, e *flagEnv) {
+			wantRefused(t, e.sky(with("--region", "us-east-1")...), "--region needs --cloud")
+			wantWorks(t, e.sky(with("--cloud", "aws", "--region", "us-east-1", "H100")...), "us-east-1")
+		})
+		add(g+" --all-regions", works(with("--all-regions", "H100"), "H100"))
+		// owner: other helper (gpus list -v and -o json).
+		add(g+" --verbose", works(with("-v"), "GPU"))
+		add(g+" --output", func(t *testing.T, e *flagEnv) {
+			var v any
+			if r := e.sky(with("-o", "json")...); json.Unmarshal([]byte(r.out), &v) != nil {
+				t.Errorf("%s -o json is not JSON: %s", g, r)
+			}
+		})
+	}
+	cs = append(cs, wholeCommandRefused("gpus label")...)
+	cs = append(cs, wholeCommandRefused("dashboard")...)
+
+	// Managed jobs, services, storage and volumes: this build refuses the
+	// commands as a whole.
+	cs = append(cs, wholeCommandRefused("jobs launch", "job.yaml")...)
+	cs = append(cs, wholeCommandRefused("jobs queue")...)
+	cs = append(cs, wholeCommandRefused("jobs cancel", "1")...)
+	cs = append(cs, wholeCommandRefused("jobs logs", "1")...)
+	cs = append(cs, wholeCommandRefused("jobs dashboard")...)
+	cs = append(cs, wholeCommandRefused("jobs pool apply", "pool.yaml")...)
+	cs = append(cs, wholeCommandRefused("jobs pool status")...)
+	cs = append(cs, wholeCommandRefused("jobs pool down", "p")...)
+	cs = append(cs, wholeCommandRefused("jobs pool logs", "p", "1")...)
+	cs = append(cs, wholeCommandRefused("serve up", "service.yaml")...)
+	cs = append(cs, wholeCommandRefused("serve update", "s", "service.yaml")...)
+	cs = append(cs, wholeCommandRefused("serve status")...)
+	cs = append(cs, wholeCommandRefused("serve down", "s")...)
+	cs = append(cs, wholeCommandRefused("serve logs", "s", "1")...)
+	cs = append(cs, wholeCommandRefused("storage ls")...)
+	cs = append(cs, wholeCommandRefused("storage delete", "b")...)
+	cs = append(cs, wholeCommandRefused("volumes ls")...)
+	cs = append(cs, wholeCommandRefused("volumes apply", "volume.yaml")...)
+	cs = append(cs, wholeCommandRefused("volumes delete", "v")...)
+
+	// sky validate
+	add("validate --env", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("validate", "needsenv.yaml"), "NEEDED")
+		wantWorks(t, e.sky("validate", "--env", "NEEDED=1", "needsenv.yaml"), "YAML is valid")
+	})
+	add("validate --env-file", refuses([]string{"validate", "--env-file", "missing.env", "job.yaml"}, "--env-file missing.env"))
+	add("validate --secret", works([]string{"validate", "--secret", "TOKEN=x", "needssec.yaml"}, "YAML is valid"))
+	add("validate --secret-file", refuses([]string{"validate", "--secret-file", "missing.env", "job.yaml"}, "--secret-file missing.env"))
+
+	// sky ssh: no node pools in this HOME, so the commands reach the
+	// server and say what is missing; the flags are checked on the way.
+	add("ssh up --config", configRefused("ssh", "up"))
+	add("ssh up --infra", refuses([]string{"ssh", "up", "--infra", "nope"}, "no SSH node pools"))
+	add("ssh up --file", refuses([]string{"ssh", "up", "--file", "missing.yaml"}, "missing.yaml"))
+	add("ssh up --async", works([]string{"ssh", "up", "--async"}, "Submitted sky.ssh_up request"))
+	add("ssh up --no-async", refuses([]string{"ssh", "up", "--no-async"}, "no SSH node pools"))
+	add("ssh down --config", configRefused("ssh", "down"))
+	add("ssh down --infra", refuses([]string{"ssh", "down", "--infra", "nope"}, "no SSH node pools"))
+	add("ssh down --async", works([]string{"ssh", "down", "--async"}, "Submitted sky.ssh_down request"))
+	add("ssh down --no-async", refuses([]string{"ssh", "down", "--no-async"}, "no SSH node pools"))
+
+	// sky api
+	add("api cancel --all", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("api", "debug-sleep", "--detach", "60"))
+		wantWorks(t, e.sky("api", "cancel", "-a", "-y"), "Cancelled")
+	})
+	add("api cancel --all-users", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("api", "debug-sleep", "--detach", "60"))
+		wantWorks(t, e.sky("api", "cancel", "-u", "-y"), "Cancelled")
+	})
+	// SkyPilot asks nothing before cancelling requests (cli-output.md
+	// lists no such prompt), so -y has nothing to skip: it must only be
+	// accepted.
+	add("api cancel --yes", func(t *testing.T, e *flagEnv) {
+		r := e.sky("api", "debug-sleep", "--detach", "60")
+		wantWorks(t, r)
+		wantWorks(t, e.sky("api", "cancel", "-y", strings.TrimSpace(r.out)), "Cancelled 1 request")
+	})
+	add("api debug-sleep --detach", func(t *testing.T, e *flagEnv) {
+		start := time.Now()
+		r := e.sky("api", "debug-sleep", "--detach", "30")
+		wantWorks(t, r)
+		if time.Since(start) > 10*time.Second {
+			t.Errorf("--detach waited for the sleep")
+		}
+		wantWorks(t, e.sky("api", "cancel", "-y", strings.TrimSpace(r.out)))
+	})
+	add("api info --output", func(t *testing.T, e *flagEnv) {
+		var v map[string]any
+		if r := e.sky("api", "info", "-o", "json"); json.Unmarshal([]byte(r.out), &v) != nil {
+			t.Errorf("api info -o json is not JSON: %s", r)
+		}
+	})
+	add("api logs --no-follow", works([]string{"api", "logs", "--no-follow"}))
+	add("api logs --server-logs", works([]string{"api", "logs", "--server-logs", "--no-follow", "--tail", "5"}))
+	add("api logs --tail", works([]string{"api", "logs", "--no-follow", "--tail", "1"}))
+	// owner: other helper (api status output).
+	for _, f := range [][]string{{"all-status", "-a"}, {"all-users", "-u"}, {"limit", "--limit=1"}, {"output", "-o=json"}, {"verbose", "-v"}} {
+		add("api status --"+f[0], works([]string{"api", "status", f[1]}))
+	}
+	add("api start --deploy", refuses([]string{"api", "start", "--deploy"}, "auth"))
+	add("api start --host", refuses([]string{"api", "start", "--host", "0.0.0.0"}, "auth"))
+	apiStart := func(t *testing.T, e *flagEnv) {
+		// A second server of its own HOME: --foreground keeps it in the
+		// process, --port places it, --enable-basic-auth guards it.
+		home := t.TempDir()
+		port := testutil.FreePort(t)
+		cmd := exec.Command(e.bin, "api", "start", "--foreground", "--port", fmt.Sprint(port), "--enable-basic-auth")
+		cmd.Env = append(append([]string{}, e.env...), "HOME="+home)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+		url := fmt.Sprintf("http://127.0.0.1:%d", port)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out, err := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", "{}", url+"/status").Output()
+			if err == nil && string(out) == "401" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("foreground server with basic auth on %s: POST /status gave %q, %v (want 401)", url, out, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	add("api start --foreground", apiStart)
+	add("api start --port", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("api", "start", "--port", "70000"), "--port 70000")
+		apiStart(t, e)
+	})
+	add("api start --enable-basic-auth", apiStart)
+
+	// sky local: last, since down removes the local clusters.
+	add("local up --config", configRefused("local", "up"))
+	for _, f := range []string{"--gpus", "--no-gpus", "--cleanup", "--context-name=x", "--password=x", "--name=x", "--port-start=3000"} {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		add("local up --"+name, refuses([]string{"local", "up", f}, "--"+name, "no kind Kubernetes cluster"))
+	}
+	for _, f := range []string{"ips", "ssh-user", "ssh-key-path"} {
+		add("local up --"+f, refuses([]string{"local", "up", "--ips", "ips.txt", "--ssh-user", "u", "--ssh-key-path", "key"}, "--ips", "not available in this build"))
+	}
+	add("local up --async", works([]string{"local", "up", "--async"}, "Submitted sky.local_up request"))
+	add("local up --no-async", works([]string{"local", "up", "--no-async"}, "The local infrastructure is enabled"))
+	add("local down --config", configRefused("local", "down"))
+	add("local down --name", refuses([]string{"local", "down", "--name", "x"}, "--name x"))
+	add("local down --no-async", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("local", "down", "--no-async"), "Terminating cluster fw")
+		e.waitStatus(t, "fw", "", 10*time.Second)
+		wantWorks(t, e.sky("local", "up"))
+	})
+	add("local down --async", works([]string{"local", "down", "--async"}, "Submitted sky.local_down request"))
+	// owner: other helper (api login -e/-t and their companions). Last:
+	// a login that went through would point this HOME elsewhere.
+	add("api login --endpoint", refuses([]string{"api", "login", "-e", "not-a-url"}, "not-a-url"))
+	add("api login --token", refuses([]string{"api", "login", "-e", "http://127.0.0.1:1", "--token", "not-a-token"}, "--token"))
+	return cs
+}
