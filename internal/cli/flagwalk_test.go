@@ -169,6 +169,7 @@ func newFlagEnv(t *testing.T) *flagEnv {
 			t.Fatal(err)
 		}
 	}
+	e.makeGitRepo(t)
 	t.Cleanup(func() {
 		e.sky("down", "-a", "-y")
 		e.sky("api", "stop")
@@ -176,6 +177,36 @@ func newFlagEnv(t *testing.T) *flagEnv {
 	})
 	e.mustWork("launch", "-y", "-c", "fw", "-d", "echo base")
 	return e
+}
+
+// makeGitRepo makes work/git a repository with README.txt on its first
+// branch and OTHER.txt on the branch "other", for --git-url/--git-ref.
+func (e *flagEnv) makeGitRepo(t *testing.T) {
+	repo := filepath.Join(e.dir, "git")
+	steps := [][]string{
+		{"init", "-q"},
+		{"add", "README.txt"},
+		{"commit", "-q", "-m", "first"},
+		{"checkout", "-q", "-b", "other"},
+	}
+	for _, s := range steps {
+		git(t, repo, s...)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "OTHER.txt"), []byte("on the other branch\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "OTHER.txt")
+	git(t, repo, "commit", "-q", "-m", "other")
+	git(t, repo, "checkout", "-q", "-")
+}
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.email=fw@example.com", "-c", "user.name=fw", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
 }
 
 // flagRun is one finished sky call.
@@ -310,12 +341,6 @@ func wantRefused(t *testing.T, r flagRun, want ...string) {
 	t.Errorf("no line of stderr holds all of %q: %s", want, r)
 }
 
-// notInBuild is the refusal of a command this build does not have: the
-// flag parses, and the command says it is not available.
-func notInBuild(args ...string) func(*testing.T, *flagEnv) {
-	return refuses(args, "not available in this build")
-}
-
 // wholeCommandRefused gives every flag of a command that this build
 // refuses as a whole an entry that runs it with that flag.
 func wholeCommandRefused(path string, pos ...string) []flagCase {
@@ -419,8 +444,16 @@ func taskFlagCases(cmd string) []flagCase {
 			wantWorks(t, e.sky("queue", "fw"), cmd+"-named")
 		}},
 		{k("workdir"), works(append(with("--workdir", "wd"), "cat hello.txt"), "hello from the workdir")},
-		{k("git-url"), refuses(append(with("--git-url", "https://example.invalid/x.git", "--workdir", "wd"), "true"), "--workdir and --git-url")},
-		{k("git-ref"), refuses(append(with("--git-ref", "main"), "true"), "--git-ref needs a git workdir")},
+		{k("git-url"), func(t *testing.T, e *flagEnv) {
+			repo := "file://" + filepath.Join(e.dir, "git")
+			wantWorks(t, e.sky(append(with("--git-url", repo), "cat README.txt")...), "from git")
+			wantRefused(t, e.sky(append(with("--git-url", repo, "--workdir", "wd"), "true")...), "--workdir and --git-url")
+		}},
+		{k("git-ref"), func(t *testing.T, e *flagEnv) {
+			repo := "file://" + filepath.Join(e.dir, "git")
+			wantWorks(t, e.sky(append(with("--git-url", repo, "--git-ref", "other"), "cat OTHER.txt")...), "on the other branch")
+			wantRefused(t, e.sky(append(with("--git-ref", "main"), "true")...), "--git-ref needs a git workdir")
+		}},
 		{k("infra"), func(t *testing.T, e *flagEnv) {
 			wantWorks(t, e.sky(append(with("--infra", "local"), "echo on-local")...), "on-local")
 			wantRefused(t, e.sky(append(with("--infra", "aws"), "true")...), "requested infra aws", "fw")
