@@ -161,6 +161,9 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 			})
 		}
 	}
+	if err := ensureSSHPort(rec); err != nil {
+		return nil, err
+	}
 	rec.Status = provision.NodeUp
 	if err := p.write(rec); err != nil {
 		return nil, err
@@ -241,6 +244,9 @@ func (p *Provisioner) Start(ctx context.Context, name string) (*provision.Cluste
 	}
 	if rec == nil {
 		return nil, &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q does not exist; launch it with `sky launch -c %s`", name, name)}
+	}
+	if err := ensureSSHPort(rec); err != nil {
+		return nil, err
 	}
 	rec.Status = provision.NodeUp
 	if err := p.write(rec); err != nil {
