@@ -1,7 +1,7 @@
 package local
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/skygo/skygo/internal/agent"
 	"github.com/skygo/skygo/internal/infra"
@@ -26,12 +28,8 @@ import (
 
 var _ infra.SSHAccess = (*Infra)(nil)
 
-// agentBanner is how the agent's SSH server introduces itself; a port
-// that answers with it is a node's, not a stranger's.
-const agentBanner = "SSH-2.0-SkyGo_agent"
-
 // ensureSSHPort keeps the cluster's recorded port when it is free or
-// already served by the cluster's agent, and picks a new free one
+// already served by the cluster's own agent, and picks a new free one
 // otherwise (a cluster made before SSH, or a port some other program took
 // while the cluster was stopped).
 func ensureSSHPort(rec *record) error {
@@ -52,6 +50,7 @@ func ensureSSHPort(rec *record) error {
 }
 
 func portUsable(nodes []provision.NodeInfo, port int) bool {
+	hostKey, _ := agent.HostPublicKey(nodes[0].Home)
 	for _, n := range nodes {
 		addr := net.JoinHostPort(n.InternalIP, strconv.Itoa(port))
 		l, err := net.Listen("tcp", addr)
@@ -59,23 +58,38 @@ func portUsable(nodes []provision.NodeInfo, port int) bool {
 			l.Close()
 			continue
 		}
-		if !servedByAgent(addr, 300*time.Millisecond) {
+		if hostKey == "" || !servedByAgent(addr, hostKey, 300*time.Millisecond) {
 			return false
 		}
 	}
 	return true
 }
 
-// servedByAgent reports whether addr answers with the agent's banner.
-func servedByAgent(addr string, timeout time.Duration) bool {
+// servedByAgent reports whether an SSH server with the cluster's host key
+// (authorized_keys form) answers at addr: another cluster's agent, or
+// anything else, is not ours even on our address. Only the key exchange
+// runs; no login is tried.
+func servedByAgent(addr, hostKey string, timeout time.Duration) bool {
+	want, _, _, _, err := gossh.ParseAuthorizedKey([]byte(hostKey))
+	if err != nil {
+		return false
+	}
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(timeout))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, agentBanner)
+	matched := false
+	errStop := errors.New("host key seen")
+	_, _, _, err = gossh.NewClientConn(c, addr, &gossh.ClientConfig{
+		HostKeyCallback: func(_ string, _ net.Addr, k gossh.PublicKey) error {
+			matched = bytes.Equal(k.Marshal(), want.Marshal())
+			return errStop
+		},
+		HostKeyAlgorithms: []string{want.Type()},
+	})
+	return matched && errors.Is(err, errStop)
 }
 
 // freePort is a port free on every node's address: the kernel's pick on
@@ -161,8 +175,9 @@ func (in *Infra) WriteSSHConfig(info *provision.ClusterInfo) error {
 		return err
 	}
 	addr := net.JoinHostPort(nodes[0].InternalIP, strconv.Itoa(nodes[0].AgentSSHPort))
-	if !servedByAgent(addr, time.Second) {
-		return fmt.Errorf("the head's agent does not serve ssh on %s; see %s", addr, filepath.Join(nodes[0].Home, ".sky", "agent", "daemon.log"))
+	if !servedByAgent(addr, hostKey, time.Second) {
+		return fmt.Errorf("the head's agent does not serve ssh on %s (see %s); restart it with `sky start -f %s`",
+			addr, filepath.Join(nodes[0].Home, ".sky", "agent", "daemon.log"), name)
 	}
 	return nil
 }
