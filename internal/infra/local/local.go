@@ -15,6 +15,9 @@
 // Provision recreates missing node directories, Terminate kills and removes
 // whatever is left.
 //
+// `ssh <cluster>` reaches the nodes through the head's agent, which serves
+// SSH on each node's address at the cluster's port (sshaccess.go).
+//
 // Capacity is this machine: each node advertises the CPUs and memory
 // requested (default: the machine's); asking for more than the machine has,
 // or for GPUs, is a provision.CapacityError.
