@@ -137,7 +137,7 @@ func (in *Infra) WriteSSHConfig(info *provision.ClusterInfo) error {
 	}
 	nodes := cur.Nodes
 	if len(nodes) == 0 || nodes[0].AgentSSHPort == 0 {
-		return fmt.Errorf("local cluster %q has no ssh port yet; run `sky start %s`", name, name)
+		return fmt.Errorf("local cluster %q was made before SkyGo served ssh; restart its agents with `sky start -f %s`", name, name)
 	}
 	key, pub, err := infra.ClientKey(in.env.Home)
 	if err != nil {
