@@ -115,8 +115,12 @@ func (d *daemon) autostopDue(now time.Time) bool {
 	}
 	since := a.setAt
 	if a.cfg.WaitFor != agentapi.WaitNone {
-		// Local nodes have no SSH sessions, so jobs_and_ssh waits on jobs.
 		if len(d.running) > 0 || len(d.queue) > 0 {
+			return false
+		}
+		// Sessions are counted where this daemon serves them (local
+		// nodes); a node's own sshd is not watched.
+		if a.cfg.WaitFor == agentapi.WaitJobsAndSSH && d.sshSessions > 0 {
 			return false
 		}
 		if d.lastActivity.After(since) {

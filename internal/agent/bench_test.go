@@ -98,3 +98,41 @@ func BenchmarkJobsStartedPerSecond(b *testing.B) {
 		b.ReportMetric(float64(len(starts)-1)/span, "jobs-started/s")
 	}
 }
+
+// BenchmarkAgentStart times `sky agent start` of a 2-node cluster's head
+// (spawning the daemon until it answers), with the SSH server for both
+// nodes and without: the difference is what serving `ssh <cluster>` adds
+// to every launch.
+func BenchmarkAgentStart(b *testing.B) {
+	for _, withSSH := range []bool{false, true} {
+		name := "ssh=off"
+		if withSSH {
+			name = "ssh=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := newCluster(b, 2, 2)
+			cfg := c.cfgs[0]
+			if !withSSH {
+				for i := range cfg.Nodes {
+					cfg.Nodes[i].AgentSSHPort = 0
+				}
+			}
+			body, _ := json.Marshal(cfg)
+			var sum time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if out, code := c.agent(0, "", "stop-daemon", "--json"); code != 0 {
+					b.Fatalf("stop-daemon: %d %s", code, out)
+				}
+				b.StartTimer()
+				start := time.Now()
+				if out, code := c.agent(0, string(body), "start", "--json"); code != 0 {
+					b.Fatalf("start: %d %s", code, out)
+				}
+				sum += time.Since(start)
+			}
+			b.ReportMetric(float64(sum.Microseconds())/1000/float64(b.N), "start-ms/op")
+		})
+	}
+}

@@ -41,12 +41,14 @@ type daemon struct {
 	lastActivity time.Time
 	lastTS       time.Time
 	autostop     autostopState
+	sshSessions  int // open SSH session channels (autostop's jobs_and_ssh)
 
 	wake     chan struct{}
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	listener net.Listener
+	ssh      sshServer
 }
 
 // runningJob is the in-memory handle of a job the daemon is driving.
@@ -115,6 +117,11 @@ func runDaemon() error {
 	}
 	if err := d.loadAutostop(ctx); err != nil {
 		return err
+	}
+	// SSH is for people; a node without it still runs jobs, so a port
+	// taken meanwhile is logged (and `ssh <cluster>` reports the refusal).
+	if err := d.startSSH(); err != nil {
+		d.log.Error("ssh server", "err", err)
 	}
 	sock := p.socket()
 	_ = os.MkdirAll(filepath.Dir(sock), 0o700)
@@ -652,6 +659,7 @@ func (d *daemon) shutdown() {
 	}
 	wg.Wait()
 	d.stop()
+	d.ssh.close()
 	if d.listener != nil {
 		d.listener.Close()
 	}

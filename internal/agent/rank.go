@@ -79,10 +79,16 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 }
 
 // rankCommand is `/bin/bash -i script` in a session of its own, inside
-// the node's sandbox on a local node (proc.SandboxCommand) when the
-// machine allows one; `sky check` says when it does not.
+// the node's sandbox on a local node (see nodeCommand).
 func rankCommand(home, script string) *exec.Cmd {
-	argv := []string{"/bin/bash", "-i", script}
+	return nodeCommand(home, []string{"/bin/bash", "-i", script})
+}
+
+// nodeCommand is argv in a session of its own, inside the node's sandbox
+// on a local node (proc.SandboxCommand) when the machine allows one;
+// `sky check` says when it does not. Ranks and SSH sessions both start
+// this way, so a shell sees what a job sees.
+func nodeCommand(home string, argv []string) *exec.Cmd {
 	if os.Getenv(proc.EnvNode) != "" && proc.HiddenDir(home) != "" {
 		if exe, err := os.Executable(); err == nil && proc.SandboxAvailable() == nil {
 			return proc.SandboxCommand(exe, home, argv)

@@ -124,14 +124,8 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if !fast {
 		fmt.Fprintln(log, ux.Finishing("Cluster launched: "+name+"."))
 	}
-	if in, _, err := b.plugin(h); err == nil {
-		if a, ok := in.(infra.SSHAccess); ok {
-			// Rewritten on every launch: cheap, and it repairs a deleted file.
-			if err := a.WriteSSHConfig(h.Info); err != nil {
-				fmt.Fprintf(log, "Warning: `ssh %s` will not work: %v\n", name, err)
-			}
-		}
-	}
+	// Rewritten on every launch: cheap, and it repairs a deleted file.
+	b.writeSSHConfig(h, log)
 	if err := b.syncFiles(ctx, runners, &t, true, log); err != nil {
 		return nil, err
 	}
@@ -162,6 +156,19 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		return result, nil
 	}
 	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, &launchRef{c, h}, log)
+}
+
+// writeSSHConfig writes the cluster's `ssh <cluster>` entries, for the
+// infrastructures that have them; a failure is a warning, since the
+// cluster works without.
+func (b *Backend) writeSSHConfig(h *Handle, log io.Writer) {
+	if in, _, err := b.plugin(h); err == nil {
+		if a, ok := in.(infra.SSHAccess); ok {
+			if err := a.WriteSSHConfig(h.Info); err != nil {
+				fmt.Fprintf(log, "Warning: `ssh %s` will not work: %v\n", h.Info.Name, err)
+			}
+		}
+	}
 }
 
 // sshAccess says whether `ssh <cluster>` reaches the cluster's head.

@@ -122,6 +122,8 @@ func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, 
 	if err := b.startAgents(ctx, c, h, runners, log); err != nil {
 		return err
 	}
+	// The agents' SSH port may have moved while the cluster was stopped.
+	b.writeSSHConfig(h, log)
 	fmt.Fprintf(log, "Cluster %s is UP.\n", c.Name)
 	return nil
 }

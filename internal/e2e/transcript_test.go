@@ -53,6 +53,7 @@ func usefulCommands(c string, job int) []string {
 			"└── To view job queue:\t\tsky queue "+c)
 	}
 	return append(out, "Cluster name: "+c,
+		"├── To log into the head VM:\tssh "+c,
 		"├── To submit a job:\t\tsky exec "+c+" yaml_file",
 		"├── To stop the cluster:\tsky stop "+c,
 		"└── To teardown the cluster:\tsky down "+c)

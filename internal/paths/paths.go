@@ -33,6 +33,18 @@ func LocalInfra(home string) string { return filepath.Join(Root(home), "local") 
 // GeneratedSSH is the directory of generated `ssh <cluster>` entries.
 func GeneratedSSH(home string) string { return filepath.Join(Root(home), "generated", "ssh") }
 
+// GeneratedKnownHosts is the known_hosts of a cluster's generated
+// entries: the host keys of nodes whose SSH server SkyGo runs. It is not
+// in GeneratedSSH, whose every file ~/.ssh/config includes.
+func GeneratedKnownHosts(home, cluster string) string {
+	return filepath.Join(Root(home), "generated", "known_hosts", cluster)
+}
+
+// SSHKey is SkyGo's own private key for `ssh <cluster>` to nodes whose
+// SSH server SkyGo runs (local clusters); the public key is beside it
+// with a .pub suffix.
+func SSHKey(home string) string { return filepath.Join(Root(home), "keys", "sky-key") }
+
 // KnownHosts is SkyGo's known_hosts for node pool hosts.
 func KnownHosts(home string) string { return filepath.Join(Root(home), "known_hosts") }
 

@@ -110,6 +110,10 @@ type NodeInfo struct {
 	CPUs     float64            `json:"cpus"`
 	MemoryGB float64            `json:"memory_gb"`
 	GPUs     map[string]float64 `json:"gpus,omitempty"`
+	// AgentSSHPort, when set, is the port on InternalIP where the node
+	// agent serves SSH for the node: infrastructures whose nodes have no
+	// sshd of their own (the local one) set it.
+	AgentSSHPort int `json:"agent_ssh_port,omitempty"`
 }
 
 // ClusterInfo is the result of a successful Provision or Start.

@@ -48,6 +48,10 @@ type Node struct {
 	// CPUs and GPUs the node offers to jobs.
 	CPUs float64            `json:"cpus"`
 	GPUs map[string]float64 `json:"gpus,omitempty"`
+	// AgentSSHPort, when set on a node of this machine (the head, or a
+	// node with transport "local"), makes the head's daemon serve SSH for
+	// that node on IP:AgentSSHPort, sessions running as the node's jobs do.
+	AgentSSHPort int `json:"agent_ssh_port,omitempty"`
 }
 
 // Transports of Node: how the head reaches a node.
@@ -61,7 +65,7 @@ const (
 func ConfigFromCluster(info *provision.ClusterInfo, index int, transport string) Config {
 	c := Config{ClusterName: info.Name, Cloud: info.Cloud, Region: info.Region, Zone: info.Zone, NodeIndex: index}
 	for _, n := range info.Nodes {
-		c.Nodes = append(c.Nodes, Node{IP: n.InternalIP, Home: n.Home, Transport: transport, CPUs: n.CPUs, GPUs: n.GPUs})
+		c.Nodes = append(c.Nodes, Node{IP: n.InternalIP, Home: n.Home, Transport: transport, CPUs: n.CPUs, GPUs: n.GPUs, AgentSSHPort: n.AgentSSHPort})
 	}
 	return c
 }
@@ -77,6 +81,9 @@ func (c *Config) Validate() error {
 	for i, n := range c.Nodes {
 		if n.CPUs <= 0 {
 			return fmt.Errorf("config: nodes[%d].cpus must be positive", i)
+		}
+		if n.AgentSSHPort < 0 || n.AgentSSHPort > 65535 {
+			return fmt.Errorf("config: nodes[%d].agent_ssh_port %d is not a TCP port", i, n.AgentSSHPort)
 		}
 		if len(n.GPUs) > 1 {
 			return fmt.Errorf("config: nodes[%d].gpus lists %d accelerator types; a node has one", i, len(n.GPUs))

@@ -15,6 +15,9 @@
 // Provision recreates missing node directories, Terminate kills and removes
 // whatever is left.
 //
+// `ssh <cluster>` reaches the nodes through the head's agent, which serves
+// SSH on each node's address at the cluster's port (sshaccess.go).
+//
 // Capacity is this machine: each node advertises the CPUs and memory
 // requested (default: the machine's); asking for more than the machine has,
 // or for GPUs, is a provision.CapacityError.
@@ -161,6 +164,9 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 			})
 		}
 	}
+	if err := ensureSSHPort(rec); err != nil {
+		return nil, err
+	}
 	rec.Status = provision.NodeUp
 	if err := p.write(rec); err != nil {
 		return nil, err
@@ -241,6 +247,9 @@ func (p *Provisioner) Start(ctx context.Context, name string) (*provision.Cluste
 	}
 	if rec == nil {
 		return nil, &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q does not exist; launch it with `sky launch -c %s`", name, name)}
+	}
+	if err := ensureSSHPort(rec); err != nil {
+		return nil, err
 	}
 	rec.Status = provision.NodeUp
 	if err := p.write(rec); err != nil {

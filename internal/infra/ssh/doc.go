@@ -16,5 +16,6 @@
 //     their own session so cancel kills the whole remote tree;
 //   - probe.go: Probe (OS, arch, CPUs, memory, GPUs) and EnsureBinary;
 //   - provisioner.go: Provisioner, claiming whole hosts per cluster;
-//   - genconfig.go: ~/.sky/generated/ssh/<cluster> for `ssh <cluster>`.
+//   - genconfig.go: the hosts of ~/.sky/skygo/generated/ssh/<cluster> for
+//     `ssh <cluster>` (written by internal/infra's WriteSSHConfigHosts).
 package ssh

@@ -224,15 +224,17 @@ func (in *Infra) WriteSSHConfig(info *provision.ClusterInfo) error {
 	if err != nil {
 		return err
 	}
-	hosts, err := p.GeneratedHosts(info)
+	hosts, err := p.GeneratedHosts(in.env.Home, info)
 	if err != nil {
 		return err
 	}
-	return WriteSSHConfigHosts(in.env.Home, info.Name, hosts)
+	return infra.WriteSSHConfigHosts(in.env.Home, info.Name, hosts)
 }
 
 // RemoveSSHConfig implements infra.SSHAccess.
-func (in *Infra) RemoveSSHConfig(cluster string) error { return RemoveSSHConfig(in.env.Home, cluster) }
+func (in *Infra) RemoveSSHConfig(cluster string) error {
+	return infra.RemoveSSHConfig(in.env.Home, cluster)
+}
 
 // poolOfCluster is the pool whose hosts a cluster holds.
 func (in *Infra) poolOfCluster(ctx context.Context, cluster string) (string, error) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
@@ -199,10 +200,10 @@ func TestGeneratedSSHConfigWorksWithSystemSSH(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(home, ".ssh", "config"))
-	if !strings.HasPrefix(string(b), "# Added by SkyGo") || strings.Count(string(b), IncludeLine) != 1 || !strings.HasSuffix(string(b), userCfg) {
+	if !strings.HasPrefix(string(b), "# Added by SkyGo") || strings.Count(string(b), infra.IncludeLine) != 1 || !strings.HasSuffix(string(b), userCfg) {
 		t.Fatalf("~/.ssh/config:\n%s", b)
 	}
-	if st, _ := os.Stat(GeneratedConfigPath(home, "web")); st.Mode().Perm() != 0o600 {
+	if st, _ := os.Stat(infra.GeneratedConfigPath(home, "web")); st.Mode().Perm() != 0o600 {
 		t.Fatalf("generated file mode %v", st.Mode())
 	}
 	// OpenSSH finds ~/.ssh/config through the passwd entry, not $HOME:
@@ -219,7 +220,7 @@ func TestGeneratedSSHConfigWorksWithSystemSSH(t *testing.T) {
 			t.Fatalf("ssh %s hostname: %q %v", alias, out, err)
 		}
 	}
-	if err := RemoveSSHConfig(home, "web"); err != nil {
+	if err := infra.RemoveSSHConfig(home, "web"); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := sshAs("web-worker1"); err == nil {
@@ -237,7 +238,7 @@ func TestWriteSSHConfigCreatesUserConfig(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("created config: %v %v", st, err)
 	}
-	b, _ := os.ReadFile(GeneratedConfigPath(home, "c"))
+	b, _ := os.ReadFile(infra.GeneratedConfigPath(home, "c"))
 	for _, want := range []string{"Host c\n  HostName 10.0.0.1\n  User u\n  Port 22\n  IdentityFile \"/k ey\"", "Host c-worker1\n  HostName 1.2.3.4\n"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("generated config lacks %q:\n%s", want, b)
