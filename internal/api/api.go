@@ -45,6 +45,8 @@ type LaunchBody struct {
 	Verbose      bool   `json:"verbose,omitempty"`
 	Command      string `json:"entrypoint_command,omitempty"`
 	OptimizeTime bool   `json:"optimize_time,omitempty"`
+	// EnvVars are the client's settings for this request (ClientEnv).
+	EnvVars map[string]string `json:"env_vars,omitempty"`
 }
 
 // LaunchResult is what /launch and /exec return.
@@ -129,6 +131,10 @@ type GPUsBody struct {
 	All        bool    `json:"all,omitempty"`
 	Infra      string  `json:"clouds,omitempty"`
 	AllRegions bool    `json:"all_regions,omitempty"`
+	// Verbose is -v: cells are printed in full, not shortened.
+	Verbose bool `json:"verbose,omitempty"`
+	// EnvVars are the client's settings for this request (ClientEnv).
+	EnvVars map[string]string `json:"env_vars,omitempty"`
 }
 
 // CostReportBody is the body of /cost_report.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -390,12 +391,20 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 		}
 	}
 	var res api.GPUsResult
-	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions}
+	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions,
+		Verbose: opts.Verbose, EnvVars: api.ClientEnv()}
 	if err := f.call("list_accelerators", b, &res, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
-		_, err := opts.IO.Out.Write(append(res.JSON, '\n'))
+		// The result travels compacted; print it 2-space indented, as
+		// SkyPilot's CLI does.
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, res.JSON, "", "  "); err != nil {
+			return fmt.Errorf("server sent invalid JSON for gpus list: %w", err)
+		}
+		buf.WriteByte('\n')
+		_, err := opts.IO.Out.Write(buf.Bytes())
 		return err
 	}
 	_, err := fmt.Fprint(opts.IO.Out, res.Table)

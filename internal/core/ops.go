@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) 
 		}
 		f.Region = inf.Region
 	}
-	list, err := e.catalog().ListGPUs(ctx, f)
+	list, err := e.catalog(b.EnvVars).ListGPUs(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -103,15 +104,18 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 	return func(ctx context.Context, res *resources.Resources, numNodes int, blocked []optimizer.Blocked) (*optimizer.Plan, error) {
 		opts, ordered := optimizer.FromResources(res)
 		plan, err := optimizer.Optimize(ctx, optimizer.Input{
-			Tasks:    []optimizer.Task{{Name: body.Task.Name, NumNodes: numNodes, Options: opts, Ordered: ordered}},
-			Enabled:  enabled,
-			Blocked:  blocked,
-			Target:   target,
-			Catalog:  e.catalog(),
-			Capacity: e.Backend.Infras.Capacities(),
+			Tasks:         []optimizer.Task{{Name: body.Task.Name, NumNodes: numNodes, Options: opts, Ordered: ordered}},
+			Enabled:       enabled,
+			Blocked:       blocked,
+			Target:        target,
+			Catalog:       e.catalog(body.EnvVars),
+			Capacity:      e.Backend.Infras.Capacities(),
+			Provisionable: e.Backend.Infras.Provisions,
+			DryRun:        body.Dryrun,
+			PriceDisabled: true,
 		})
 		if err != nil {
-			return nil, &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
+			return nil, noResources(r.Log, enabled, err)
 		}
 		if err := optimizer.WriteDryRun(r.Log, plan, optimizer.FormatOptions{Verbose: body.Verbose}); err != nil {
 			return nil, err
@@ -119,6 +123,38 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 		return plan, nil
 	}, nil
 }
+
+// noResources turns an optimizer failure into the request's error. When
+// nothing enabled fits, the offers of the clouds that are not enabled are
+// printed first, priced, so the user sees what enabling one would give.
+// With no infra enabled but the automatic local one, the error is
+// SkyPilot's for no cloud access.
+func noResources(log io.Writer, enabled []string, err error) error {
+	var nre *optimizer.NoResourcesError
+	if !errors.As(err, &nre) {
+		if errors.Is(err, optimizer.ErrNoInfra) {
+			return &op.Error{Type: "NoCloudAccessError", Message: noCloudAccess}
+		}
+		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
+	}
+	if werr := optimizer.WriteNotEnabled(log, nre.Task, nre.NotEnabled); werr != nil {
+		return werr
+	}
+	if slices.ContainsFunc(enabled, func(k string) bool { return k != "local" }) {
+		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
+	}
+	msg := noCloudAccess
+	for _, x := range nre.Excluded {
+		if x.Infra == "local" {
+			msg += " (the local infra is enabled, but " + x.Reason + ")"
+			break
+		}
+	}
+	return &op.Error{Type: "NoCloudAccessError", Message: msg}
+}
+
+// noCloudAccess is SkyPilot's message when no cloud is enabled.
+const noCloudAccess = "Cloud access is not set up. Run: `sky check`"
 
 func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LaunchBody

@@ -167,6 +167,17 @@ type Input struct {
 	Catalog *catalog.Catalog
 	// Capacity serves the catalog-less infras in Enabled, by Name().
 	Capacity []CapacityInfra
+	// Provisionable says whether this build can provision on an infra; nil
+	// means every infra. An enabled infra it cannot provision on is priced
+	// and may be chosen in a dry run (Candidate.NotProvisionable), but a
+	// real launch never chooses it.
+	Provisionable func(infra string) bool
+	// DryRun is `sky launch --dryrun`: nothing will be provisioned.
+	DryRun bool
+	// PriceDisabled prices the catalog clouds that are not enabled when
+	// nothing enabled fits a task (NoResourcesError.NotEnabled); they are
+	// never chosen.
+	PriceDisabled bool
 }
 
 // Candidate is one launchable choice for a task.
@@ -182,6 +193,9 @@ type Candidate struct {
 	HourlyPrice  float64 // one node, $/hr
 	NumNodes     int
 	Option       int // index into Task.Options
+	// NotProvisionable marks a dry-run candidate on an infra this build
+	// cannot provision on (see Input.Provisionable).
+	NotProvisionable bool
 }
 
 // same reports whether a and b are the same launchable (== would fail on
@@ -223,6 +237,9 @@ type Plan struct {
 type NoResourcesError struct {
 	Task     Task
 	Excluded []Exclusion
+	// NotEnabled are the offers of the catalog clouds that are not enabled
+	// (Input.PriceDisabled), cheapest first: what enabling one would give.
+	NotEnabled []Candidate
 }
 
 func (e *NoResourcesError) Error() string {
@@ -296,7 +313,11 @@ func optimizeTask(ctx context.Context, in Input, t Task) (*TaskPlan, error) {
 		}
 	}
 	if len(tp.Candidates) == 0 {
-		return nil, &NoResourcesError{Task: t, Excluded: tp.Excluded}
+		nre := &NoResourcesError{Task: t, Excluded: tp.Excluded}
+		if in.PriceDisabled {
+			nre.NotEnabled = disabledOffers(ctx, in, t)
+		}
+		return nil, nre
 	}
 	less := func(a, b Candidate) int {
 		return cmp.Or(
@@ -371,6 +392,10 @@ func candidatesOn(ctx context.Context, in Input, infra string, req Request, node
 	if reason := unsupported(infra, req); reason != "" {
 		return nil, reason
 	}
+	notProvisionable := in.Provisionable != nil && !in.Provisionable(infra)
+	if notProvisionable && !in.DryRun {
+		return nil, "this build of SkyGo cannot provision on " + DisplayName(infra) + " yet (`--dryrun` still prices it)"
+	}
 	var cands []Candidate
 	switch {
 	case catalog.IsCatalogCloud(infra):
@@ -409,7 +434,48 @@ func candidatesOn(ctx context.Context, in Input, infra string, req Request, node
 			return nil, "every candidate is blocked (failed to provision earlier)"
 		}
 	}
+	for i := range cands {
+		cands[i].NotProvisionable = notProvisionable
+	}
 	return cands, ""
+}
+
+// disabledOffers prices t on every catalog cloud that is not enabled, for
+// the options that do not name another cloud; cheapest first.
+func disabledOffers(ctx context.Context, in Input, t Task) []Candidate {
+	var clouds []string
+	for _, c := range catalog.Clouds {
+		if !slices.ContainsFunc(in.Enabled, func(e string) bool { return strings.EqualFold(e, c) }) {
+			clouds = append(clouds, c)
+		}
+	}
+	if len(clouds) == 0 || in.Catalog == nil {
+		return nil
+	}
+	in.Catalog.Preload(ctx, clouds...)
+	var out []Candidate
+	for oi, req := range t.Options {
+		req = normalize(req)
+		for _, c := range clouds {
+			if req.Cloud != "" && req.Cloud != c {
+				continue
+			}
+			if unsupported(c, req) != "" {
+				continue
+			}
+			cands, _ := catalogCandidates(ctx, in, c, req, t.NumNodes)
+			for i := range cands {
+				cands[i].Option = oi
+				cands[i].NotProvisionable = in.Provisionable != nil && !in.Provisionable(c)
+			}
+			out = append(out, cands...)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(a.Cost(), b.Cost()), cmp.Compare(a.Cloud, b.Cloud),
+			cmp.Compare(a.Region, b.Region), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.Option, b.Option))
+	})
+	return out
 }
 
 func capacityFor(list []CapacityInfra, name string) CapacityInfra {
