@@ -81,7 +81,7 @@ func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) 
 	// Prices may be NaN (not offered): render here, where the types are,
 	// so only strict JSON and text travel.
 	var tb, js bytes.Buffer
-	if err := optimizer.WriteGPUTable(&tb, list, optimizer.GPUListOptions{Name: b.Name, All: b.All}); err != nil {
+	if err := optimizer.WriteGPUTable(&tb, list, optimizer.GPUListOptions{Name: b.Name, All: b.All, Verbose: b.Verbose}); err != nil {
 		return nil, err
 	}
 	if err := optimizer.WriteGPUJSON(&js, list); err != nil {

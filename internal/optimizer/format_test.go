@@ -156,3 +156,15 @@ H100  8    Lambda  gpu_8x_h100    80GB        208    1800GB    $ 23.920      -  
 		}
 	}
 }
+
+func TestShorten(t *testing.T) {
+	for in, want := range map[string]string{
+		"p5.48xlarge":                        "p5.48xlarge",
+		"hyperstack__8xH100_80GB__252__1440": "hyperstack__8x...GB__252__1440",
+		"California, US, North America":      "California, US, North America",
+	} {
+		if got := shorten(in, maxCell); got != want || len([]rune(got)) > maxCell {
+			t.Errorf("shorten(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
