@@ -127,8 +127,8 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 // noResources turns an optimizer failure into the request's error. When
 // nothing enabled fits, the offers of the clouds that are not enabled are
 // printed first, priced, so the user sees what enabling one would give.
-// With no infra enabled but the automatic local one, the error is
-// SkyPilot's for no cloud access.
+// With no infra enabled but the automatic local one, and no cloud named by
+// the task, the error is SkyPilot's for no cloud access.
 func noResources(log io.Writer, enabled []string, err error) error {
 	var nre *optimizer.NoResourcesError
 	if !errors.As(err, &nre) {
@@ -140,7 +140,8 @@ func noResources(log io.Writer, enabled []string, err error) error {
 	if werr := optimizer.WriteNotEnabled(log, nre.Task, nre.NotEnabled); werr != nil {
 		return werr
 	}
-	if slices.ContainsFunc(enabled, func(k string) bool { return k != "local" }) {
+	named := slices.ContainsFunc(nre.Task.Options, func(o optimizer.Request) bool { return o.Cloud != "" && o.Cloud != "*" })
+	if named || slices.ContainsFunc(enabled, func(k string) bool { return k != "local" }) {
 		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
 	}
 	msg := noCloudAccess
