@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -425,5 +426,43 @@ func BenchmarkEmbeddedLoadAll(b *testing.B) {
 	for b.Loop() {
 		c := New(Options{BaseURLs: []string{"http://127.0.0.1:1"}, CacheDir: b.TempDir()})
 		c.Preload(context.Background())
+	}
+}
+
+// A long-lived Catalog (the API server's) follows the hosted catalog: an
+// index built from a download is rebuilt from a new download once the TTL
+// has passed, not kept for the life of the process.
+func TestLongLivedCatalogRefreshes(t *testing.T) {
+	price := atomic.Value{}
+	price.Store("0.9")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v8/lambda/vms.csv" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\ncpu_32x,,,32,128,%s,r1,,\n", price.Load())
+	}))
+	defer srv.Close()
+	t.Setenv(EnvDir, "")
+	now := time.Now()
+	c := New(Options{CacheDir: t.TempDir(), BaseURLs: []string{srv.URL}, HTTPClient: srv.Client(), Now: func() time.Time { return now }})
+	get := func() float64 {
+		t.Helper()
+		got, err := c.Offerings(context.Background(), "lambda", Query{CPUs: Bound{Value: 32}})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("offerings = %v, %v", got, err)
+		}
+		return got[0].Price
+	}
+	if p := get(); p != 0.9 {
+		t.Fatalf("price = %v", p)
+	}
+	price.Store("1.5")
+	if p := get(); p != 0.9 {
+		t.Errorf("price within the TTL = %v, want the loaded 0.9", p)
+	}
+	now = now.Add(DefaultTTL + time.Minute)
+	if p := get(); p != 1.5 {
+		t.Errorf("price after the TTL = %v, want the refreshed 1.5", p)
 	}
 }

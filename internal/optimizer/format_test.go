@@ -168,3 +168,21 @@ func TestShorten(t *testing.T) {
 		}
 	}
 }
+
+// The ordered banner names each option as one item (testdata's
+// task-ordered.yaml), not a comma soup of all their parts.
+func TestOrderedBanner(t *testing.T) {
+	var b strings.Builder
+	ew := &errWriter{w: &b}
+	writeOrdered(ew, Task{Ordered: true, Options: []Request{
+		{Cloud: "lambda", AccName: "H100", AccCount: 8},
+		{Cloud: "aws", Region: "us-west-2", InstanceType: "p5.48xlarge"},
+		{Cloud: "gcp", Region: "us-central1", AccName: "A100", AccCount: 8, UseSpot: true},
+		{CPUs: catalog.Bound{Value: 4, AtLeast: true}},
+	}})
+	want := "Using user-specified accelerators list (will be tried in the listed order): " +
+		"H100:8 on Lambda, p5.48xlarge on AWS (us-west-2), A100:8 [Spot] on GCP (us-central1), cpus=4+\n"
+	if b.String() != want {
+		t.Errorf("banner:\n got %q\nwant %q", b.String(), want)
+	}
+}
