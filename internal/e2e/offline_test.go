@@ -130,6 +130,11 @@ func TestCatalogDirPerRequest(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "gpu_1x_h100_test") || strings.Contains(r.stdout, "Hyperbolic") {
 		t.Errorf("the same server did not use the client's SKYPILOT_CATALOG_DIR:\n%s", r)
 	}
+	// The dry run's catalog too: the one offer of that directory.
+	r = e.exec(cmdTimeout, []string{"SKYPILOT_CATALOG_DIR=" + dir}, "launch", "--dryrun", "-y", "--gpus", "H100:1")
+	if !strings.Contains(r.stdout, "gpu_1x_h100_test") || strings.Contains(r.stdout, "Hyperbolic") {
+		t.Errorf("the dry run did not use the client's SKYPILOT_CATALOG_DIR:\n%s", r)
+	}
 	if r = e.must("gpus", "list", "H100"); !strings.Contains(r.stdout, "Hyperbolic") {
 		t.Errorf("without the variable, the built-in catalog again:\n%s", r)
 	}
