@@ -70,6 +70,14 @@ func TestOfflineDryrunNoCredentials(t *testing.T) {
 	if !strings.HasPrefix(g.stdout, "GPU ") || !strings.Contains(g.stdout, "HOURLY_PRICE") || !strings.Contains(g.stdout, "Lambda") {
 		t.Errorf("gpus list H100 from the built-in catalog:\n%s", g)
 	}
+	// -v prints long cells in full; without it they are shortened.
+	long := "hyperstack__8xH100_80GB__252__1440"
+	if v := e.must("gpus", "list", "H100:8", "-v"); !strings.Contains(v.stdout, long) {
+		t.Errorf("gpus list -v does not print %s in full:\n%s", long, v)
+	}
+	if g := e.must("gpus", "list", "H100:8"); strings.Contains(g.stdout, long) || !strings.Contains(g.stdout, "...") {
+		t.Errorf("gpus list without -v does not shorten %s:\n%s", long, g)
+	}
 	j := e.must("gpus", "list", "H100", "-o", "json")
 	var parsed map[string][]map[string]any
 	if err := json.Unmarshal([]byte(j.stdout), &parsed); err != nil || len(parsed["H100"]) == 0 {
