@@ -131,14 +131,16 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 // the task, the error is SkyPilot's for no cloud access.
 func noResources(log io.Writer, enabled []string, err error) error {
 	var nre *optimizer.NoResourcesError
-	if !errors.As(err, &nre) {
-		if errors.Is(err, optimizer.ErrNoInfra) {
-			return &op.Error{Type: "NoCloudAccessError", Message: noCloudAccess}
+	if errors.As(err, &nre) {
+		if werr := optimizer.WriteNotEnabled(log, nre.Task, nre.NotEnabled); werr != nil {
+			return werr
 		}
-		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
 	}
-	if werr := optimizer.WriteNotEnabled(log, nre.Task, nre.NotEnabled); werr != nil {
-		return werr
+	if errors.Is(err, optimizer.ErrNoInfra) {
+		return &op.Error{Type: "NoCloudAccessError", Message: noCloudAccess}
+	}
+	if nre == nil {
+		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
 	}
 	named := slices.ContainsFunc(nre.Task.Options, func(o optimizer.Request) bool { return o.Cloud != "" && o.Cloud != "*" })
 	if named || slices.ContainsFunc(enabled, func(k string) bool { return k != "local" }) {

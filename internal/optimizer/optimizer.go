@@ -240,9 +240,22 @@ type NoResourcesError struct {
 	// NotEnabled are the offers of the catalog clouds that are not enabled
 	// (Input.PriceDisabled), cheapest first: what enabling one would give.
 	NotEnabled []Candidate
+	// noInfra: no infra is enabled at all (the error is also ErrNoInfra).
+	noInfra bool
+}
+
+// Unwrap makes a NoResourcesError for no enabled infra also ErrNoInfra.
+func (e *NoResourcesError) Unwrap() error {
+	if e.noInfra {
+		return ErrNoInfra
+	}
+	return nil
 }
 
 func (e *NoResourcesError) Error() string {
+	if e.noInfra {
+		return ErrNoInfra.Error()
+	}
 	var b strings.Builder
 	var opts []string
 	for _, o := range e.Task.Options {
@@ -273,6 +286,15 @@ var ErrNoInfra = errors.New("no infra is enabled; run `sky check` to see why and
 // the same answer as SkyPilot's dynamic programme without egress costs.
 func Optimize(ctx context.Context, in Input) (*Plan, error) {
 	if len(in.Enabled) == 0 {
+		if in.PriceDisabled && len(in.Tasks) > 0 {
+			// Still say what the clouds would offer for the first task.
+			t := in.Tasks[0]
+			t.NumNodes = max(t.NumNodes, 1)
+			if len(t.Options) == 0 {
+				t.Options = []Request{{}}
+			}
+			return nil, &NoResourcesError{Task: t, NotEnabled: disabledOffers(ctx, in, t), noInfra: true}
+		}
 		return nil, ErrNoInfra
 	}
 	plan := &Plan{Target: in.Target}
