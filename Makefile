@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit vet staticcheck bench fuzz clean
+.PHONY: build test unit vet staticcheck bench fuzz clean catalog-snapshot
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
@@ -36,3 +36,9 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# catalog-snapshot: refresh the price catalog embedded in the binary
+# (internal/catalog/embedded) from a v8 catalog directory or URL.
+CATALOG_FROM ?= $(abspath $(CURDIR)/../shared/catalog/v8)
+catalog-snapshot:
+	cd internal/catalog/embedded && $(GO) run gen.go -from $(CATALOG_FROM)

@@ -55,6 +55,8 @@ type LaunchBody struct {
 	// Workspace is where a new cluster is recorded: the request config's
 	// active_workspace, set by the server (never read from the client).
 	Workspace string `json:"-"`
+	// EnvVars are the client's settings for this request (ClientEnv).
+	EnvVars map[string]string `json:"env_vars,omitempty"`
 }
 
 // LaunchResult is what /launch and /exec return.
@@ -152,6 +154,10 @@ type GPUsBody struct {
 	All        bool    `json:"all,omitempty"`
 	Infra      string  `json:"clouds,omitempty"`
 	AllRegions bool    `json:"all_regions,omitempty"`
+	// Verbose is -v: cells are printed in full, not shortened.
+	Verbose bool `json:"verbose,omitempty"`
+	// EnvVars are the client's settings for this request (ClientEnv).
+	EnvVars map[string]string `json:"env_vars,omitempty"`
 }
 
 // CostReportBody is the body of /cost_report.

@@ -27,6 +27,30 @@ const (
 	HeaderUserID   = "X-SkyPilot-User-ID"
 )
 
+// EnvCatalogDir names a local catalog directory (<dir>/<cloud>/vms.csv)
+// used instead of the downloaded or built-in one.
+const EnvCatalogDir = "SKYPILOT_CATALOG_DIR"
+
+// requestEnv are the client environment variables a request carries to the
+// server, which applies them to that request only (SkyPilot's env_vars), so
+// they take effect without restarting a server started with other values.
+// Only settings: never a token or secret, as the body is recorded.
+var requestEnv = []string{EnvCatalogDir}
+
+// ClientEnv is the requestEnv variables set in this process.
+func ClientEnv() map[string]string {
+	var out map[string]string
+	for _, k := range requestEnv {
+		if v, ok := os.LookupEnv(k); ok && v != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // PortFromEnv is the port named by SKYPILOT_API_SERVER_LOCAL_PORT, or
 // DefaultPort.
 func PortFromEnv() (int, error) {

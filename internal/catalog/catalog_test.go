@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -310,9 +312,72 @@ func TestDownloadCacheAndTTL(t *testing.T) {
 	now = now.Add(DefaultTTL + time.Minute)
 	fail.Store(true)
 	query() // stale and server down: stale copy still used
-	c := newCat()
+	c := New(Options{CacheDir: cache, BaseURLs: []string{srv.URL + "/catalogs"}, HTTPClient: srv.Client(), NoEmbedded: true})
 	if _, err := c.Offerings(context.Background(), "nebius", Query{}); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("undownloadable cloud: err = %v", err)
+	}
+	// With the snapshot (the default), the same cloud is answered from it.
+	c = New(Options{CacheDir: cache, BaseURLs: []string{srv.URL + "/catalogs"}, HTTPClient: srv.Client()})
+	if got, err := c.Offerings(context.Background(), "nebius", Query{}); err != nil || len(got) == 0 {
+		t.Errorf("nebius from the snapshot: %d offerings, %v", len(got), err)
+	}
+}
+
+// An unreachable hosted catalog (a closed port) falls back to the built-in
+// snapshot without an error, tries the network once rather than once per
+// cloud, and tries again after the back-off.
+func TestOfflineFallsBackToEmbedded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	t.Setenv(EnvDir, "")
+	var dials atomic.Int32
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}}
+	now := time.Now()
+	c := New(Options{CacheDir: t.TempDir(), BaseURLs: []string{closed}, HTTPClient: client, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	got, err := c.Offerings(ctx, "aws", Query{AccName: "H100", AccCount: 8, Region: "us-east-2"})
+	if err != nil || len(got) == 0 {
+		t.Fatalf("aws offline: %d offerings, %v", len(got), err)
+	}
+	// A known price of the snapshot: p5.48xlarge in us-east-2, zone names
+	// as users write them.
+	if got[0].InstanceType != "p5.48xlarge" || math.Abs(got[0].Price-55.04) > 1e-9 || !strings.HasPrefix(got[0].Zone, "us-east-2") {
+		t.Errorf("first offering = %+v, want p5.48xlarge at $55.04 in a us-east-2 zone", got[0])
+	}
+	if _, err := c.Offerings(ctx, "lambda", Query{AccName: "H100", AccCount: 8}); err != nil {
+		t.Fatalf("lambda offline: %v", err)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("dials = %d, want 1 (back-off after the first failure)", n)
+	}
+	now = now.Add(offlineBackoff + time.Minute)
+	if _, err := c.Offerings(ctx, "aws", Query{AccName: "H100", AccCount: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("dials = %d after the back-off, want 2", n)
+	}
+}
+
+// Every cloud of the snapshot loads, and has offerings.
+func TestEmbeddedSnapshotLoads(t *testing.T) {
+	t.Setenv(EnvDir, "")
+	c := New(Options{BaseURLs: []string{"http://127.0.0.1:1"}, CacheDir: t.TempDir()})
+	for _, cloud := range Clouds {
+		ix, err := c.cloud(context.Background(), cloud)
+		if err != nil || len(ix.rows) == 0 {
+			t.Errorf("%s: %v", cloud, err)
+		}
+	}
+	if got, _ := c.Canonical(context.Background(), "h100"); got != "H100" {
+		t.Errorf("Canonical(h100) = %q from the snapshot", got)
 	}
 }
 
@@ -351,5 +416,53 @@ func BenchmarkLoadAndFirstQuery(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkEmbeddedLoadAll measures a cold load of every cloud from the
+// snapshot (what a dry run over all clouds costs a fresh server).
+func BenchmarkEmbeddedLoadAll(b *testing.B) {
+	b.Setenv(EnvDir, "")
+	for b.Loop() {
+		c := New(Options{BaseURLs: []string{"http://127.0.0.1:1"}, CacheDir: b.TempDir()})
+		c.Preload(context.Background())
+	}
+}
+
+// A long-lived Catalog (the API server's) follows the hosted catalog: an
+// index built from a download is rebuilt from a new download once the TTL
+// has passed, not kept for the life of the process.
+func TestLongLivedCatalogRefreshes(t *testing.T) {
+	price := atomic.Value{}
+	price.Store("0.9")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v8/lambda/vms.csv" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\ncpu_32x,,,32,128,%s,r1,,\n", price.Load())
+	}))
+	defer srv.Close()
+	t.Setenv(EnvDir, "")
+	now := time.Now()
+	c := New(Options{CacheDir: t.TempDir(), BaseURLs: []string{srv.URL}, HTTPClient: srv.Client(), Now: func() time.Time { return now }})
+	get := func() float64 {
+		t.Helper()
+		got, err := c.Offerings(context.Background(), "lambda", Query{CPUs: Bound{Value: 32}})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("offerings = %v, %v", got, err)
+		}
+		return got[0].Price
+	}
+	if p := get(); p != 0.9 {
+		t.Fatalf("price = %v", p)
+	}
+	price.Store("1.5")
+	if p := get(); p != 0.9 {
+		t.Errorf("price within the TTL = %v, want the loaded 0.9", p)
+	}
+	now = now.Add(DefaultTTL + time.Minute)
+	if p := get(); p != 1.5 {
+		t.Errorf("price after the TTL = %v, want the refreshed 1.5", p)
 	}
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -77,7 +78,15 @@ func headerColumns(header []string) (columns, error) {
 // unquoted fields (Azure's Generation "V1,V2"), which are ignored. Fully
 // identical rows are dropped; rows that differ only in price keep the lowest.
 func parseVMs(cloud string, r io.Reader) ([]Row, error) {
-	cr := csv.NewReader(r)
+	// Reading the file whole lets the row slice and the duplicate map be
+	// sized once: growing them was a third of a cold load of the large
+	// (Azure, GCP) files.
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.Count(data, []byte{'\n'}) + 1
+	cr := csv.NewReader(bytes.NewReader(data))
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -96,8 +105,8 @@ func parseVMs(cloud string, r io.Reader) ([]Row, error) {
 		cnt, cpu, mem float64
 		region, zone  string
 	}
-	seen := map[key]int{}
-	var rows []Row
+	seen := make(map[key]int, lines)
+	rows := make([]Row, 0, lines)
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -119,6 +128,9 @@ func parseVMs(cloud string, r io.Reader) ([]Row, error) {
 			Region:       field(cols.region),
 			Zone:         field(cols.zone),
 			Arch:         field(cols.arch),
+		}
+		if cloud == "aws" {
+			row.Zone = awsZoneName(row.Region, row.Zone)
 		}
 		var perr error
 		num := func(col int, name string) float64 {
@@ -175,6 +187,26 @@ func parseVMs(cloud string, r io.Reader) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// awsZoneID is an AWS availability-zone ID as the catalog writes it
+// ("use2-az3").
+var awsZoneID = regexp.MustCompile(`^[a-z]+[0-9]+-az([0-9]+)$`)
+
+// awsZoneName turns the catalog's zone ID into the zone name users write and
+// SkyPilot prints ("us-east-2c"): the Nth zone of the region gets the Nth
+// letter. AWS maps IDs to names per account; without an account (offline,
+// dry runs) this default is the best guess, and it keeps names stable.
+func awsZoneName(region, zone string) string {
+	m := awsZoneID.FindStringSubmatch(zone)
+	if m == nil || region == "" {
+		return zone
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < 1 || n > 26 {
+		return zone
+	}
+	return region + string(rune('a'+n-1))
 }
 
 // minPricePerAccelerator is the lowest believable $/accelerator-hour.

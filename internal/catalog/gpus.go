@@ -49,7 +49,9 @@ func IsTPU(name string) bool { return strings.HasPrefix(strings.ToLower(name), "
 // ListGPUs returns offerings grouped by accelerator name. Each group is
 // sorted by count, then price, cloud, instance type and region. Clouds whose
 // catalog cannot be loaded are skipped; their errors are joined into the
-// returned error while the other clouds' results are still returned.
+// returned error while the other clouds' results are still returned. When
+// no cloud was asked for, a cloud without a catalog at all (a catalog
+// directory holding only some clouds) is simply not listed.
 func (c *Catalog) ListGPUs(ctx context.Context, f GPUFilter) (map[string][]GPUOffering, error) {
 	clouds := f.Clouds
 	if len(clouds) == 0 {
@@ -61,7 +63,9 @@ func (c *Catalog) ListGPUs(ctx context.Context, f GPUFilter) (map[string][]GPUOf
 		cloud = strings.ToLower(cloud)
 		ix, err := c.cloud(ctx, cloud)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", cloud, err))
+			if len(f.Clouds) > 0 || !errors.Is(err, ErrNoCatalog) {
+				errs = append(errs, fmt.Errorf("%s: %w", cloud, err))
+			}
 			continue
 		}
 		for _, o := range ix.gpuOfferings(f) {

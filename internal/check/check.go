@@ -52,19 +52,43 @@ type infra struct {
 
 // infras is the fixed order of the report: clouds alphabetically, then the
 // on-premises kinds, local last because it is the fallback.
+// Every cloud of SkyPilot's catalog is here, whether or not this build can
+// provision on it: an enabled one is priced by the optimizer.
 var infras = []infra{
 	{"aws", "AWS", true, checkAWS},
 	{"azure", "Azure", true, checkAzure},
+	{"cudo", "Cudo", false, keyCheck("cudo", "Cudo")},
+	{"daytona", "Daytona", false, keyCheck("daytona", "Daytona")},
+	{"do", "DO", false, keyCheck("do", "DO")},
+	{"fluidstack", "Fluidstack", false, keyCheck("fluidstack", "Fluidstack")},
 	{"gcp", "GCP", true, checkGCP},
+	{"hyperbolic", "Hyperbolic", false, keyCheck("hyperbolic", "Hyperbolic")},
+	{"hyperstack", "Hyperstack", false, keyCheck("hyperstack", "Hyperstack")},
+	{"ibm", "IBM", false, keyCheck("ibm", "IBM")},
+	{"jarvislabs", "JarvisLabs", false, keyCheck("jarvislabs", "JarvisLabs")},
 	{"lambda", "Lambda", false, checkLambda},
+	{"lium", "Lium", false, keyCheck("lium", "Lium")},
+	{"mithril", "Mithril", false, keyCheck("mithril", "Mithril")},
+	{"nebius", "Nebius", true, keyCheck("nebius", "Nebius")},
+	{"oci", "OCI", true, keyCheck("oci", "OCI")},
+	{"paperspace", "Paperspace", false, keyCheck("paperspace", "Paperspace")},
+	{"primeintellect", "PrimeIntellect", false, keyCheck("primeintellect", "PrimeIntellect")},
 	{"runpod", "RunPod", false, checkRunPod},
+	{"scp", "SCP", false, keyCheck("scp", "SCP")},
+	{"seeweb", "Seeweb", false, keyCheck("seeweb", "Seeweb")},
+	{"shadeform", "Shadeform", false, keyCheck("shadeform", "Shadeform")},
+	{"spheron", "Spheron", false, keyCheck("spheron", "Spheron")},
+	{"vast", "Vast", false, keyCheck("vast", "Vast")},
+	{"verda", "Verda", false, keyCheck("verda", "Verda")},
+	{"vsphere", "vSphere", false, keyCheck("vsphere", "vSphere")},
+	{"yotta", "Yotta", false, keyCheck("yotta", "Yotta")},
 	{"kubernetes", "Kubernetes", false, checkKubernetes},
 	{"slurm", "Slurm", false, checkSlurm},
 	{"ssh", "SSH", false, checkSSH},
 	{"local", "Local", false, nil}, // decided in Run, after the others
 }
 
-var aliases = map[string]string{"k8s": "kubernetes"}
+var aliases = map[string]string{"k8s": "kubernetes", "digitalocean": "do", "datacrunch": "verda", "lambdalabs": "lambda"}
 
 // Names lists the infra names Run understands, in report order.
 func Names() []string {

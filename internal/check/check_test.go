@@ -22,6 +22,7 @@ var credEnv = []string{
 	"GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "CLOUDSDK_CONFIG",
 	"CLOUDSDK_ACTIVE_CONFIG_NAME", "AZURE_CONFIG_DIR", "AZURE_SUBSCRIPTION_ID", "KUBECONFIG",
 	"KUBERNETES_SERVICE_HOST", "RUNPOD_API_KEY",
+	"DAYTONA_API_KEY", "LIUM_API_KEY", "MITHRIL_API_KEY", "JARVISLABS_API_KEY", "SPHERON_API_KEY", "PRIME_API_KEY",
 }
 
 // secret is planted in every fake credentials file; no result may show it.
@@ -475,5 +476,47 @@ func TestLocalWarnsWhenJobsCannotBeSandboxed(t *testing.T) {
 	sandboxCheck = func() error { return nil }
 	if got, _ := Run(context.Background(), Options{Home: home, Infras: []string{"local"}}); len(got) != 1 || len(got[0].Warnings) != 0 {
 		t.Errorf("local with a sandbox = %+v; want no warning", got)
+	}
+}
+
+// The API-key clouds: not found, found, and found but incomplete; the
+// reason names the file, never its content.
+func TestKeyClouds(t *testing.T) {
+	empty := setup(t, nil)
+	for name := range keyClouds {
+		r := one(t, empty, nil, name)
+		if r.Enabled || !strings.Contains(r.Reason, "not found") {
+			t.Errorf("%s with an empty home: %+v", name, r)
+		}
+	}
+	home := setup(t, map[string]string{
+		".hyperbolic/api_key":          secret + "\n",
+		".oci/config":                  "[DEFAULT]\nuser=ocid1.user\nfingerprint=aa:bb\ntenancy=ocid1.tenancy\nregion=us-sanjose-1\n",
+		".seeweb_cloud/seeweb_keys":    "[DEFAULT]\napi_key = " + secret + "\n",
+		".verda/config.json":           `{"client_id": "id", "client_secret": "` + secret + `"}`,
+		".config/vastai/vast_api_key":  "",
+		".config/doctl/config.yaml":    "access-token: " + secret + "\n",
+		".nebius/NEBIUS_IAM_TOKEN.txt": secret,
+	})
+	for name, want := range map[string]string{
+		"hyperbolic": "credentials from ~/.hyperbolic/api_key",
+		"seeweb":     "credentials from ~/.seeweb_cloud/seeweb_keys",
+		"verda":      "credentials from ~/.verda/config.json",
+		"do":         "credentials from ~/.config/doctl/config.yaml",
+		"nebius":     "credentials from ~/.nebius/NEBIUS_IAM_TOKEN.txt",
+	} {
+		if r := one(t, home, nil, name); !r.Enabled || r.Reason != want {
+			t.Errorf("%s: %+v, want enabled with %q", name, r, want)
+		}
+	}
+	if r := one(t, home, nil, "oci"); r.Enabled || !strings.Contains(r.Reason, "has no key_file") {
+		t.Errorf("oci without key_file: %+v", r)
+	}
+	if r := one(t, home, nil, "vast"); r.Enabled || !strings.Contains(r.Reason, "is empty") {
+		t.Errorf("vast with an empty key file: %+v", r)
+	}
+	t.Setenv("DAYTONA_API_KEY", secret)
+	if r := one(t, empty, nil, "daytona"); !r.Enabled || r.Reason != "credentials from environment variable DAYTONA_API_KEY" {
+		t.Errorf("daytona from the environment: %+v", r)
 	}
 }

@@ -282,7 +282,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	}
 	body := api.LaunchBody{Task: spec, ClusterName: name, Dryrun: opts.DryRun, Detach: opts.Detach,
 		NoSetup: opts.NoSetup, Fast: opts.Fast, Retry: opts.Retry, IdleMinutes: opts.Autostop.IdleMinutes,
-		Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Command: recordedCommand(os.Args[1:], spec.Secrets)}
+		Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Command: recordedCommand(os.Args[1:], spec.Secrets), EnvVars: api.ClientEnv()}
 	printEntrypoint(opts.IO, opts.Task)
 	asked := false
 	if !opts.DryRun && !opts.Yes {

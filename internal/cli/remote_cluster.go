@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -364,31 +365,66 @@ func checkRunRemote(f *Factory, opts *CheckOptions) error {
 	if opts.Output == "json" {
 		return printJSON(opts.IO.Out, check.JSON(cmp.Or(opts.Workspace, "default"), res))
 	}
-	fmt.Fprintln(opts.IO.Out, "Checking credentials to enable infra for SkyPilot.")
-	var enabled []string
+	writeCheck(opts, res)
+	if c, err := f.Client(); err == nil {
+		fmt.Fprintf(opts.IO.Out, "\nUsing SkyPilot API server: %s\n", c.Endpoint)
+	}
+	return nil
+}
+
+// writeCheck prints `sky check` as SkyPilot does: one entry per infra with
+// why (and with -v the account, project or hosts it uses),
+// then the enabled-infra block and, when some are disabled, the hint.
+func writeCheck(opts *CheckOptions, res []check.Result) {
+	w := opts.IO.Out
+	fmt.Fprintln(w, "Checking credentials to enable infra for SkyPilot.")
+	var enabled []check.Result
+	anyDisabled := false
 	for _, r := range res {
-		mark := opts.IO.Green("enabled")
-		if !r.Enabled {
-			mark = "disabled"
+		if r.Enabled {
+			enabled = append(enabled, r)
+			fmt.Fprintf(w, "  %s: %s\n", r.Infra, opts.IO.Green("enabled "+capList(r.Capabilities)))
+			if r.Reason != "" {
+				fmt.Fprintf(w, "    %s\n", r.Reason)
+			}
 		} else {
-			enabled = append(enabled, r.Infra)
+			anyDisabled = true
+			fmt.Fprintf(w, "  %s: disabled\n", r.Infra)
+			if r.Reason != "" {
+				fmt.Fprintf(w, "    Reason: %s\n", r.Reason)
+			}
 		}
-		fmt.Fprintf(opts.IO.Out, "  %s: %s", r.Infra, mark)
-		if r.Reason != "" {
-			fmt.Fprintf(opts.IO.Out, "\n    %s", r.Reason)
-		}
-		fmt.Fprintln(opts.IO.Out)
-		for _, w := range r.Warnings {
-			fmt.Fprintf(opts.IO.Out, "    %s %s\n", opts.IO.Yellow("Warning:"), w)
+		for _, warn := range r.Warnings {
+			fmt.Fprintf(w, "    %s %s\n", opts.IO.Yellow("Warning:"), warn)
 		}
 		if opts.Verbose {
+			// -v: the account, project or hosts each infra would use.
 			for _, d := range r.Details {
-				fmt.Fprintf(opts.IO.Out, "    %s\n", d)
+				fmt.Fprintf(w, "    %s\n", d)
 			}
 		}
 	}
-	fmt.Fprintf(opts.IO.Out, "\nEnabled infra: %s\n", strings.Join(enabled, ", "))
-	return nil
+	if anyDisabled {
+		fmt.Fprintln(w, "\nTo enable a cloud, follow the hints above and rerun: sky check")
+		fmt.Fprintln(w, "If any problems remain, refer to detailed docs at: https://docs.skypilot.co/en/latest/getting-started/installation.html")
+	}
+	fmt.Fprintln(w)
+	if len(enabled) == 0 {
+		fmt.Fprintln(w, "No infra is enabled. SkyPilot will not be able to run any task. Run `sky check` for more info.")
+		return
+	}
+	fmt.Fprintln(w, "🎉 Enabled infra 🎉")
+	for _, r := range enabled {
+		fmt.Fprintf(w, "  %s %s\n", r.Infra, capList(r.Capabilities))
+	}
+}
+
+// capList is "[compute, storage]".
+func capList(caps []string) string {
+	if len(caps) == 0 {
+		return "[compute]"
+	}
+	return "[" + strings.Join(caps, ", ") + "]"
 }
 
 func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
@@ -413,12 +449,20 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 		}
 	}
 	var res api.GPUsResult
-	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions}
+	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions,
+		Verbose: opts.Verbose, EnvVars: api.ClientEnv()}
 	if err := f.call("list_accelerators", b, &res, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
-		_, err := opts.IO.Out.Write(append(res.JSON, '\n'))
+		// The result travels compacted; print it 2-space indented, as
+		// SkyPilot's CLI does.
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, res.JSON, "", "  "); err != nil {
+			return fmt.Errorf("server sent invalid JSON for gpus list: %w", err)
+		}
+		buf.WriteByte('\n')
+		_, err := opts.IO.Out.Write(buf.Bytes())
 		return err
 	}
 	_, err := fmt.Fprint(opts.IO.Out, res.Table)

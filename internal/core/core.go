@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/skygo/skygo/internal/api"
@@ -23,6 +24,7 @@ import (
 	"github.com/skygo/skygo/internal/infra"
 	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -32,8 +34,8 @@ type Env struct {
 	Store   *state.Store
 	Backend *backend.Backend
 
-	catOnce sync.Once
-	cat     *catalog.Catalog
+	catMu sync.Mutex
+	cats  map[string]*catalog.Catalog // by catalog directory ("" = cache/hosted/built-in)
 }
 
 // Options are what the operations need from the server that serves them.
@@ -130,12 +132,37 @@ func (e *Env) ops() []op.Op {
 	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
 }
 
-func (e *Env) catalog() *catalog.Catalog {
-	e.catOnce.Do(func() {
+// catalog is the price catalog for a request: the directory its client's
+// SKYPILOT_CATALOG_DIR names, else config catalog.dir, else the server's
+// own SKYPILOT_CATALOG_DIR, else the cache, hosted and built-in catalogs.
+// One Catalog per directory is kept, so each is parsed once.
+func (e *Env) catalog(env map[string]string) *catalog.Catalog {
+	dir := env[api.EnvCatalogDir]
+	if dir == "" {
 		cfg, _ := config.Load(config.LoadOptions{Home: e.Home})
-		e.cat = catalog.New(catalog.Options{Dir: cfg.CatalogDir(), CacheDir: e.Home + "/.sky/catalogs"})
-	})
-	return e.cat
+		dir = cfg.CatalogDir()
+	}
+	if dir == "" {
+		dir = os.Getenv(api.EnvCatalogDir)
+	}
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
+	if c := e.cats[dir]; c != nil {
+		return c
+	}
+	if e.cats == nil {
+		e.cats = map[string]*catalog.Catalog{}
+	}
+	c := catalog.New(catalog.Options{Dir: dir, CacheDir: paths.CatalogCache(e.Home)})
+	e.cats[dir] = c
+	return c
+}
+
+// WarmCatalog loads the default catalog in the background, so that the
+// first dry run or `sky gpus list` after the server starts does not wait
+// for the large files to be parsed.
+func (e *Env) WarmCatalog(ctx context.Context) {
+	go e.catalog(nil).Preload(ctx)
 }
 
 // userOf is the backend's view of the request's user. Without
@@ -174,35 +201,70 @@ func (e *Env) runCheckWith(ctx context.Context, cfg *config.Config, infras []str
 			}
 		}
 	}
-	if len(infras) == 0 {
-		var enabled []string
+	// A partial check (`sky check slurm`) updates the infras it checked and
+	// keeps the stored verdict of the others, so what it enabled is usable
+	// at once, as SkyPilot's does. Local follows the others: it is enabled
+	// automatically while nothing else is, and stays on after.
+	var enabled []string
+	if len(infras) > 0 {
+		prev, ok := e.storedEnabled(ctx)
+		if !ok {
+			// Nothing stored yet: the others' verdicts come from a full
+			// check, once.
+			if _, err := e.runCheck(ctx, nil, false); err != nil {
+				return nil, err
+			}
+			prev, _ = e.storedEnabled(ctx)
+		}
+		checked := map[string]bool{}
 		for _, r := range res {
-			if r.Enabled {
-				enabled = append(enabled, r.Key)
+			checked[r.Key] = true
+		}
+		for _, k := range prev {
+			if !checked[k] {
+				enabled = append(enabled, k)
 			}
 		}
-		raw, _ := json.Marshal(enabled)
-		_ = e.Store.SetSetting(ctx, settingEnabledInfras, string(raw))
+	}
+	for _, r := range res {
+		if r.Enabled && !slices.Contains(enabled, r.Key) {
+			enabled = append(enabled, r.Key)
+		}
+	}
+	order := check.Names()
+	slices.SortStableFunc(enabled, func(a, b string) int {
+		return slices.Index(order, a) - slices.Index(order, b)
+	})
+	raw, _ := json.Marshal(enabled)
+	if err := e.Store.SetSetting(ctx, settingEnabledInfras, string(raw)); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+// storedEnabled is the enabled set the last check stored; ok is false when
+// none was (or it is unreadable).
+func (e *Env) storedEnabled(ctx context.Context) (enabled []string, ok bool) {
+	raw, err := e.Store.GetSetting(ctx, settingEnabledInfras)
+	if err != nil || raw == "" {
+		return nil, false
+	}
+	if json.Unmarshal([]byte(raw), &enabled) != nil {
+		return nil, false
+	}
+	return enabled, true
 }
 
 // enabledInfras is the stored result of the last `sky check`, running the
 // checks once when there is none.
 func (e *Env) enabledInfras(ctx context.Context) ([]string, error) {
-	raw, err := e.Store.GetSetting(ctx, settingEnabledInfras)
-	if err == nil && raw != "" {
-		var out []string
-		if json.Unmarshal([]byte(raw), &out) == nil {
-			return out, nil
-		}
+	if out, ok := e.storedEnabled(ctx); ok {
+		return out, nil
 	}
 	if _, err := e.runCheck(ctx, nil, false); err != nil {
 		return nil, err
 	}
-	raw, _ = e.Store.GetSetting(ctx, settingEnabledInfras)
-	var out []string
-	_ = json.Unmarshal([]byte(raw), &out)
+	out, _ := e.storedEnabled(ctx)
 	return out, nil
 }
 

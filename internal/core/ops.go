@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,14 +78,14 @@ func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) 
 		}
 		f.Region = inf.Region
 	}
-	list, err := e.catalog().ListGPUs(ctx, f)
+	list, err := e.catalog(b.EnvVars).ListGPUs(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	// Prices may be NaN (not offered): render here, where the types are,
 	// so only strict JSON and text travel.
 	var tb, js bytes.Buffer
-	if err := optimizer.WriteGPUTable(&tb, list, optimizer.GPUListOptions{Name: b.Name, All: b.All}); err != nil {
+	if err := optimizer.WriteGPUTable(&tb, list, optimizer.GPUListOptions{Name: b.Name, All: b.All, Verbose: b.Verbose}); err != nil {
 		return nil, err
 	}
 	if err := optimizer.WriteGPUJSON(&js, list); err != nil {
@@ -108,15 +109,18 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 	return func(ctx context.Context, res *resources.Resources, numNodes int, blocked []optimizer.Blocked) (*optimizer.Plan, error) {
 		opts, ordered := optimizer.FromResources(res)
 		plan, err := optimizer.Optimize(ctx, optimizer.Input{
-			Tasks:    []optimizer.Task{{Name: body.Task.Name, NumNodes: numNodes, Options: opts, Ordered: ordered}},
-			Enabled:  enabled,
-			Blocked:  blocked,
-			Target:   target,
-			Catalog:  e.catalog(),
-			Capacity: e.Backend.Infras.Capacities(),
+			Tasks:         []optimizer.Task{{Name: body.Task.Name, NumNodes: numNodes, Options: opts, Ordered: ordered}},
+			Enabled:       enabled,
+			Blocked:       blocked,
+			Target:        target,
+			Catalog:       e.catalog(body.EnvVars),
+			Capacity:      e.Backend.Infras.Capacities(),
+			Provisionable: e.Backend.Infras.Provisions,
+			DryRun:        body.Dryrun,
+			PriceDisabled: true,
 		})
 		if err != nil {
-			return nil, &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
+			return nil, noResources(r.Log, enabled, err)
 		}
 		if quiet {
 			quiet = false // a failover's new plan is shown
@@ -128,6 +132,41 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 		return plan, nil
 	}, nil
 }
+
+// noResources turns an optimizer failure into the request's error. When
+// nothing enabled fits, the offers of the clouds that are not enabled are
+// printed first, priced, so the user sees what enabling one would give.
+// With no infra enabled but the automatic local one, and no cloud named by
+// the task, the error is SkyPilot's for no cloud access.
+func noResources(log io.Writer, enabled []string, err error) error {
+	var nre *optimizer.NoResourcesError
+	if errors.As(err, &nre) {
+		if werr := optimizer.WriteNotEnabled(log, nre.Task, nre.NotEnabled); werr != nil {
+			return werr
+		}
+	}
+	if errors.Is(err, optimizer.ErrNoInfra) {
+		return &op.Error{Type: "NoCloudAccessError", Message: noCloudAccess}
+	}
+	if nre == nil {
+		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
+	}
+	named := slices.ContainsFunc(nre.Task.Options, func(o optimizer.Request) bool { return o.Cloud != "" && o.Cloud != "*" })
+	if named || slices.ContainsFunc(enabled, func(k string) bool { return k != "local" }) {
+		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
+	}
+	msg := noCloudAccess
+	for _, x := range nre.Excluded {
+		if x.Infra == "local" {
+			msg += " (the local infra is enabled, but " + x.Reason + ")"
+			break
+		}
+	}
+	return &op.Error{Type: "NoCloudAccessError", Message: msg}
+}
+
+// noCloudAccess is SkyPilot's message when no cloud is enabled.
+const noCloudAccess = "Cloud access is not set up. Run: `sky check`"
 
 func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LaunchBody

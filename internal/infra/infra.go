@@ -166,6 +166,13 @@ func (s *Set) Get(id ID) (Infra, error) {
 		Msg: fmt.Sprintf("this build of SkyGo cannot provision on %s yet (it can on: %s)", id.Kind, strings.Join(s.kinds, ", "))}
 }
 
+// Provisions reports whether this build can provision on a kind ("aws",
+// "local"); the optimizer only prices the others.
+func (s *Set) Provisions(kind string) bool {
+	_, ok := s.byKind[strings.ToLower(kind)]
+	return ok
+}
+
 // Provisioner is Get(id) then its Provisioner(id).
 func (s *Set) Provisioner(id ID) (provision.Provisioner, error) {
 	in, err := s.Get(id)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -65,11 +66,7 @@ func WriteDryRun(w io.Writer, p *Plan, opts FormatOptions) error {
 		rows := tableRows(&tp, opts.Verbose)
 		nodes := plural(tp.Task.NumNodes, "node")
 		if tp.Task.Ordered {
-			var list []string
-			for _, o := range tp.Task.Options {
-				list = append(list, o.String())
-			}
-			ew.printf("Using user-specified accelerators list (will be tried in the listed order): %s\n", strings.Join(list, ", "))
+			writeOrdered(ew, tp.Task)
 		}
 		if !multi && len(rows) > 1 {
 			ew.printf("Target: minimizing %s\n", targetName(p.Target))
@@ -98,8 +95,100 @@ func WriteDryRun(w io.Writer, p *Plan, opts FormatOptions) error {
 			t.add(chosen && opts.Color, InfraLabel(&c), instanceLabel(&c), numOrDash(c.VCPUs), numOrDash(c.MemoryGiB), gpusLabel(&c), val, mark)
 		}
 		t.writeFramed(ew, opts.Color)
+		writeNotProvisionable(ew, rows)
 		ew.printf("\n")
 	}
+	return ew.err
+}
+
+// writeOrdered is the banner of an ordered request, one readable item per
+// option ("H100:8 on Lambda, p5.48xlarge on AWS (us-west-2)").
+func writeOrdered(ew *errWriter, t Task) {
+	var list []string
+	for _, o := range t.Options {
+		list = append(list, optionLabel(o))
+	}
+	ew.printf("Using user-specified accelerators list (will be tried in the listed order): %s\n", strings.Join(list, ", "))
+}
+
+// optionLabel is one resource option as the ordered banner shows it.
+func optionLabel(r Request) string {
+	r = normalize(r)
+	var what []string
+	if r.AccName != "" {
+		n := r.AccCount
+		if n == 0 {
+			n = 1
+		}
+		what = append(what, r.AccName+":"+formatNum(n))
+	}
+	if r.InstanceType != "" {
+		what = append(what, r.InstanceType)
+	}
+	if r.CPUs.IsSet() {
+		what = append(what, "cpus="+boundString(r.CPUs))
+	}
+	if r.Memory.IsSet() {
+		what = append(what, "memory="+boundString(r.Memory))
+	}
+	s := strings.Join(what, " ")
+	if s == "" {
+		s = "any resources"
+	}
+	if r.UseSpot {
+		s += " [Spot]"
+	}
+	if r.Cloud != "" {
+		loc := r.Region
+		if r.Zone != "" {
+			loc = strings.Trim(r.Region+"/"+r.Zone, "/")
+		}
+		s += " on " + InfraLabel(&Candidate{Cloud: r.Cloud, Region: loc})
+	} else if p := r.place(); p != "" {
+		s += " in " + p
+	}
+	return s
+}
+
+// writeNotProvisionable says, under the table, which of its infras this
+// build can only price.
+func writeNotProvisionable(ew *errWriter, rows []Candidate) {
+	var seen []string
+	for _, c := range rows {
+		if c.NotProvisionable && !slices.Contains(seen, c.Cloud) {
+			seen = append(seen, c.Cloud)
+			ew.printf("%s: priced from the catalog; not provisionable in this build of SkyGo (a launch without --dryrun will not choose it).\n", DisplayName(c.Cloud))
+		}
+	}
+}
+
+// WriteNotEnabled prints, when nothing enabled fits a task, what the
+// clouds that are not enabled offer for it: the cheapest row per cloud and
+// accelerator, priced, each saying why it was not considered.
+func WriteNotEnabled(w io.Writer, t Task, offers []Candidate) error {
+	ew := &errWriter{w: w}
+	if len(offers) == 0 {
+		return nil
+	}
+	if t.Ordered {
+		writeOrdered(ew, t)
+	}
+	ew.printf("Offers on infras that are not enabled (%s; not considered):\n", plural(max(t.NumNodes, 1), "node"))
+	tp := TaskPlan{Task: t, Candidates: offers, Chosen: Candidate{Cloud: "\x00"}}
+	tb := table{header: []string{"INFRA", "INSTANCE", "vCPUs", "Mem(GB)", "GPUS", "COST ($)", "WHY NOT"}}
+	var priceOnly []string
+	for _, c := range tableRows(&tp, false) {
+		tb.add(false, InfraLabel(&c), instanceLabel(&c), numOrDash(c.VCPUs), numOrDash(c.MemoryGiB), gpusLabel(&c),
+			fmt.Sprintf("%.2f", c.Cost()), "not enabled (sky check "+c.Cloud+")")
+		if c.NotProvisionable && !slices.Contains(priceOnly, DisplayName(c.Cloud)) {
+			priceOnly = append(priceOnly, DisplayName(c.Cloud))
+		}
+	}
+	tb.writeFramed(ew, false)
+	if len(priceOnly) > 0 {
+		ew.printf("Not provisionable in this build of SkyGo (priced only): %s.\n", strings.Join(priceOnly, ", "))
+	}
+	ew.printf("\n")
 	return ew.err
 }
 

@@ -156,3 +156,33 @@ H100  8    Lambda  gpu_8x_h100    80GB        208    1800GB    $ 23.920      -  
 		}
 	}
 }
+
+func TestShorten(t *testing.T) {
+	for in, want := range map[string]string{
+		"p5.48xlarge":                        "p5.48xlarge",
+		"hyperstack__8xH100_80GB__252__1440": "hyperstack__8x...GB__252__1440",
+		"California, US, North America":      "California, US, North America",
+	} {
+		if got := shorten(in, maxCell); got != want || len([]rune(got)) > maxCell {
+			t.Errorf("shorten(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The ordered banner names each option as one item (testdata's
+// task-ordered.yaml), not a comma soup of all their parts.
+func TestOrderedBanner(t *testing.T) {
+	var b strings.Builder
+	ew := &errWriter{w: &b}
+	writeOrdered(ew, Task{Ordered: true, Options: []Request{
+		{Cloud: "lambda", AccName: "H100", AccCount: 8},
+		{Cloud: "aws", Region: "us-west-2", InstanceType: "p5.48xlarge"},
+		{Cloud: "gcp", Region: "us-central1", AccName: "A100", AccCount: 8, UseSpot: true},
+		{CPUs: catalog.Bound{Value: 4, AtLeast: true}},
+	}})
+	want := "Using user-specified accelerators list (will be tried in the listed order): " +
+		"H100:8 on Lambda, p5.48xlarge on AWS (us-west-2), A100:8 [Spot] on GCP (us-central1), cpus=4+\n"
+	if b.String() != want {
+		t.Errorf("banner:\n got %q\nwant %q", b.String(), want)
+	}
+}

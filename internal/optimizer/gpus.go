@@ -25,6 +25,23 @@ type GPUListOptions struct {
 	// All is -a/--all: with Name, the REGION column is dropped; without,
 	// the OTHER_GPU section is added.
 	All bool
+	// Verbose is -v: every cell in full. Without it, instance types and
+	// regions longer than maxCell are shortened in the middle, as `sky
+	// status` shortens long places.
+	Verbose bool
+}
+
+// maxCell is the widest INSTANCE_TYPE or REGION cell without -v.
+const maxCell = 30
+
+// shorten cuts s to at most n runes, keeping both ends ("abc...xyz").
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	keep := n - 3
+	return string(r[:keep-keep/2]) + "..." + string(r[len(r)-keep/2:])
 }
 
 // WriteGPUTable prints `sky gpus list` in table form from catalog.ListGPUs.
@@ -74,15 +91,18 @@ func WriteGPUTable(w io.Writer, list map[string][]catalog.GPUOffering, opts GPUL
 		}
 		t := table{header: header}
 		for _, o := range list[n] {
-			it := o.InstanceType
+			it, region := o.InstanceType, o.Region
 			if it == "" {
 				it = "(attachable)"
+			}
+			if !opts.Verbose {
+				it, region = shorten(it, maxCell), shorten(region, maxCell)
 			}
 			row := []string{o.AccName, formatNum(o.AccCount), DisplayName(o.Cloud), it,
 				gbOrDash(o.DeviceMemGiB), numOrDash(o.VCPUs), gbOrDash(o.MemoryGiB),
 				priceOrDash(o.Price), priceOrDash(o.SpotPrice)}
 			if !opts.All {
-				row = append(row, o.Region)
+				row = append(row, region)
 			}
 			t.add(false, row...)
 		}

@@ -179,6 +179,17 @@ type Input struct {
 	Catalog *catalog.Catalog
 	// Capacity serves the catalog-less infras in Enabled, by Name().
 	Capacity []CapacityInfra
+	// Provisionable says whether this build can provision on an infra; nil
+	// means every infra. An enabled infra it cannot provision on is priced
+	// and may be chosen in a dry run (Candidate.NotProvisionable), but a
+	// real launch never chooses it.
+	Provisionable func(infra string) bool
+	// DryRun is `sky launch --dryrun`: nothing will be provisioned.
+	DryRun bool
+	// PriceDisabled prices the catalog clouds that are not enabled when
+	// nothing enabled fits a task (NoResourcesError.NotEnabled); they are
+	// never chosen.
+	PriceDisabled bool
 }
 
 // Candidate is one launchable choice for a task.
@@ -194,6 +205,9 @@ type Candidate struct {
 	HourlyPrice  float64 // one node, $/hr
 	NumNodes     int
 	Option       int // index into Task.Options
+	// NotProvisionable marks a dry-run candidate on an infra this build
+	// cannot provision on (see Input.Provisionable).
+	NotProvisionable bool
 }
 
 // same reports whether a and b are the same launchable (== would fail on
@@ -235,9 +249,25 @@ type Plan struct {
 type NoResourcesError struct {
 	Task     Task
 	Excluded []Exclusion
+	// NotEnabled are the offers of the catalog clouds that are not enabled
+	// (Input.PriceDisabled), cheapest first: what enabling one would give.
+	NotEnabled []Candidate
+	// noInfra: no infra is enabled at all (the error is also ErrNoInfra).
+	noInfra bool
+}
+
+// Unwrap makes a NoResourcesError for no enabled infra also ErrNoInfra.
+func (e *NoResourcesError) Unwrap() error {
+	if e.noInfra {
+		return ErrNoInfra
+	}
+	return nil
 }
 
 func (e *NoResourcesError) Error() string {
+	if e.noInfra {
+		return ErrNoInfra.Error()
+	}
 	var b strings.Builder
 	var opts []string
 	for _, o := range e.Task.Options {
@@ -268,6 +298,15 @@ var ErrNoInfra = errors.New("no infra is enabled; run `sky check` to see why and
 // the same answer as SkyPilot's dynamic programme without egress costs.
 func Optimize(ctx context.Context, in Input) (*Plan, error) {
 	if len(in.Enabled) == 0 {
+		if in.PriceDisabled && len(in.Tasks) > 0 {
+			// Still say what the clouds would offer for the first task.
+			t := in.Tasks[0]
+			t.NumNodes = max(t.NumNodes, 1)
+			if len(t.Options) == 0 {
+				t.Options = []Request{{}}
+			}
+			return nil, &NoResourcesError{Task: t, NotEnabled: disabledOffers(ctx, in, t), noInfra: true}
+		}
 		return nil, ErrNoInfra
 	}
 	plan := &Plan{Target: in.Target}
@@ -308,7 +347,11 @@ func optimizeTask(ctx context.Context, in Input, t Task) (*TaskPlan, error) {
 		}
 	}
 	if len(tp.Candidates) == 0 {
-		return nil, &NoResourcesError{Task: t, Excluded: tp.Excluded}
+		nre := &NoResourcesError{Task: t, Excluded: tp.Excluded}
+		if in.PriceDisabled {
+			nre.NotEnabled = disabledOffers(ctx, in, t)
+		}
+		return nil, nre
 	}
 	less := func(a, b Candidate) int {
 		return cmp.Or(
@@ -383,6 +426,10 @@ func candidatesOn(ctx context.Context, in Input, infra string, req Request, node
 	if reason := unsupported(infra, req); reason != "" {
 		return nil, reason
 	}
+	notProvisionable := in.Provisionable != nil && !in.Provisionable(infra)
+	if notProvisionable && !in.DryRun {
+		return nil, "this build of SkyGo cannot provision on " + DisplayName(infra) + " yet (`--dryrun` still prices it)"
+	}
 	var cands []Candidate
 	switch {
 	case catalog.IsCatalogCloud(infra):
@@ -421,7 +468,48 @@ func candidatesOn(ctx context.Context, in Input, infra string, req Request, node
 			return nil, "every candidate is blocked (failed to provision earlier)"
 		}
 	}
+	for i := range cands {
+		cands[i].NotProvisionable = notProvisionable
+	}
 	return cands, ""
+}
+
+// disabledOffers prices t on every catalog cloud that is not enabled, for
+// the options that do not name another cloud; cheapest first.
+func disabledOffers(ctx context.Context, in Input, t Task) []Candidate {
+	var clouds []string
+	for _, c := range catalog.Clouds {
+		if !slices.ContainsFunc(in.Enabled, func(e string) bool { return strings.EqualFold(e, c) }) {
+			clouds = append(clouds, c)
+		}
+	}
+	if len(clouds) == 0 || in.Catalog == nil {
+		return nil
+	}
+	in.Catalog.Preload(ctx, clouds...)
+	var out []Candidate
+	for oi, req := range t.Options {
+		req = normalize(req)
+		for _, c := range clouds {
+			if req.Cloud != "" && req.Cloud != c {
+				continue
+			}
+			if unsupported(c, req) != "" {
+				continue
+			}
+			cands, _ := catalogCandidates(ctx, in, c, req, t.NumNodes)
+			for i := range cands {
+				cands[i].Option = oi
+				cands[i].NotProvisionable = in.Provisionable != nil && !in.Provisionable(c)
+			}
+			out = append(out, cands...)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(a.Cost(), b.Cost()), cmp.Compare(a.Cloud, b.Cloud),
+			cmp.Compare(a.Region, b.Region), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.Option, b.Option))
+	})
+	return out
 }
 
 func capacityFor(list []CapacityInfra, name string) CapacityInfra {

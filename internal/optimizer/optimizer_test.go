@@ -292,6 +292,12 @@ func TestCapacityInfrasBlockedAndFeatures(t *testing.T) {
 	if _, err := Optimize(ctx, Input{Tasks: []Task{{}}}); !errors.Is(err, ErrNoInfra) {
 		t.Errorf("no infra enabled: err = %v", err)
 	}
+	// With PriceDisabled, no infra enabled still says what the clouds offer.
+	_, err := Optimize(ctx, Input{Tasks: []Task{{Options: []Request{{AccName: "H100", AccCount: 8}}}}, Catalog: v8Catalog(t), PriceDisabled: true})
+	var nre *NoResourcesError
+	if !errors.Is(err, ErrNoInfra) || !errors.As(err, &nre) || len(nre.NotEnabled) == 0 {
+		t.Errorf("no infra enabled, PriceDisabled: err = %v", err)
+	}
 }
 
 func at1(r Request, cloud string) Request { r.Cloud = cloud; return r }
