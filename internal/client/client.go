@@ -246,6 +246,37 @@ func (e *RequestError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Type, e.Message)
 }
 
+// ConnectionError is a server that could not be reached. Its message is
+// one sentence naming the endpoint once: the transport's own error
+// (`Post "URL/path": dial tcp ...`) repeats the URL, so only its cause
+// is kept.
+type ConnectionError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *ConnectionError) Error() string {
+	return fmt.Sprintf("Could not connect to SkyPilot API server at %s (%s). Please ensure that the server is running. Try: curl %s/api/health",
+		e.Endpoint, connCause(e.Err), e.Endpoint)
+}
+
+func (e *ConnectionError) Unwrap() error { return e.Err }
+
+// connCause is the innermost useful text of a transport error: the
+// syscall's words ("connection refused"), else the error without the
+// request line url.Error puts in front.
+func connCause(err error) string {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
 // ErrServerNotRunning means nothing answers at a local endpoint (and the
 // client was not allowed to start a server).
 var ErrServerNotRunning = errors.New("SkyPilot API server is not running")
@@ -351,7 +382,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+		return nil, &ConnectionError{Endpoint: c.Endpoint, Err: err}
 	}
 	if err := c.checkOwnServer(resp); err != nil {
 		return nil, err
@@ -605,7 +636,7 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 		if c.Local && (isConnRefused(err) || isConnReset(err)) {
 			return nil, fmt.Errorf("%w at %s", ErrServerNotRunning, c.Endpoint)
 		}
-		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+		return nil, &ConnectionError{Endpoint: c.Endpoint, Err: err}
 	}
 	if err := c.checkOwnServer(resp); err != nil {
 		return nil, err

@@ -37,6 +37,9 @@ func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
 	}
 	out := api.ValidateResult{Tasks: []api.ValidatedTask{}}
 	for _, t := range dag.Tasks {
+		if err := task.ValidateName(t); err != nil {
+			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+		}
 		rs := "-"
 		if t.Resources != nil {
 			rs = t.Resources.String()
