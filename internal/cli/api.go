@@ -685,7 +685,7 @@ func newAPICancelCmd(f *Factory) *cobra.Command {
 // ---- sky api login / logout ----
 
 type apiLoginOptions struct {
-	Endpoint, Token     string
+	Endpoint, Token    string
 	Relogin, NoBrowser bool
 }
 

@@ -403,9 +403,6 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 }
 
 func localUpRunRemote(f *Factory, opts *LocalUpOptions) error {
-	if opts.IPsFile != "" {
-		return notAvailable("local up --ips", "deploying on remote machines (use SSH node pools: sky ssh up)")
-	}
 	return f.call("local_up", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
 }
 
