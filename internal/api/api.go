@@ -105,8 +105,9 @@ type LogsBody struct {
 	Follow      bool   `json:"follow"`
 	Tail        int    `json:"tail,omitempty"`
 	Worker      *int   `json:"worker,omitempty"`
-	Setup       bool   `json:"provision,omitempty"`
-	Hook        bool   `json:"hook,omitempty"`
+	// Hook is the lifecycle hook event whose log /hook_logs shows
+	// (stop, down, preemption); "" is whichever exists.
+	Hook string `json:"hook,omitempty"`
 }
 
 // JobStatusResult is the answer of /job_status and /logs: the job and its

@@ -253,6 +253,9 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 		fmt.Fprintf(opts.IO.Out, "Job %d: %s\n", st.JobID, st.Status)
 		return jobExit(st.Status)
 	case opts.Hook != "":
+		if opts.Hook != hookAuto {
+			b.Hook = opts.Hook
+		}
 		return f.call("hook_logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
 	case opts.SyncDown || opts.Provision:
 		return notAvailable("logs", map[bool]string{true: "--sync-down", false: "--provision"}[opts.SyncDown])

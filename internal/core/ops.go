@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -499,7 +500,10 @@ func (e *Env) hookLogs(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	return nil, opErr(e.Backend.HookLog(ctx, b.ClusterName, userOf(r), r.Log))
+	if b.Hook != "" && !slices.Contains(agentapi.HookEvents, b.Hook) {
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("unknown hook event %q: choose one of %s", b.Hook, strings.Join(agentapi.HookEvents, ", "))}
+	}
+	return nil, opErr(e.Backend.HookLog(ctx, b.ClusterName, userOf(r), b.Hook, r.Log))
 }
 
 // CostRecord is one row of `sky cost-report -o json`.
