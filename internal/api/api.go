@@ -22,6 +22,9 @@ type TaskSpec struct {
 	Workdir    string `json:"workdir,omitempty"`
 	WorkdirGit string `json:"workdir_git,omitempty"`
 	WorkdirRef string `json:"workdir_ref,omitempty"`
+	// GitCommit is the commit WorkdirRef resolved to, set by the server
+	// once it has checked the workdir out; the job records it.
+	GitCommit string `json:"git_commit,omitempty"`
 	// FileMounts maps a node path to an absolute local path.
 	FileMounts map[string]string `json:"file_mounts,omitempty"`
 	Setup      string            `json:"setup,omitempty"`

@@ -611,13 +611,23 @@ func (b *Backend) syncWorkdir(ctx context.Context, runners []provision.CommandRu
 		if t.WorkdirRef != "" {
 			cmd += " && cd ~/sky_workdir && git checkout --quiet " + provision.Quote(t.WorkdirRef)
 		}
-		return parallel(len(runners), func(i int) error {
+		err := parallel(len(runners), func(i int) error {
 			res, err := runners[i].Run(ctx, cmd, provision.RunOptions{})
 			if err == nil && res.ExitCode != 0 {
 				err = fmt.Errorf("git clone of %s failed on %s: %s", t.WorkdirGit, runners[i].NodeIP(), strings.TrimSpace(string(res.Stderr)))
 			}
 			return err
 		})
+		if err != nil {
+			return err
+		}
+		// The job records the commit the ref resolved to (SkyPilot's
+		// git_commit), read where it was checked out.
+		res, err := runners[0].Run(ctx, "git -C ~/sky_workdir rev-parse HEAD", provision.RunOptions{})
+		if err == nil && res.ExitCode == 0 {
+			t.GitCommit = strings.TrimSpace(string(res.Stdout))
+		}
+		return nil
 	case t.Workdir != "":
 		fi, err := os.Stat(t.Workdir)
 		if err != nil || !fi.IsDir() {
@@ -715,6 +725,9 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launch *launchRef, log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
+	if t.GitCommit != "" {
+		spec.Metadata = map[string]any{agentapi.MetaGitCommit: t.GitCommit}
+	}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
 		v := r.CPUs.Value
 		spec.CPUs = &v
@@ -846,7 +859,10 @@ func (b *Backend) launchJob(ctx context.Context, head provision.CommandRunner, l
 		}
 	}
 	if adopted == 0 {
-		spec.Metadata = map[string]any{metaLaunch: key, metaSubmit: submitKey, metaServer: b.instanceID()}
+		if spec.Metadata == nil {
+			spec.Metadata = map[string]any{}
+		}
+		spec.Metadata[metaLaunch], spec.Metadata[metaSubmit], spec.Metadata[metaServer] = key, submitKey, b.instanceID()
 		spec.SubmitKey = submitKey
 	}
 	err = b.update(ctx, l.c, l.h, func(_ *state.Cluster, h *Handle) (string, error) {

@@ -201,7 +201,7 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 			who = "all users"
 		}
 		fmt.Fprintf(opts.IO.Out, "Job queue of %s on cluster %s\n", who, name)
-		tb := newTable(opts.IO.Bold, "ID", "NAME", "USER", "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "LOG")
+		tb := newTable(opts.IO.Bold, "ID", "NAME", "USER", "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "LOG", "GIT COMMIT")
 		for _, raw := range out[name] {
 			var j agentapi.Job
 			if err := json.Unmarshal(raw, &j); err != nil {
@@ -216,7 +216,8 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 				}
 				dur = formatDuration(time.Duration((end - *j.StartAt) * float64(time.Second)))
 			}
-			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, string(j.Status), j.LogPath)
+			commit, _ := j.Metadata[agentapi.MetaGitCommit].(string)
+			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, string(j.Status), j.LogPath, orDash(commit))
 		}
 		if err := tb.render(opts.IO.Out); err != nil {
 			return err
