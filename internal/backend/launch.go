@@ -393,10 +393,43 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			return nil, nil, err
 		}
 		_ = b.Store.AddHistory(ctx, &state.History{ClusterHash: c.ClusterHash, Name: name, UserHash: user.Hash,
-			UserName: user.Name, Resources: c.Resources, NumNodes: t.NumNodes, PricePerHour: cand.HourlyPrice,
+			UserName: user.Name, Resources: launchedResources(res, &cand, h, c.Resources), NumNodes: t.NumNodes, PricePerHour: cand.HourlyPrice,
 			LaunchedAt: c.LaunchedAt, UsageIntervals: []state.Interval{{Start: time.Now().Unix()}}})
 		return c, h, nil
 	}
+}
+
+// launchedResources is what a launch got, as a resources mapping: the
+// request narrowed to the chosen candidate and the nodes' real size, so
+// cost-report can describe the cluster after it is gone. requested is
+// kept when the mapping cannot be built.
+func launchedResources(req *resources.Resources, cand *optimizer.Candidate, h *Handle, requested json.RawMessage) json.RawMessage {
+	if req == nil || cand == nil {
+		return requested
+	}
+	l := req.Copy()
+	l.AnyOf, l.Ordered = nil, nil
+	l.Infra = resources.Infra{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone}
+	if cand.Cloud == "local" {
+		l.Infra.Region = "" // the local infra has no regions
+	}
+	l.InstanceType = cand.InstanceType
+	spot := cand.UseSpot
+	l.UseSpot = &spot
+	if h.CPUs > 0 {
+		l.CPUs = &resources.Quantity{Value: h.CPUs}
+	}
+	if h.MemoryGB > 0 {
+		l.Memory = &resources.Quantity{Value: math.Round(h.MemoryGB*100) / 100}
+	}
+	if cand.AccName != "" {
+		l.Accelerators = resources.Accelerators{List: []resources.Accelerator{{Name: cand.AccName, Count: cand.AccCount}}}
+	}
+	b, err := json.Marshal(l.ToMap())
+	if err != nil {
+		return requested
+	}
+	return b
 }
 
 // retryDelay is the pause before round+1 of --retry-until-up: doubling

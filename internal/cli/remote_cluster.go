@@ -123,40 +123,26 @@ func orDash(s string) string {
 	return s
 }
 
-type costRow struct {
-	Name        string  `json:"name"`
-	LaunchedAt  int64   `json:"launched_at"`
-	Duration    int64   `json:"duration"`
-	NumNodes    int     `json:"num_nodes"`
-	Status      string  `json:"status"`
-	TotalCost   float64 `json:"total_cost"`
-	CostPerHour float64 `json:"cost_per_hour"`
-}
-
 func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
-	var recs []json.RawMessage
+	recs := []api.CostRecord{}
 	if err := f.call("cost_report", api.CostReportBody{Days: opts.Days, All: opts.All}, &recs, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
 		if recs == nil {
-			recs = []json.RawMessage{}
+			recs = []api.CostRecord{}
 		}
 		return printJSON(opts.IO.Out, recs)
 	}
-	tb := newTable(opts.IO.Bold, "NAME", "LAUNCHED", "DURATION", "NODES", "STATUS", "COST/hr", "COST (est.)")
+	tb := newTable(opts.IO.Bold, "NAME", "LAUNCHED", "DURATION", "RESOURCES", "STATUS", "COST/hr", "COST (est.)")
 	total := 0.0
 	now := time.Now()
-	for i, raw := range recs {
-		var r costRow
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
+	for i, r := range recs {
 		total += r.TotalCost
 		if i >= 5 && !opts.All {
 			continue
 		}
-		tb.addRow(r.Name, agoEpoch(now, r.LaunchedAt), formatDuration(time.Duration(r.Duration)*time.Second), fmt.Sprint(r.NumNodes),
+		tb.addRow(r.Name, agoEpoch(now, r.LaunchedAt), formatDuration(time.Duration(r.Duration)*time.Second), orDash(r.ResourcesStr),
 			r.Status, fmt.Sprintf("$ %.2f", r.CostPerHour), fmt.Sprintf("$ %.2f", r.TotalCost))
 	}
 	if len(recs) == 0 {
