@@ -120,6 +120,14 @@ type JobStatusResult struct {
 	Status string `json:"status"`
 }
 
+// JobLogs is one job's log directory as /download_logs returns it: the
+// files by path relative to ~/sky_logs/<run_timestamp>.
+type JobLogs struct {
+	JobID        int               `json:"job_id"`
+	RunTimestamp string            `json:"run_timestamp"`
+	Files        map[string][]byte `json:"files"`
+}
+
 // CheckBody is the body of /check.
 type CheckBody struct {
 	Infras  []string `json:"clouds,omitempty"`

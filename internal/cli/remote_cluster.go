@@ -244,8 +244,10 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 			b.Hook = opts.Hook
 		}
 		return f.call("hook_logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
-	case opts.SyncDown || opts.Provision:
-		return notAvailable("logs", map[bool]string{true: "--sync-down", false: "--provision"}[opts.SyncDown])
+	case opts.SyncDown:
+		return syncDownLogs(f, opts)
+	case opts.Provision:
+		return provisionLog(f, opts)
 	}
 	var st api.JobStatusResult
 	if err := f.call("logs", b, &st, callOptions{Stream: true, CancelOnStop: true}); err != nil {

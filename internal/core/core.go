@@ -104,6 +104,7 @@ func (e *Env) Ops() []op.Op {
 		// with its client.
 		{Name: "logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.logs},
 		{Name: "job_status", Schedule: op.Short, Run: e.jobStatus},
+		{Name: "download_logs", Schedule: op.Short, Run: e.downloadLogs},
 		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Run: e.hookLogs},
 		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
 	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...

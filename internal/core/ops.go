@@ -523,6 +523,15 @@ func (e *Env) jobStatus(ctx context.Context, r *op.Request) (any, error) {
 	return api.JobStatusResult{JobID: id, Status: st}, nil
 }
 
+func (e *Env) downloadLogs(ctx context.Context, r *op.Request) (any, error) {
+	var b api.LogsBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	out, err := e.Backend.DownloadLogs(ctx, b.ClusterName, userOf(r), b.JobIDs)
+	return out, opErr(err)
+}
+
 func (e *Env) hookLogs(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LogsBody
 	if err := r.Decode(&b); err != nil {
