@@ -788,7 +788,7 @@ func runAPILogin(cmd *cobra.Command, f *Factory, o *apiLoginOptions) error {
 
 // loginHealth asks the server at endpoint how it sees these credentials.
 func loginHealth(ctx context.Context, endpoint, token string) (*api.Health, *client.Client, error) {
-	c, err := client.New(client.Options{Endpoint: endpoint, Token: token})
+	c, err := client.New(client.Options{Endpoint: endpoint, Token: token, NoStoredToken: true})
 	if err != nil {
 		return nil, nil, err
 	}

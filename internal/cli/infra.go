@@ -338,7 +338,7 @@ func checkLocalUpFlags(cmd *cobra.Command, opts *LocalUpOptions) error {
 			return flagErrorf("--%s configures a kind Kubernetes cluster, and SkyGo's local infrastructure runs clusters as processes on this machine without one", name)
 		}
 	}
-	if cmd.Flags().Changed("gpus") && !opts.GPUs {
+	if !opts.GPUs {
 		return flagErrorf("--no-gpus: local clusters are processes on this machine and see its GPUs; hiding them is not available")
 	}
 	return nil

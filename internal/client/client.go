@@ -42,6 +42,9 @@ type Options struct {
 	// Token is a service-account token; default env
 	// SKYPILOT_SERVICE_ACCOUNT_TOKEN, then the one stored by login.
 	Token string
+	// NoStoredToken leaves out the token `sky api login` stored: a login
+	// proves itself with the credentials it was given.
+	NoStoredToken bool
 	// Home is where ~/.sky lives; default $HOME.
 	Home string
 	// AutoStart starts a local server in the background when the endpoint
@@ -191,7 +194,7 @@ func New(opts Options) (*Client, error) {
 	if token == "" {
 		token = os.Getenv(EnvToken)
 	}
-	if token == "" {
+	if token == "" && !opts.NoStoredToken {
 		token = login.Token
 	}
 	if token != "" {
