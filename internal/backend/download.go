@@ -17,8 +17,9 @@ import (
 )
 
 // MaxDownloadBytes bounds what one `sky logs --sync-down` carries: the
-// files travel in the request's result, which the server stores.
-const MaxDownloadBytes = 256 << 20
+// files travel in the request's result, which the server stores in its
+// request table.
+const MaxDownloadBytes = 64 << 20
 
 // DownloadLogs reads the log directory of each job (the latest when ids
 // is empty) from every node: the head's whole directory, and the per-rank
