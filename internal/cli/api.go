@@ -565,7 +565,8 @@ func newAPIInfoCmd(f *Factory) *cobra.Command {
 			if h.User != nil {
 				user = fmt.Sprintf("%s (%s)", h.User.Name, h.User.ID)
 			}
-			fmt.Fprintf(w, "└── User: %s\n", user)
+			fmt.Fprintf(w, "├── User: %s\n", user)
+			fmt.Fprintf(w, "└── %s\n", endpointSource(c))
 			if h.Status == "needs_auth" {
 				fmt.Fprintf(f.IO.ErrOut, "The server needs credentials: run `sky api login -e %s --token sky_...`.\n", c.Endpoint)
 			}
@@ -574,6 +575,22 @@ func newAPIInfoCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	return cmd
+}
+
+// endpointSource says where the endpoint in use was configured, as
+// SkyPilot's `sky api info` does.
+func endpointSource(c *client.Client) string {
+	if strings.TrimSpace(os.Getenv(client.EnvEndpoint)) != "" {
+		return "Endpoint set via the environment variable " + client.EnvEndpoint
+	}
+	if !c.Local {
+		if home, err := homeDir(); err == nil {
+			if lc, err := client.ReadLogin(home); err == nil && lc.Source != "" {
+				return "Endpoint set via " + lc.Source
+			}
+		}
+	}
+	return "Endpoint set to default local API server."
 }
 
 // ---- sky api logs ----

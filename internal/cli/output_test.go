@@ -26,6 +26,7 @@ func TestLogsHookParsing(t *testing.T) {
 		{args: []string{"--autostop", "--hook=down", "c"}, wantErr: "--autostop means --hook stop"},
 		{args: []string{"--hook=bogus", "c"}, wantErr: "choose one of stop, preemption, down"},
 		{args: []string{"--hook", "stop", "c", "1"}, wantErr: "invalid job ID"},
+		{args: []string{"c", "1", "2"}, wantErr: "Cannot stream logs of multiple jobs (IDs: 1, 2).\nPass -s/--sync-down to download the logs instead."},
 	}
 	for _, tc := range tests {
 		io, _, _ := testIO("", false)

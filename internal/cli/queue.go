@@ -2,6 +2,7 @@ package cli
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -145,7 +146,11 @@ With --status, print the job's status instead and exit with a code for it:
 				return flagErrorf("--provision and --hook show cluster logs; do not give job IDs with them")
 			}
 			if len(opts.JobIDs) > 1 && !opts.SyncDown {
-				return flagErrorf("only one job ID can be streamed at a time (use --sync-down to fetch several)")
+				ids := make([]string, len(opts.JobIDs))
+				for i, id := range opts.JobIDs {
+					ids[i] = strconv.Itoa(id)
+				}
+				return flagErrorf("Cannot stream logs of multiple jobs (IDs: %s).\nPass -s/--sync-down to download the logs instead.", strings.Join(ids, ", "))
 			}
 			if opts.Tail < -1 {
 				return flagErrorf("invalid --tail %d: want a line count, 0 for the whole log", opts.Tail)

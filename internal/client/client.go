@@ -80,6 +80,8 @@ type Client struct {
 type LoginConfig struct {
 	Endpoint string
 	Token    string
+	// Source is the file ReadLogin found them in ("" when none).
+	Source string
 }
 
 // ConfigPath is ~/.sky/config.yaml under home: the user's config, shared
@@ -115,7 +117,7 @@ func ReadLogin(home string) (LoginConfig, error) {
 		if err := yaml.Unmarshal(b, &doc); err != nil {
 			return LoginConfig{}, fmt.Errorf("%s: %w", path, err)
 		}
-		return LoginConfig{Endpoint: doc.APIServer.Endpoint, Token: doc.APIServer.Token}, nil
+		return LoginConfig{Endpoint: doc.APIServer.Endpoint, Token: doc.APIServer.Token, Source: path}, nil
 	}
 	return LoginConfig{}, nil
 }

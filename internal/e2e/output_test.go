@@ -116,7 +116,8 @@ func TestAPILoginFlags(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "Logged into SkyPilot API server at: "+url) {
 		t.Errorf("login -t:\n%s", r)
 	}
-	if r := e.must("api", "info"); !strings.Contains(r.stdout, "Status: healthy") {
+	if r := e.must("api", "info"); !strings.Contains(r.stdout, "Status: healthy") ||
+		!strings.HasSuffix(r.stdout, "└── Endpoint set via "+filepath.Join(e.home, ".sky", "skygo", "login.yaml")+"\n") {
 		t.Errorf("api info after login:\n%s", r)
 	}
 	e.must("api", "login", "-e", url) // the stored token is reused
