@@ -463,7 +463,7 @@ func (b *Backend) HookLog(ctx context.Context, name string, user User, event str
 	}
 	logs, what := "*", "hook"
 	if event != "" {
-		logs, what = event, event+" hook"
+		logs, what = provision.Quote(event), event+" hook"
 	}
 	res, err := runners[0].Run(ctx, "cat ~/.sky/hooks/"+logs+".log 2>/dev/null", provision.RunOptions{})
 	if err != nil {
