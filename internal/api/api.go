@@ -22,6 +22,9 @@ type TaskSpec struct {
 	Workdir    string `json:"workdir,omitempty"`
 	WorkdirGit string `json:"workdir_git,omitempty"`
 	WorkdirRef string `json:"workdir_ref,omitempty"`
+	// GitCommit is the commit WorkdirRef resolved to, set by the server
+	// once it has checked the workdir out; the job records it.
+	GitCommit string `json:"git_commit,omitempty"`
 	// FileMounts maps a node path to an absolute local path.
 	FileMounts map[string]string `json:"file_mounts,omitempty"`
 	Setup      string            `json:"setup,omitempty"`
@@ -123,8 +126,9 @@ type LogsBody struct {
 	Follow      bool   `json:"follow"`
 	Tail        int    `json:"tail,omitempty"`
 	Worker      *int   `json:"worker,omitempty"`
-	Setup       bool   `json:"provision,omitempty"`
-	Hook        bool   `json:"hook,omitempty"`
+	// Hook is the lifecycle hook event whose log /hook_logs shows
+	// (stop, down, preemption); "" is whichever exists.
+	Hook string `json:"hook,omitempty"`
 }
 
 // JobStatusResult is the answer of /job_status and /logs: the job and its
@@ -139,6 +143,14 @@ type JobStatusResult struct {
 type EndpointsBody struct {
 	Cluster string `json:"cluster"`
 	Port    int    `json:"port,omitempty"`
+}
+
+// JobLogs is one job's log directory as /download_logs returns it: the
+// files by path relative to ~/sky_logs/<run_timestamp>.
+type JobLogs struct {
+	JobID        int               `json:"job_id"`
+	RunTimestamp string            `json:"run_timestamp"`
+	Files        map[string][]byte `json:"files"`
 }
 
 // CheckBody is the body of /check.

@@ -1,6 +1,9 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // ClusterRecord is one cluster as /status returns it and `sky status -o
 // json` prints it (the CLI passes the server's JSON through).
@@ -50,4 +53,60 @@ type ClusterRecord struct {
 type GPUsResult struct {
 	JSON  json.RawMessage `json:"json"`
 	Table string          `json:"table"`
+}
+
+// Interval is one period a cluster was up: [start, end]; End nil = still up.
+type Interval struct {
+	Start int64
+	End   *int64
+}
+
+// MarshalJSON writes [start, end-or-null], the cost-report format.
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{iv.Start, iv.End})
+}
+
+// UnmarshalJSON reads [start, end-or-null].
+func (iv *Interval) UnmarshalJSON(b []byte) error {
+	var pair []*int64
+	if err := json.Unmarshal(b, &pair); err != nil {
+		return err
+	}
+	if len(pair) != 2 || pair[0] == nil {
+		return fmt.Errorf("usage interval %s: want [start, end-or-null]", b)
+	}
+	iv.Start, iv.End = *pair[0], pair[1]
+	return nil
+}
+
+// CostRecord is one row of `sky cost-report -o json` (cli-output.md): a
+// cluster incarnation, live or TERMINATED. The server builds it and the
+// CLI renders the table from it.
+type CostRecord struct {
+	Name       string `json:"name"`
+	LaunchedAt int64  `json:"launched_at"`
+	Duration   int64  `json:"duration"`
+	NumNodes   int    `json:"num_nodes"`
+	// Resources is what was launched, as a resources-YAML mapping.
+	Resources      map[string]any `json:"resources"`
+	ClusterHash    string         `json:"cluster_hash"`
+	UsageIntervals []Interval     `json:"usage_intervals"`
+	TotalCost      float64        `json:"total_cost"`
+	// CostPerHour is all nodes' hourly price (the table's COST/hr).
+	CostPerHour      float64 `json:"cost_per_hour"`
+	Cloud            *string `json:"cloud"`
+	Region           *string `json:"region"`
+	CPUs             *string `json:"cpus"`
+	Memory           *string `json:"memory"`
+	Accelerators     *string `json:"accelerators"`
+	ResourcesStr     string  `json:"resources_str"`
+	ResourcesStrFull string  `json:"resources_str_full"`
+	Status           string  `json:"status"`
+	UserHash         string  `json:"user_hash"`
+	UserName         string  `json:"user_name"`
+	Workspace        string  `json:"workspace"`
+	LastEvent        *string `json:"last_event"`
+	NodeNames        *string `json:"node_names"`
+	Priority         *int    `json:"priority"`
+	PriorityClass    *string `json:"priority_class"`
 }

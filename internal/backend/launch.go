@@ -506,10 +506,43 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			return nil, nil, err
 		}
 		_ = b.Store.AddHistory(ctx, &state.History{ClusterHash: c.ClusterHash, Name: name, UserHash: user.Hash,
-			UserName: user.Name, Resources: c.Resources, NumNodes: t.NumNodes, PricePerHour: cand.HourlyPrice,
+			UserName: user.Name, Resources: launchedResources(res, &cand, h, c.Resources), NumNodes: t.NumNodes, PricePerHour: cand.HourlyPrice,
 			LaunchedAt: c.LaunchedAt, UsageIntervals: []state.Interval{{Start: time.Now().Unix()}}})
 		return c, h, nil
 	}
+}
+
+// launchedResources is what a launch got, as a resources mapping: the
+// request narrowed to the chosen candidate and the nodes' real size, so
+// cost-report can describe the cluster after it is gone. requested is
+// kept when the mapping cannot be built.
+func launchedResources(req *resources.Resources, cand *optimizer.Candidate, h *Handle, requested json.RawMessage) json.RawMessage {
+	if req == nil || cand == nil {
+		return requested
+	}
+	l := req.Copy()
+	l.AnyOf, l.Ordered = nil, nil
+	l.Infra = resources.Infra{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone}
+	if cand.Cloud == "local" {
+		l.Infra.Region = "" // the local infra has no regions
+	}
+	l.InstanceType = cand.InstanceType
+	spot := cand.UseSpot
+	l.UseSpot = &spot
+	if h.CPUs > 0 {
+		l.CPUs = &resources.Quantity{Value: h.CPUs}
+	}
+	if h.MemoryGB > 0 {
+		l.Memory = &resources.Quantity{Value: math.Round(h.MemoryGB*100) / 100}
+	}
+	if cand.AccName != "" {
+		l.Accelerators = resources.Accelerators{List: []resources.Accelerator{{Name: cand.AccName, Count: cand.AccCount}}}
+	}
+	b, err := json.Marshal(l.ToMap())
+	if err != nil {
+		return requested
+	}
+	return b
 }
 
 // retryDelay is the pause before round+1 of --retry-until-up: doubling
@@ -724,13 +757,23 @@ func (b *Backend) syncWorkdir(ctx context.Context, runners []provision.CommandRu
 		if t.WorkdirRef != "" {
 			cmd += " && cd ~/sky_workdir && git checkout --quiet " + provision.Quote(t.WorkdirRef)
 		}
-		return parallel(len(runners), func(i int) error {
+		err := parallel(len(runners), func(i int) error {
 			res, err := runners[i].Run(ctx, cmd, provision.RunOptions{})
 			if err == nil && res.ExitCode != 0 {
 				err = fmt.Errorf("git clone of %s failed on %s: %s", t.WorkdirGit, runners[i].NodeIP(), strings.TrimSpace(string(res.Stderr)))
 			}
 			return err
 		})
+		if err != nil {
+			return err
+		}
+		// The job records the commit the ref resolved to (SkyPilot's
+		// git_commit), read where it was checked out.
+		res, err := runners[0].Run(ctx, "git -C ~/sky_workdir rev-parse HEAD", provision.RunOptions{})
+		if err == nil && res.ExitCode == 0 {
+			t.GitCommit = strings.TrimSpace(string(res.Stdout))
+		}
+		return nil
 	case t.Workdir != "":
 		fi, err := os.Stat(t.Workdir)
 		if err != nil || !fi.IsDir() {
@@ -831,6 +874,9 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launch *launchRef, log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
+	if t.GitCommit != "" {
+		spec.Metadata = map[string]any{agentapi.MetaGitCommit: t.GitCommit}
+	}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
 		v := r.CPUs.Value
 		spec.CPUs = &v
@@ -962,7 +1008,10 @@ func (b *Backend) launchJob(ctx context.Context, head provision.CommandRunner, l
 		}
 	}
 	if adopted == 0 {
-		spec.Metadata = map[string]any{metaLaunch: key, metaSubmit: submitKey, metaServer: b.instanceID()}
+		if spec.Metadata == nil {
+			spec.Metadata = map[string]any{}
+		}
+		spec.Metadata[metaLaunch], spec.Metadata[metaSubmit], spec.Metadata[metaServer] = key, submitKey, b.instanceID()
 		spec.SubmitKey = submitKey
 	}
 	err = b.update(ctx, l.c, l.h, func(_ *state.Cluster, h *Handle) (string, error) {

@@ -482,7 +482,7 @@ func (b *Backend) JobStatus(ctx context.Context, name string, user User, jobID i
 
 // HookLog writes the autostop hook's log from the head node to w. It works
 // on a stopped cluster too: the log is on the node's disk.
-func (b *Backend) HookLog(ctx context.Context, name string, user User, w io.Writer) error {
+func (b *Backend) HookLog(ctx context.Context, name string, user User, event string, w io.Writer) error {
 	_, h, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
 	if err != nil {
 		return err
@@ -491,12 +491,16 @@ func (b *Backend) HookLog(ctx context.Context, name string, user User, w io.Writ
 	if err != nil {
 		return err
 	}
-	res, err := runners[0].Run(ctx, "cat ~/.sky/hooks/*.log 2>/dev/null", provision.RunOptions{})
+	logs, what := "*", "hook"
+	if event != "" {
+		logs, what = provision.Quote(event), event+" hook"
+	}
+	res, err := runners[0].Run(ctx, "cat ~/.sky/hooks/"+logs+".log 2>/dev/null", provision.RunOptions{})
 	if err != nil {
 		return err
 	}
 	if len(res.Stdout) == 0 {
-		fmt.Fprintln(w, "No hook log on this cluster yet.")
+		fmt.Fprintf(w, "No %s log on this cluster yet.\n", what)
 		return nil
 	}
 	_, err = w.Write(res.Stdout)

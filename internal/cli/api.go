@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -347,10 +348,29 @@ func stopLocalServer(pidFile string) (bool, error) {
 
 // ---- sky api status ----
 
+// defaultRequestLimit is how many requests `sky api status` lists unless
+// told otherwise (SkyPilot's default).
+const defaultRequestLimit = 50
+
 type apiStatusOptions struct {
 	All, Verbose, AllUsers bool
-	Limit                  int
+	Limit                  string
+	Cluster                string
 	Output                 string
+}
+
+// parseRequestLimit reads -l/--limit: a count, or "none"/"all" for no
+// limit (0).
+func parseRequestLimit(s string) (int, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "none", "all":
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, flagErrorf("--limit %q: want a non-negative number, \"none\" or \"all\"", s)
+	}
+	return n, nil
 }
 
 func newAPIStatusCmd(f *Factory) *cobra.Command {
@@ -359,20 +379,28 @@ func newAPIStatusCmd(f *Factory) *cobra.Command {
 		Use:   "status [REQUEST_IDS]...",
 		Short: "List requests on the SkyPilot API server.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Output != "table" && o.Output != "json" {
-				return flagErrorf("--output %q: choose table or json", o.Output)
+			var err error
+			if o.Output, err = parseOutput(o.Output); err != nil {
+				return err
 			}
-			if o.Limit < 0 {
-				return flagErrorf("--limit %d: want a non-negative number", o.Limit)
+			limit, err := parseRequestLimit(o.Limit)
+			if err != nil {
+				return err
 			}
 			c, err := apiClient(f, false)
 			if err != nil {
 				return err
 			}
-			recs, err := c.Status(ctxOf(cmd), client.StatusOptions{IDs: args, AllStatus: o.All, Limit: o.Limit, AllUsers: o.AllUsers})
+			recs, err := c.Status(ctxOf(cmd), client.StatusOptions{IDs: args, AllStatus: o.All, Limit: limit, AllUsers: o.AllUsers, ClusterName: o.Cluster})
 			if errors.Is(err, client.ErrServerNotRunning) {
-				fmt.Fprintln(f.IO.Out, "SkyPilot API server is not running.")
-				return &ExitError{Code: exitError}
+				// Not an error, as in SkyPilot: "is a server up?" is the
+				// question this command answers.
+				w := f.IO.Out
+				if o.Output == "json" {
+					w = f.IO.ErrOut
+				}
+				fmt.Fprintln(w, "SkyPilot API server is not running.")
+				recs, err = nil, nil
 			}
 			if err != nil {
 				return err
@@ -387,15 +415,16 @@ func newAPIStatusCmd(f *Factory) *cobra.Command {
 				}
 				return printJSON(f.IO.Out, recs)
 			}
-			return renderRequests(f, recs, o.Verbose)
+			return renderRequests(f, recs, o.Verbose, limit)
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVarP(&o.All, "all-status", "a", false, "Show finished requests too.")
-	fl.IntVarP(&o.Limit, "limit", "l", 0, "Show at most N requests.")
-	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "Show more columns.")
+	fl.BoolVarP(&o.All, "all-status", "a", false, "Show requests of all statuses, including finished ones (SUCCEEDED, FAILED, CANCELLED); by default only PENDING and RUNNING ones.")
+	fl.StringVarP(&o.Limit, "limit", "l", strconv.Itoa(defaultRequestLimit), `Number of requests to show; "none" or "all" shows all.`)
+	fl.StringVarP(&o.Cluster, "cluster", "c", "", "Show only the requests about this cluster.")
+	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "Show more details (the cluster of each request).")
 	fl.BoolVarP(&o.AllUsers, "all-users", "u", false, "Show every user's requests (admins).")
-	fl.StringVarP(&o.Output, "output", "o", "table", "Output format: table or json.")
+	addOutputFlag(cmd, &o.Output)
 	return cmd
 }
 
@@ -406,36 +435,41 @@ func ctxOf(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-func renderRequests(f *Factory, recs []api.Request, verbose bool) error {
-	headers := []string{"ID", "USER", "NAME", "CREATED", "STATUS"}
+// renderRequests prints SkyPilot's request table: with no requests (or
+// no server) a row of dashes under the header, so a reader always finds
+// the columns; when the limit cut the list, a line saying how to see all.
+func renderRequests(f *Factory, recs []api.Request, verbose bool, limit int) error {
+	headers := []string{"ID", "User", "Name"}
 	if verbose {
-		headers = append(headers, "CLUSTER", "SCHEDULE", "FINISHED")
+		headers = append(headers, "Cluster")
 	}
+	headers = append(headers, "Created", "Status")
 	t := newTable(f.IO.Bold, headers...)
 	now := time.Now()
 	if f.Now != nil {
 		now = f.Now()
 	}
 	for _, r := range recs {
-		row := []string{r.RequestID, r.UserName, r.Name, ago(now, r.CreatedAt), string(r.Status)}
+		row := []string{r.RequestID, orDash(r.UserName), r.Name}
 		if verbose {
-			fin := "-"
-			if r.FinishedAt != nil {
-				fin = ago(now, *r.FinishedAt)
-			}
-			cl := r.ClusterName
-			if cl == "" {
-				cl = "-"
-			}
-			row = append(row, cl, r.ScheduleType, fin)
+			row = append(row, orDash(r.ClusterName))
 		}
-		t.addRow(row...)
+		t.addRow(append(row, ago(now, r.CreatedAt), string(r.Status))...)
 	}
 	if len(recs) == 0 {
-		fmt.Fprintln(f.IO.Out, "No requests.")
-		return nil
+		dashes := make([]string, len(headers))
+		for i := range dashes {
+			dashes[i] = "-"
+		}
+		t.addRow(dashes...)
 	}
-	return t.render(f.IO.Out)
+	if err := t.render(f.IO.Out); err != nil {
+		return err
+	}
+	if limit > 0 && len(recs) >= limit {
+		fmt.Fprintf(f.IO.Out, "\nShowing %d requests. Use \"-l none\" or \"-l all\" to show all requests.\n", limit)
+	}
+	return nil
 }
 
 // ago formats an epoch time relative to now: "just now", "5 secs ago", ...
@@ -497,17 +531,23 @@ func newAPIInfoCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if output != "json" {
+				fmt.Fprintf(f.IO.Out, "SkyPilot client version: %s, commit: %s\n", version.Version, version.Commit)
+			}
 			h, err := c.Health(ctxOf(cmd))
 			if err != nil {
+				// As SkyPilot's: an answer, not a failure, so scripts
+				// and agents read the hint from stdout.
 				if c.Local && errors.Is(err, client.ErrServerNotRunning) {
-					fmt.Fprintf(f.IO.Out, "No SkyPilot API server is connected.\nStart one locally with `sky api start`, or connect to a remote one with `sky api login -e URL`.\n")
+					fmt.Fprintf(f.IO.Out, "No SkyPilot API server is connected\n├── To connect to an existing API server: sky api login\n└── To start a local API server: sky api start\n")
 					return nil
 				}
-				if c.Local {
+				var ce *client.ConnectionError
+				if !errors.As(err, &ce) {
 					return err
 				}
-				fmt.Fprintf(f.IO.Out, "Could not connect to SkyPilot API server at %s: %v\n", c.Endpoint, err)
-				return &ExitError{Code: exitError}
+				fmt.Fprintf(f.IO.Out, "Could not connect to SkyPilot API server at %s\n├── To re-login to the API server: sky api login --relogin -e %s\n└── To logout the server: sky api logout\n", c.Endpoint, c.Endpoint)
+				return nil
 			}
 			info := apiInfo{
 				Client: apiInfoClient{Version: version.Version, Commit: version.Commit},
@@ -520,14 +560,14 @@ func newAPIInfoCmd(f *Factory) *cobra.Command {
 				return printJSON(f.IO.Out, info)
 			}
 			w := f.IO.Out
-			fmt.Fprintf(w, "SkyPilot client version: %s, commit: %s\n", version.Version, version.Commit)
 			fmt.Fprintf(w, "Using SkyPilot API server: %s\n", c.Endpoint)
 			fmt.Fprintf(w, "├── Status: %s, commit: %s, version: %s\n", h.Status, h.Commit, h.Version)
 			user := "-"
 			if h.User != nil {
 				user = fmt.Sprintf("%s (%s)", h.User.Name, h.User.ID)
 			}
-			fmt.Fprintf(w, "└── User: %s\n", user)
+			fmt.Fprintf(w, "├── User: %s\n", user)
+			fmt.Fprintf(w, "└── %s\n", endpointSource(c))
 			if h.Status == "needs_auth" {
 				fmt.Fprintf(f.IO.ErrOut, "The server needs credentials: run `sky api login -e %s --token sky_...`.\n", c.Endpoint)
 			}
@@ -536,6 +576,22 @@ func newAPIInfoCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	return cmd
+}
+
+// endpointSource says where the endpoint in use was configured, as
+// SkyPilot's `sky api info` does.
+func endpointSource(c *client.Client) string {
+	if strings.TrimSpace(os.Getenv(client.EnvEndpoint)) != "" {
+		return "Endpoint set via the environment variable " + client.EnvEndpoint
+	}
+	if !c.Local {
+		if home, err := homeDir(); err == nil {
+			if lc, err := client.ReadLogin(home); err == nil && lc.Source != "" {
+				return "Endpoint set via " + lc.Source
+			}
+		}
+	}
+	return "Endpoint set to default local API server."
 }
 
 // ---- sky api logs ----
@@ -646,49 +702,137 @@ func newAPICancelCmd(f *Factory) *cobra.Command {
 
 // ---- sky api login / logout ----
 
+type apiLoginOptions struct {
+	Endpoint, Token    string
+	Relogin, NoBrowser bool
+}
+
 func newAPILoginCmd(f *Factory) *cobra.Command {
-	var endpoint, token string
+	o := &apiLoginOptions{}
 	cmd := &cobra.Command{
 		Use:   "login",
-		Short: "Connect to a SkyPilot API server (stores the endpoint and token in ~/.sky/config.yaml).",
-		Args:  cobra.NoArgs,
+		Short: "Log into a SkyPilot API server (stores the endpoint and token in ~/.sky/skygo/login.yaml).",
+		Long: `Log into a SkyPilot API server: every later sky command uses it.
+
+The server may need credentials: a service-account token (--token sky_...,
+from the server's admin) or user:password in the URL for basic auth. SkyGo's
+server has no browser (OAuth2) login; with --no-browser the token is read
+from the terminal instead of the command line, so it stays out of the shell
+history. Without -e, the endpoint in use now is logged into again.`,
+		Example: `  sky api login -e https://api.example.com --token sky_abc123...
+  sky api login -e https://api.example.com --no-browser
+  sky api login --relogin`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if endpoint == "" {
-				return flagErrorf("--endpoint/-e is required, e.g. sky api login -e http://1.2.3.4:46580")
-			}
-			if token != "" && !strings.HasPrefix(token, server.TokenPrefix) {
-				return flagErrorf("--token: a service-account token starts with %q", server.TokenPrefix)
-			}
-			endpoint = strings.TrimRight(endpoint, "/")
-			c, err := client.New(client.Options{Endpoint: endpoint, Token: token})
-			if err != nil {
-				return err
-			}
-			h, err := c.Health(ctxOf(cmd))
-			if err != nil {
-				return fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
-			}
-			if h.Status == "needs_auth" {
-				return fmt.Errorf("the API server at %s needs credentials: pass --token sky_... (a service-account token from its admin) or put user:password in the URL", c.Endpoint)
-			}
-			home, err := homeDir()
-			if err != nil {
-				return err
-			}
-			if err := client.WriteLogin(home, client.LoginConfig{Endpoint: endpoint, Token: token}); err != nil {
-				return fmt.Errorf("save login: %w", err)
-			}
-			fmt.Fprintf(f.IO.Out, "Logged into SkyPilot API server at %s", c.Endpoint)
-			if h.User != nil {
-				fmt.Fprintf(f.IO.Out, " as %s", h.User.Name)
-			}
-			fmt.Fprintln(f.IO.Out, ".")
-			return nil
+			return runAPILogin(cmd, f, o)
 		},
 	}
-	cmd.Flags().StringVarP(&endpoint, "endpoint", "e", "", "The API server URL, e.g. http://1.2.3.4:46580.")
-	cmd.Flags().StringVar(&token, "token", "", "A service-account token (sky_...).")
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Endpoint, "endpoint", "e", "", "The SkyPilot API server endpoint, e.g. http://1.2.3.4:46580 (default: the one in use).")
+	fl.BoolVar(&o.Relogin, "relogin", false, "Log in afresh: forget the credentials stored for this endpoint instead of reusing them.")
+	fl.StringVarP(&o.Token, "token", "t", "", "Service account token for authentication (starts with sky_).")
+	fl.StringVar(&o.Token, "service-account-token", "", "Same as --token.")
+	fl.BoolVar(&o.NoBrowser, "no-browser", false, "Do not open a browser; when the server needs credentials, paste the service-account token at the prompt.")
 	return cmd
+}
+
+func runAPILogin(cmd *cobra.Command, f *Factory, o *apiLoginOptions) error {
+	home, err := homeDir()
+	if err != nil {
+		return err
+	}
+	stored, err := client.ReadLogin(home)
+	if err != nil {
+		return err
+	}
+	endpoint := strings.TrimRight(o.Endpoint, "/")
+	if endpoint == "" {
+		endpoint = strings.TrimRight(cmp.Or(strings.TrimSpace(os.Getenv(client.EnvEndpoint)), stored.Endpoint), "/")
+	}
+	if endpoint == "" {
+		return flagErrorf("--endpoint/-e is required (no API server is configured), e.g. sky api login -e http://1.2.3.4:46580")
+	}
+	token := o.Token
+	// Logging into the stored endpoint again keeps its token unless asked
+	// to start afresh: a repeated login must not log the user out.
+	if token == "" && !o.Relogin && sameEndpoint(endpoint, stored.Endpoint) {
+		token = stored.Token
+	}
+	if token != "" && !strings.HasPrefix(token, server.TokenPrefix) {
+		return flagErrorf("--token: a service-account token starts with %q", server.TokenPrefix)
+	}
+	ctx := ctxOf(cmd)
+	h, c, err := loginHealth(ctx, endpoint, token)
+	if err != nil {
+		return err
+	}
+	if h.Status == "needs_auth" && o.NoBrowser && o.Token == "" {
+		fmt.Fprintf(f.IO.Out, "The API server at %s needs credentials. Ask its admin for a service-account token.\nPaste the token (sky_...): ", c.Endpoint)
+		line, rerr := readLine(f.IO.In)
+		if f.IO.InTTY {
+			fmt.Fprintln(f.IO.Out)
+		}
+		token = strings.TrimSpace(line)
+		if rerr != nil || token == "" {
+			return errAborted
+		}
+		if !strings.HasPrefix(token, server.TokenPrefix) {
+			return fmt.Errorf("a service-account token starts with %q", server.TokenPrefix)
+		}
+		if h, c, err = loginHealth(ctx, endpoint, token); err != nil {
+			return err
+		}
+	}
+	if h.Status == "needs_auth" {
+		what := "pass --token sky_... (a service-account token from its admin), paste one with --no-browser, or put user:password in the URL"
+		if token != "" {
+			what = "the token was not accepted; ask the admin for a new one and run `sky api login --relogin -e " + c.Endpoint + " --token sky_...`"
+		}
+		return fmt.Errorf("the API server at %s needs credentials: %s", c.Endpoint, what)
+	}
+	if err := client.WriteLogin(home, client.LoginConfig{Endpoint: endpoint, Token: token}); err != nil {
+		return fmt.Errorf("save login: %w", err)
+	}
+	if o.Relogin {
+		_ = os.Remove(paths.Cookies(home))
+	}
+	fmt.Fprintf(f.IO.Out, "Logged into SkyPilot API server at: %s", c.Endpoint)
+	if h.User != nil {
+		fmt.Fprintf(f.IO.Out, " as %s", h.User.Name)
+	}
+	fmt.Fprintln(f.IO.Out)
+	return nil
+}
+
+// loginHealth asks the server at endpoint how it sees these credentials.
+func loginHealth(ctx context.Context, endpoint, token string) (*api.Health, *client.Client, error) {
+	c, err := client.New(client.Options{Endpoint: endpoint, Token: token, NoStoredToken: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := c.Health(ctx)
+	if err != nil {
+		var ce *client.ConnectionError
+		if errors.As(err, &ce) {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("log into %s: %w", c.Endpoint, err)
+	}
+	return h, c, nil
+}
+
+// sameEndpoint compares endpoints ignoring a trailing slash and the
+// credentials a URL may carry.
+func sameEndpoint(a, b string) bool {
+	norm := func(s string) string {
+		u, err := url.Parse(strings.TrimRight(s, "/"))
+		if err != nil {
+			return s
+		}
+		u.User = nil
+		return u.String()
+	}
+	return a != "" && b != "" && norm(a) == norm(b)
 }
 
 func newAPILogoutCmd(f *Factory) *cobra.Command {

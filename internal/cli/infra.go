@@ -264,7 +264,7 @@ type LocalUpOptions struct {
 }
 
 func newLocalCmd(f *Factory) *cobra.Command {
-	return newGroupCmd("local", "Run a local Kubernetes cluster for development",
+	return newGroupCmd("local", "Enable or disable the local infrastructure (clusters on this machine)",
 		newLocalUpCmd(f, func(o *LocalUpOptions) error { return localUpRunRemote(f, o) }),
 		newLocalDownCmd(f, func(o *LocalDownOptions) error { return localDownRunRemote(f, o) }))
 }
@@ -274,10 +274,27 @@ func newLocalUpCmd(f *Factory, runF func(*LocalUpOptions) error) *cobra.Command 
 	var gpus, async boolPair
 	cmd := &cobra.Command{
 		Use:   "up [flags]",
-		Short: "Create a local Kubernetes cluster (kind) usable as --infra k8s",
-		Args:  noArgs,
+		Short: "Enable the local infrastructure: clusters that run on this machine (--infra local)",
+		Long: `Enable SkyGo's embedded local infrastructure, where each cluster node runs
+as a set of processes on this machine (no VM, container or Kubernetes is
+created). Once enabled, the optimizer may choose it and ` + "`sky launch --infra local`" + `
+runs there. It is enabled by default; ` + "`sky local down`" + ` disables it.
+
+SkyPilot's ` + "`sky local up`" + ` creates a kind Kubernetes cluster instead; SkyGo does not
+create one. To run on other machines, describe them as an SSH node pool and
+run ` + "`sky ssh up`" + `: --ips, --ssh-user, --ssh-key-path, --cleanup, --context-name
+and --password are refused with that hint, and so are --name and --port-start,
+which only name and expose a kind cluster.`,
+		Example: `  sky local up
+  sky launch --infra local 'echo hello'
+  sky local down`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateConfigArgs(opts.Config); err != nil {
+				return err
+			}
+			opts.GPUs, opts.Async = gpus.Value, async.Value
+			if err := checkLocalUpFlags(cmd, opts); err != nil {
 				return err
 			}
 			remote := []bool{opts.IPsFile != "", opts.SSHUser != "", opts.SSHKeyPath != ""}
@@ -295,12 +312,6 @@ func newLocalUpCmd(f *Factory, runF func(*LocalUpOptions) error) *cobra.Command 
 			if cmd.Flags().Changed("port-start") && (opts.PortStart < 1 || opts.PortStart > 65535-1000) {
 				return flagErrorf("invalid --port-start %d: want a port from 1 to %d", opts.PortStart, 65535-1000)
 			}
-			opts.GPUs, opts.Async = gpus.Value, async.Value
-			for _, n := range []string{"gpus", "no-gpus", "cleanup", "context-name", "password", "name", "port-start"} {
-				if cmd.Flags().Changed(n) {
-					opts.KindFlags = append(opts.KindFlags, "--"+n)
-				}
-			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -309,17 +320,36 @@ func newLocalUpCmd(f *Factory, runF func(*LocalUpOptions) error) *cobra.Command 
 	}
 	fs := cmd.Flags()
 	addConfigFlag(cmd, &opts.Config)
-	addBoolPair(fs, &gpus, "gpus", "", true, "Expose the machine's GPUs to the cluster when present", "Do not expose GPUs")
-	fs.StringVar(&opts.IPsFile, "ips", "", "File of remote machine IPs (one per line) to deploy on instead of this machine")
-	fs.StringVar(&opts.SSHUser, "ssh-user", "", "SSH user for the remote machines")
-	fs.StringVar(&opts.SSHKeyPath, "ssh-key-path", "", "SSH private key for the remote machines")
-	fs.BoolVar(&opts.Cleanup, "cleanup", false, "Remove the cluster from the remote machines instead of deploying")
-	fs.StringVar(&opts.ContextName, "context-name", "", "Kubernetes context name for the remote cluster")
-	fs.StringVar(&opts.Password, "password", "", "sudo password on the remote machines, if needed")
-	fs.StringVar(&opts.Name, "name", "", "Name of the local cluster (default skypilot)")
-	fs.IntVar(&opts.PortStart, "port-start", 0, "First host port of the range mapped for services (default: picked automatically)")
+	addBoolPair(fs, &gpus, "gpus", "", true, "Local clusters see this machine's GPUs", "[Refused] Hide the machine's GPUs")
+	fs.StringVar(&opts.IPsFile, "ips", "", "[Refused: use SSH node pools, sky ssh up] File of remote machine IPs")
+	fs.StringVar(&opts.SSHUser, "ssh-user", "", "[Refused: use SSH node pools] SSH user for the remote machines")
+	fs.StringVar(&opts.SSHKeyPath, "ssh-key-path", "", "[Refused: use SSH node pools] SSH private key for the remote machines")
+	fs.BoolVar(&opts.Cleanup, "cleanup", false, "[Refused: use sky ssh down] Remove the cluster from the remote machines")
+	fs.StringVar(&opts.ContextName, "context-name", "", "[Refused: no Kubernetes cluster is created] Kubernetes context name")
+	fs.StringVar(&opts.Password, "password", "", "[Refused: use SSH node pools] sudo password on the remote machines")
+	fs.StringVar(&opts.Name, "name", "", "[Refused: no kind cluster is created] Name of the kind cluster")
+	fs.IntVar(&opts.PortStart, "port-start", 0, "[Refused: no kind cluster is created] First host port mapped for services")
 	addAsyncFlag(cmd, &async)
 	return cmd
+}
+
+// checkLocalUpFlags refuses the flags of SkyPilot's kind and remote
+// deployments, which the embedded local infrastructure has no use for.
+func checkLocalUpFlags(cmd *cobra.Command, opts *LocalUpOptions) error {
+	for _, name := range []string{"ips", "ssh-user", "ssh-key-path", "cleanup", "context-name", "password"} {
+		if cmd.Flags().Changed(name) {
+			return flagErrorf("--%s deploys on remote machines, which SkyGo does with SSH node pools: list them in ~/.sky/ssh_node_pools.yaml and run `sky ssh up`", name)
+		}
+	}
+	for _, name := range []string{"name", "port-start"} {
+		if cmd.Flags().Changed(name) {
+			return flagErrorf("--%s configures a kind Kubernetes cluster, and SkyGo's local infrastructure runs clusters as processes on this machine without one", name)
+		}
+	}
+	if !opts.GPUs {
+		return flagErrorf("--no-gpus: local clusters are processes on this machine and see its GPUs; hiding them is not available")
+	}
+	return nil
 }
 
 // LocalDownOptions is everything `sky local down` needs.
@@ -335,13 +365,19 @@ func newLocalDownCmd(f *Factory, runF func(*LocalDownOptions) error) *cobra.Comm
 	var async boolPair
 	cmd := &cobra.Command{
 		Use:   "down [flags]",
-		Short: "Disable the local infrastructure and remove its clusters",
-		Args:  noArgs,
+		Short: "Tear down every cluster of the local infrastructure and disable it",
+		Long: `Tear down every cluster that runs on this machine's local infrastructure
+(as ` + "`sky down`" + ` would) and disable the infrastructure, so the optimizer no longer
+chooses it. ` + "`sky local up`" + ` enables it again.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateConfigArgs(opts.Config); err != nil {
 				return err
 			}
 			opts.Async = async.Value
+			if opts.Name != "" {
+				return flagErrorf("--name names a kind cluster of SkyPilot's `sky local up`; SkyGo's local infrastructure has none (run `sky local down` without it)")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -349,7 +385,7 @@ func newLocalDownCmd(f *Factory, runF func(*LocalDownOptions) error) *cobra.Comm
 		},
 	}
 	addConfigFlag(cmd, &opts.Config)
-	cmd.Flags().StringVar(&opts.Name, "name", "", "Name of the local cluster (default skypilot)")
+	cmd.Flags().StringVar(&opts.Name, "name", "", "Name of SkyPilot's kind cluster; refused, SkyGo's local infrastructure has none")
 	addAsyncFlag(cmd, &async)
 	return cmd
 }

@@ -98,7 +98,7 @@ Put a command that has its own flags after --:
 		Example: "  sky launch -c mycluster --infra aws --cpus 4+ task.yaml",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if docker {
-				return flagErrorf("--docker is no longer supported: to run locally, create a local Kubernetes cluster with 'sky local up'")
+				return flagErrorf("--docker is no longer supported: to run on this machine, use --infra local (the local infrastructure; see 'sky local up')")
 			}
 			if err := validateConfigArgs(opts.Config); err != nil {
 				return err
@@ -141,7 +141,7 @@ Put a command that has its own flags after --:
 	addBoolPair(fs, &detach, "detach-run", "d", false,
 		"Return once the job is submitted instead of streaming its logs (-no-d to stream)", "Stream the job's logs (same as -no-d)")
 	fs.MarkHidden("no-detach-run")
-	fs.BoolVar(&docker, "docker", false, "(Deprecated) Local docker support was removed; use 'sky local up' for a local Kubernetes cluster")
+	fs.BoolVar(&docker, "docker", false, "(Deprecated) Local docker support was removed; use --infra local (see 'sky local up')")
 	addTaskFlags(cmd, &tf, taskFlagSet{name: true, git: true, priority: true})
 	addAsyncFlag(cmd, &async)
 	addAutostopFlags(cmd, &auto, "Tear the cluster down (instead of stopping it) once all jobs finish, or after the idle time if -i is set")

@@ -1,7 +1,13 @@
 package cli
 
 import (
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/spf13/cobra"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
 )
 
 // QueueOptions is everything `sky queue` needs.
@@ -63,6 +69,23 @@ type LogsOptions struct {
 // hookAuto is --hook given without an event name.
 const hookAuto = "auto"
 
+// takeHookEvent reads `--hook stop` (with a space) as --hook=stop. The
+// event is optional, so pflag binds only `--hook=EVENT` and leaves the
+// event among the arguments; with --hook no job IDs are allowed, so an
+// argument that names an event, beside the cluster, is the event.
+func takeHookEvent(opts *LogsOptions, args []string) []string {
+	if opts.Hook != hookAuto || len(args) != 2 {
+		return args
+	}
+	for i, a := range args {
+		if slices.Contains(agentapi.HookEvents, a) {
+			opts.Hook = a
+			return slices.Delete(slices.Clone(args), i, i+1)
+		}
+	}
+	return args
+}
+
 func newLogsCmd(f *Factory, runF func(*LogsOptions) error) *cobra.Command {
 	opts := &LogsOptions{IO: f.IO}
 	var (
@@ -81,6 +104,10 @@ With --status, print the job's status instead and exit with a code for it:
 			if err := validateConfigArgs(opts.Config); err != nil {
 				return err
 			}
+			args = takeHookEvent(opts, args)
+			if len(args) == 0 {
+				return flagErrorf("give the CLUSTER whose logs to show")
+			}
 			if err := checkClusterNames(args[0]); err != nil {
 				return err
 			}
@@ -90,10 +117,13 @@ With --status, print the job's status instead and exit with a code for it:
 				return err
 			}
 			if autostop {
-				if opts.Hook != "" && opts.Hook != "stop" {
+				if opts.Hook != "" && opts.Hook != hookAuto && opts.Hook != "stop" {
 					return flagErrorf("--autostop means --hook stop; it cannot be combined with --hook %s", opts.Hook)
 				}
 				opts.Hook = "stop"
+			}
+			if opts.Hook != "" && opts.Hook != hookAuto && !slices.Contains(agentapi.HookEvents, opts.Hook) {
+				return flagErrorf("invalid --hook %q: choose one of %s, or give --hook alone for whichever log exists", opts.Hook, strings.Join(agentapi.HookEvents, ", "))
 			}
 			if !cmd.Flags().Changed("worker") {
 				opts.Worker = -1
@@ -116,7 +146,11 @@ With --status, print the job's status instead and exit with a code for it:
 				return flagErrorf("--provision and --hook show cluster logs; do not give job IDs with them")
 			}
 			if len(opts.JobIDs) > 1 && !opts.SyncDown {
-				return flagErrorf("only one job ID can be streamed at a time (use --sync-down to fetch several)")
+				ids := make([]string, len(opts.JobIDs))
+				for i, id := range opts.JobIDs {
+					ids[i] = strconv.Itoa(id)
+				}
+				return flagErrorf("Cannot stream logs of multiple jobs (IDs: %s).\nPass -s/--sync-down to download the logs instead.", strings.Join(ids, ", "))
 			}
 			if opts.Tail < -1 {
 				return flagErrorf("invalid --tail %d: want a line count, 0 for the whole log", opts.Tail)
@@ -131,7 +165,7 @@ With --status, print the job's status instead and exit with a code for it:
 	fs := cmd.Flags()
 	addConfigFlag(cmd, &opts.Config)
 	fs.BoolVar(&opts.Provision, "provision", false, "Stream the cluster's provisioning log instead of a job's")
-	fs.StringVar(&opts.Hook, "hook", "", "Stream the log of a lifecycle hook EVENT; without a value, whichever hook log exists")
+	fs.StringVar(&opts.Hook, "hook", "", "Stream the log of a lifecycle hook EVENT (stop, preemption, down); without one, whichever hook log exists")
 	fs.Lookup("hook").NoOptDefVal = hookAuto
 	fs.BoolVar(&autostop, "autostop", false, "[Deprecated] Same as --hook stop")
 	fs.IntVarP(&opts.Worker, "worker", "w", 0, "Stream from this worker ID instead of the head node")

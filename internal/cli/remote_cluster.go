@@ -144,40 +144,26 @@ func orDash(s string) string {
 	return s
 }
 
-type costRow struct {
-	Name        string  `json:"name"`
-	LaunchedAt  int64   `json:"launched_at"`
-	Duration    int64   `json:"duration"`
-	NumNodes    int     `json:"num_nodes"`
-	Status      string  `json:"status"`
-	TotalCost   float64 `json:"total_cost"`
-	CostPerHour float64 `json:"cost_per_hour"`
-}
-
 func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
-	var recs []json.RawMessage
+	recs := []api.CostRecord{}
 	if err := f.call("cost_report", api.CostReportBody{Days: &opts.Days, All: opts.All}, &recs, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
 		if recs == nil {
-			recs = []json.RawMessage{}
+			recs = []api.CostRecord{}
 		}
 		return printJSON(opts.IO.Out, recs)
 	}
-	tb := newTable(opts.IO.Bold, "NAME", "LAUNCHED", "DURATION", "NODES", "STATUS", "COST/hr", "COST (est.)")
+	tb := newTable(opts.IO.Bold, "NAME", "LAUNCHED", "DURATION", "RESOURCES", "STATUS", "COST/hr", "COST (est.)")
 	total := 0.0
 	now := time.Now()
-	for i, raw := range recs {
-		var r costRow
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
+	for i, r := range recs {
 		total += r.TotalCost
 		if i >= 5 && !opts.All {
 			continue
 		}
-		tb.addRow(r.Name, agoEpoch(now, r.LaunchedAt), formatDuration(time.Duration(r.Duration)*time.Second), fmt.Sprint(r.NumNodes),
+		tb.addRow(r.Name, agoEpoch(now, r.LaunchedAt), formatDuration(time.Duration(r.Duration)*time.Second), orDash(r.ResourcesStr),
 			r.Status, fmt.Sprintf("$ %.2f", r.CostPerHour), fmt.Sprintf("$ %.2f", r.TotalCost))
 	}
 	if len(recs) == 0 {
@@ -222,7 +208,7 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 			who = "all users"
 		}
 		fmt.Fprintf(opts.IO.Out, "Job queue of %s on cluster %s\n", who, name)
-		tb := newTable(opts.IO.Bold, "ID", "NAME", "USER", "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "LOG")
+		tb := newTable(opts.IO.Bold, "ID", "NAME", "USER", "SUBMITTED", "STARTED", "DURATION", "RESOURCES", "STATUS", "LOG", "GIT COMMIT")
 		for _, raw := range out[name] {
 			var j agentapi.Job
 			if err := json.Unmarshal(raw, &j); err != nil {
@@ -237,7 +223,8 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 				}
 				dur = formatDuration(time.Duration((end - *j.StartAt) * float64(time.Second)))
 			}
-			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, string(j.Status), j.LogPath)
+			commit, _ := j.Metadata[agentapi.MetaGitCommit].(string)
+			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, string(j.Status), j.LogPath, orDash(commit))
 		}
 		if err := tb.render(opts.IO.Out); err != nil {
 			return err
@@ -274,9 +261,14 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 		fmt.Fprintf(opts.IO.Out, "Job %d: %s\n", st.JobID, st.Status)
 		return jobExit(st.Status)
 	case opts.Hook != "":
+		if opts.Hook != hookAuto {
+			b.Hook = opts.Hook
+		}
 		return f.call("hook_logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
-	case opts.SyncDown || opts.Provision:
-		return notAvailable("logs", map[bool]string{true: "--sync-down", false: "--provision"}[opts.SyncDown])
+	case opts.SyncDown:
+		return syncDownLogs(f, opts)
+	case opts.Provision:
+		return provisionLog(f, opts)
 	}
 	var st api.JobStatusResult
 	if err := f.call("logs", b, &st, callOptions{Stream: true, CancelOnStop: true}); err != nil {
@@ -470,12 +462,6 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 }
 
 func localUpRunRemote(f *Factory, opts *LocalUpOptions) error {
-	if opts.IPsFile != "" {
-		return notAvailable("local up --ips", "deploying on remote machines (use SSH node pools: sky ssh up)")
-	}
-	if len(opts.KindFlags) > 0 {
-		return flagErrorf("%s: this build's `sky local up` enables the local infrastructure and creates no kind Kubernetes cluster, so there is nothing to configure; run it without", strings.Join(opts.KindFlags, ", "))
-	}
 	return f.call("local_up", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
 }
 

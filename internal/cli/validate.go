@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/task"
 
 	"github.com/spf13/cobra"
 )
@@ -56,6 +57,12 @@ func validateRun(f *Factory, opts *ValidateOptions) error {
 	dag, err := prepareTask(opts.Task)
 	if err != nil {
 		return err
+	}
+	// Checked here too so the error names the file and line.
+	for _, t := range dag.Tasks {
+		if err := task.ValidateName(t); err != nil {
+			return err
+		}
 	}
 	redact := dag.Redactor()
 	for _, w := range dag.Warnings {

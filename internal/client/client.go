@@ -42,6 +42,9 @@ type Options struct {
 	// Token is a service-account token; default env
 	// SKYPILOT_SERVICE_ACCOUNT_TOKEN, then the one stored by login.
 	Token string
+	// NoStoredToken leaves out the token `sky api login` stored: a login
+	// proves itself with the credentials it was given.
+	NoStoredToken bool
 	// Home is where ~/.sky lives; default $HOME.
 	Home string
 	// AutoStart starts a local server in the background when the endpoint
@@ -77,6 +80,8 @@ type Client struct {
 type LoginConfig struct {
 	Endpoint string
 	Token    string
+	// Source is the file ReadLogin found them in ("" when none).
+	Source string
 }
 
 // ConfigPath is ~/.sky/config.yaml under home: the user's config, shared
@@ -112,7 +117,7 @@ func ReadLogin(home string) (LoginConfig, error) {
 		if err := yaml.Unmarshal(b, &doc); err != nil {
 			return LoginConfig{}, fmt.Errorf("%s: %w", path, err)
 		}
-		return LoginConfig{Endpoint: doc.APIServer.Endpoint, Token: doc.APIServer.Token}, nil
+		return LoginConfig{Endpoint: doc.APIServer.Endpoint, Token: doc.APIServer.Token, Source: path}, nil
 	}
 	return LoginConfig{}, nil
 }
@@ -191,7 +196,7 @@ func New(opts Options) (*Client, error) {
 	if token == "" {
 		token = os.Getenv(EnvToken)
 	}
-	if token == "" {
+	if token == "" && !opts.NoStoredToken {
 		token = login.Token
 	}
 	if token != "" {
@@ -244,6 +249,37 @@ func (e *RequestError) Error() string {
 		return fmt.Sprintf("request %s was cancelled", e.RequestID)
 	}
 	return fmt.Sprintf("%s: %s", e.Type, e.Message)
+}
+
+// ConnectionError is a server that could not be reached. Its message is
+// one sentence naming the endpoint once: the transport's own error
+// (`Post "URL/path": dial tcp ...`) repeats the URL, so only its cause
+// is kept.
+type ConnectionError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *ConnectionError) Error() string {
+	return fmt.Sprintf("Could not connect to SkyPilot API server at %s (%s). Please ensure that the server is running. Try: curl %s/api/health",
+		e.Endpoint, connCause(e.Err), e.Endpoint)
+}
+
+func (e *ConnectionError) Unwrap() error { return e.Err }
+
+// connCause is the innermost useful text of a transport error: the
+// syscall's words ("connection refused"), else the error without the
+// request line url.Error puts in front.
+func connCause(err error) string {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // ErrServerNotRunning means nothing answers at a local endpoint (and the
@@ -351,7 +387,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+		return nil, &ConnectionError{Endpoint: c.Endpoint, Err: err}
 	}
 	if err := c.checkOwnServer(resp); err != nil {
 		return nil, err
@@ -605,7 +641,7 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 		if c.Local && (isConnRefused(err) || isConnReset(err)) {
 			return nil, fmt.Errorf("%w at %s", ErrServerNotRunning, c.Endpoint)
 		}
-		return nil, fmt.Errorf("could not connect to SkyPilot API server at %s: %w", c.Endpoint, err)
+		return nil, &ConnectionError{Endpoint: c.Endpoint, Err: err}
 	}
 	if err := c.checkOwnServer(resp); err != nil {
 		return nil, err

@@ -126,6 +126,7 @@ func (e *Env) ops() []op.Op {
 		// with its client.
 		{Name: "logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.logs},
 		{Name: "job_status", Schedule: op.Short, Run: e.jobStatus},
+		{Name: "download_logs", Schedule: op.Short, Run: e.downloadLogs},
 		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Run: e.hookLogs},
 		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
 		{Name: "endpoints", Schedule: op.Short, Run: e.endpoints},

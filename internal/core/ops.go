@@ -38,6 +38,9 @@ func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
 	}
 	out := api.ValidateResult{Tasks: []api.ValidatedTask{}}
 	for _, t := range dag.Tasks {
+		if err := task.ValidateName(t); err != nil {
+			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+		}
 		rs := "-"
 		if t.Resources != nil {
 			rs = t.Resources.String()
@@ -397,6 +400,60 @@ func fmtNum(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
 
+// nodeSummary is what a cluster's nodes are, for the per-node cells and
+// the RESOURCES string of status and cost-report.
+type nodeSummary struct {
+	CPUs, MemoryGB float64
+	GPUs           map[string]float64
+	InstanceType   string
+	Spot           bool
+}
+
+func (n nodeSummary) gpuList() []string {
+	var gs []string
+	for name, v := range n.GPUs {
+		gs = append(gs, name+":"+fmtNum(v))
+	}
+	sort.Strings(gs)
+	return gs
+}
+
+// cells are the cpus, memory and accelerators fields (nil when unknown).
+func (n nodeSummary) cells() (cpus, mem, accs *string) {
+	if n.CPUs > 0 {
+		cpus = strp(fmtNum(n.CPUs))
+	}
+	if n.MemoryGB > 0 {
+		mem = strp(fmtNum(n.MemoryGB))
+	}
+	if gs := n.gpuList(); len(gs) > 0 {
+		accs = strp(strings.Join(gs, ","))
+	}
+	return cpus, mem, accs
+}
+
+// resourcesStr is `<nodes>x[spot](gpus=..., <instance>)` or, without
+// accelerators, `<nodes>x(cpus=N, mem=M, ...)` (cli-output.md).
+func (n nodeSummary) resourcesStr(nodes int) string {
+	var parts []string
+	if gs := n.gpuList(); len(gs) > 0 {
+		parts = append(parts, "gpus="+strings.Join(gs, ","))
+	} else if n.CPUs > 0 {
+		parts = append(parts, "cpus="+fmtNum(n.CPUs), "mem="+fmtNum(n.MemoryGB))
+	}
+	if n.InstanceType != "" {
+		parts = append(parts, n.InstanceType)
+	}
+	if len(parts) == 0 {
+		return "<initializing>"
+	}
+	prefix := ""
+	if n.Spot {
+		prefix = "[spot]"
+	}
+	return fmt.Sprintf("%dx%s(%s)", nodes, prefix, strings.Join(parts, ", "))
+}
+
 func (e *Env) record(ctx context.Context, c *state.Cluster) api.ClusterRecord {
 	h, err := backend.HandleOf(c)
 	if err != nil {
@@ -420,41 +477,15 @@ func (e *Env) record(ctx context.Context, c *state.Cluster) api.ClusterRecord {
 			rec.HeadIP = h.Info.Nodes[0].InternalIP
 		}
 	}
-	if h.CPUs > 0 {
-		rec.CPUs = strp(fmtNum(h.CPUs))
-	}
-	if h.MemoryGB > 0 {
-		rec.Memory = strp(fmtNum(h.MemoryGB))
-	}
-	var parts []string
-	if len(h.GPUs) > 0 {
-		var gs []string
-		for n, v := range h.GPUs {
-			gs = append(gs, n+":"+fmtNum(v))
-		}
-		sort.Strings(gs)
-		rec.Accelerators = strp(strings.Join(gs, ","))
-		parts = append(parts, "gpus="+strings.Join(gs, ","))
-	} else if h.CPUs > 0 {
-		parts = append(parts, "cpus="+fmtNum(h.CPUs), "mem="+fmtNum(h.MemoryGB))
-	}
-	if h.InstanceType != "" {
-		parts = append(parts, h.InstanceType)
-	}
-	prefix := ""
-	if h.UseSpot {
-		prefix = "[spot]"
-	}
-	if len(parts) == 0 {
-		rec.ResourcesStr = "<initializing>"
-	} else {
-		rec.ResourcesStr = fmt.Sprintf("%dx%s(%s)", c.NumNodes, prefix, strings.Join(parts, ", "))
-	}
+	sum := nodeSummary{CPUs: h.CPUs, MemoryGB: h.MemoryGB, GPUs: h.GPUs, InstanceType: h.InstanceType, Spot: h.UseSpot}
+	rec.CPUs, rec.Memory, rec.Accelerators = sum.cells()
+	rec.ResourcesStr = sum.resourcesStr(c.NumNodes)
 	rec.ResourcesStrFull = rec.ResourcesStr
 	if c.Resources != nil {
 		if rs, err := resources.Parse(rawMap(c.Resources)); err == nil {
 			rec.Labels = rs.Labels
 			rec.Priority = rs.Priority
+			rec.PriorityClass = strp(rs.PriorityClass)
 		}
 	}
 	return rec
@@ -618,29 +649,24 @@ func (e *Env) jobStatus(ctx context.Context, r *op.Request) (any, error) {
 	return api.JobStatusResult{JobID: id, Status: st}, nil
 }
 
+func (e *Env) downloadLogs(ctx context.Context, r *op.Request) (any, error) {
+	var b api.LogsBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	out, err := e.Backend.DownloadLogs(ctx, b.ClusterName, userOf(r), b.JobIDs)
+	return out, opErr(err)
+}
+
 func (e *Env) hookLogs(ctx context.Context, r *op.Request) (any, error) {
 	var b api.LogsBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	return nil, opErr(e.Backend.HookLog(ctx, b.ClusterName, userOf(r), r.Log))
-}
-
-// CostRecord is one row of `sky cost-report -o json`.
-type CostRecord struct {
-	Name           string           `json:"name"`
-	LaunchedAt     int64            `json:"launched_at"`
-	Duration       int64            `json:"duration"`
-	NumNodes       int              `json:"num_nodes"`
-	Resources      any              `json:"resources"`
-	ClusterHash    string           `json:"cluster_hash"`
-	UsageIntervals []state.Interval `json:"usage_intervals"`
-	TotalCost      float64          `json:"total_cost"`
-	CostPerHour    float64          `json:"cost_per_hour"`
-	Status         string           `json:"status"`
-	UserHash       string           `json:"user_hash"`
-	UserName       string           `json:"user_name"`
-	Workspace      string           `json:"workspace"`
+	if b.Hook != "" && !slices.Contains(agentapi.HookEvents, b.Hook) {
+		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("unknown hook event %q: choose one of %s", b.Hook, strings.Join(agentapi.HookEvents, ", "))}
+	}
+	return nil, opErr(e.Backend.HookLog(ctx, b.ClusterName, userOf(r), b.Hook, r.Log))
 }
 
 func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
@@ -648,12 +674,12 @@ func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	days := 30
+	days := 30 // a client that sends no window gets SkyPilot's default
 	if b.Days != nil {
 		days = *b.Days
 	}
 	now := time.Now()
-	since := int64(0) // --days 0: every cluster ever launched
+	var since int64 // --days 0: every cluster ever launched
 	if days > 0 {
 		since = now.Add(-time.Duration(days) * 24 * time.Hour).Unix()
 	}
@@ -661,19 +687,12 @@ func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []CostRecord{}
+	out := []api.CostRecord{}
 	for _, h := range hs {
 		if r.User.ID != "" && h.UserHash != "" && h.UserHash != r.User.ID {
 			continue
 		}
-		status := "TERMINATED"
-		if c, err := e.Store.GetCluster(ctx, h.Name); err == nil && c.ClusterHash == h.ClusterHash {
-			status = string(c.Status)
-		}
-		out = append(out, CostRecord{Name: h.Name, LaunchedAt: h.LaunchedAt, Duration: h.Duration(now), NumNodes: h.NumNodes,
-			Resources: rawMap(h.Resources), ClusterHash: h.ClusterHash, UsageIntervals: h.UsageIntervals,
-			TotalCost: h.TotalCost(now), CostPerHour: h.PricePerHour * float64(h.NumNodes), Status: status,
-			UserHash: h.UserHash, UserName: h.UserName, Workspace: h.Workspace})
+		out = append(out, e.costRecord(ctx, h, now))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LaunchedAt > out[j].LaunchedAt })
 	return out, nil
@@ -725,4 +744,60 @@ func (e *Env) endpoints(ctx context.Context, r *op.Request) (any, error) {
 		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("Port %d is not exposed on cluster %s; exposed ports: %s.", b.Port, c.Name, strings.Join(ports, ", "))}
 	}
 	return out, nil
+}
+
+// costRecord is one incarnation's row: a live cluster describes itself as
+// `sky status` does; a torn-down one by what its history says was
+// launched.
+func (e *Env) costRecord(ctx context.Context, h *state.History, now time.Time) api.CostRecord {
+	rec := api.CostRecord{Name: h.Name, LaunchedAt: h.LaunchedAt, Duration: h.Duration(now), NumNodes: h.NumNodes,
+		Resources: rawMap(h.Resources), ClusterHash: h.ClusterHash, UsageIntervals: h.UsageIntervals,
+		TotalCost: h.TotalCost(now), CostPerHour: h.PricePerHour * float64(h.NumNodes), Status: "TERMINATED",
+		UserHash: h.UserHash, UserName: h.UserName, Workspace: h.Workspace}
+	if rec.Resources == nil {
+		rec.Resources = map[string]any{}
+	}
+	if c, err := e.Store.GetCluster(ctx, h.Name); err == nil && c.ClusterHash == h.ClusterHash {
+		cr := e.record(ctx, c)
+		rec.Status = cr.Status
+		rec.Cloud, rec.Region, rec.CPUs, rec.Memory, rec.Accelerators = cr.Cloud, cr.Region, cr.CPUs, cr.Memory, cr.Accelerators
+		rec.ResourcesStr, rec.ResourcesStrFull = cr.ResourcesStr, cr.ResourcesStrFull
+		rec.LastEvent, rec.NodeNames, rec.Priority, rec.PriorityClass = cr.LastEvent, cr.NodeNames, cr.Priority, cr.PriorityClass
+		return rec
+	}
+	res, err := resources.Parse(rec.Resources)
+	if err != nil {
+		rec.ResourcesStr = "-"
+		rec.ResourcesStrFull = "-"
+		return rec
+	}
+	sum := nodeSummary{InstanceType: res.InstanceType, Spot: res.UseSpot != nil && *res.UseSpot}
+	if res.CPUs != nil && !res.CPUs.AtLeast && !res.CPUs.PerCPU {
+		sum.CPUs = res.CPUs.Value
+	}
+	if res.Memory != nil && !res.Memory.AtLeast && !res.Memory.PerCPU {
+		sum.MemoryGB = res.Memory.Value
+	}
+	if len(res.Accelerators.List) == 1 {
+		a := res.Accelerators.List[0]
+		sum.GPUs = map[string]float64{a.Name: a.Count}
+	}
+	if res.Infra.Cloud != "" {
+		rec.Cloud = strp(optimizer.DisplayName(res.Infra.Cloud))
+	}
+	rec.Region = strp(res.Infra.Region)
+	rec.CPUs, rec.Memory, rec.Accelerators = sum.cells()
+	rec.ResourcesStr = sum.resourcesStr(h.NumNodes)
+	rec.ResourcesStrFull = rec.ResourcesStr
+	rec.Priority = res.Priority
+	rec.PriorityClass = strp(res.PriorityClass)
+	if evs, err := e.Store.ListClusterEvents(ctx, h.Name, 50); err == nil {
+		for _, ev := range evs {
+			if ev.ClusterHash == h.ClusterHash {
+				rec.LastEvent = strp(ev.Reason)
+				break
+			}
+		}
+	}
+	return rec
 }

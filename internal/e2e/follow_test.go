@@ -301,7 +301,7 @@ func TestFiftyFollowersThenLaunch(t *testing.T) {
 	var logsReqs []request
 	if !waitFor(30*time.Second, func() bool {
 		var recs []request
-		e.mustJSON(&recs, "api", "status", "-a", "-o", "json")
+		e.mustJSON(&recs, "api", "status", "-a", "-l", "all", "-o", "json")
 		logsReqs = logsReqs[:0]
 		done := true
 		for _, r := range recs {

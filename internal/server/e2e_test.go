@@ -225,11 +225,11 @@ func TestE2ERequestLifecycle(t *testing.T) {
 		t.Fatalf("status -a -o json = %+v", recs)
 	}
 	// Without -a, finished requests are hidden.
-	if out := e.mustSky("api", "status"); !strings.Contains(out, "No requests") {
+	if out := e.mustSky("api", "status"); !strings.Contains(out, "\n-   -     -     -        -\n") {
 		t.Fatalf("status without -a:\n%s", out)
 	}
 	table := e.mustSky("api", "status", "-a")
-	for _, want := range []string{"ID", "USER", "NAME", "CREATED", "STATUS", id, "SUCCEEDED"} {
+	for _, want := range []string{"ID", "User", "Name", "Created", "Status", id, "SUCCEEDED"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("status table lacks %q:\n%s", want, table)
 		}
@@ -451,7 +451,7 @@ func TestE2ERefusesPublicWithoutAuth(t *testing.T) {
 
 func TestE2EAutoStartOnce(t *testing.T) {
 	e := newEnv(t)
-	if out, _, code := e.sky(nil, "api", "status"); code == 0 || !strings.Contains(out, "not running") {
+	if out, _, code := e.sky(nil, "api", "status"); code != 0 || !strings.Contains(out, "not running") {
 		t.Fatalf("status with no server: exit %d, %s", code, out)
 	}
 	var wg sync.WaitGroup
@@ -480,7 +480,7 @@ func TestE2EAutoStartOnce(t *testing.T) {
 	if !strings.Contains(out, "stopped") {
 		t.Fatalf("stop: %s", out)
 	}
-	if out, _, code := e.sky(nil, "api", "status"); code == 0 || !strings.Contains(out, "not running") {
+	if out, _, code := e.sky(nil, "api", "status"); code != 0 || !strings.Contains(out, "not running") {
 		t.Fatalf("status after stop: exit %d, %s", code, out)
 	}
 }

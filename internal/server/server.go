@@ -526,6 +526,12 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		}
 		body = redactCommand(fields, body)
 		cluster, _ := fields["cluster_name"].(string)
+		if names, _ := fields["cluster_names"].([]any); cluster == "" && len(names) == 1 {
+			// start/stop/down of one cluster are about it as much as a
+			// launch is: `sky api status -c` and `sky logs --provision`
+			// find them by it.
+			cluster, _ = names[0].(string)
+		}
 		entry, _ := fields["entrypoint"].(string)
 		rec := &api.Request{
 			RequestID: uuid.NewString(), Name: name, Entrypoint: entry, RequestBody: redactSecrets(fields, body),

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/skygo/skygo/internal/api"
 )
 
 // ClusterStatus is a cluster's lifecycle state.
@@ -179,29 +181,9 @@ func (s *Store) ListClusterEvents(ctx context.Context, name string, limit int) (
 	return out, rows.Err()
 }
 
-// Interval is one period a cluster was up: [start, end]; End nil = still up.
-type Interval struct {
-	Start int64
-	End   *int64
-}
-
-// MarshalJSON writes [start, end-or-null], the cost-report format.
-func (iv Interval) MarshalJSON() ([]byte, error) {
-	return json.Marshal([]any{iv.Start, iv.End})
-}
-
-// UnmarshalJSON reads [start, end-or-null].
-func (iv *Interval) UnmarshalJSON(b []byte) error {
-	var pair []*int64
-	if err := json.Unmarshal(b, &pair); err != nil {
-		return err
-	}
-	if len(pair) != 2 || pair[0] == nil {
-		return fmt.Errorf("usage interval %s: want [start, end-or-null]", b)
-	}
-	iv.Start, iv.End = *pair[0], pair[1]
-	return nil
-}
+// Interval is one period a cluster was up (api.Interval, the form
+// cost-report prints).
+type Interval = api.Interval
 
 // History is one cluster incarnation in cluster_history (cost-report).
 // ClusterHash is unique per launch, so a relaunched name gets a new row.

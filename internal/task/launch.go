@@ -19,21 +19,42 @@ func expandHome(p string) string {
 	return p
 }
 
+func (t *Task) source() *docSource {
+	if t.src == nil {
+		return &docSource{idx: newPosIndex()}
+	}
+	return t.src
+}
+
+// ValidateName checks the task name against SkyPilot's pattern; `sky
+// validate` applies it too, since a name it passed must not fail the
+// launch.
+func ValidateName(t *Task) error {
+	if err := nameError(t); err != nil {
+		return err
+	}
+	return nil
+}
+
+func nameError(t *Task) *Error {
+	if t.Name == "" || taskNameRE.MatchString(t.Name) {
+		return nil
+	}
+	return t.source().errAt("name", false, "invalid task name %q: use letters and digits, separated by single or double '.', '_' or '-' (pattern [a-zA-Z0-9]+(?:[._-]{1,2}[a-zA-Z0-9]+)*)", t.Name)
+}
+
 // ValidateForLaunch runs the checks SkyPilot makes just before a launch
 // (the "validate" phase): the task name pattern, mount paths without a
 // trailing slash, and that local workdir and file mount sources exist.
 // Catalog checks of resources belong to the optimizer, not here.
 func ValidateForLaunch(t *Task) error {
-	src := t.src
-	if src == nil {
-		src = &docSource{idx: newPosIndex()}
-	}
+	src := t.source()
 	var errs ErrorList
 	fail := func(path string, preferKey bool, format string, args ...any) {
 		errs = append(errs, src.errAt(path, preferKey, format, args...))
 	}
-	if t.Name != "" && !taskNameRE.MatchString(t.Name) {
-		fail("name", false, "invalid task name %q: use letters and digits, separated by single or double '.', '_' or '-' (pattern [a-zA-Z0-9]+(?:[._-]{1,2}[a-zA-Z0-9]+)*)", t.Name)
+	if err := nameError(t); err != nil {
+		errs = append(errs, err)
 	}
 	if t.NumNodes <= 0 {
 		fail("num_nodes", false, "num_nodes should be a positive int. Got: %d", t.NumNodes)

@@ -84,6 +84,10 @@ type JobSpec struct {
 	SubmitKey string `json:"submit_key,omitempty"`
 }
 
+// MetaGitCommit is the job metadata key of the workdir's git commit
+// (`sky queue`'s GIT COMMIT).
+const MetaGitCommit = "git_commit"
+
 // SubmitResult is what `sky agent submit` prints.
 type SubmitResult struct {
 	JobID int `json:"job_id"`

@@ -9,6 +9,10 @@ const (
 	WaitNone       = "none"
 )
 
+// HookEvents are the lifecycle hook events (runtime.md: the values of
+// SKYPILOT_HOOK_EVENT); each has its log at ~/.sky/hooks/<event>.log.
+var HookEvents = []string{"stop", "preemption", "down"}
+
 // AutostopConfig is the cluster's autostop setting as set-autostop takes
 // it. IdleMinutes < 0 disables autostop.
 type AutostopConfig struct {
