@@ -151,7 +151,7 @@ func newFlagEnv(t *testing.T) *flagEnv {
 		"work/setup.yaml":     "setup: echo SETUP-RAN\nrun: echo RUN-RAN\n",
 		"work/needsenv.yaml":  "envs:\n  NEEDED: null\nrun: echo $NEEDED\n",
 		"work/needssec.yaml":  "secrets:\n  TOKEN: null\nrun: echo hi\n",
-		"work/needed.env":    "NEEDED=from-file\nTOKEN=from-file\n",
+		"work/needed.env":     "NEEDED=from-file\nTOKEN=from-file\n",
 		"work/ips.txt":        "10.0.0.1\n",
 		"work/key":            "not a key\n",
 		"work/volume.yaml":    "name: v\ntype: k8s-pvc\nsize: 1Gi\n",
