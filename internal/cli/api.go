@@ -67,6 +67,9 @@ type apiStartOptions struct {
 	Deploy, Foreground, BasicAuth bool
 	Host                          string
 	Port                          int
+	// settings are the given flags that shape the server (--deploy,
+	// --host, --enable-basic-auth): a server already running keeps its own.
+	settings []string
 }
 
 func newAPIStartCmd(f *Factory) *cobra.Command {
@@ -78,6 +81,11 @@ func newAPIStartCmd(f *Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Port < 0 || o.Port > 65535 {
 				return flagErrorf("--port %d: want 1-65535", o.Port)
+			}
+			for _, n := range []string{"deploy", "host", "enable-basic-auth"} {
+				if cmd.Flags().Changed(n) {
+					o.settings = append(o.settings, "--"+n)
+				}
 			}
 			if o.Foreground {
 				return runAPIServer(cmd.Context(), f, o)
@@ -194,6 +202,9 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 		ctx = context.Background()
 	}
 	if _, err := c.Health(ctx); err == nil {
+		if len(o.settings) > 0 {
+			return fmt.Errorf("the SkyPilot API server is already running at %s, and %s cannot change a running server: run `sky api stop`, then `sky api start` with them", url, strings.Join(o.settings, ", "))
+		}
 		fmt.Fprintf(f.IO.Out, "SkyPilot API server is already running at %s.\n", url)
 		return nil
 	}

@@ -229,6 +229,9 @@ const requestConfigKey = "override_skypilot_config"
 // same user file itself.
 func (f *Factory) loadRequestConfig(cmd *cobra.Command) error {
 	f.requestConfig = nil
+	if cmd.Flags().Lookup("config") == nil {
+		return nil // sends no request a config applies to (api, agent, completion)
+	}
 	var vals []string
 	if fl := cmd.Flags().Lookup("config"); fl != nil && fl.Changed {
 		vals, _ = cmd.Flags().GetStringArray("config")
@@ -251,6 +254,9 @@ func (f *Factory) loadRequestConfig(cmd *cobra.Command) error {
 		return flagErrorf("%v", err)
 	}
 	m := cfg.Map()
+	// Which server to talk to is the client's business alone; sending
+	// it would only earn a warning that the server ignores it.
+	delete(m, "api_server")
 	if ws != "" {
 		m["active_workspace"] = ws
 	}

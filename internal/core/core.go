@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -292,6 +293,10 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 		fmt.Fprintf(r.Log, "Warning: %s\n", w)
 	}
 	if err := merged.CheckWorkspace(); err != nil {
+		var ve *config.ValidationError
+		if errors.As(err, &ve) && ve.Source == "" {
+			ve.Source = "the client's config: --config, -w/--workspace, config files"
+		}
 		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
 	return merged, nil

@@ -147,8 +147,11 @@ func TestPromptsReadStdin(t *testing.T) {
 
 	// yes | sky launch: a new cluster is asked about and launched.
 	r := e.sh(`yes | "$SKY" launch -c pc -- echo launched-by-yes`)
-	// SkyPilot's first line says what will run; the question follows.
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "Command to run: echo launched-by-yes\nLaunching a new cluster 'pc'. Proceed? [Y/n]: ") || !strings.Contains(r.stdout, "(task, pid=") {
+	// SkyPilot's first line says what will run; the optimizer's table
+	// (what would be provisioned, at what price) and the question follow.
+	ask0 := "\nLaunching a new cluster 'pc'. Proceed? [Y/n]: "
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Command to run: echo launched-by-yes\nConsidered resources (1 node):\n") ||
+		!strings.Contains(r.stdout, "----\n"+ask0) || !strings.Contains(r.stdout, "(task, pid=") {
 		t.Fatalf("%s\nwant the launch prompt answered by yes, and the job's output", r)
 	}
 	// An UP cluster of one's own is reused without a question.

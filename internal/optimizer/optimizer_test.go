@@ -253,6 +253,13 @@ func TestCapacityInfrasBlockedAndFeatures(t *testing.T) {
 			wantErrPart: []string{"aws: no instance with 16x H100 in us-east-1", "lambda: no instance with 16x H100 in us-east-1", "kubernetes: no node with 16x H100", "slurm: no node with 16x H100"}},
 		{name: "enabled infra without capacity provider", req: Request{Cloud: "ssh"}, enabled: []string{"ssh"}, wantErrPart: []string{"ssh: no capacity information"}},
 		{name: "unknown instance type", req: Request{Cloud: "aws", InstanceType: "p99.huge"}, enabled: []string{"aws"}, wantErrPart: []string{"aws: no instance type p99.huge in the catalog"}},
+		// Fixed-disk infras cannot resize disks or add local disks, and a
+		// cloud serves the same request.
+		{name: "slurm disk size", req: Request{Cloud: "slurm", DiskSize: 500}, enabled: []string{"slurm"}, wantErrPart: []string{"slurm: disk_size 500 is not supported"}},
+		{name: "slurm local disk", req: Request{Cloud: "slurm", LocalDisk: "nvme:100+"}, enabled: []string{"slurm"}, wantErrPart: []string{"slurm: local_disk nvme:100+ is not supported"}},
+		{name: "slurm best network", req: Request{Cloud: "slurm", NetworkTier: "best"}, enabled: []string{"slurm"}, wantErrPart: []string{"slurm: network_tier best is not supported"}},
+		{name: "standard network anywhere", req: Request{Cloud: "slurm", NetworkTier: "standard"}, enabled: []string{"slurm"}, wantCloud: "slurm"},
+		{name: "disk size goes to a cloud", req: Request{AccName: "H100", AccCount: 8, DiskSize: 500}, enabled: []string{"slurm", "aws"}, wantCloud: "aws"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -529,3 +529,14 @@ func TestNumNodesOutOfRangeOrNotInteger(t *testing.T) {
 		t.Errorf("ValidateForLaunch of an override past the bound: %v", err)
 	}
 }
+
+func TestCheckRunnableRefusesVolumes(t *testing.T) {
+	tk := mustLoad(t, "run: echo hi\nvolumes:\n  /data: myvol\n", LoadOptions{})
+	err := CheckRunnable(tk)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:3:") || !strings.Contains(err.Error(), "volumes are not available in this build") {
+		t.Fatalf("CheckRunnable = %v, want the file:line and the refusal", err)
+	}
+	if err := CheckRunnable(mustLoad(t, "run: echo hi\n", LoadOptions{})); err != nil {
+		t.Errorf("a task without volumes: %v", err)
+	}
+}
