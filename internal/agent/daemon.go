@@ -517,10 +517,13 @@ func (d *daemon) runPhase(rj *runningJob, lg *jobLog, phase string) (codes, pids
 		}()
 	}
 	rj.mu.Unlock()
+	// The return below assigns the named result pids; the goroutine keeps
+	// its own copy of the slice (filled before pidsDone closes).
+	rankPids := pids
 	go func() {
 		select {
 		case <-pidsDone:
-			_ = d.st.setPids(context.Background(), r.JobID, pids)
+			_ = d.st.setPids(context.Background(), r.JobID, rankPids)
 		case <-d.ctx.Done():
 		}
 	}()

@@ -140,7 +140,7 @@ func loadHostKey(p paths, create bool) (gossh.Signer, error) {
 	// The public key first: a reader that finds the private key finds
 	// its public half too.
 	pub := gossh.MarshalAuthorizedKey(signer.PublicKey())
-	if err := writeFileAtomic(p.hostKeyPath()+".pub", pub, 0o644); err != nil {
+	if err := writeFileAtomic(p.hostKeyPath()+".pub", pub, 0o600); err != nil {
 		return nil, err
 	}
 	if err := writeFileAtomic(p.hostKeyPath(), pem.EncodeToMemory(block), 0o600); err != nil {

@@ -148,13 +148,7 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	} else if !purge {
 		return perr
 	}
-	if in, _, err := b.plugin(h); err == nil {
-		if a, ok := in.(infra.SSHAccess); ok {
-			if err := a.RemoveSSHConfig(name); err != nil {
-				fmt.Fprintf(log, "Warning: %v\n", err)
-			}
-		}
-	}
+	b.removeSSHConfig(h, name, log)
 	// Only this incarnation: a cluster of the same name launched anew
 	// meanwhile (another server) is not ours to remove.
 	removed, err := b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "terminated by user", func(row *state.Cluster) error {
@@ -207,12 +201,15 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 	agentDown := false
 	switch {
 	case len(nodes) == 0:
-		_, err := b.Store.RemoveCluster(context.WithoutCancel(ctx), c.Name, "status refresh: nodes no longer exist", func(row *state.Cluster) error {
+		removed, err := b.Store.RemoveCluster(context.WithoutCancel(ctx), c.Name, "status refresh: nodes no longer exist", func(row *state.Cluster) error {
 			if row.Version != seen {
 				return state.ErrNoChange
 			}
 			return nil
 		})
+		if removed {
+			b.removeSSHConfig(h, c.Name, io.Discard) // `ssh <cluster>` must not reach the next owner of the address
+		}
 		if errors.Is(err, state.ErrNotFound) {
 			err = nil
 		}
@@ -566,4 +563,16 @@ func (b *Backend) finishAgentStart(ctx context.Context, c *state.Cluster, runner
 	}
 	nc, err := b.Store.GetCluster(ctx, c.Name)
 	return nc, err
+}
+
+// removeSSHConfig removes the cluster's `ssh <cluster>` entries, for the
+// infrastructures that have them.
+func (b *Backend) removeSSHConfig(h *Handle, name string, log io.Writer) {
+	if in, _, err := b.plugin(h); err == nil {
+		if a, ok := in.(infra.SSHAccess); ok {
+			if err := a.RemoveSSHConfig(name); err != nil {
+				fmt.Fprintf(log, "Warning: %v\n", err)
+			}
+		}
+	}
 }

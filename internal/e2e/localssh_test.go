@@ -64,6 +64,31 @@ func TestLocalSSH(t *testing.T) {
 		t.Errorf("~/.ssh/config does not include the generated entries:\n%s", b)
 	}
 
+	// No command and no terminal: the login shell reads its commands.
+	if out := runCmdStdin(t, 30*time.Second, e.env, "echo via-stdin $SKYPILOT_NODE_RANK\n", "ssh", "-F", gen, "-o", "BatchMode=yes", "-T", "dev-worker1"); !strings.Contains(out.stdout, "via-stdin 1\n") {
+		t.Errorf("echo ... | ssh -T dev-worker1: %s", out)
+	}
+	// A dropped connection ends the command, as with sshd.
+	pidFile := filepath.Join(e.nodeHome("dev", 0), "sleeper.pid")
+	drop := exec.Command("ssh", "-F", gen, "-o", "BatchMode=yes", "dev", "echo $$ > ~/sleeper.pid; exec sleep 120")
+	drop.Env = e.env
+	if err := drop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if !waitFor(15*time.Second, func() bool {
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0
+	}) {
+		t.Fatal("the command over ssh did not start")
+	}
+	_ = drop.Process.Kill()
+	_ = drop.Wait()
+	if !waitFor(10*time.Second, func() bool { return !skyproc.Alive(pid) }) {
+		t.Errorf("the command of a dropped ssh connection (pid %d) still runs", pid)
+	}
+
 	// A pty: ssh -tt gives the command a terminal.
 	out = ssh("-tt", "dev", "tty; echo TERM=$TERM")
 	if out.code != 0 || !regexp.MustCompile(`(?m)^/dev/pts/[0-9]+\r?$`).MatchString(out.stdout) {

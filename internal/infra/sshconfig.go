@@ -217,7 +217,8 @@ func ClientKey(home string) (path, public string, err error) {
 	if err := WriteFileAtomic(path, pem.EncodeToMemory(block), 0o600); err != nil {
 		return "", "", fmt.Errorf("writing SkyGo's SSH key: %w", err)
 	}
-	if err := WriteFileAtomic(path+".pub", []byte(public+"\n"), 0o644); err != nil {
+	// Owner-only like every file SkyGo keeps; nothing reads it but SkyGo.
+	if err := WriteFileAtomic(path+".pub", []byte(public+"\n"), 0o600); err != nil {
 		return "", "", fmt.Errorf("writing SkyGo's SSH key: %w", err)
 	}
 	return path, public, nil

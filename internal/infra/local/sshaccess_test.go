@@ -24,7 +24,7 @@ import (
 
 // startAgents starts the node agents of a provisioned cluster with the
 // sky binary, as the backend does.
-func startAgents(t *testing.T, p *Provisioner, info *provision.ClusterInfo) {
+func startAgents(t testing.TB, p *Provisioner, info *provision.ClusterInfo) {
 	t.Helper()
 	sky := testutil.SkyBinary(t)
 	runners, err := p.Runners(info)
@@ -160,4 +160,28 @@ func testKey(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// BenchmarkWriteSSHConfig is what `ssh <cluster>` adds to every launch of
+// a 2-node local cluster: the entries, the keys and the check that the
+// head serves them.
+func BenchmarkWriteSSHConfig(b *testing.B) {
+	home := b.TempDir()
+	p, err := New(filepath.Join(home, "local"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := p.Provision(context.Background(), provision.ClusterSpec{Name: "c1", NumNodes: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Terminate(context.Background(), "c1") })
+	startAgents(b, p, info)
+	in := &Infra{env: infra.Env{Home: home}, P: p}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := in.WriteSSHConfig(info); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
