@@ -258,9 +258,6 @@ type LocalUpOptions struct {
 	Name        string
 	PortStart   int
 	Async       bool
-	// KindFlags are the given flags that shape a kind Kubernetes cluster,
-	// which this build's `local up` does not create.
-	KindFlags []string
 }
 
 func newLocalCmd(f *Factory) *cobra.Command {
