@@ -251,6 +251,17 @@ func (e *flagEnv) skyIn(stdin string, args ...string) flagRun {
 	return r
 }
 
+// url is the endpoint of the probes' API server.
+func (e *flagEnv) url() string {
+	for _, kv := range e.env {
+		if p, ok := strings.CutPrefix(kv, "SKYPILOT_API_SERVER_LOCAL_PORT="); ok {
+			return "http://127.0.0.1:" + p
+		}
+	}
+	e.t.Fatal("flagEnv has no API server port")
+	return ""
+}
+
 func (e *flagEnv) mustWork(args ...string) flagRun {
 	e.t.Helper()
 	r := e.sky(args...)
@@ -829,22 +840,20 @@ func flagCases(e *flagEnv) []flagCase {
 		wantRefused(t, e.sky("logs", "--worker", "3", "fw", "1"), "--worker 3", "1 node")
 		wantWorks(t, e.sky("logs", "--worker", "0", "fw", "1"), "base")
 	})
-	// owner: other helper (logs --sync-down/--provision/--hook and the
-	// --autostop alias of --hook stop): today's behaviour.
-	add("logs --sync-down", refuses([]string{"logs", "--sync-down", "fw", "1"}, "--sync-down"))
-	add("logs --provision", refuses([]string{"logs", "--provision", "fw"}, "--provision"))
+	add("logs --sync-down", func(t *testing.T, e *flagEnv) {
+		r := e.sky("logs", "--sync-down", "fw", "1")
+		wantWorks(t, r, "Job 1 logs: ")
+		logs, _ := filepath.Glob(filepath.Join(e.home, "sky_logs", "*", "run.log"))
+		if len(logs) == 0 {
+			t.Errorf("--sync-down wrote no run.log under ~/sky_logs: %s", r)
+		}
+	})
+	add("logs --provision", works([]string{"logs", "--provision", "fw"}, "Launching on Local"))
 	add("logs --hook", func(t *testing.T, e *flagEnv) {
-		r := e.sky("logs", "--hook", "stop", "fw")
-		if r.code == -1 {
-			t.Errorf("logs --hook hung: %s", r)
-		}
+		wantWorks(t, e.sky("logs", "--hook", "stop", "fw"), "No stop hook log")
+		wantRefused(t, e.sky("logs", "--hook=nope", "fw"), "nope")
 	})
-	add("logs --autostop", func(t *testing.T, e *flagEnv) {
-		r := e.sky("logs", "--autostop", "fw")
-		if r.code == -1 {
-			t.Errorf("logs --autostop hung: %s", r)
-		}
-	})
+	add("logs --autostop", works([]string{"logs", "--autostop", "fw"}, "No stop hook log"))
 	add("cancel --config", configRefused("cancel", "-y", "fw", "1"))
 	add("cancel --yes", func(t *testing.T, e *flagEnv) {
 		r := e.sky("exec", "-d", "fw", "sleep 120")
@@ -878,8 +887,23 @@ func flagCases(e *flagEnv) []flagCase {
 		wantRefused(t, e.sky("check", "-w", "nope"), "Workspace nope does not exist")
 		wantWorks(t, e.sky("check", "-w", "team"), "Enabled infra")
 	})
-	// owner: other helper (check output and -v).
-	add("check --verbose", works([]string{"check", "-v"}, "Enabled infra"))
+	// -v adds where each infra's credentials come from; an SSH node pool
+	// file shows it without a cloud credential (which would change what
+	// the other probes' optimizer sees). The pool is gone again after.
+	add("check --verbose", func(t *testing.T, e *flagEnv) {
+		pools := filepath.Join(e.home, ".sky", "ssh_node_pools.yaml")
+		if err := os.WriteFile(pools, []byte("fwpool:\n  hosts:\n    - 10.99.0.1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = os.Remove(pools)
+			e.sky("check", "ssh")
+		}()
+		wantWorks(t, e.sky("check", "-v", "ssh"), "pool fwpool: 1 host(s)")
+		if r := e.sky("check", "ssh"); strings.Contains(r.out, "pool fwpool") {
+			t.Errorf("check without -v printed the per-pool lines: %s", r)
+		}
+	})
 	add("check --output", func(t *testing.T, e *flagEnv) {
 		var v map[string]any
 		if r := e.sky("check", "-o", "json"); json.Unmarshal([]byte(r.out), &v) != nil {
@@ -898,8 +922,14 @@ func flagCases(e *flagEnv) []flagCase {
 			wantWorks(t, e.sky(with("--cloud", "aws", "--region", "us-east-1", "H100")...), "us-east-1")
 		})
 		add(g+" --all-regions", works(with("--all-regions", "H100"), "H100"))
-		// owner: other helper (gpus list -v and -o json).
-		add(g+" --verbose", works(with("-v"), "GPU"))
+		// Without -v, cells longer than 30 characters are cut in the middle.
+		add(g+" --verbose", func(t *testing.T, e *flagEnv) {
+			long := "hyperstack__1xH100_80GB__28__180"
+			wantWorks(t, e.sky(with("-v", "H100")...), long)
+			if r := e.sky(with("H100")...); strings.Contains(r.out, long) {
+				t.Errorf("%s without -v printed the long cell whole: %s", g, r)
+			}
+		})
 		add(g+" --output", func(t *testing.T, e *flagEnv) {
 			var v any
 			if r := e.sky(with("-o", "json")...); json.Unmarshal([]byte(r.out), &v) != nil {
@@ -1001,10 +1031,42 @@ func flagCases(e *flagEnv) []flagCase {
 	add("api logs --no-follow", works([]string{"api", "logs", "--no-follow"}))
 	add("api logs --server-logs", works([]string{"api", "logs", "--server-logs", "--no-follow", "--tail", "5"}))
 	add("api logs --tail", works([]string{"api", "logs", "--no-follow", "--tail", "1"}))
-	// owner: other helper (api status output).
-	for _, f := range [][]string{{"all-status", "-a"}, {"all-users", "-u"}, {"limit", "--limit=1"}, {"output", "-o=json"}, {"verbose", "-v"}} {
-		add("api status --"+f[0], works([]string{"api", "status", f[1]}))
-	}
+	add("api status --output", func(t *testing.T, e *flagEnv) {
+		var v []map[string]any
+		if r := e.sky("api", "status", "-a", "-o", "json"); json.Unmarshal([]byte(r.out), &v) != nil || len(v) == 0 {
+			t.Errorf("api status -a -o json is not a non-empty JSON list: %s", r)
+		}
+	})
+	add("api status --all-status", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("api", "status", "-a"), "SUCCEEDED")
+		if r := e.sky("api", "status"); strings.Contains(r.out, "SUCCEEDED") {
+			t.Errorf("api status without -a listed finished requests: %s", r)
+		}
+	})
+	add("api status --all-users", works([]string{"api", "status", "-a", "-u"}, "SUCCEEDED"))
+	add("api status --limit", func(t *testing.T, e *flagEnv) {
+		r := e.sky("api", "status", "-a", "--limit=1")
+		wantWorks(t, r, "Showing 1 requests")
+		n := 0
+		for _, line := range strings.Split(r.out, "\n") {
+			if strings.TrimSpace(line) != "" {
+				n++
+			}
+		}
+		if n != 3 {
+			t.Errorf("--limit=1: want the header, one row and the footer, got %d lines: %s", n, r)
+		}
+	})
+	add("api status --verbose", works([]string{"api", "status", "-a", "-v"}, "Cluster"))
+	add("api status --cluster", func(t *testing.T, e *flagEnv) {
+		r := e.sky("api", "status", "-a", "-v", "-l", "all", "--cluster", "fw")
+		wantWorks(t, r, "fw")
+		for _, line := range strings.Split(strings.TrimSpace(r.out), "\n")[1:] {
+			if !strings.Contains(line, " fw ") {
+				t.Errorf("--cluster fw listed a request of another cluster: %q", line)
+			}
+		}
+	})
 	add("api start --deploy", refuses([]string{"api", "start", "--deploy"}, "auth"))
 	add("api start --host", refuses([]string{"api", "start", "--host", "0.0.0.0"}, "auth"))
 	apiStart := func(t *testing.T, e *flagEnv) {
@@ -1043,26 +1105,45 @@ func flagCases(e *flagEnv) []flagCase {
 
 	// sky local: last, since down removes the local clusters.
 	add("local up --config", configRefused("local", "up"))
-	for _, f := range []string{"--gpus", "--no-gpus", "--cleanup", "--context-name=x", "--password=x", "--name=x", "--port-start=3000"} {
+	add("local up --gpus", works([]string{"local", "up", "--gpus"}, "The local infrastructure is enabled"))
+	add("local up --no-gpus", refuses([]string{"local", "up", "--no-gpus"}, "--no-gpus", "not available"))
+	for _, f := range []string{"--cleanup", "--context-name=x", "--password=x"} {
 		name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-		add("local up --"+name, refuses([]string{"local", "up", f}, "--"+name, "no kind Kubernetes cluster"))
+		add("local up --"+name, refuses([]string{"local", "up", f}, "--"+name, "SSH node pools"))
 	}
 	for _, f := range []string{"ips", "ssh-user", "ssh-key-path"} {
-		add("local up --"+f, refuses([]string{"local", "up", "--ips", "ips.txt", "--ssh-user", "u", "--ssh-key-path", "key"}, "--ips", "not available in this build"))
+		add("local up --"+f, refuses([]string{"local", "up", "--" + f, "x"}, "--"+f, "SSH node pools"))
+	}
+	for _, f := range []string{"--name=x", "--port-start=3000"} {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		add("local up --"+name, refuses([]string{"local", "up", f}, "--"+name, "kind Kubernetes cluster"))
 	}
 	add("local up --async", works([]string{"local", "up", "--async"}, "Submitted sky.local_up request"))
 	add("local up --no-async", works([]string{"local", "up", "--no-async"}, "The local infrastructure is enabled"))
 	add("local down --config", configRefused("local", "down"))
-	add("local down --name", refuses([]string{"local", "down", "--name", "x"}, "--name x"))
+	add("local down --name", refuses([]string{"local", "down", "--name", "x"}, "--name", "kind cluster"))
 	add("local down --no-async", func(t *testing.T, e *flagEnv) {
 		wantWorks(t, e.sky("local", "down", "--no-async"), "Terminating cluster fw")
 		e.waitStatus(t, "fw", "", 10*time.Second)
 		wantWorks(t, e.sky("local", "up"))
 	})
 	add("local down --async", works([]string{"local", "down", "--async"}, "Submitted sky.local_down request"))
-	// owner: other helper (api login -e/-t and their companions). Last:
-	// a login that went through would point this HOME elsewhere.
-	add("api login --endpoint", refuses([]string{"api", "login", "-e", "not-a-url"}, "not-a-url"))
-	add("api login --token", refuses([]string{"api", "login", "-e", "http://127.0.0.1:1", "--token", "not-a-token"}, "--token"))
+	// sky api login: last, since a login points this HOME at the
+	// endpoint. This server needs no credentials, so every flag must
+	// log in; how they behave against a server that needs a token is
+	// internal/e2e's TestAPILoginFlags.
+	add("api login --endpoint", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("api", "login", "-e", "not-a-url"), "not-a-url")
+		wantWorks(t, e.sky("api", "login", "-e", e.url()), "Logged into SkyPilot API server at: "+e.url())
+	})
+	add("api login --token", func(t *testing.T, e *flagEnv) {
+		wantRefused(t, e.sky("api", "login", "-e", "http://127.0.0.1:1", "--token", "not-a-token"), "--token")
+		wantWorks(t, e.sky("api", "login", "-e", e.url(), "--token", "sky_flagwalk"), "Logged into")
+	})
+	for _, f := range [][]string{{"--service-account-token", "sky_flagwalk"}, {"--relogin"}, {"--no-browser"}} {
+		add("api login "+f[0], func(t *testing.T, e *flagEnv) {
+			wantWorks(t, e.sky(append([]string{"api", "login", "-e", e.url()}, f...)...), "Logged into")
+		})
+	}
 	return cs
 }
