@@ -1,0 +1,209 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/upload"
+)
+
+// UploadReport says what an upload sent: Files and Bytes are the whole
+// tree, Sent and SentBytes what crossed the wire (the rest the server
+// already had).
+type UploadReport struct {
+	ID        string
+	Files     int
+	Bytes     int64
+	Sent      int
+	SentBytes int64
+	Took      time.Duration
+}
+
+func (r UploadReport) String() string {
+	return fmt.Sprintf("Uploaded %d files (%s) to the API server in %s: %d sent (%s), %d unchanged.",
+		r.Files, upload.HumanBytes(r.Bytes), r.Took.Round(time.Millisecond), r.Sent, upload.HumanBytes(r.SentBytes), r.Files-r.Sent)
+}
+
+// uploadWorkers is how many blobs travel at once: enough to hide the
+// round trips of many small files, few enough not to thrash the disk.
+const uploadWorkers = 8
+
+// Upload sends the local sources of roots to the server and returns the
+// id of the tree it assembled: the client scans the files (ignore rules
+// applied) and hashes them, the server names the blobs it lacks, and only
+// those are sent, in chunks that resume where a cut-off upload stopped.
+func (c *Client) Upload(ctx context.Context, roots []upload.Root) (UploadReport, error) {
+	start := time.Now()
+	var limits api.UploadLimits
+	if err := c.Do(ctx, http.MethodGet, api.PathUploadLimits, nil, &limits); err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return UploadReport{}, fmt.Errorf("the API server at %s cannot receive files (it predates uploads); upgrade it to send a workdir or local file mounts", c.Endpoint)
+		}
+		return UploadReport{}, err
+	}
+	scan, err := upload.Scan(roots, limits.MaxBytes)
+	if err != nil {
+		return UploadReport{}, err
+	}
+	var needs api.UploadNeeds
+	if err := c.Do(ctx, http.MethodPost, api.PathUpload, scan.Manifest, &needs); err != nil {
+		return UploadReport{}, err
+	}
+	rep := UploadReport{Files: scan.Files, Bytes: scan.Bytes}
+	if err := c.sendBlobs(ctx, scan, needs.Missing, limits.ChunkBytes, &rep); err != nil {
+		return rep, err
+	}
+	var res api.UploadResult
+	if err := c.Do(ctx, http.MethodPost, api.PathUploadCommit, scan.Manifest, &res); err != nil {
+		return rep, err
+	}
+	rep.ID, rep.Took = res.ID, time.Since(start)
+	return rep, nil
+}
+
+// sendBlobs uploads the missing blobs on a few workers. Sent counts the
+// files whose content was sent (two files of one content count twice).
+func (c *Client) sendBlobs(ctx context.Context, scan *upload.Scanned, missing []api.UploadBlob, chunk int64, rep *UploadReport) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	perBlob := map[string]int{}
+	for _, e := range scan.Manifest.Entries {
+		if e.Type == api.EntryFile {
+			perBlob[e.SHA256]++
+		}
+	}
+	if chunk <= 0 {
+		chunk = upload.DefaultChunkBytes
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next = make(chan api.UploadBlob)
+	)
+	for w := 0; w < min(uploadWorkers, len(missing)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range next {
+				n, err := c.sendBlob(ctx, scan.Local[b.SHA256], b, chunk)
+				mu.Lock()
+				rep.SentBytes += n
+				if err != nil {
+					errs = append(errs, err)
+					cancel()
+				} else {
+					rep.Sent += perBlob[b.SHA256]
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, b := range missing {
+		select {
+		case next <- b:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return ctx.Err()
+}
+
+// chunkRetries is how often one chunk is tried again after a failure
+// that may be passing (a broken connection, a restarted server).
+const chunkRetries = 3
+
+// sendBlob sends one blob from b.Have on, chunk by chunk. After a failed
+// chunk it asks the server how much arrived and resumes there. It
+// returns the bytes sent.
+func (c *Client) sendBlob(ctx context.Context, path string, b api.UploadBlob, chunk int64) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	off, sent, failures := b.Have, int64(0), 0
+	buf := make([]byte, min(chunk, b.Size))
+	for {
+		n, err := f.ReadAt(buf[:min(chunk, b.Size-off)], off)
+		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == b.Size-off) {
+			return sent, fmt.Errorf("reading %s: %w", path, err)
+		}
+		q := url.Values{"sha256": {b.SHA256}, "size": {strconv.FormatInt(b.Size, 10)}, "offset": {strconv.FormatInt(off, 10)}}
+		res, err := c.putChunk(ctx, q, buf[:n])
+		if err != nil {
+			var ae *APIError
+			if ctx.Err() != nil || (errors.As(err, &ae) && ae.Status != http.StatusConflict && ae.Status < 500) {
+				return sent, fmt.Errorf("uploading %s: %w", path, err)
+			}
+			if failures++; failures > chunkRetries {
+				return sent, fmt.Errorf("uploading %s: %w", path, err)
+			}
+			time.Sleep(time.Duration(failures) * 200 * time.Millisecond)
+			var have api.UploadChunkResult
+			if herr := c.doJSONQuery(ctx, http.MethodGet, api.PathUploadBlob, q, &have); herr != nil {
+				continue
+			}
+			if have.Complete {
+				return sent, nil
+			}
+			off = have.Have
+			continue
+		}
+		sent += int64(n)
+		if res.Complete {
+			return sent, nil
+		}
+		if res.Have <= off {
+			return sent, fmt.Errorf("uploading %s: the API server took no bytes at offset %d", path, off)
+		}
+		off = res.Have
+	}
+}
+
+// putChunk sends one chunk; a 409 (the server has another offset) comes
+// back as an *APIError for the caller to resume from.
+func (c *Client) putChunk(ctx context.Context, q url.Values, data []byte) (api.UploadChunkResult, error) {
+	var res api.UploadChunkResult
+	resp, err := c.do(ctx, http.MethodPut, api.PathUploadBlob, q, rawBody(data))
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return res, fmt.Errorf("decode chunk answer: %w", err)
+	}
+	return res, nil
+}
+
+func (c *Client) doJSONQuery(ctx context.Context, method, path string, q url.Values, out any) error {
+	resp, err := c.do(ctx, method, path, q, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// rawBody is a body sent as bytes (application/octet-stream), not JSON.
+type rawBody []byte
