@@ -12,7 +12,17 @@ const (
 	PathUpload       = "/upload_v2"
 	PathUploadBlob   = "/upload_v2/blob"
 	PathUploadCommit = "/upload_v2/commit"
+	// PathUploadBatch takes many small blobs in one PUT: a tar stream
+	// whose entries are named by sha256 and carry their size and mode.
+	// It answers UploadBatchResult.
+	PathUploadBatch = "/upload_v2/batch"
 )
+
+// UploadBatchResult is the answer of PathUploadBatch.
+type UploadBatchResult struct {
+	// Stored counts the blobs the store did not have yet.
+	Stored int `json:"stored"`
+}
 
 // Entry types of a manifest.
 const (
@@ -32,9 +42,6 @@ type UploadEntry struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// Link is a symlink's target, kept as written.
 	Link string `json:"link,omitempty"`
-	// MTime (Unix nanoseconds) is restored on the server, so that rsync
-	// to the nodes skips files that did not change.
-	MTime int64 `json:"mtime,omitempty"`
 }
 
 // UploadManifest is the body of PathUpload and PathUploadCommit.
@@ -56,6 +63,9 @@ type UploadBlob struct {
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 	Have   int64  `json:"have"`
+	// Mode is the permission bits of a file with this content, which the
+	// blob is stored with (its tree files are links to it).
+	Mode uint32 `json:"mode"`
 }
 
 // UploadNeeds is the answer of PathUpload.
@@ -64,7 +74,8 @@ type UploadNeeds struct {
 }
 
 // UploadChunkResult is the answer of PathUploadBlob (query sha256, size,
-// offset; PUT with the chunk as body, GET to ask how much is there).
+// offset and mode, the permission bits in octal; PUT with the chunk as
+// body, GET to ask how much is there).
 // A PUT at an offset other than Have is refused with 409 and this body.
 type UploadChunkResult struct {
 	Have     int64 `json:"have"`

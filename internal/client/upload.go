@@ -1,6 +1,8 @@
 package client
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,36 +89,65 @@ func (c *Client) sendBlobs(ctx context.Context, scan *upload.Scanned, missing []
 	if chunk <= 0 {
 		chunk = upload.DefaultChunkBytes
 	}
+	// Small blobs travel many to a request: one round trip per file
+	// would cost more than the bytes. Large ones (and resumed ones) go by
+	// chunks.
+	var jobs [][]api.UploadBlob
+	var batch []api.UploadBlob
+	var batchBytes int64
+	for _, b := range missing {
+		if b.Have > 0 || b.Size > min(chunk, batchBlobMax) {
+			jobs = append(jobs, []api.UploadBlob{b})
+			continue
+		}
+		if len(batch) > 0 && (batchBytes+b.Size > batchMaxBytes || len(batch) >= batchMaxBlobs) {
+			jobs = append(jobs, batch)
+			batch, batchBytes = nil, 0
+		}
+		batch = append(batch, b)
+		batchBytes += b.Size
+	}
+	if len(batch) > 0 {
+		jobs = append(jobs, batch)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
-		next = make(chan api.UploadBlob)
+		next = make(chan []api.UploadBlob)
 	)
-	for w := 0; w < min(uploadWorkers, len(missing)); w++ {
+	for w := 0; w < min(uploadWorkers, len(jobs)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := range next {
-				n, err := c.sendBlob(ctx, scan.Local[b.SHA256], b, chunk)
+			for job := range next {
+				var n int64
+				var err error
+				if len(job) == 1 && (job[0].Have > 0 || job[0].Size > min(chunk, batchBlobMax)) {
+					n, err = c.sendBlob(ctx, scan.Local[job[0].SHA256], job[0], chunk)
+				} else {
+					n, err = c.sendBatch(ctx, scan, job)
+				}
 				mu.Lock()
 				rep.SentBytes += n
 				if err != nil {
 					errs = append(errs, err)
 					cancel()
 				} else {
-					rep.Sent += perBlob[b.SHA256]
+					for _, b := range job {
+						rep.Sent += perBlob[b.SHA256]
+					}
 				}
 				mu.Unlock()
 			}
 		}()
 	}
 feed:
-	for _, b := range missing {
+	for _, job := range jobs {
 		select {
-		case next <- b:
+		case next <- job:
 		case <-ctx.Done():
 			break feed
 		}
@@ -127,6 +158,72 @@ feed:
 		return errs[0]
 	}
 	return ctx.Err()
+}
+
+// Batches of small blobs: up to batchMaxBlobs files or batchMaxBytes,
+// each at most batchBlobMax.
+const (
+	batchBlobMax  = 1 << 20
+	batchMaxBytes = 8 << 20
+	batchMaxBlobs = 512
+)
+
+// sendBatch sends small blobs in one PUT, as a tar stream read from the
+// files as it goes; a failure that may pass is tried again whole (the
+// server keeps what it stored and drops what it has).
+func (c *Client) sendBatch(ctx context.Context, scan *upload.Scanned, blobs []api.UploadBlob) (int64, error) {
+	var total int64
+	for _, b := range blobs {
+		total += b.Size
+	}
+	var err error
+	for attempt := 0; attempt <= chunkRetries; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+		}
+		var body bytes.Buffer
+		if err = writeBatch(&body, scan, blobs); err != nil {
+			return 0, err
+		}
+		var res api.UploadBatchResult
+		var resp *http.Response
+		resp, err = c.do(ctx, http.MethodPut, api.PathUploadBatch, nil, rawBody(body.Bytes()))
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&res)
+			resp.Body.Close()
+			if err == nil {
+				return total, nil
+			}
+		}
+		var ae *APIError
+		if ctx.Err() != nil || (errors.As(err, &ae) && ae.Status < 500) {
+			break
+		}
+	}
+	return 0, fmt.Errorf("uploading %d files (the first %s): %w", len(blobs), scan.Local[blobs[0].SHA256], err)
+}
+
+// writeBatch is the tar stream of a batch: entries named by sha256 with
+// the blob's size and mode, the content read from the local file.
+func writeBatch(w io.Writer, scan *upload.Scanned, blobs []api.UploadBlob) error {
+	tw := tar.NewWriter(w)
+	for _, b := range blobs {
+		p := scan.Local[b.SHA256]
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) != b.Size {
+			return fmt.Errorf("%s changed while it was being uploaded (size %d, was %d); run the command again", p, len(data), b.Size)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: b.SHA256, Size: b.Size, Mode: int64(b.Mode), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
 }
 
 // chunkRetries is how often one chunk is tried again after a failure
@@ -149,7 +246,8 @@ func (c *Client) sendBlob(ctx context.Context, path string, b api.UploadBlob, ch
 		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == b.Size-off) {
 			return sent, fmt.Errorf("reading %s: %w", path, err)
 		}
-		q := url.Values{"sha256": {b.SHA256}, "size": {strconv.FormatInt(b.Size, 10)}, "offset": {strconv.FormatInt(off, 10)}}
+		q := url.Values{"sha256": {b.SHA256}, "size": {strconv.FormatInt(b.Size, 10)}, "offset": {strconv.FormatInt(off, 10)},
+			"mode": {strconv.FormatUint(uint64(b.Mode), 8)}}
 		res, err := c.putChunk(ctx, q, buf[:n])
 		if err != nil {
 			var ae *APIError

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,7 @@ func (s *Server) uploadRoutes(mux *http.ServeMux) {
 	mux.Handle("POST "+api.PathUpload, s.wrap(s.handleUploadNeeds))
 	mux.Handle("GET "+api.PathUploadBlob, s.wrap(s.handleBlobHave))
 	mux.Handle("PUT "+api.PathUploadBlob, s.wrap(s.handleBlobChunk))
+	mux.Handle("PUT "+api.PathUploadBatch, s.wrap(s.handleUploadBatch))
 	mux.Handle("POST "+api.PathUploadCommit, s.wrap(s.handleUploadCommit))
 }
 
@@ -119,8 +121,14 @@ func (s *Server) handleBlobChunk(w http.ResponseWriter, r *http.Request, u api.U
 	if err != nil {
 		return nil, err
 	}
+	mode := uint64(0o644)
+	if raw := r.URL.Query().Get("mode"); raw != "" {
+		if mode, err = strconv.ParseUint(raw, 8, 32); err != nil || mode > 0o777 {
+			return nil, errf(http.StatusBadRequest, "mode=%q: want octal permission bits such as 644", raw)
+		}
+	}
 	body := &countingReader{r: r.Body}
-	res, err := s.uploads.WriteChunk(u.ID, sha, size, offset, body)
+	res, err := s.uploads.WriteChunk(u.ID, sha, size, offset, uint32(mode), body)
 	s.upMetrics.bytes.Add(float64(body.n))
 	var ce *upload.ClientError
 	if errors.As(err, &ce) && ce.Status == http.StatusConflict {
@@ -134,6 +142,33 @@ func (s *Server) handleBlobChunk(w http.ResponseWriter, r *http.Request, u api.U
 		s.upMetrics.blobs.Inc()
 	}
 	return res, nil
+}
+
+func (s *Server) handleUploadBatch(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
+	body := &countingReader{r: r.Body}
+	defer func() { s.upMetrics.bytes.Add(float64(body.n)) }()
+	tr := tar.NewReader(body)
+	var res api.UploadBatchResult
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return res, nil
+		}
+		if err != nil {
+			return nil, errf(http.StatusBadRequest, "upload batch: %v", err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			return nil, errf(http.StatusBadRequest, "upload batch entry %q: only regular entries", hdr.Name)
+		}
+		stored, err := s.uploads.WriteWhole(u.ID, hdr.Name, hdr.Size, uint32(hdr.Mode)&0o777, tr)
+		if err != nil {
+			return nil, uploadErr(err)
+		}
+		if stored {
+			res.Stored++
+			s.upMetrics.blobs.Inc()
+		}
+	}
 }
 
 type countingReader struct {

@@ -182,7 +182,7 @@ func walkRoot(r Root, add func(api.UploadEntry, string)) error {
 		}
 		switch {
 		case d.IsDir():
-			add(api.UploadEntry{Path: name, Type: api.EntryDir, Mode: uint32(info.Mode().Perm()), MTime: info.ModTime().UnixNano()}, p)
+			add(api.UploadEntry{Path: name, Type: api.EntryDir, Mode: uint32(info.Mode().Perm())}, p)
 			return ig.enterDir(rel)
 		case info.Mode()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
@@ -200,7 +200,7 @@ func walkRoot(r Root, add func(api.UploadEntry, string)) error {
 }
 
 func fileEntry(name string, fi fs.FileInfo) api.UploadEntry {
-	return api.UploadEntry{Path: name, Type: api.EntryFile, Mode: uint32(fi.Mode().Perm()), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+	return api.UploadEntry{Path: name, Type: api.EntryFile, Mode: uint32(fi.Mode().Perm()), Size: fi.Size()}
 }
 
 // hashAll fills sums[i] with the hex SHA-256 of files[i], on all CPUs.
@@ -249,14 +249,15 @@ func HashFile(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Blobs lists the distinct file blobs of a manifest, sorted by hash.
+// Blobs lists the distinct file blobs of a manifest, sorted by hash,
+// with the mode of the first file of each (see Store.WriteChunk).
 func Blobs(m api.UploadManifest) []api.UploadBlob {
 	seen := map[string]bool{}
 	var out []api.UploadBlob
 	for _, e := range m.Entries {
 		if e.Type == api.EntryFile && !seen[e.SHA256] {
 			seen[e.SHA256] = true
-			out = append(out, api.UploadBlob{SHA256: e.SHA256, Size: e.Size})
+			out = append(out, api.UploadBlob{SHA256: e.SHA256, Size: e.Size, Mode: e.Mode})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].SHA256 < out[j].SHA256 })

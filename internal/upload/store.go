@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,9 +29,16 @@ const (
 
 // Store is the server's upload store, one directory per user:
 //
-//	users/<user>/blobs/<sha[:2]>/<sha>   content-addressed file contents
+//	users/<user>/blobs/<sha>         content-addressed file contents
+//	users/<user>/blobs/<sha>.<mode>  the same with other permission bits
 //	users/<user>/partial/<sha>           a blob being received
 //	users/<user>/trees/<id>/             the files of one manifest, as the nodes get them
+//
+// A tree's files are hard links to blobs (a blob carries its file's mode,
+// hence a variant per mode): a tree costs no copy, and an unchanged file
+// keeps its inode and time from one tree to the next, so rsync to the
+// nodes skips it. A blob no tree links is collected MaxAge after its
+// last use.
 //
 // Users never share blobs: a user cannot learn by a manifest that another
 // has some content, nor put another's files in their tree.
@@ -46,7 +54,7 @@ type Store struct {
 	gc sync.RWMutex
 	mu sync.Mutex
 	// writing serialises the chunks of one partial blob.
-	writing map[string]*sync.Mutex
+	writing map[string]*blobLock
 }
 
 // NewStore is a store under dir with the defaults for zero fields.
@@ -54,7 +62,7 @@ func NewStore(dir string, maxBytes int64) *Store {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	return &Store{Dir: dir, MaxBytes: maxBytes, ChunkBytes: DefaultChunkBytes, MaxAge: DefaultMaxAge, writing: map[string]*sync.Mutex{}}
+	return &Store{Dir: dir, MaxBytes: maxBytes, ChunkBytes: DefaultChunkBytes, MaxAge: DefaultMaxAge, writing: map[string]*blobLock{}}
 }
 
 // Limits are what a client must respect.
@@ -70,7 +78,9 @@ func (s *Store) userDir(userID string) string {
 }
 
 func (s *Store) blobPath(userID, sha string) string {
-	return filepath.Join(s.userDir(userID), "blobs", sha[:2], sha)
+	// One flat directory: ext4 and xfs index large directories, and a
+	// new upload then dirties one directory rather than hundreds.
+	return filepath.Join(s.userDir(userID), "blobs", sha)
 }
 
 // ClientError is a refusal the client caused (bad manifest, too large,
@@ -123,11 +133,9 @@ func (s *Store) Needs(userID string, m api.UploadManifest) (needs api.UploadNeed
 	}
 	s.gc.RLock()
 	defer s.gc.RUnlock()
-	now := time.Now()
 	needs.Missing = []api.UploadBlob{}
 	for _, b := range Blobs(m) {
-		p := s.blobPath(userID, b.SHA256)
-		if err := os.Chtimes(p, now, now); err == nil {
+		if refresh(s.blobPath(userID, b.SHA256)) == nil {
 			have++
 			continue
 		}
@@ -137,6 +145,16 @@ func (s *Store) Needs(userID string, m api.UploadManifest) (needs api.UploadNeed
 		needs.Missing = append(needs.Missing, b)
 	}
 	return needs, have, nil
+}
+
+// refresh marks a blob used (its change time, not its content time, which
+// its tree files share).
+func refresh(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	return os.Chmod(p, fi.Mode().Perm())
 }
 
 func (s *Store) partialPath(userID, sha string) string {
@@ -160,8 +178,9 @@ func (s *Store) Have(userID, sha string, size int64) (api.UploadChunkResult, err
 
 // WriteChunk appends body (at most ChunkBytes) to a blob being received,
 // at offset, which must be what the store has. The chunk that completes
-// the blob is checked against its hash before the blob is stored.
-func (s *Store) WriteChunk(userID, sha string, size, offset int64, body io.Reader) (api.UploadChunkResult, error) {
+// the blob is checked against its hash before the blob is stored, with
+// mode (the permission bits of a file of this content).
+func (s *Store) WriteChunk(userID, sha string, size, offset int64, mode uint32, body io.Reader) (api.UploadChunkResult, error) {
 	if len(sha) != 64 || !isHex(sha) {
 		return api.UploadChunkResult{}, badRequest("sha256 %q: want 64 hex digits", sha)
 	}
@@ -170,24 +189,13 @@ func (s *Store) WriteChunk(userID, sha string, size, offset int64, body io.Reade
 	}
 	s.gc.RLock()
 	defer s.gc.RUnlock()
-	key := userID + "/" + sha
-	s.mu.Lock()
-	l := s.writing[key]
-	if l == nil {
-		l = &sync.Mutex{}
-		s.writing[key] = l
-	}
-	s.mu.Unlock()
-	l.Lock()
-	defer func() {
-		l.Unlock()
-		s.mu.Lock()
-		delete(s.writing, key)
-		s.mu.Unlock()
-	}()
+	defer s.lockBlob(userID + "/" + sha)()
 	if _, err := os.Stat(s.blobPath(userID, sha)); err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(body, s.ChunkBytes))
 		return api.UploadChunkResult{Have: size, Complete: true}, nil
+	}
+	if offset == 0 && size <= s.ChunkBytes {
+		return s.writeWhole(userID, sha, size, mode, body)
 	}
 	pp := s.partialPath(userID, sha)
 	if err := os.MkdirAll(filepath.Dir(pp), 0o700); err != nil {
@@ -205,7 +213,15 @@ func (s *Store) WriteChunk(userID, sha string, size, offset int64, body io.Reade
 	if fi.Size() != offset {
 		return api.UploadChunkResult{}, &ClientError{Status: 409, Msg: fmt.Sprintf("blob %s: chunk at offset %d, but the server has %d bytes", sha[:12], offset, fi.Size()), Have: fi.Size()}
 	}
-	n, err := io.Copy(&offsetWriter{f: f, off: offset}, io.LimitReader(body, min(s.ChunkBytes, size-offset)+1))
+	// A blob sent whole (most are small) is hashed as it arrives, sparing
+	// a second read.
+	var h hash.Hash
+	var w io.Writer = &offsetWriter{f: f, off: offset}
+	if offset == 0 {
+		h = sha256.New()
+		w = io.MultiWriter(w, h)
+	}
+	n, err := io.Copy(w, io.LimitReader(body, min(s.ChunkBytes, size-offset)+1))
 	if err != nil {
 		// What arrived is kept: the client resumes from the new size.
 		return api.UploadChunkResult{}, fmt.Errorf("receiving blob %s: %w", sha[:12], err)
@@ -218,11 +234,12 @@ func (s *Store) WriteChunk(userID, sha string, size, offset int64, body io.Reade
 	if have < size {
 		return api.UploadChunkResult{Have: have}, nil
 	}
-	if err := f.Sync(); err != nil {
-		return api.UploadChunkResult{}, err
-	}
-	got, err := HashFile(pp)
-	if err != nil {
+	// No fsync: the hash is checked here, and build checks each blob's
+	// size, so a blob a crash left short is sent again, not used.
+	var got string
+	if h != nil {
+		got = hex.EncodeToString(h.Sum(nil))
+	} else if got, err = HashFile(pp); err != nil {
 		return api.UploadChunkResult{}, err
 	}
 	if got != sha {
@@ -233,9 +250,101 @@ func (s *Store) WriteChunk(userID, sha string, size, offset int64, body io.Reade
 	if err := os.MkdirAll(filepath.Dir(bp), 0o700); err != nil {
 		return api.UploadChunkResult{}, err
 	}
+	if err := f.Chmod(os.FileMode(mode & 0o777)); err != nil {
+		return api.UploadChunkResult{}, err
+	}
 	if err := os.Rename(pp, bp); err != nil {
 		return api.UploadChunkResult{}, err
 	}
+	return api.UploadChunkResult{Have: size, Complete: true}, nil
+}
+
+// lockBlob serialises the writers of one blob; it returns the unlock.
+func (s *Store) lockBlob(key string) func() {
+	s.mu.Lock()
+	l := s.writing[key]
+	if l == nil {
+		l = &blobLock{}
+		s.writing[key] = l
+	}
+	l.users++
+	s.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.writing, key)
+		}
+		s.mu.Unlock()
+	}
+}
+
+type blobLock struct {
+	sync.Mutex
+	users int // guarded by Store.mu
+}
+
+// WriteWhole stores a small blob sent whole in a batch (see
+// api.PathUploadBatch); one the store has is read and dropped.
+func (s *Store) WriteWhole(userID, sha string, size int64, mode uint32, body io.Reader) (stored bool, err error) {
+	if len(sha) != 64 || !isHex(sha) {
+		return false, badRequest("batch entry %q: want a 64-digit hex sha256 as its name", sha)
+	}
+	if size < 0 || size > s.ChunkBytes {
+		return false, badRequest("batch entry %s: %d bytes, more than a chunk (%d); send it by chunks", sha[:12], size, s.ChunkBytes)
+	}
+	s.gc.RLock()
+	defer s.gc.RUnlock()
+	defer s.lockBlob(userID + "/" + sha)()
+	if _, err := os.Stat(s.blobPath(userID, sha)); err == nil {
+		_, err := io.Copy(io.Discard, body)
+		return false, err
+	}
+	_, err = s.writeWhole(userID, sha, size, mode, body)
+	return err == nil, err
+}
+
+// writeWhole stores a blob that comes in one chunk (most files): written
+// beside its final name and hashed as it arrives, so it costs one create
+// and one rename. A cut-off one is simply sent again.
+func (s *Store) writeWhole(userID, sha string, size int64, mode uint32, body io.Reader) (api.UploadChunkResult, error) {
+	bp := s.blobPath(userID, sha)
+	if err := os.MkdirAll(filepath.Dir(bp), 0o700); err != nil {
+		return api.UploadChunkResult{}, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(bp), ".in-")
+	if err != nil {
+		return api.UploadChunkResult{}, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(body, size+1))
+	if err != nil {
+		return api.UploadChunkResult{}, fmt.Errorf("receiving blob %s: %w", sha[:12], err)
+	}
+	if n != size {
+		return api.UploadChunkResult{}, badRequest("blob %s: got %d bytes, want %d", sha[:12], n, size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
+		return api.UploadChunkResult{}, badRequest("blob %s: the bytes received hash to %s; the file changed while it was being uploaded, run the command again", sha[:12], got[:12])
+	}
+	if err := f.Chmod(os.FileMode(mode & 0o777)); err != nil {
+		return api.UploadChunkResult{}, err
+	}
+	if err := f.Close(); err != nil {
+		return api.UploadChunkResult{}, err
+	}
+	if err := os.Rename(f.Name(), bp); err != nil {
+		return api.UploadChunkResult{}, err
+	}
+	ok = true
 	return api.UploadChunkResult{Have: size, Complete: true}, nil
 }
 
@@ -315,30 +424,58 @@ func (s *Store) build(userID, dir string, m api.UploadManifest) error {
 				return err
 			}
 		case api.EntryFile:
-			if err := copyBlob(s.blobPath(userID, e.SHA256), dst, os.FileMode(e.Mode&0o7777)); err != nil {
+			src, err := s.blobFor(userID, e)
+			if err != nil {
 				if errors.Is(err, os.ErrNotExist) {
 					return badRequest("commit: the content of %s (sha256 %s) was not uploaded; upload its blob first", e.Path, e.SHA256[:12])
 				}
 				return err
 			}
-			if e.MTime != 0 {
-				t := time.Unix(0, e.MTime)
-				_ = os.Chtimes(dst, t, t)
+			if err := os.Link(src, dst); err != nil {
+				// Too many links to one inode, or a store across devices.
+				if err := copyFile(src, dst, os.FileMode(e.Mode&0o777)); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		dst := filepath.Join(dir, filepath.FromSlash(dirs[i].Path))
 		_ = os.Chmod(dst, os.FileMode(dirs[i].Mode&0o7777)|0o700)
-		if dirs[i].MTime != 0 {
-			t := time.Unix(0, dirs[i].MTime)
-			_ = os.Chtimes(dst, t, t)
-		}
 	}
 	return os.WriteFile(filepath.Join(dir, treeMarker), nil, 0o600)
 }
 
-func copyBlob(src, dst string, mode os.FileMode) error {
+// blobFor is the blob a tree file of e links to: the blob itself when
+// its mode is e's, else its variant of e's mode, made once. A blob whose
+// size is not e's (cut short by a crash) counts as missing.
+func (s *Store) blobFor(userID string, e api.UploadEntry) (string, error) {
+	bp := s.blobPath(userID, e.SHA256)
+	fi, err := os.Stat(bp)
+	if err != nil {
+		return "", err
+	}
+	if fi.Size() != e.Size {
+		os.Remove(bp)
+		return "", fmt.Errorf("blob %s: %w", e.SHA256[:12], os.ErrNotExist)
+	}
+	mode := os.FileMode(e.Mode & 0o777)
+	if fi.Mode().Perm() == mode {
+		return bp, nil
+	}
+	vp := fmt.Sprintf("%s.%o", bp, mode)
+	if _, err := os.Stat(vp); err == nil {
+		return vp, nil
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", vp, time.Now().UnixNano())
+	if err := copyFile(bp, tmp, mode); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return vp, os.Rename(tmp, vp)
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -394,9 +531,9 @@ func Open(dir, userID, id string) (root string, release func(), err error) {
 	return root, func() { f.Close() }, nil
 }
 
-// GC removes what was not used for MaxAge: trees no request holds, blobs
-// (a tree holds copies, so blobs only serve dedup), partial blobs and
-// leftover build directories. It returns how many it removed.
+// GC removes what was not used for MaxAge: trees no request holds, then
+// blobs no tree links, partial blobs and leftover build directories. It
+// returns how many it removed.
 func (s *Store) GC(now time.Time) (int, error) {
 	s.gc.Lock()
 	defer s.gc.Unlock()
@@ -444,15 +581,16 @@ func (s *Store) GC(now time.Time) (int, error) {
 				removed++
 			}
 		}
-		shards, _ := os.ReadDir(filepath.Join(ud, "blobs"))
-		for _, sh := range shards {
-			blobs, _ := os.ReadDir(filepath.Join(ud, "blobs", sh.Name()))
-			for _, b := range blobs {
-				bp := filepath.Join(ud, "blobs", sh.Name(), b.Name())
-				if old(bp) {
-					errs = append(errs, os.Remove(bp))
-					removed++
-				}
+		blobs, _ := os.ReadDir(filepath.Join(ud, "blobs"))
+		for _, b := range blobs {
+			bp := filepath.Join(ud, "blobs", b.Name())
+			fi, err := os.Lstat(bp)
+			if err != nil {
+				continue
+			}
+			if nlink, changed := linkInfo(fi); nlink <= 1 && changed.Before(cutoff) {
+				errs = append(errs, os.Remove(bp))
+				removed++
 			}
 		}
 	}

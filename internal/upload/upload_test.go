@@ -27,15 +27,6 @@ func write(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-func paths(s *Scanned) []string {
-	var out []string
-	for _, e := range s.Manifest.Entries {
-		out = append(out, e.Path)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func TestIgnoreRules(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -147,7 +138,7 @@ func upload(t *testing.T, st *Store, user string, s *Scanned) (api.UploadResult,
 		}
 		for off := b.Have; ; {
 			end := min(off+st.ChunkBytes, b.Size)
-			res, err := st.WriteChunk(user, b.SHA256, b.Size, off, bytes.NewReader(data[off:end]))
+			res, err := st.WriteChunk(user, b.SHA256, b.Size, off, b.Mode, bytes.NewReader(data[off:end]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,6 +164,10 @@ func TestStoreDedupsResumesAndBuildsTree(t *testing.T) {
 	if err := os.Chmod(filepath.Join(src, "a"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// One content, two modes: the tree needs a variant of the blob.
+	if err := os.Chmod(filepath.Join(src, "same2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	st := NewStore(t.TempDir(), 0)
 	st.ChunkBytes = 16 // b travels in 7 chunks
 	scan := func() *Scanned {
@@ -190,10 +185,10 @@ func TestStoreDedupsResumesAndBuildsTree(t *testing.T) {
 			bSum = sum
 		}
 	}
-	if _, err := st.WriteChunk("alice", bSum, 100, 0, strings.NewReader(strings.Repeat("b", 16))); err != nil {
+	if _, err := st.WriteChunk("alice", bSum, 100, 0, 0o644, strings.NewReader(strings.Repeat("b", 16))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WriteChunk("alice", bSum, 100, 0, strings.NewReader("bbbb")); err == nil {
+	if _, err := st.WriteChunk("alice", bSum, 100, 0, 0o644, strings.NewReader("bbbb")); err == nil {
 		t.Fatal("a chunk at a stale offset was accepted")
 	}
 	needs, _, err := st.Needs("alice", s.Manifest)
@@ -218,8 +213,10 @@ func TestStoreDedupsResumesAndBuildsTree(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(wd, "same2")); string(b) != "dup" {
 		t.Errorf("same2 = %q", b)
 	}
-	if fi, err := os.Stat(filepath.Join(wd, "a")); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("mode of a: %v %v, want 0700", fi, err)
+	for name, mode := range map[string]os.FileMode{"a": 0o700, "same1": 0o644, "same2": 0o755} {
+		if fi, err := os.Stat(filepath.Join(wd, name)); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("mode of %s: %v %v, want %o", name, fi, err, mode)
+		}
 	}
 	if l, err := os.Readlink(filepath.Join(wd, "ln")); err != nil || l != "a" {
 		t.Errorf("ln -> %q %v", l, err)
@@ -268,7 +265,7 @@ func TestStoreRefusesBadManifestsAndTooLarge(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Status != 413 || !strings.Contains(err.Error(), "workdir/huge") {
 		t.Errorf("too large: %v", err)
 	}
-	if _, err := st.WriteChunk("u", sha, 4, 0, strings.NewReader("abcd")); err == nil || !strings.Contains(err.Error(), "changed while it was being uploaded") {
+	if _, err := st.WriteChunk("u", sha, 4, 0, 0o644, strings.NewReader("abcd")); err == nil || !strings.Contains(err.Error(), "changed while it was being uploaded") {
 		t.Errorf("a blob whose bytes do not match its hash: %v", err)
 	}
 }
