@@ -300,6 +300,10 @@ func (f *Factory) uploadTaskFiles(io *IOStreams, spec *api.TaskSpec, mounts bool
 	if sig := caught(); sig != nil {
 		return signalExit(sig)
 	}
+	var tooLarge *upload.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return err // it already says what was being uploaded
+	}
 	if err != nil {
 		return fmt.Errorf("uploading the workdir and file mounts to the API server: %w", err)
 	}

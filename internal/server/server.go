@@ -104,7 +104,7 @@ type Options struct {
 
 // Environment variables of the upload store.
 const (
-	EnvUploadLimit  = "SKYGO_UPLOAD_LIMIT"
+	EnvUploadLimit  = upload.EnvLimit
 	EnvUploadMaxAge = "SKYGO_UPLOAD_MAX_AGE"
 )
 

@@ -128,6 +128,51 @@ func TestUploadResumesAfterCutOff(t *testing.T) {
 	}
 }
 
+// TestConcurrentUploadsOfTheSameFiles: clients racing to send the same
+// blobs and commit the same tree all succeed with one tree.
+func TestConcurrentUploadsOfTheSameFiles(t *testing.T) {
+	s := newTestServer(t, Options{})
+	base := liveServer(t, s)
+	src := t.TempDir()
+	for i := 0; i < 50; i++ {
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("f%d", i)), bytes.Repeat([]byte{byte(i)}, 1000+i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := []upload.Root{{Name: upload.WorkdirRoot, Source: src}}
+	ids := make([]string, 6)
+	errs := make([]error, len(ids))
+	done := make(chan int)
+	for i := range ids {
+		go func(i int) {
+			defer func() { done <- i }()
+			c, err := client.New(client.Options{Endpoint: base, Home: t.TempDir()})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			rep, err := c.Upload(context.Background(), roots)
+			ids[i], errs[i] = rep.ID, err
+		}(i)
+	}
+	for range ids {
+		<-done
+	}
+	for i := range ids {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Errorf("client %d: id %s, err %v (client 0: %s)", i, ids[i], errs[i], ids[0])
+		}
+	}
+	tree, release, err := upload.Open(paths.Uploads(s.opts.Home), LocalUser().ID, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if got, _ := os.ReadFile(filepath.Join(tree, "workdir", "f49")); len(got) != 1049 {
+		t.Errorf("f49 in the tree has %d bytes, want 1049", len(got))
+	}
+}
+
 // BenchmarkUpload: a workdir of 1000 files of 8 KiB through the client
 // and a real HTTP server, the first time (every blob sent and stored) and
 // unchanged (hash, one manifest, one commit), against two baselines of

@@ -59,6 +59,9 @@ func MountOrder(m map[string]string) []string {
 	return keys
 }
 
+// EnvLimit is the server's setting of the upload limit.
+const EnvLimit = "SKYGO_UPLOAD_LIMIT"
+
 // TooLargeError says that the files to upload exceed the server's limit,
 // naming the biggest file so the user knows what to leave out.
 type TooLargeError struct {
@@ -69,8 +72,9 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("the workdir and file mounts to upload to the API server total %s, more than its limit of %s; the largest file is %s (%s): "+
-		"add it to .skyignore (or .gitignore) in its directory, or put large data in a bucket and mount it from there (file_mounts: {/data: s3://...})",
-		HumanBytes(e.Total), HumanBytes(e.Limit), e.Largest, HumanBytes(e.LargestSize))
+		"add it to .skyignore (or .gitignore) in its directory, put large data in a bucket and mount it from there (file_mounts: {/data: s3://...}), "+
+		"or raise the server's limit (%s=8GiB where `sky api start` runs)",
+		HumanBytes(e.Total), HumanBytes(e.Limit), e.Largest, HumanBytes(e.LargestSize), EnvLimit)
 }
 
 // HumanBytes is 1.5 GiB, 12 KiB, 7 B.

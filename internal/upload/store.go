@@ -401,9 +401,9 @@ func (s *Store) Commit(userID string, m api.UploadManifest) (api.UploadResult, e
 	return res, nil
 }
 
-// build writes the entries under dir: directories first (modes applied
-// last, so a read-only directory can still be filled), then files copied
-// from blobs with their modes and times, then symlinks as written.
+// build writes the entries under dir in path order: directories (their
+// modes applied last, so a read-only one can still be filled), files as
+// links to their blobs, symlinks as written.
 func (s *Store) build(userID, dir string, m api.UploadManifest) error {
 	es := append([]api.UploadEntry(nil), m.Entries...)
 	sort.Slice(es, func(i, j int) bool { return es[i].Path < es[j].Path })
