@@ -14,6 +14,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/upload"
 )
 
 // remoteClient is a client installation of its own (HOME, no server)
@@ -195,5 +196,53 @@ run: |
 	err = c.Call(context.Background(), "launch", body, nil)
 	if err == nil || !strings.Contains(err.Error(), "did not upload") {
 		t.Errorf("a launch naming a server path without an upload: %v, want a refusal", err)
+	}
+}
+
+// TestUploadsArePerUser: with basic auth, bob cannot launch a task from
+// alice's upload by naming its id; alice can.
+func TestUploadsArePerUser(t *testing.T) {
+	e := newEnv(t)
+	// The env's own cleanup then runs without auth, on a server of its own.
+	srv := *e
+	srv.dir = t.TempDir()
+	srv.env = append(append([]string{}, e.env...), "ENABLE_BASIC_AUTH=true", "SKYPILOT_INITIAL_BASIC_AUTH=admin:adminpw")
+	startForegroundServer(t, &srv, e.port)
+	as := func(user string) *client.Client {
+		c, err := client.New(client.Options{Endpoint: fmt.Sprintf("http://%s:%spw@127.0.0.1:%d", user, user, srv.port), Home: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctx := context.Background()
+	for _, u := range []string{"alice", "bob"} {
+		if err := as("admin").Do(ctx, http.MethodPost, "/users/create", map[string]string{"username": u, "password": u + "pw"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wd, "private.txt"), []byte("alice-private\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := api.TaskSpec{NumNodes: 1, Workdir: wd, Run: "cat private.txt"}
+	rep, err := as("alice").Upload(ctx, upload.Roots(spec, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.UploadID = rep.ID
+	body := api.LaunchBody{ClusterName: "bobs", Task: spec}
+	t.Cleanup(func() {
+		if err := as("alice").Call(ctx, "down", api.ClustersBody{ClusterNames: []string{"alices"}}, nil); err != nil {
+			t.Errorf("down alices: %v", err)
+		}
+	})
+	if err := as("bob").Call(ctx, "launch", body, nil); err == nil || !strings.Contains(err.Error(), "upload not found") {
+		t.Errorf("bob launched from alice's upload: %v", err)
+	}
+	body.ClusterName = "alices"
+	var res api.LaunchResult
+	if err := as("alice").Call(ctx, "launch", body, &res); err != nil || res.Status != "SUCCEEDED" {
+		t.Errorf("alice's launch from her upload: %+v %v\n%s", res, err, srv.serverLogTail())
 	}
 }
