@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/upload"
 )
 
@@ -28,12 +29,15 @@ type UploadReport struct {
 	Bytes     int64
 	Sent      int
 	SentBytes int64
-	Took      time.Duration
+	// Hashed counts the files read to hash them; the others were known
+	// unchanged from the last upload.
+	Hashed int
+	Took   time.Duration
 }
 
 func (r UploadReport) String() string {
-	return fmt.Sprintf("Uploaded %d files (%s) to the API server in %s: %d sent (%s), %d unchanged.",
-		r.Files, upload.HumanBytes(r.Bytes), r.Took.Round(time.Millisecond), r.Sent, upload.HumanBytes(r.SentBytes), r.Files-r.Sent)
+	return fmt.Sprintf("Uploaded %d files (%s) to the API server in %s: %d sent (%s), %d unchanged; %d hashed.",
+		r.Files, upload.HumanBytes(r.Bytes), r.Took.Round(time.Millisecond), r.Sent, upload.HumanBytes(r.SentBytes), r.Files-r.Sent, r.Hashed)
 }
 
 // uploadWorkers is how many blobs travel at once: enough to hide the
@@ -54,15 +58,18 @@ func (c *Client) Upload(ctx context.Context, roots []upload.Root) (UploadReport,
 		}
 		return UploadReport{}, err
 	}
-	scan, err := upload.Scan(roots, limits.MaxBytes)
+	cache := upload.OpenHashCache(paths.UploadHashes(c.home))
+	scan, err := upload.Scan(roots, limits.MaxBytes, cache)
 	if err != nil {
 		return UploadReport{}, err
 	}
+	// Only a cache: a launch does not fail for want of it.
+	_ = cache.Save()
 	var needs api.UploadNeeds
 	if err := c.Do(ctx, http.MethodPost, api.PathUpload, scan.Manifest, &needs); err != nil {
 		return UploadReport{}, err
 	}
-	rep := UploadReport{Files: scan.Files, Bytes: scan.Bytes}
+	rep := UploadReport{Files: scan.Files, Bytes: scan.Bytes, Hashed: scan.Hashed}
 	if err := c.sendBlobs(ctx, scan, needs.Missing, limits.ChunkBytes, &rep); err != nil {
 		return rep, err
 	}

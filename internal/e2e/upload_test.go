@@ -157,8 +157,8 @@ run: |
 	if got := metric(t, srv.port, "skygo_upload_blobs_received_total") - before; got != 1 {
 		t.Errorf("second launch with one changed file: the server received %v blobs, want 1", got)
 	}
-	if !strings.Contains(r.stderr, ": 1 sent") || !strings.Contains(r.stderr, "5 unchanged") {
-		t.Errorf("second launch: want 1 sent, 5 unchanged:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, ": 1 sent") || !strings.Contains(r.stderr, "5 unchanged; 1 hashed") {
+		t.Errorf("second launch: want 1 sent, 5 unchanged, only the changed file hashed:\n%s", r.stderr)
 	}
 
 	// exec uploads the workdir too.

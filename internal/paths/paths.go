@@ -28,6 +28,10 @@ func ServerDir(home string) string { return filepath.Join(Root(home), "api_serve
 // their requests (internal/upload).
 func Uploads(home string) string { return filepath.Join(ServerDir(home), "uploads") }
 
+// UploadHashes is the client's cache of the hashes of the files it
+// uploaded (internal/upload).
+func UploadHashes(home string) string { return filepath.Join(Root(home), "upload_hashes.json") }
+
 // CatalogCache is where downloaded price catalogs are cached.
 func CatalogCache(home string) string { return filepath.Join(Root(home), "catalogs") }
 

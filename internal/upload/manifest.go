@@ -98,21 +98,26 @@ type Scanned struct {
 	Local map[string]string
 	Files int
 	Bytes int64
+	// Hashed counts the files read to hash them (the others the cache
+	// knew).
+	Hashed int
 }
 
 // Scan walks the roots (ignore rules applied, symlinks kept as links),
 // refuses more than limit bytes (0: no limit) before reading any file,
-// then hashes the files in parallel.
-func Scan(roots []Root, limit int64) (*Scanned, error) {
+// then hashes the files the cache (may be nil) does not know, in parallel.
+func Scan(roots []Root, limit int64, cache *HashCache) (*Scanned, error) {
 	s := &Scanned{Local: map[string]string{}}
 	var local []string // parallel to the file entries
+	var infos []fs.FileInfo
 	var fileIdx []int
 	var largest string
 	var largestSize int64
-	add := func(e api.UploadEntry, src string) {
+	add := func(e api.UploadEntry, src string, fi fs.FileInfo) {
 		if e.Type == api.EntryFile {
 			fileIdx = append(fileIdx, len(s.Manifest.Entries))
 			local = append(local, src)
+			infos = append(infos, fi)
 			s.Files++
 			s.Bytes += e.Size
 			if e.Size > largestSize || largest == "" {
@@ -130,8 +135,20 @@ func Scan(roots []Root, limit int64) (*Scanned, error) {
 		return nil, &TooLargeError{Total: s.Bytes, Limit: limit, Largest: largest, LargestSize: largestSize}
 	}
 	sums := make([]string, len(local))
-	if err := hashAll(local, sums); err != nil {
+	var todo []int
+	for i, p := range local {
+		if sum, ok := cache.lookup(p, infos[i]); ok {
+			sums[i] = sum
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	s.Hashed = len(todo)
+	if err := hashAll(local, sums, todo); err != nil {
 		return nil, err
+	}
+	for _, i := range todo {
+		cache.store(local[i], infos[i], sums[i])
 	}
 	for i, idx := range fileIdx {
 		s.Manifest.Entries[idx].SHA256 = sums[i]
@@ -142,7 +159,7 @@ func Scan(roots []Root, limit int64) (*Scanned, error) {
 
 // walkRoot adds the entries of one root. The root itself may be a
 // symlink (to a directory or file); links below it are kept as links.
-func walkRoot(r Root, add func(api.UploadEntry, string)) error {
+func walkRoot(r Root, add func(api.UploadEntry, string, fs.FileInfo)) error {
 	src, err := filepath.EvalSymlinks(r.Source)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Source, err)
@@ -155,7 +172,7 @@ func walkRoot(r Root, add func(api.UploadEntry, string)) error {
 		if !fi.Mode().IsRegular() {
 			return fmt.Errorf("%s is neither a regular file nor a directory; only those can be uploaded", r.Source)
 		}
-		add(fileEntry(r.Name, fi), r.Source)
+		add(fileEntry(r.Name, fi), r.Source, fi)
 		return nil
 	}
 	ig, err := NewIgnore(src)
@@ -186,16 +203,16 @@ func walkRoot(r Root, add func(api.UploadEntry, string)) error {
 		}
 		switch {
 		case d.IsDir():
-			add(api.UploadEntry{Path: name, Type: api.EntryDir, Mode: uint32(info.Mode().Perm())}, p)
+			add(api.UploadEntry{Path: name, Type: api.EntryDir, Mode: uint32(info.Mode().Perm())}, p, info)
 			return ig.enterDir(rel)
 		case info.Mode()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
-			add(api.UploadEntry{Path: name, Type: api.EntrySymlink, Mode: 0o777, Link: link}, p)
+			add(api.UploadEntry{Path: name, Type: api.EntrySymlink, Mode: 0o777, Link: link}, p, info)
 		case info.Mode().IsRegular():
-			add(fileEntry(name, info), p)
+			add(fileEntry(name, info), p, info)
 		}
 		// Sockets, devices and pipes are not files to ship; rsync -a
 		// without --devices/--specials skips them too.
@@ -207,8 +224,9 @@ func fileEntry(name string, fi fs.FileInfo) api.UploadEntry {
 	return api.UploadEntry{Path: name, Type: api.EntryFile, Mode: uint32(fi.Mode().Perm()), Size: fi.Size()}
 }
 
-// hashAll fills sums[i] with the hex SHA-256 of files[i], on all CPUs.
-func hashAll(files, sums []string) error {
+// hashAll fills sums[i] with the hex SHA-256 of files[i] for each i of
+// todo, on all CPUs.
+func hashAll(files, sums []string, todo []int) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -231,7 +249,7 @@ func hashAll(files, sums []string) error {
 			}
 		}()
 	}
-	for i := range files {
+	for _, i := range todo {
 		next <- i
 	}
 	close(next)

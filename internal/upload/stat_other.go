@@ -16,3 +16,12 @@ func linkInfo(fi fs.FileInfo) (nlink uint64, changed time.Time) {
 	}
 	return uint64(st.Nlink), time.Unix(st.Ctimespec.Sec, st.Ctimespec.Nsec)
 }
+
+// statIDs is a file's inode and change time, for the hash cache.
+func statIDs(fi fs.FileInfo) (ino uint64, ctime int64) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0
+	}
+	return st.Ino, st.Ctimespec.Nano()
+}

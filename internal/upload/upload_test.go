@@ -54,7 +54,7 @@ func TestIgnoreRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			write(t, root, tc.files)
-			s, err := Scan([]Root{{Name: WorkdirRoot, Source: root}}, 0)
+			s, err := Scan([]Root{{Name: WorkdirRoot, Source: root}}, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +85,7 @@ func TestScanKeepsSymlinksModesAndFollowsRootLink(t *testing.T) {
 	if err := os.Symlink(src, filepath.Join(dir, "via")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Scan([]Root{{Name: WorkdirRoot, Source: filepath.Join(dir, "via")}, {Name: MountRoot(0), Source: filepath.Join(src, "d", "f")}}, 0)
+	s, err := Scan([]Root{{Name: WorkdirRoot, Source: filepath.Join(dir, "via")}, {Name: MountRoot(0), Source: filepath.Join(src, "d", "f")}}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +107,55 @@ func TestScanKeepsSymlinksModesAndFollowsRootLink(t *testing.T) {
 	}
 }
 
+// TestHashCacheSkipsUnchangedFiles: a second scan reads only the file that
+// changed, even when its size and mtime were kept.
+func TestHashCacheSkipsUnchangedFiles(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{"a": "one", "b": "two", "c": "three"})
+	cachePath := filepath.Join(t.TempDir(), "hashes.json")
+	roots := []Root{{Name: WorkdirRoot, Source: root}}
+	scan := func() *Scanned {
+		t.Helper()
+		c := OpenHashCache(cachePath)
+		s, err := Scan(roots, 0, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Save(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := scan(); s.Hashed != 3 {
+		t.Fatalf("first scan hashed %d files, want 3", s.Hashed)
+	}
+	if s := scan(); s.Hashed != 0 {
+		t.Errorf("unchanged scan hashed %d files, want 0", s.Hashed)
+	}
+	p := filepath.Join(root, "b")
+	fi, _ := os.Stat(p)
+	if err := os.WriteFile(p, []byte("TWO"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil { // same size, same mtime
+		t.Fatal(err)
+	}
+	s := scan()
+	if s.Hashed != 1 {
+		t.Errorf("after changing b (size and mtime kept) the scan hashed %d files, want 1", s.Hashed)
+	}
+	want, _ := HashFile(p)
+	for _, e := range s.Manifest.Entries {
+		if e.Path == "workdir/b" && e.SHA256 != want {
+			t.Errorf("b's hash is the stale one")
+		}
+	}
+}
+
 func TestScanRefusesTooLargeNamingTheFile(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{"small": "x", "big.bin": strings.Repeat("y", 5000)})
-	_, err := Scan([]Root{{Name: WorkdirRoot, Source: root}}, 1024)
+	_, err := Scan([]Root{{Name: WorkdirRoot, Source: root}}, 1024, nil)
 	var tl *TooLargeError
 	if !errors.As(err, &tl) {
 		t.Fatalf("err = %v, want a TooLargeError", err)
@@ -171,7 +216,7 @@ func TestStoreDedupsResumesAndBuildsTree(t *testing.T) {
 	st := NewStore(t.TempDir(), 0)
 	st.ChunkBytes = 16 // b travels in 7 chunks
 	scan := func() *Scanned {
-		s, err := Scan([]Root{{Name: WorkdirRoot, Source: src}}, st.MaxBytes)
+		s, err := Scan([]Root{{Name: WorkdirRoot, Source: src}}, st.MaxBytes, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +319,7 @@ func TestConcurrentCommitsAndGC(t *testing.T) {
 	src := t.TempDir()
 	write(t, src, map[string]string{"f": "content", "d/g": "more"})
 	st := NewStore(t.TempDir(), 0)
-	s, err := Scan([]Root{{Name: WorkdirRoot, Source: src}}, 0)
+	s, err := Scan([]Root{{Name: WorkdirRoot, Source: src}}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
