@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 )
@@ -29,8 +30,12 @@ type cacheEntry struct {
 	Seen  int64  `json:"t"` // unix seconds of the last scan that met it
 }
 
-// cacheKeep is how long an entry no scan met is kept.
-const cacheKeep = 30 * 24 * time.Hour
+// cacheKeep is how long an entry no scan met is kept; cacheMaxEntries
+// bounds the file (about 100 bytes an entry).
+const (
+	cacheKeep       = 30 * 24 * time.Hour
+	cacheMaxEntries = 300_000
+)
 
 // OpenHashCache reads the cache at path; a missing or broken file is an
 // empty cache (it is only a cache).
@@ -84,6 +89,17 @@ func (c *HashCache) Save() error {
 	old := time.Now().Add(-cacheKeep).Unix()
 	for p, e := range c.m {
 		if e.Seen < old {
+			delete(c.m, p)
+		}
+	}
+	if len(c.m) > cacheMaxEntries {
+		// Keep the most recently met: a bounded file whatever is launched.
+		keys := make([]string, 0, len(c.m))
+		for p := range c.m {
+			keys = append(keys, p)
+		}
+		sort.Slice(keys, func(i, j int) bool { return c.m[keys[i]].Seen > c.m[keys[j]].Seen })
+		for _, p := range keys[cacheMaxEntries:] {
 			delete(c.m, p)
 		}
 	}
