@@ -46,6 +46,7 @@ var layers = []layer{
 	{"operation contract", []string{"internal/op"}},
 	{"state", []string{"internal/state"}},
 	{"storage", []string{"internal/storage"}},
+	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
 	{"vocabulary, one-job helpers", []string{"internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
 }
 

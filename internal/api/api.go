@@ -8,7 +8,8 @@ package api
 
 // TaskSpec is a task as the CLI resolved it: YAML loaded and validated,
 // --env/--secret applied, resource flags applied, paths made absolute.
-// The server runs exactly this; it never re-reads the user's files.
+// The server runs exactly this; it never reads the user's files, only
+// the copies uploaded under UploadID.
 type TaskSpec struct {
 	Name     string `json:"name,omitempty"`
 	NumNodes int    `json:"num_nodes"`
@@ -27,8 +28,12 @@ type TaskSpec struct {
 	GitCommit string `json:"git_commit,omitempty"`
 	// FileMounts maps a node path to an absolute local path.
 	FileMounts map[string]string `json:"file_mounts,omitempty"`
-	Setup      string            `json:"setup,omitempty"`
-	Run        string            `json:"run,omitempty"`
+	// UploadID names the tree the client uploaded the workdir and local
+	// file-mount sources to (internal/upload): the server syncs those
+	// copies, never the paths above, which name the client's files.
+	UploadID string `json:"upload_id,omitempty"`
+	Setup    string `json:"setup,omitempty"`
+	Run      string `json:"run,omitempty"`
 	// YAML is the task as dumped with secrets redacted, for records.
 	YAML string `json:"yaml,omitempty"`
 }

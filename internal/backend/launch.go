@@ -779,36 +779,20 @@ func (b *Backend) syncWorkdir(ctx context.Context, runners []provision.CommandRu
 		if err != nil || !fi.IsDir() {
 			return fmt.Errorf("workdir %s is not a directory the API server can read; give an existing local directory", t.Workdir)
 		}
-		excludes := ignorePatterns(t.Workdir)
+		// The workdir is the client's upload (core resolves it), already
+		// filtered by .skyignore/.gitignore (internal/upload): it is
+		// synced as it is.
 		fmt.Fprintf(log, "  Syncing workdir %s: %s -> ~/sky_workdir\n", toNodes(len(runners)), t.Workdir)
 		defer stage(log, "Syncing workdir %s to ~/sky_workdir on %d node%s...", t.Workdir, len(runners), plural(len(runners)))()
 		return parallel(len(runners), func(i int) error {
-			return runners[i].Rsync(ctx, t.Workdir, "~/sky_workdir", provision.RsyncOptions{Excludes: excludes})
+			return runners[i].Rsync(ctx, t.Workdir, "~/sky_workdir", provision.RsyncOptions{})
 		})
 	}
 	return nil
 }
 
-// ignorePatterns reads .skyignore, else .gitignore, of a directory.
-func ignorePatterns(dir string) []string {
-	for _, f := range []string{".skyignore", ".gitignore"} {
-		raw, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			continue
-		}
-		var out []string
-		for _, line := range strings.Split(string(raw), "\n") {
-			line = strings.TrimSpace(line)
-			if line != "" && !strings.HasPrefix(line, "#") {
-				out = append(out, line)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// syncFileMounts copies local file_mounts sources to every node.
+// syncFileMounts copies local file_mounts sources (the client's uploads,
+// filtered as the workdir is) to every node.
 func (b *Backend) syncFileMounts(ctx context.Context, runners []provision.CommandRunner, t *api.TaskSpec, log io.Writer) error {
 	dsts := make([]string, 0, len(t.FileMounts))
 	for d := range t.FileMounts {
@@ -825,7 +809,7 @@ func (b *Backend) syncFileMounts(ctx context.Context, runners []provision.Comman
 		end := stage(log, "Syncing %s to %s on %d node%s...", src, dst, len(runners), plural(len(runners)))
 		err = parallel(len(runners), func(i int) error {
 			if fi.IsDir() {
-				return runners[i].Rsync(ctx, src, dst, provision.RsyncOptions{Excludes: ignorePatterns(src)})
+				return runners[i].Rsync(ctx, src, dst, provision.RsyncOptions{})
 			}
 			return runners[i].Upload(ctx, src, dst)
 		})

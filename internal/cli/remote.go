@@ -309,6 +309,11 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 		// SkyPilot names the cluster here only when no prompt did.
 		fmt.Fprintln(opts.IO.Out, opts.IO.Cyan("Running on cluster: ")+name)
 	}
+	if !opts.DryRun {
+		if err := f.uploadTaskFiles(opts.IO, &body.Task, true); err != nil {
+			return err
+		}
+	}
 	var res api.LaunchResult
 	if err := f.call("launch", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
 		return err
@@ -365,6 +370,9 @@ func execRunRemote(f *Factory, opts *ExecOptions) error {
 	body := api.ExecBody{Task: spec, ClusterName: opts.Cluster, Detach: opts.Detach, Command: recordedCommand(os.Args[1:], spec.Secrets)}
 	printEntrypoint(opts.IO, opts.Task)
 	fmt.Fprintln(opts.IO.Out, opts.IO.Cyan("Submitting job to cluster: ")+opts.Cluster)
+	if err := f.uploadTaskFiles(opts.IO, &body.Task, false); err != nil {
+		return err
+	}
 	var res api.LaunchResult
 	// Detached, the request ends at the submit: its lines are printed
 	// when it is over rather than followed.

@@ -342,7 +342,11 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 // server first if the connection is refused.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
 	var data []byte
-	if body != nil {
+	raw, isRaw := body.(rawBody)
+	switch {
+	case isRaw:
+		data = raw
+	case body != nil:
 		var err error
 		if data, err = json.Marshal(body); err != nil {
 			return nil, fmt.Errorf("encode request body: %w", err)
@@ -356,6 +360,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		req, err := c.newRequest(ctx, method, path, q, rd)
 		if err != nil {
 			return nil, err
+		}
+		if isRaw {
+			req.Header.Set("Content-Type", "application/octet-stream")
 		}
 		return c.hc.Do(req)
 	}

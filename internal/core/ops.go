@@ -196,7 +196,12 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 		fmt.Fprintln(r.Log, "Dryrun finished.")
 		return api.LaunchResult{ClusterName: b.ClusterName}, nil
 	}
-	log := newRedactingLog(r.Log, b.Task.Secrets)
+	release, shown, err := e.resolveUploads(&b.Task, r.User, true)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	log := newRequestLog(r.Log, b.Task.Secrets, shown)
 	defer closeLog(log)
 	out, err := e.Backend.Launch(ctx, b, userOf(r), plan, log)
 	return out, opErr(err)
@@ -232,7 +237,12 @@ func (e *Env) exec(ctx context.Context, r *op.Request) (any, error) {
 	if _, err := e.requestConfig(r); err != nil {
 		return nil, err
 	}
-	log := newRedactingLog(r.Log, b.Task.Secrets)
+	release, shown, err := e.resolveUploads(&b.Task, r.User, false)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	log := newRequestLog(r.Log, b.Task.Secrets, shown)
 	defer closeLog(log)
 	out, err := e.Backend.Exec(ctx, b, userOf(r), log)
 	return out, opErr(err)

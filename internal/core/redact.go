@@ -3,6 +3,8 @@ package core
 import (
 	"bytes"
 	"io"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/skygo/skygo/internal/task"
@@ -14,19 +16,39 @@ import (
 type redactingLog struct {
 	mu  sync.Mutex
 	w   io.Writer
-	r   *task.Redactor
+	fix func(string) string
 	buf []byte
 }
 
 func newRedactingLog(w io.Writer, secrets map[string]string) io.Writer {
-	if len(secrets) == 0 {
+	return newRequestLog(w, secrets, nil)
+}
+
+// newRequestLog is newRedactingLog that also writes the client's paths
+// where the lines name the uploaded copies of them (shown maps a copy's
+// path to the client's), so the log speaks of the user's own files.
+func newRequestLog(w io.Writer, secrets, shown map[string]string) io.Writer {
+	if len(secrets) == 0 && len(shown) == 0 {
 		return w
 	}
 	vals := make([]string, 0, len(secrets))
 	for _, v := range secrets {
 		vals = append(vals, v)
 	}
-	return &redactingLog{w: w, r: task.NewRedactor(vals...)}
+	r := task.NewRedactor(vals...)
+	// Longest first: the replacer tries its pairs in order, and
+	// ".../mounts/1" must not take the start of ".../mounts/10".
+	froms := make([]string, 0, len(shown))
+	for from := range shown {
+		froms = append(froms, from)
+	}
+	sort.Slice(froms, func(i, j int) bool { return len(froms[i]) > len(froms[j]) })
+	pairs := make([]string, 0, 2*len(shown))
+	for _, from := range froms {
+		pairs = append(pairs, from, shown[from])
+	}
+	paths := strings.NewReplacer(pairs...)
+	return &redactingLog{w: w, fix: func(s string) string { return r.Redact(paths.Replace(s)) }}
 }
 
 func (l *redactingLog) Write(p []byte) (int, error) {
@@ -40,7 +62,7 @@ func (l *redactingLog) Write(p []byte) (int, error) {
 		}
 		i = len(l.buf) - 1 // an endless line: flush what we have
 	}
-	if _, err := io.WriteString(l.w, l.r.Redact(string(l.buf[:i+1]))); err != nil {
+	if _, err := io.WriteString(l.w, l.fix(string(l.buf[:i+1]))); err != nil {
 		return 0, err
 	}
 	l.buf = append(l.buf[:0], l.buf[i+1:]...)
@@ -52,7 +74,7 @@ func (l *redactingLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) > 0 {
-		_, err := io.WriteString(l.w, l.r.Redact(string(l.buf)))
+		_, err := io.WriteString(l.w, l.fix(string(l.buf)))
 		l.buf = nil
 		return err
 	}

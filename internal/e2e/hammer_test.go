@@ -591,6 +591,7 @@ func startForegroundServer(t *testing.T, e *skyEnv, port int) int {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(e.bin, "api", "start", "--foreground")
+	cmd.Dir = e.dir
 	cmd.Env = append(append([]string{}, e.env...), fmt.Sprintf("SKYPILOT_API_SERVER_LOCAL_PORT=%d", port))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

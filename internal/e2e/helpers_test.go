@@ -31,6 +31,9 @@ type skyEnv struct {
 	port int
 	bin  string
 	env  []string
+	// dir is the working directory of a server startForegroundServer
+	// starts (default: the test's).
+	dir string
 }
 
 // newEnv makes a private HOME (short, under os.TempDir: agent sockets live

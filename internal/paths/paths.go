@@ -24,6 +24,14 @@ func StateDB(home string) string { return filepath.Join(Root(home), "state.db") 
 // ServerDir holds the local API server's log, pid, request logs and lock.
 func ServerDir(home string) string { return filepath.Join(Root(home), "api_server") }
 
+// Uploads is the API server's store of the files clients uploaded for
+// their requests (internal/upload).
+func Uploads(home string) string { return filepath.Join(ServerDir(home), "uploads") }
+
+// UploadHashes is the client's cache of the hashes of the files it
+// uploaded (internal/upload).
+func UploadHashes(home string) string { return filepath.Join(Root(home), "upload_hashes.json") }
+
 // CatalogCache is where downloaded price catalogs are cached.
 func CatalogCache(home string) string { return filepath.Join(Root(home), "catalogs") }
 

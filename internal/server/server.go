@@ -33,6 +33,7 @@ import (
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/task"
+	"github.com/skygo/skygo/internal/upload"
 	"github.com/skygo/skygo/internal/version"
 )
 
@@ -90,11 +91,22 @@ type Options struct {
 	// WritePIDFile makes Serve write server.pid (what `sky api stop`
 	// reads) and remove it on exit.
 	WritePIDFile bool
+	// UploadLimit bounds the files of one upload (default 4 GiB;
+	// SKYGO_UPLOAD_LIMIT, e.g. 10GiB). UploadMaxAge is how long unused
+	// uploads are kept (default 24h; SKYGO_UPLOAD_MAX_AGE).
+	UploadLimit  int64
+	UploadMaxAge time.Duration
 	// Controllers builds the server's long-lived loops (status refresh,
 	// autostop, ...), given the server's metrics registry and logger.
 	// Serve runs them and stops them on shutdown.
 	Controllers func(reg prometheus.Registerer, log *slog.Logger) ([]*controller.Controller, error)
 }
+
+// Environment variables of the upload store.
+const (
+	EnvUploadLimit  = upload.EnvLimit
+	EnvUploadMaxAge = "SKYGO_UPLOAD_MAX_AGE"
+)
 
 // ApplyEnv fills unset options from the environment, the way `sky api
 // start` is configured in SkyPilot.
@@ -115,6 +127,20 @@ func (o *Options) ApplyEnv() error {
 	if o.InitialBasicAuth == "" {
 		o.InitialBasicAuth = os.Getenv("SKYPILOT_INITIAL_BASIC_AUTH")
 	}
+	if v := os.Getenv(EnvUploadLimit); v != "" && o.UploadLimit == 0 {
+		n, err := ParseByteSize(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", EnvUploadLimit, err)
+		}
+		o.UploadLimit = n
+	}
+	if v := os.Getenv(EnvUploadMaxAge); v != "" && o.UploadMaxAge == 0 {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: want a duration such as 24h or 90m", EnvUploadMaxAge, v)
+		}
+		o.UploadMaxAge = d
+	}
 	return nil
 }
 
@@ -129,6 +155,8 @@ type Server struct {
 	ops       map[string]op.Op // by request name
 	exec      *executor
 	metrics   *metrics
+	uploads   *upload.Store
+	upMetrics *uploadMetrics
 	auth      authCache
 	localUser api.User
 	dummyHash []byte
@@ -229,6 +257,11 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 		}
 	}
 	s.metrics = newMetrics(s.exec.long, s.exec.short, s.exec.follow)
+	s.uploads = upload.NewStore(paths.Uploads(opts.Home), opts.UploadLimit)
+	if opts.UploadMaxAge > 0 {
+		s.uploads.MaxAge = opts.UploadMaxAge
+	}
+	s.upMetrics = newUploadMetrics(s.metrics.reg)
 	s.exec.metrics = s.metrics
 	s.store.SetObserver(s.metrics.observeDB)
 	if opts.Controllers != nil {
@@ -324,6 +357,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
+	gcCtx, stopGC := context.WithCancel(ctx)
+	defer stopGC()
+	go s.collectUploads(gcCtx, min(time.Hour, s.uploads.MaxAge/4))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -495,6 +531,7 @@ func (s *Server) routes() *http.ServeMux {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil, nil
 	}))
+	s.uploadRoutes(mux)
 	mux.Handle("GET /users", s.wrap(s.handleListUsers))
 	mux.Handle("POST /users/create", s.wrap(s.handleCreateUser))
 	mux.Handle("POST /users/delete", s.wrap(s.handleDeleteUser))
