@@ -60,6 +60,10 @@ func (c *Client) ensureServer(ctx context.Context) error {
 		return err
 	}
 	deadline := time.Now().Add(startTimeout)
+	// A refused connection costs microseconds, and the server is usually
+	// up within ~100 ms: poll often at first so the first command does
+	// not sit out most of a fixed interval.
+	wait := 5 * time.Millisecond
 	for {
 		if _, err := c.Health(ctx); err == nil || errors.Is(err, ErrForeignServer) {
 			return err
@@ -70,8 +74,9 @@ func (c *Client) ensureServer(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 50*time.Millisecond)
 	}
 }
 

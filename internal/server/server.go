@@ -159,7 +159,8 @@ type Server struct {
 	upMetrics *uploadMetrics
 	auth      authCache
 	localUser api.User
-	dummyHash []byte
+	// dummyHash is compared against for unknown users (see auth.go).
+	dummyHash func() []byte
 	mux       http.Handler
 	closing   atomic.Bool
 	stopExec  context.CancelFunc
@@ -232,8 +233,13 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	h, _ := bcrypt.GenerateFromPassword([]byte(randomHex(8)), bcrypt.DefaultCost)
-	s.dummyHash = h
+	// Made on first use: a bcrypt hash costs ~50 ms of CPU, which every
+	// server start (the first command of a session) would otherwise pay
+	// whether or not anyone logs in with a password.
+	s.dummyHash = sync.OnceValue(func() []byte {
+		h, _ := bcrypt.GenerateFromPassword([]byte(randomHex(8)), bcrypt.DefaultCost)
+		return h
+	})
 
 	long, short := defaultWorkers(opts.Deploy)
 	if opts.LongWorkers > 0 {

@@ -50,6 +50,10 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 	}
 	var path string
 	finished := func() bool { return true }
+	// ended wakes the follow loop when a request this process runs ends,
+	// so the client sees its end at once instead of at the next poll (nil,
+	// which never fires, for everything else).
+	var ended <-chan struct{}
 	// gone is set when the stream ends because its client went away, not
 	// because the log is complete; leave then tells the executor.
 	gone := false
@@ -105,6 +109,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 		}
 		if follow {
 			leave = s.exec.followRequest(id)
+			if j := s.exec.jobFor(id); j != nil {
+				ended = j.done
+			}
 		}
 	}
 	f, err := os.Open(path)
@@ -157,6 +164,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 		case <-ctx.Done():
 			gone = true // the peer closed the connection (or the server is stopping)
 			return nil, nil
+		case <-ended:
+			ended = nil // the next pass drains and returns
 		case <-time.After(streamPoll):
 		}
 	}
