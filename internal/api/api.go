@@ -76,6 +76,9 @@ type LaunchResult struct {
 	// SSH says whether `ssh <cluster>` reaches the head node (the CLI's
 	// hints name it only then).
 	SSH bool `json:"ssh,omitempty"`
+	// Existing says a dry run found the user's UP cluster, which the
+	// launch would have reused (the hints then name no job).
+	Existing bool `json:"existing,omitempty"`
 }
 
 // ExecBody is the body of /exec.

@@ -172,6 +172,21 @@ func (b *Backend) writeSSHConfig(h *Handle, log io.Writer) {
 }
 
 // sshAccess says whether `ssh <cluster>` reaches the cluster's head.
+// DryRunExisting is what a dry run of a launch onto name knows when name
+// is the user's UP cluster: SkyPilot provisions nothing then, so it
+// neither plans nor asks. ok is false for any other cluster (or none).
+func (b *Backend) DryRunExisting(ctx context.Context, name string, u User) (res *api.LaunchResult, ok bool) {
+	c, err := b.Store.GetCluster(ctx, name)
+	if err != nil || c.Status != state.ClusterUp || (u.Hash != "" && c.UserHash != u.Hash) {
+		return nil, false
+	}
+	h, err := HandleOf(c)
+	if err != nil {
+		return nil, false
+	}
+	return &api.LaunchResult{ClusterName: name, SSH: b.sshAccess(h), Existing: true}, true
+}
+
 func (b *Backend) sshAccess(h *Handle) bool {
 	in, _, err := b.plugin(h)
 	if err != nil {

@@ -549,6 +549,20 @@ func flagCases(e *flagEnv) []flagCase {
 	})
 	add("launch --dryrun", func(t *testing.T, e *flagEnv) {
 		wantWorks(t, e.sky("launch", "-y", "--dryrun", "-c", "fwdry", "echo x"), "Dryrun finished.")
+		// Without -y a dry run asks as a launch does, after the table;
+		// the answer ends it, and no answer aborts it.
+		r := e.skyIn("y\n", "launch", "--dryrun", "-c", "fwdry", "echo x")
+		wantWorks(t, r, "Considered resources", "Launching a new cluster 'fwdry'. Proceed? [Y/n]: Dryrun finished.")
+		if strings.Count(r.out, "Considered resources") != 1 || strings.Contains(r.out, "Running on cluster") {
+			t.Errorf("dry run after a prompt: want the table once and no cluster line: %s", r)
+		}
+		wantRefused(t, e.sky("launch", "--dryrun", "-c", "fwdry", "echo x"), "Aborted!")
+		// Onto one's own UP cluster: nothing to plan or ask.
+		r = e.sky("launch", "--dryrun", "-c", "fw", "echo x")
+		wantWorks(t, r, "Dryrun complete. Would have run:", "Task(run='echo x')", "Cluster name: fw")
+		if strings.Contains(r.out, "Considered resources") || strings.Contains(r.out, "Job ID") {
+			t.Errorf("dry run onto an UP cluster: want no plan and no job hints: %s", r)
+		}
 		if s := e.statusOf(t, "fwdry")["status"]; s != "" {
 			t.Errorf("--dryrun created the cluster (status %v)", s)
 		}

@@ -285,7 +285,8 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 		Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Command: recordedCommand(os.Args[1:], spec.Secrets), EnvVars: api.ClientEnv()}
 	printEntrypoint(opts.IO, opts.Task)
 	asked := false
-	if !opts.DryRun && !opts.Yes {
+	// --dryrun asks too (cli-output.md): the answer ends the dry run.
+	if !opts.Yes {
 		q, provisions, err := f.launchQuestion(name)
 		if err != nil {
 			return err
@@ -317,6 +318,10 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	var res api.LaunchResult
 	if err := f.call("launch", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
 		return err
+	}
+	if opts.DryRun && res.Existing {
+		printUsefulCommands(opts.IO, res.ClusterName, 0, res.SSH)
+		return nil
 	}
 	if opts.Async || opts.DryRun {
 		return nil

@@ -181,6 +181,13 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 		return nil, err
 	}
 	b.Workspace = cfg.ActiveWorkspace()
+	if b.Dryrun {
+		if res, ok := e.Backend.DryRunExisting(ctx, b.ClusterName, userOf(r)); ok {
+			fmt.Fprintln(r.Log, "Dryrun complete. Would have run:")
+			fmt.Fprintln(r.Log, describeTask(b.Task))
+			return res, nil
+		}
+	}
 	plan, err := e.planner(ctx, b, r)
 	if err != nil {
 		return nil, err
@@ -205,6 +212,33 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 	defer closeLog(log)
 	out, err := e.Backend.Launch(ctx, b, userOf(r), plan, log)
 	return out, opErr(err)
+}
+
+// describeTask is the task as SkyPilot names it after "Would have run:":
+// Task<name=N>(run='...'), the run cut at 20 characters, then its node
+// count when above one and its resources.
+func describeTask(t api.TaskSpec) string {
+	run := "run=<empty>"
+	if t.Run != "" {
+		cmd := strings.ReplaceAll(t.Run, "\n", `\n`)
+		if len(cmd) > 20 {
+			cmd = cmd[:20] + "..."
+		}
+		run = "run='" + cmd + "'"
+	}
+	name := ""
+	if t.Name != "" {
+		name = "<name=" + t.Name + ">"
+	}
+	s := "Task" + name + "(" + run + ")"
+	if t.NumNodes > 1 {
+		s += fmt.Sprintf("\n  nodes: %d", t.NumNodes)
+	}
+	res := "default instances"
+	if rs, err := resources.Parse(t.Resources); err == nil && rs.String() != "*" {
+		res = rs.String()
+	}
+	return s + "\n  resources: " + res
 }
 
 // optimize prints the optimizer's table for a launch body without

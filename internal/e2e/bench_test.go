@@ -83,11 +83,11 @@ func BenchmarkDryrunH100(b *testing.B) {
 	e := newEnv(b)
 	fakeCloudHome(b, e)
 	e.must("check")
-	first := timeRun(b, e.env, "H100:8", e.bin, "launch", "--dryrun", "--gpus", "H100:8")
+	first := timeRun(b, e.env, "H100:8", e.bin, "launch", "--dryrun", "-y", "--gpus", "H100:8")
 	var sum, base time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		sum += timeRun(b, e.env, "H100:8", e.bin, "launch", "--dryrun", "--gpus", "H100:8")
+		sum += timeRun(b, e.env, "H100:8", e.bin, "launch", "--dryrun", "-y", "--gpus", "H100:8")
 		b.StopTimer()
 		base += timeRun(b, e.env, "", "/bin/true")
 		b.StartTimer()

@@ -659,7 +659,7 @@ func dryrunAll(t *testing.T, e *skyEnv, files []string) (chosen map[string]bool)
 	chosen = map[string]bool{}
 	explained := 0
 	for _, f := range files {
-		args := []string{"launch", "--dryrun", f}
+		args := []string{"launch", "--dryrun", "-y", f}
 		envs, secrets := requiredVars(t, f)
 		for _, k := range envs {
 			args = append(args, "--env", k+"=x")

@@ -35,8 +35,8 @@ grep -q 'SkyPilot API server' info.txt
 sky check -o json > check.json
 python3 -c "import json; d=json.load(open('check.json')); assert isinstance(d, (dict, list)), d"
 
-step 1 validate
-sky launch --dryrun task.yaml
+step 1 validate: a dry run asks as the launch would
+echo y | sky launch --dryrun task.yaml
 
 step 2 launch
 echo y | sky launch -c mycluster task.yaml
