@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -391,6 +392,33 @@ func TestE2EAuth(t *testing.T) {
 	if st := statusOf(t, alice, aID).Status; st != "RUNNING" {
 		t.Fatalf("alice's request is %s after bob's attempts", st)
 	}
+	// The server's ~/sky_logs is nobody's request: by path, only the
+	// admin reads it.
+	logDir := filepath.Join(e.home, "sky_logs", "sky-2026-01-01-00-00-00-000000")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(logDir, "run.log"), []byte("not for bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	byPath := func(user, pw string) (int, string) {
+		req, _ := http.NewRequest("GET", e.url()+"/api/stream?follow=false&log_path=~/sky_logs/sky-2026-01-01-00-00-00-000000/run.log", nil)
+		req.SetBasicAuth(user, pw)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := byPath("bob", "bobpw"); code != 403 || strings.Contains(body, "not for bob") {
+		t.Errorf("bob streamed a server log file by path: HTTP %d %q", code, body)
+	}
+	if code, body := byPath("admin", "adminpw"); code != 200 || body != "not for bob\n" {
+		t.Errorf("admin streaming a server log file by path: HTTP %d %q", code, body)
+	}
+
 	// The admin sees everyone's requests and can cancel them.
 	rs, err := admin.Status(ctx, client.StatusOptions{AllUsers: true})
 	if err != nil || len(rs) != 1 || rs[0].RequestID != aID || rs[0].UserName != "alice" {

@@ -70,6 +70,12 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, u api.User
 		}
 		finished = func() bool { return ctx.Err() != nil }
 	case logPath != "":
+		// The server's ~/sky_logs belongs to no one request or user (a
+		// SkyPilot installed beside keeps its logs there): on a shared
+		// server only admins read it by path.
+		if s.authEnabled() && !s.isAdmin(u) {
+			return nil, errf(http.StatusForbidden, "Forbidden: only admins can read the server's log files by path")
+		}
 		p, err := s.skyLogPath(logPath)
 		if err != nil {
 			return nil, err
