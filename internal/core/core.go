@@ -174,6 +174,10 @@ func userOf(r *op.Request) backend.User {
 	return backend.User{Name: r.User.Name, Hash: r.User.ID, Admin: r.User.Role == state.RoleAdmin}
 }
 
+const docEnabledInfras = "check/enabled_infras"
+
+// settingEnabledInfras is where builds before the versioned document kept
+// the set; it is read when the document is absent.
 const settingEnabledInfras = "enabled_infras"
 
 // runCheck runs the credential checks, stores the enabled set and returns
@@ -207,38 +211,51 @@ func (e *Env) runCheckWith(ctx context.Context, cfg *config.Config, infras []str
 	// keeps the stored verdict of the others, so what it enabled is usable
 	// at once, as SkyPilot's does. Local follows the others: it is enabled
 	// automatically while nothing else is, and stays on after.
-	var enabled []string
+	var stored []string // what a build before the document kept
 	if len(infras) > 0 {
-		prev, ok := e.storedEnabled(ctx)
-		if !ok {
+		var ok bool
+		if stored, ok = e.storedEnabled(ctx); !ok {
 			// Nothing stored yet: the others' verdicts come from a full
 			// check, once.
 			if _, err := e.runCheck(ctx, nil, false); err != nil {
 				return nil, err
 			}
-			prev, _ = e.storedEnabled(ctx)
 		}
-		checked := map[string]bool{}
-		for _, r := range res {
-			checked[r.Key] = true
+	}
+	checked := map[string]bool{}
+	for _, r := range res {
+		checked[r.Key] = true
+	}
+	order := check.Names()
+	// One conditional read-modify-write, so two partial checks at once
+	// (`sky check aws` beside `sky check gcp`, on one server or two) both
+	// land.
+	err = e.Store.UpdateDocument(ctx, docEnabledInfras, func(cur []byte) ([]byte, bool, error) {
+		var prev, enabled []string
+		if len(infras) > 0 {
+			prev = stored
+			if cur != nil {
+				prev = nil
+				_ = json.Unmarshal(cur, &prev)
+			}
 		}
 		for _, k := range prev {
 			if !checked[k] {
 				enabled = append(enabled, k)
 			}
 		}
-	}
-	for _, r := range res {
-		if r.Enabled && !slices.Contains(enabled, r.Key) {
-			enabled = append(enabled, r.Key)
+		for _, r := range res {
+			if r.Enabled && !slices.Contains(enabled, r.Key) {
+				enabled = append(enabled, r.Key)
+			}
 		}
-	}
-	order := check.Names()
-	slices.SortStableFunc(enabled, func(a, b string) int {
-		return slices.Index(order, a) - slices.Index(order, b)
+		slices.SortStableFunc(enabled, func(a, b string) int {
+			return slices.Index(order, a) - slices.Index(order, b)
+		})
+		raw, err := json.Marshal(enabled)
+		return raw, true, err
 	})
-	raw, _ := json.Marshal(enabled)
-	if err := e.Store.SetSetting(ctx, settingEnabledInfras, string(raw)); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -247,11 +264,16 @@ func (e *Env) runCheckWith(ctx context.Context, cfg *config.Config, infras []str
 // storedEnabled is the enabled set the last check stored; ok is false when
 // none was (or it is unreadable).
 func (e *Env) storedEnabled(ctx context.Context) (enabled []string, ok bool) {
-	raw, err := e.Store.GetSetting(ctx, settingEnabledInfras)
-	if err != nil || raw == "" {
+	raw, err := e.Store.Document(ctx, docEnabledInfras)
+	if errors.Is(err, state.ErrNotFound) {
+		var s string
+		s, err = e.Store.GetSetting(ctx, settingEnabledInfras)
+		raw = []byte(s)
+	}
+	if err != nil || len(raw) == 0 {
 		return nil, false
 	}
-	if json.Unmarshal([]byte(raw), &enabled) != nil {
+	if json.Unmarshal(raw, &enabled) != nil {
 		return nil, false
 	}
 	return enabled, true

@@ -270,6 +270,19 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *sql.Tx) error) er
 	return nil
 }
 
+// Document reads one document; ErrNotFound when it was never written.
+func (s *Store) Document(ctx context.Context, key string) ([]byte, error) {
+	var raw string
+	err := s.queryRow(ctx, "get document", `SELECT value FROM documents WHERE key = ?`, key).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("document %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get document %s: %w", key, err)
+	}
+	return []byte(raw), nil
+}
+
 // UpdateDocument is a versioned read-modify-write of one small JSON
 // document (e.g. which SSH hosts each cluster holds): fn gets the current
 // value (nil when absent) and returns the new one and whether to write it.
