@@ -153,12 +153,20 @@ type EndpointsBody struct {
 	Port    int    `json:"port,omitempty"`
 }
 
-// JobLogs is one job's log directory as /download_logs returns it: the
-// files by path relative to ~/sky_logs/<run_timestamp>.
+// LogsDownload is what /download_logs returns: the jobs' log files are
+// left on the server, and the client fetches each with GET /api/download
+// (request_id, path "<run_timestamp>/<file>").
+type LogsDownload struct {
+	RequestID string    `json:"request_id"`
+	Jobs      []JobLogs `json:"jobs"`
+}
+
+// JobLogs is one job's log directory: its files by path relative to
+// ~/sky_logs/<run_timestamp>.
 type JobLogs struct {
-	JobID        int               `json:"job_id"`
-	RunTimestamp string            `json:"run_timestamp"`
-	Files        map[string][]byte `json:"files"`
+	JobID        int      `json:"job_id"`
+	RunTimestamp string   `json:"run_timestamp"`
+	Files        []string `json:"files"`
 }
 
 // CheckBody is the body of /check.

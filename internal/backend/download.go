@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
@@ -16,16 +19,15 @@ import (
 	"github.com/skygo/skygo/internal/state"
 )
 
-// MaxDownloadBytes bounds what one `sky logs --sync-down` carries: the
-// files travel in the request's result, which the server stores in its
-// request table.
-const MaxDownloadBytes = 64 << 20
+// MaxDownloadBytes bounds what one `sky logs --sync-down` gathers: each
+// node's files arrive whole in memory before they are written out.
+const MaxDownloadBytes = 256 << 20
 
-// DownloadLogs reads the log directory of each job (the latest when ids
-// is empty) from every node: the head's whole directory, and the per-rank
-// files each worker wrote there. The head's files win a name clash, as it
-// holds the job's run.log.
-func (b *Backend) DownloadLogs(ctx context.Context, name string, user User, ids []int) ([]api.JobLogs, error) {
+// DownloadLogs copies the log directory of each job (the latest when ids
+// is empty) from every node into dir/<run_timestamp>/: the head's whole
+// directory, and the per-rank files each worker wrote there. The head's
+// files win a name clash, as it holds the job's run.log.
+func (b *Backend) DownloadLogs(ctx context.Context, name string, user User, ids []int, dir string) ([]api.JobLogs, error) {
 	c, h, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
 	if err != nil {
 		return nil, err
@@ -64,21 +66,23 @@ func (b *Backend) DownloadLogs(ctx context.Context, name string, user User, ids 
 	total := 0
 	for _, j := range picked {
 		runTS := path.Base(j.LogPath)
-		jl := api.JobLogs{JobID: j.JobID, RunTimestamp: runTS, Files: map[string][]byte{}}
+		jl := api.JobLogs{JobID: j.JobID, RunTimestamp: runTS}
+		dest := filepath.Join(dir, filepath.Base(filepath.Clean("/"+runTS)))
+		files := map[string]bool{}
 		// Workers first, so the head's copy of a shared name is kept.
 		for i := len(runners) - 1; i >= 0; i-- {
-			dir := provision.QuoteHomePath("~/sky_logs/" + runTS)
+			src := provision.QuoteHomePath("~/sky_logs/" + runTS)
 			if i == 0 {
-				dir = provision.QuoteHomePath(j.LogPath)
+				src = provision.QuoteHomePath(j.LogPath)
 			}
-			res, err := runners[i].Run(ctx, "cd "+dir+" 2>/dev/null && tar -cf - .", provision.RunOptions{})
+			res, err := runners[i].Run(ctx, "cd "+src+" 2>/dev/null && tar -cf - .", provision.RunOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("read the logs of job %d on %s: %w", j.JobID, runners[i].NodeIP(), err)
 			}
 			if res.ExitCode != 0 {
 				continue // this node holds no files of the job
 			}
-			n, err := untarInto(jl.Files, res.Stdout)
+			n, err := untarTo(dest, files, res.Stdout)
 			if err != nil {
 				return nil, fmt.Errorf("read the logs of job %d on %s: %w", j.JobID, runners[i].NodeIP(), err)
 			}
@@ -86,14 +90,19 @@ func (b *Backend) DownloadLogs(ctx context.Context, name string, user User, ids 
 				return nil, &ClusterError{Type: "ValueError", Msg: fmt.Sprintf("the logs are larger than %d MiB; download fewer jobs at a time, or read them with `sky logs --tail N`", MaxDownloadBytes>>20)}
 			}
 		}
+		for f := range files {
+			jl.Files = append(jl.Files, f)
+		}
+		slices.Sort(jl.Files)
 		out = append(out, jl)
 	}
 	return out, nil
 }
 
-// untarInto adds the regular files of a tar stream to files and returns
-// their total size.
-func untarInto(files map[string][]byte, data []byte) (int, error) {
+// untarTo writes the regular files of a tar stream under dir (a later
+// stream's file replaces an earlier one's), notes their names in files,
+// and returns their total size.
+func untarTo(dir string, files map[string]bool, data []byte) (int, error) {
 	tr := tar.NewReader(bytes.NewReader(data))
 	total := 0
 	for {
@@ -108,14 +117,25 @@ func untarInto(files map[string][]byte, data []byte) (int, error) {
 			continue
 		}
 		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
-		if name == "." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
+		if name == "." || name == ".." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
 			continue
 		}
-		b, err := io.ReadAll(io.LimitReader(tr, MaxDownloadBytes+1))
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return total, err
+		}
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 		if err != nil {
 			return total, err
 		}
-		files[name] = b
-		total += len(b)
+		n, err := io.Copy(f, io.LimitReader(tr, MaxDownloadBytes+1))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return total, err
+		}
+		files[name] = true
+		total += int(n)
 	}
 }

@@ -17,17 +17,21 @@ import (
 // written to ~/sky_logs/<run_timestamp> on this machine (the layout the
 // job has on its node, runtime.md), one line per job saying where.
 func syncDownLogs(f *Factory, opts *LogsOptions) error {
-	var jobs []api.JobLogs
+	var res api.LogsDownload
 	b := api.LogsBody{ClusterName: opts.Cluster, JobIDs: opts.JobIDs}
-	if err := f.call("download_logs", b, &jobs, callOptions{}); err != nil {
+	if err := f.call("download_logs", b, &res, callOptions{}); err != nil {
+		return err
+	}
+	c, err := f.Client()
+	if err != nil {
 		return err
 	}
 	home, err := homeDir()
 	if err != nil {
 		return err
 	}
-	for _, j := range jobs {
-		dir, err := writeJobLogs(filepath.Join(home, "sky_logs"), j)
+	for _, j := range res.Jobs {
+		dir, err := writeJobLogs(context.Background(), c, res.RequestID, filepath.Join(home, "sky_logs"), j)
 		if err != nil {
 			return err
 		}
@@ -38,16 +42,19 @@ func syncDownLogs(f *Factory, opts *LogsOptions) error {
 	return nil
 }
 
-// writeJobLogs writes one job's files under root/<run_timestamp> and
-// returns that directory. Names come from the server, so each must stay
-// inside it.
-func writeJobLogs(root string, j api.JobLogs) (string, error) {
+// writeJobLogs fetches one job's files from the request that gathered
+// them into root/<run_timestamp> and returns that directory. Names come
+// from the server, so each must stay inside it.
+func writeJobLogs(ctx context.Context, c *client.Client, requestID, root string, j api.JobLogs) (string, error) {
 	ts := filepath.Base(filepath.Clean("/" + j.RunTimestamp))
 	if ts == "/" || ts == "." {
 		ts = fmt.Sprintf("job-%d", j.JobID)
 	}
 	dir := filepath.Join(root, ts)
-	for name, data := range j.Files {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range j.Files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if !strings.HasPrefix(p, dir+string(filepath.Separator)) {
 			return "", fmt.Errorf("the server sent a log file named %q, outside the job's directory", name)
@@ -55,12 +62,17 @@ func writeJobLogs(root string, j api.JobLogs) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
+		out, err := os.Create(p)
+		if err != nil {
 			return "", err
 		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		err = c.Download(ctx, requestID, ts+"/"+name, out)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", err
+		}
 	}
 	return dir, nil
 }

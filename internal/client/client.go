@@ -570,6 +570,20 @@ func (c *Client) Stream(ctx context.Context, id string, w io.Writer, opts Stream
 	return got, nil
 }
 
+// Download writes one file a request left on the server (the files of
+// `sky logs --sync-down`) to w.
+func (c *Client) Download(ctx context.Context, requestID, path string, w io.Writer) error {
+	resp, err := c.do(ctx, http.MethodGet, "/api/download", url.Values{"request_id": {requestID}, "path": {path}}, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("downloading %s of request %s: %w", path, requestID, err)
+	}
+	return nil
+}
+
 // streamLost explains a stream cut by the server: a bare "unexpected EOF"
 // tells the user neither what happened nor that the request can be
 // followed again once a server is back.

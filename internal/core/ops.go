@@ -698,8 +698,11 @@ func (e *Env) downloadLogs(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	out, err := e.Backend.DownloadLogs(ctx, b.ClusterName, userOf(r), b.JobIDs)
-	return out, opErr(err)
+	jobs, err := e.Backend.DownloadLogs(ctx, b.ClusterName, userOf(r), b.JobIDs, r.Files)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	return api.LogsDownload{RequestID: r.ID, Jobs: jobs}, nil
 }
 
 func (e *Env) hookLogs(ctx context.Context, r *op.Request) (any, error) {

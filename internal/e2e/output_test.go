@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -264,6 +266,31 @@ func TestLogsSyncDownProvisionHook(t *testing.T) {
 	}
 	if w, err := os.ReadFile(filepath.Join(m[1], "tasks", "1-worker1.log")); err != nil || !strings.Contains(string(w), "rank-1-said-hi") {
 		t.Errorf("the worker's own log (%v): %q", err, w)
+	}
+	// The files travel beside the request, not in its record: the
+	// recorded result names them and holds none of their bytes.
+	var reqs []struct {
+		Name        string `json:"name"`
+		ReturnValue string `json:"return_value"`
+	}
+	e.mustJSON(&reqs, "api", "status", "-a", "-l", "all", "-o", "json")
+	found := false
+	for _, rq := range reqs {
+		if rq.Name != "sky.download_logs" {
+			continue
+		}
+		found = true
+		var res struct {
+			Jobs []struct {
+				Files []string `json:"files"`
+			} `json:"jobs"`
+		}
+		if err := json.Unmarshal([]byte(rq.ReturnValue), &res); err != nil || len(res.Jobs) != 1 || !slices.Contains(res.Jobs[0].Files, "run.log") || len(rq.ReturnValue) > 512 {
+			t.Errorf("download_logs record: want the file names only, got %q (%v)", rq.ReturnValue, err)
+		}
+	}
+	if !found {
+		t.Errorf("no sky.download_logs request in the records")
 	}
 	if r := e.exec(cmdTimeout, nil, "logs", "-s", "m", "1", "7"); r.code != 1 || !strings.Contains(r.stderr, "Job 7 not found") {
 		t.Errorf("sync-down of a missing job:\n%s", r)

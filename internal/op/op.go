@@ -70,6 +70,11 @@ type Request struct {
 	// Log is the request's own log (request_logs/<id>.log); whatever the
 	// op writes here is what `sky api logs <id>` and the CLI stream show.
 	Log io.Writer
+	// Files is a directory of this request's own (not yet created) where
+	// an op leaves files for its client to fetch with GET /api/download:
+	// what is too big for a result, which the request table keeps. The
+	// server removes it an hour after it was made.
+	Files string
 }
 
 // Decode unmarshals the request body into v.

@@ -25,6 +25,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/testutil"
 )
 
@@ -417,6 +418,26 @@ func TestE2EAuth(t *testing.T) {
 	}
 	if code, body := byPath("admin", "adminpw"); code != 200 || body != "not for bob\n" {
 		t.Errorf("admin streaming a server log file by path: HTTP %d %q", code, body)
+	}
+
+	// Files a request left for its client are its owner's.
+	filesDir := filepath.Join(server.PathsFor(e.home).RequestFiles, aID, "sky-1")
+	if err := os.MkdirAll(filesDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filesDir, "run.log"), []byte("alice's log\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := bob.Download(ctx, aID, "sky-1/run.log", &got); err == nil || strings.Contains(got.String(), "alice") {
+		t.Errorf("bob downloaded alice's request file: %v %q", err, got.String())
+	}
+	got.Reset()
+	if err := alice.Download(ctx, aID, "sky-1/run.log", &got); err != nil || got.String() != "alice's log\n" {
+		t.Errorf("alice's own request file: %v %q", err, got.String())
+	}
+	if err := alice.Download(ctx, aID, "../../server.pid", &got); !isStatus(err, 404) {
+		t.Errorf("a path out of the request's files: %v", err)
 	}
 
 	// The admin sees everyone's requests and can cancel them.

@@ -52,20 +52,24 @@ type Paths struct {
 	Log         string // server.log
 	PID         string // server.pid
 	RequestLogs string // request_logs/<id>.log
-	AdminToken  string // admin_token (token-only servers, 0600)
-	SkyLogs     string // ~/sky_logs, the only tree /api/stream serves by path
+	// RequestFiles holds request_files/<id>/: files an op left for its
+	// client (op.Request.Files), served by GET /api/download.
+	RequestFiles string
+	AdminToken   string // admin_token (token-only servers, 0600)
+	SkyLogs      string // ~/sky_logs, the only tree /api/stream serves by path
 }
 
 // PathsFor returns the server paths under a home directory.
 func PathsFor(home string) Paths {
 	dir := paths.ServerDir(home)
 	return Paths{
-		Dir:         dir,
-		Log:         filepath.Join(dir, "server.log"),
-		PID:         filepath.Join(dir, "server.pid"),
-		RequestLogs: filepath.Join(dir, "request_logs"),
-		AdminToken:  filepath.Join(dir, "admin_token"),
-		SkyLogs:     filepath.Join(home, "sky_logs"),
+		Dir:          dir,
+		Log:          filepath.Join(dir, "server.log"),
+		PID:          filepath.Join(dir, "server.pid"),
+		RequestLogs:  filepath.Join(dir, "request_logs"),
+		RequestFiles: filepath.Join(dir, "request_files"),
+		AdminToken:   filepath.Join(dir, "admin_token"),
+		SkyLogs:      filepath.Join(home, "sky_logs"),
 	}
 }
 
@@ -366,6 +370,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	gcCtx, stopGC := context.WithCancel(ctx)
 	defer stopGC()
 	go s.collectUploads(gcCtx, min(time.Hour, s.uploads.MaxAge/4))
+	go s.collectRequestFiles(gcCtx, requestFilesMaxAge/6)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -532,6 +537,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /api/get", s.wrap(s.handleGet))
 	mux.Handle("GET /api/stream", s.wrap(s.handleStream))
 	mux.Handle("GET /api/status", s.wrap(s.handleStatus))
+	mux.Handle("GET /api/download", s.wrap(s.handleDownload))
 	mux.Handle("POST /api/cancel", s.wrap(s.handleCancel))
 	mux.Handle("GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		s.metrics.handler().ServeHTTP(w, r)
@@ -589,7 +595,8 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 			logFile.Close()
 			return nil, err
 		}
-		req := &op.Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile}
+		req := &op.Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile,
+			Files: filepath.Join(s.paths.RequestFiles, rec.RequestID)}
 		s.exec.submit(rec, o, req, logFile)
 		w.Header().Set(api.HeaderRequestID, rec.RequestID)
 		w.Header().Set("Access-Control-Expose-Headers", api.HeaderRequestID)
