@@ -277,8 +277,12 @@ func copyLog(ctx context.Context, w io.Writer, path string, tail int, follow boo
 	}
 }
 
-// logPoll is how often a followed log is checked for new lines.
-const logPoll = 50 * time.Millisecond
+// logPoll is how often a followed log is checked for new lines once it
+// has been quiet a while; logPollMin after anything happened.
+const (
+	logPoll    = 50 * time.Millisecond
+	logPollMin = 2 * time.Millisecond
+)
 
 // The driver's own end-of-job lines in run.log, which the job stream says
 // in SkyPilot's words instead: it closes with "✓ Job finished (status:
@@ -319,6 +323,12 @@ func streamJob(ctx context.Context, w io.Writer, path string, tail int, follow b
 	}
 	waiting, started := jobStartLines(r.NumNodes)
 	var ring []string // the tail while catching up
+	// The poll starts short and doubles while nothing happens, up to
+	// logPoll: a job that just started (most followed jobs, right after
+	// their submit) shows its first lines and its end within milliseconds,
+	// and a quiet long job costs no more reads than a fixed logPoll.
+	written, wait := 0, logPollMin
+	lastWritten, lastStatus := -1, r.Status
 	catchingUp := tail > 0
 	out := func(line string) error {
 		if catchingUp {
@@ -328,6 +338,7 @@ func streamJob(ctx context.Context, w io.Writer, path string, tail int, follow b
 			}
 			return nil
 		}
+		written++
 		_, err := io.WriteString(w, line+"\n")
 		return err
 	}
@@ -430,10 +441,16 @@ func streamJob(ctx context.Context, w io.Writer, path string, tail int, follow b
 		if done || !follow {
 			break
 		}
+		if written != lastWritten || r.Status != lastStatus {
+			wait = logPollMin
+		} else {
+			wait = min(2*wait, logPoll)
+		}
+		lastWritten, lastStatus = written, r.Status
 		select {
 		case <-ctx.Done():
 			return r.Status, ctx.Err()
-		case <-time.After(logPoll):
+		case <-time.After(wait):
 		}
 		if r, err = load(); err != nil {
 			return "", err
