@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/state"
@@ -43,16 +41,9 @@ const (
 	livenessBackoff, livenessMaxBackoff = 2 * time.Second, time.Minute
 )
 
-// Controllers builds the reconcilers the server runs, with their metrics
-// on reg (nil: none) and their logs on log.
-func (e *Env) Controllers(reg prometheus.Registerer, log *slog.Logger) ([]*controller.Controller, error) {
-	var m *controller.Metrics
-	if reg != nil {
-		var err error
-		if m, err = controller.NewMetrics(reg); err != nil {
-			return nil, err
-		}
-	}
+// Controllers builds the reconcilers the server runs, counting into m
+// (nil: nowhere) and logging on log.
+func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) ([]*controller.Controller, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

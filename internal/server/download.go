@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/controller"
 )
 
 // requestFilesMaxAge is how long the files an op left for its client
@@ -53,24 +54,49 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, u api.Us
 	return nil, nil
 }
 
-// collectRequestFiles removes request files directories older than
-// requestFilesMaxAge, now and then every interval until ctx ends.
-func (s *Server) collectRequestFiles(ctx context.Context, interval time.Duration) {
-	for {
-		entries, _ := os.ReadDir(s.paths.RequestFiles)
-		for _, e := range entries {
-			info, err := e.Info()
-			if err != nil || time.Since(info.ModTime()) < requestFilesMaxAge {
-				continue
-			}
-			if err := os.RemoveAll(filepath.Join(s.paths.RequestFiles, e.Name())); err != nil {
-				s.log.Warn("removing old request files", "dir", e.Name(), "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(interval):
-		}
+// requestFilesDirs lists the requests that left files (the keys of
+// reconcileRequestFiles).
+func (s *Server) requestFilesDirs(context.Context) ([]string, error) {
+	entries, err := os.ReadDir(s.paths.RequestFiles)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.Name())
+	}
+	return ids, err
+}
+
+// reconcileRequestFiles removes a request's files once they are
+// requestFilesMaxAge old, and looks again when they will be.
+func (s *Server) reconcileRequestFiles(_ context.Context, id string) (controller.Result, error) {
+	dir := filepath.Join(s.paths.RequestFiles, filepath.Base(id))
+	info, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if left := requestFilesMaxAge - time.Since(info.ModTime()); left > 0 {
+		return controller.Result{RequeueAfter: left}, nil
+	}
+	return controller.Result{}, os.RemoveAll(dir)
+}
+
+// collectors are the server's own reconcilers, beside the operations'
+// (Options.Controllers): the removal of old uploads and of the files
+// requests left for their clients.
+func (s *Server) collectors(m *controller.Metrics) []*controller.Controller {
+	uploads := controller.New(controller.ReconcilerFunc(s.reconcileUploads), controller.Options{
+		Name: "upload-gc", Workers: 1, Logger: s.log, Metrics: m, Timeout: 10 * time.Minute,
+		Resync:      func(context.Context) ([]string, error) { return []string{"uploads"}, nil },
+		ResyncEvery: min(time.Hour, s.uploads.MaxAge/4),
+	})
+	files := controller.New(controller.ReconcilerFunc(s.reconcileRequestFiles), controller.Options{
+		Name: "request-files-gc", Workers: 2, Logger: s.log, Metrics: m, Timeout: time.Minute,
+		Resync: s.requestFilesDirs, ResyncEvery: requestFilesMaxAge / 6,
+	})
+	return []*controller.Controller{uploads, files}
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 	"gopkg.in/yaml.v3"
 
@@ -100,10 +99,11 @@ type Options struct {
 	// uploads are kept (default 24h; SKYGO_UPLOAD_MAX_AGE).
 	UploadLimit  int64
 	UploadMaxAge time.Duration
-	// Controllers builds the server's long-lived loops (status refresh,
-	// autostop, ...), given the server's metrics registry and logger.
-	// Serve runs them and stops them on shutdown.
-	Controllers func(reg prometheus.Registerer, log *slog.Logger) ([]*controller.Controller, error)
+	// Controllers builds the operations' long-lived loops (status
+	// refresh, autostop, ...), given the controller metrics on the
+	// server's registry and its logger. Serve runs them, beside the
+	// server's own, and stops them on shutdown.
+	Controllers func(m *controller.Metrics, log *slog.Logger) ([]*controller.Controller, error)
 }
 
 // Environment variables of the upload store.
@@ -274,13 +274,19 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	s.upMetrics = newUploadMetrics(s.metrics.reg)
 	s.exec.metrics = s.metrics
 	s.store.SetObserver(s.metrics.observeDB)
+	cm, err := controller.NewMetrics(s.metrics.reg)
+	if err != nil {
+		return fail(err)
+	}
+	cs := s.collectors(cm)
 	if opts.Controllers != nil {
-		cs, err := opts.Controllers(s.metrics.reg, s.log)
+		more, err := opts.Controllers(cm, s.log)
 		if err != nil {
 			return fail(fmt.Errorf("controllers: %w", err))
 		}
-		s.loops = controller.NewRunner(cs...)
+		cs = append(cs, more...)
 	}
+	s.loops = controller.NewRunner(cs...)
 
 	for _, o := range append(builtinOps(), ops...) {
 		if o.Name == "" || o.Run == nil || strings.ContainsAny(o.Name, "/ ") {
@@ -362,15 +368,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		"db", s.store.Where(), "long_workers", cap(s.exec.long.sem), "short_workers", cap(s.exec.short.sem),
 		"follow_workers", cap(s.exec.follow.sem),
 		"basic_auth", s.opts.BasicAuth, "service_accounts", s.opts.ServiceAccounts)
-	if s.loops != nil {
-		if err := s.loops.Start(ctx); err != nil {
-			return err
-		}
+	if err := s.loops.Start(ctx); err != nil {
+		return err
 	}
-	gcCtx, stopGC := context.WithCancel(ctx)
-	defer stopGC()
-	go s.collectUploads(gcCtx, min(time.Hour, s.uploads.MaxAge/4))
-	go s.collectRequestFiles(gcCtx, requestFilesMaxAge/6)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -394,9 +394,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // stopLoops cancels the controllers and waits for their reconciles,
 // within the shutdown bound.
 func (s *Server) stopLoops() {
-	if s.loops == nil {
-		return
-	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.loops.Stop(sctx); err != nil {

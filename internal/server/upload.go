@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/upload"
 )
 
@@ -196,23 +197,18 @@ func (s *Server) handleUploadCommit(w http.ResponseWriter, r *http.Request, u ap
 	return res, nil
 }
 
-// collectUploads removes old uploads now and then every interval until
-// ctx ends, so the store does not grow without bound.
-func (s *Server) collectUploads(ctx context.Context, interval time.Duration) {
-	for {
-		n, err := s.uploads.GC(time.Now())
-		s.upMetrics.removed.Add(float64(n))
-		if err != nil {
-			s.log.Warn("collecting old uploads", "err", err)
-		} else if n > 0 {
-			s.log.Info("collected old uploads", "removed", n, "max_age", s.uploads.MaxAge.String())
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(interval):
-		}
+// reconcileUploads removes the uploads older than the store's MaxAge
+// (one key: the store), so it does not grow without bound.
+func (s *Server) reconcileUploads(ctx context.Context, _ string) (controller.Result, error) {
+	n, err := s.uploads.GC(time.Now())
+	s.upMetrics.removed.Add(float64(n))
+	if err != nil {
+		return controller.Result{}, fmt.Errorf("collecting old uploads: %w", err)
 	}
+	if n > 0 {
+		s.log.Info("collected old uploads", "removed", n, "max_age", s.uploads.MaxAge.String())
+	}
+	return controller.Result{}, nil
 }
 
 // ParseByteSize reads an upload limit: a number of bytes, or one with a
