@@ -176,12 +176,8 @@ func (b *Backend) writeSSHConfig(h *Handle, log io.Writer) {
 // is the user's UP cluster: SkyPilot provisions nothing then, so it
 // neither plans nor asks. ok is false for any other cluster (or none).
 func (b *Backend) DryRunExisting(ctx context.Context, name string, u User) (res *api.LaunchResult, ok bool) {
-	c, err := b.Store.GetCluster(ctx, name)
-	if err != nil || c.Status != state.ClusterUp || (u.Hash != "" && c.UserHash != u.Hash) {
-		return nil, false
-	}
-	h, err := HandleOf(c)
-	if err != nil {
+	c, h, err := b.loadCluster(ctx, name, u.Hash, false)
+	if err != nil || c.Status != state.ClusterUp {
 		return nil, false
 	}
 	return &api.LaunchResult{ClusterName: name, SSH: b.sshAccess(h), Existing: true}, true
