@@ -304,6 +304,12 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 			if err := opts.IO.Confirm(q, false); err != nil {
 				return err
 			}
+			if opts.DryRun && provisions {
+				// The plan is out already; a second request would only
+				// compute it again.
+				fmt.Fprintln(opts.IO.Out, "Dryrun finished.")
+				return nil
+			}
 		}
 	}
 	if !asked {
