@@ -131,6 +131,40 @@ var migrations = []migration{
 	{6, "the server that runs each request", []string{
 		`ALTER TABLE requests ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
 	}},
+	{7, "managed jobs and their events", []string{
+		// One row per managed job: the columns the scheduler and the
+		// queue filter on, the record (tasks included) as a JSON
+		// document, and the DAG spec apart, read only by the controller.
+		`CREATE TABLE managed_jobs (
+			job_id {serial},
+			name TEXT NOT NULL DEFAULT '',
+			user_hash TEXT NOT NULL DEFAULT '',
+			user_name TEXT NOT NULL DEFAULT '',
+			workspace TEXT NOT NULL DEFAULT 'default',
+			pool TEXT NOT NULL DEFAULT '',
+			priority INTEGER NOT NULL DEFAULT 0,
+			schedule_state TEXT NOT NULL,
+			status TEXT NOT NULL,
+			submitted_at DOUBLE PRECISION NOT NULL,
+			parent_job_id BIGINT NOT NULL DEFAULT 0,
+			record TEXT NOT NULL,
+			spec TEXT NOT NULL DEFAULT '',
+			version BIGINT NOT NULL DEFAULT 1
+		)`,
+		`CREATE INDEX managed_jobs_schedule ON managed_jobs (schedule_state, priority, job_id)`,
+		`CREATE INDEX managed_jobs_user ON managed_jobs (user_hash, job_id)`,
+		`CREATE INDEX managed_jobs_name ON managed_jobs (name)`,
+		`CREATE TABLE managed_job_events (
+			id {serial},
+			job_id BIGINT NOT NULL,
+			task_id INTEGER,
+			new_status TEXT NOT NULL DEFAULT '',
+			code TEXT NOT NULL DEFAULT '',
+			reason TEXT NOT NULL DEFAULT '',
+			ts DOUBLE PRECISION NOT NULL
+		)`,
+		`CREATE INDEX managed_job_events_job ON managed_job_events (job_id, id)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.
