@@ -72,6 +72,23 @@ func delaySeconds(d time.Duration) string {
 	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
 }
 
+// prepareManagedJob loads the DAG of a `sky jobs launch` command line
+// and builds its request body; it returns the loader's warnings to print.
+func prepareManagedJob(opts *JobsLaunchOptions, lookup func(string) (string, bool)) (api.JobsLaunchBody, []string, error) {
+	// -n names the job, not every task of a pipeline: the loader's
+	// override is kept off and the names are filled here.
+	in := *opts.Task
+	in.Name = ""
+	dag, err := prepareTask(&in)
+	if err != nil {
+		return api.JobsLaunchBody{}, nil, err
+	}
+	name := managedJobName(dag, opts.Task.Name)
+	nameTasks(dag, name, opts.Task.Name)
+	b, err := jobsLaunchBody(dag, opts, name, lookup)
+	return b, dag.Warnings, err
+}
+
 // jobsLaunchBody turns the loaded DAG and the command line into the body
 // of jobs.launch (uploads not yet done). lookup reads the caller's
 // environment, for the job group a job launched inside one joins.
@@ -136,23 +153,14 @@ func jobsLaunchRun(f *Factory, opts *JobsLaunchOptions) error {
 		out = f.stdoutForIDs()
 	}
 	io := out.IO
-	// -n names the job, not every task of a pipeline: the loader's
-	// override is kept off and the names are filled below.
-	in := *opts.Task
-	in.Name = ""
-	dag, err := prepareTask(&in)
+	body, warnings, err := prepareManagedJob(opts, f.LookupEnv)
 	if err != nil {
 		return err
 	}
-	for _, w := range dag.Warnings {
+	for _, w := range warnings {
 		fmt.Fprintln(io.ErrOut, io.Yellow("Warning: ")+w)
 	}
-	name := managedJobName(dag, opts.Task.Name)
-	nameTasks(dag, name, opts.Task.Name)
-	body, err := jobsLaunchBody(dag, opts, name, f.LookupEnv)
-	if err != nil {
-		return err
-	}
+	name := body.Name
 	printEntrypoint(io, opts.Task)
 	if !opts.Yes {
 		fmt.Fprintln(io.Out, io.Yellow(fmt.Sprintf("Managed job '%s' will be launched on (estimated):", name)))
