@@ -298,7 +298,11 @@ func jobsQueueRun(f *Factory, opts *JobsQueueOptions) error {
 		}
 		return printJSON(io.Out, jobs)
 	}
-	fmt.Fprintln(io.Out, io.Bold(io.Cyan("Managed jobs")))
+	heading := io.Bold(io.Cyan("Managed jobs"))
+	if opts.SkipFinished {
+		heading += " (showing in-progress jobs only)"
+	}
+	fmt.Fprintln(io.Out, heading)
 	if err := writeManagedJobs(io, res, managedTableOptions{Verbose: opts.Verbose, AllUsers: opts.AllUsers}, f.Now()); err != nil {
 		return err
 	}
@@ -308,44 +312,46 @@ func jobsQueueRun(f *Factory, opts *JobsQueueOptions) error {
 	return nil
 }
 
-// statusManagedJobs is the managed-jobs section of `sky status`: the
-// in-progress jobs (the latest few), as SkyPilot shows them under the
-// clusters. It never fails the status: a server that cannot answer gets
-// one line on stderr.
+// statusManagedJobs is the managed-jobs section of `sky status`, as
+// SkyPilot prints it under the clusters: the latest few in-progress jobs
+// (or "No in-progress managed jobs."), then the hint naming `sky jobs
+// queue`. It never fails the status: an error is the section's text.
 func statusManagedJobs(f *Factory, opts *StatusOptions) {
 	const shownInStatus = 5
 	io := opts.IO
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, io.Bold(io.Cyan("Managed jobs")))
 	var res api.JobsQueueResult
 	b := api.JobsQueueBody{SkipFinished: true, AllUsers: opts.AllUsers, Limit: shownInStatus, Verbose: opts.Verbose}
 	if err := f.call("jobs.queue", b, &res, callOptions{}); err != nil {
-		fmt.Fprintf(io.ErrOut, "Managed jobs could not be listed: %v\n", err)
+		fmt.Fprintf(io.Out, "Failed to query managed jobs: %v\n", err)
 		return
 	}
-	total := max(res.Total, countJobs(res.Jobs))
-	if total == 0 {
-		return
-	}
-	fmt.Fprintln(io.Out)
-	fmt.Fprintln(io.Out, io.Bold(io.Cyan("Managed jobs")))
 	if err := writeManagedJobs(io, res, managedTableOptions{Verbose: opts.Verbose, AllUsers: opts.AllUsers}, f.Now()); err != nil {
-		fmt.Fprintf(io.ErrOut, "Managed jobs could not be shown: %v\n", err)
+		fmt.Fprintf(io.Out, "Failed to show managed jobs: %v\n", err)
 		return
 	}
 	fmt.Fprintln(io.Out)
-	fmt.Fprintln(io.Out, managedInProgressHint(total, shownInStatus))
+	fmt.Fprintln(io.Out, managedInProgressHint(max(res.Total, countJobs(res.Jobs)), shownInStatus))
 }
 
-// managedInProgressHint is the hint `sky status` ends its managed-jobs
-// section with.
+// managedInProgressHint is the hint that ends the managed-jobs section
+// of `sky status`.
 func managedInProgressHint(total, shown int) string {
-	info := "1 managed job is in progress"
-	if total > 1 {
+	info := ""
+	switch {
+	case total == 1:
+		info = "1 managed job is in progress"
+	case total > 1:
 		info = fmt.Sprintf("%d managed jobs are in progress", total)
 	}
 	if total > shown {
 		info += fmt.Sprintf(" (%d latest ones shown)", shown)
 	}
-	return "* " + info + ". To see all managed jobs: sky jobs queue"
+	if info != "" {
+		info += ". "
+	}
+	return "* " + info + "To see all managed jobs: " + "sky jobs queue"
 }
 
 // managedCancelWhat names what `sky jobs cancel` cancels, for its prompt.

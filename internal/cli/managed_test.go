@@ -156,6 +156,9 @@ func TestManagedUsefulCommands(t *testing.T) {
 }
 
 func TestManagedInProgressHint(t *testing.T) {
+	if got := managedInProgressHint(0, 5); got != "* To see all managed jobs: sky jobs queue" {
+		t.Errorf("none: %q", got)
+	}
 	if got := managedInProgressHint(1, 5); got != "* 1 managed job is in progress. To see all managed jobs: sky jobs queue" {
 		t.Errorf("one: %q", got)
 	}
