@@ -127,7 +127,7 @@ down when the job ends.
 	fs.StringVar(&opts.JobRecovery, "job-recovery", "", "Recovery strategy, e.g. EAGER_NEXT_REGION or FAILOVER (\"none\" clears it)")
 	fs.BoolVarP(&opts.Detach, "detach-run", "d", false, "Return once the job is submitted instead of streaming its logs")
 	fs.StringVarP(&opts.Pool, "pool", "p", "", "(Experimental) Submit to the workers of this pool")
-	fs.IntVar(&opts.NumJobs, "num-jobs", 0, "Number of jobs to submit (with --pool)")
+	fs.IntVar(&opts.NumJobs, "num-jobs", 0, "Number of jobs to submit as an array (each sees $SKYPILOT_JOB_RANK); on a pool with -p, else each on its own cluster")
 	fs.StringVar(&opts.JobGroup, "job-group", "", "Attach to the job group of this job ID or running job name (default: the surrounding job group)")
 	fs.BoolVar(&opts.NoJobGroup, "no-job-group", false, "Launch a top-level job even from inside a job group")
 	fs.StringVar(&dependsOn, "depends-on", "", "Comma-separated job IDs that must all succeed before this job starts")
@@ -229,7 +229,7 @@ func newJobsQueueCmd(f *Factory, runF func(*JobsQueueOptions) error) *cobra.Comm
 				return err
 			}
 			if opts.Refresh {
-				return flagErrorf("%s", refreshRefusal("the queue"))
+				return flagErrorf("%s", refreshRefusal("the queue is"))
 			}
 			if runF != nil {
 				return runF(opts)
@@ -401,7 +401,7 @@ func newJobsLogsCmd(f *Factory, runF func(*JobsLogsOptions) error) *cobra.Comman
 				return flagErrorf("--tail cannot be used with -s/--sync-down, which downloads whole logs")
 			}
 			if opts.Refresh {
-				return flagErrorf("%s", refreshRefusal("the logs"))
+				return flagErrorf("%s", refreshRefusal("the logs are"))
 			}
 			if cmd.Flags().Changed("output") {
 				var err error
@@ -433,8 +433,8 @@ func newJobsLogsCmd(f *Factory, runF func(*JobsLogsOptions) error) *cobra.Comman
 
 // refreshRefusal is why -r/--refresh is refused: SkyPilot's flag restarts
 // a stopped jobs controller, and this build has none to restart.
-func refreshRefusal(what string) string {
-	return "-r/--refresh restarts a stopped jobs controller, and this build's controller runs inside the API server, which is never stopped while it answers; " + what + " are always current, so drop -r"
+func refreshRefusal(whatIs string) string {
+	return "-r/--refresh restarts a stopped jobs controller, and this build's controller runs inside the API server, which is never stopped while it answers; " + whatIs + " always current, so drop -r"
 }
 
 // PoolApplyOptions is everything `sky jobs pool apply` needs.
