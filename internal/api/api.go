@@ -65,7 +65,22 @@ type LaunchBody struct {
 	Workspace string `json:"-"`
 	// EnvVars are the client's settings for this request (ClientEnv).
 	EnvVars map[string]string `json:"env_vars,omitempty"`
+	// Managed is set by the managed-jobs controller (never by a client):
+	// the cluster is recorded as managed and the job on it carries the
+	// tag, by which a controller cut off after submitting finds it.
+	Managed *ManagedLaunch `json:"-"`
 }
+
+// ManagedLaunch marks a launch the managed-jobs controller makes.
+type ManagedLaunch struct {
+	// Tag is "<job id>/<task id>/<attempt>".
+	Tag string
+	// TaskID is the task's SKYPILOT_TASK_ID.
+	TaskID string
+}
+
+// MetaManagedTag is the agent job metadata key holding ManagedLaunch.Tag.
+const MetaManagedTag = "skygo_managed"
 
 // LaunchResult is what /launch and /exec return.
 type LaunchResult struct {

@@ -155,7 +155,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintln(log, "Run commands not specified or empty.")
 		return result, nil
 	}
-	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, &launchRef{c, h}, log)
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, &launchRef{c, h, body.Managed}, log)
 }
 
 // writeSSHConfig writes the cluster's `ssh <cluster>` entries, for the
@@ -449,6 +449,9 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if err != nil {
 			if len(failures) > 0 {
 				fmt.Fprintln(log, ux.Failed("Failed to provision resources."))
+				if capacityFailures > 0 {
+					return nil, nil, fmt.Errorf("%w\nProvisioning attempts that failed:\n  %s%w", err, strings.Join(failures, "\n  "), silent{ErrOutOfCapacity})
+				}
 				return nil, nil, fmt.Errorf("%w\nProvisioning attempts that failed:\n  %s", err, strings.Join(failures, "\n  "))
 			}
 			return nil, nil, err
@@ -473,7 +476,8 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			Resources: nodeResources(res, cand, byCapacity)}
 		c := &state.Cluster{Name: name, ClusterHash: newHash(name), UserHash: user.Hash, UserName: user.Name,
 			Workspace: cmp.Or(body.Workspace, "default"), Status: state.ClusterInit, NumNodes: t.NumNodes, LaunchedAt: time.Now().Unix(),
-			Autostop: -1, LastUse: body.Command, LastCreationYAML: t.YAML, LastCreationCommand: body.Command}
+			Autostop: -1, LastUse: body.Command, LastCreationYAML: t.YAML, LastCreationCommand: body.Command,
+			IsManaged: body.Managed != nil}
 		if raw, err := json.Marshal(res.ToMap()); err == nil {
 			c.Resources = raw
 		}
@@ -872,6 +876,13 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 	if t.GitCommit != "" {
 		spec.Metadata = map[string]any{agentapi.MetaGitCommit: t.GitCommit}
 	}
+	if launch != nil && launch.managed != nil {
+		if spec.Metadata == nil {
+			spec.Metadata = map[string]any{}
+		}
+		spec.Metadata[api.MetaManagedTag] = launch.managed.Tag
+		spec.TaskID = launch.managed.TaskID
+	}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
 		v := r.CPUs.Value
 		spec.CPUs = &v
@@ -941,8 +952,9 @@ const (
 
 // launchRef is the cluster a launch submits to, as the launch loaded it.
 type launchRef struct {
-	c *state.Cluster
-	h *Handle
+	c       *state.Cluster
+	h       *Handle
+	managed *api.ManagedLaunch
 }
 
 // launchJob makes a launch's submit safe against a server crash at any

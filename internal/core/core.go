@@ -24,6 +24,7 @@ import (
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra"
 	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build
+	"github.com/skygo/skygo/internal/jobs"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
@@ -34,6 +35,8 @@ type Env struct {
 	Home    string
 	Store   *state.Store
 	Backend *backend.Backend
+	// Jobs is the managed-jobs controller.
+	Jobs *jobs.Env
 
 	catMu sync.Mutex
 	cats  map[string]*catalog.Catalog // by catalog directory ("" = cache/hosted/built-in)
@@ -85,6 +88,10 @@ func New(o Options) (*Env, error) {
 		return nil, err
 	}
 	e.Backend.Infras = infras
+	e.Jobs = &jobs.Env{Home: o.Home, Store: o.Store, Backend: e.Backend,
+		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
+			return e.planner(ctx, body, log)
+		}}
 	return e, nil
 }
 
@@ -131,6 +138,11 @@ func (e *Env) ops() []op.Op {
 		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Run: e.hookLogs},
 		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
 		{Name: "endpoints", Schedule: op.Short, Run: e.endpoints},
+		{Name: "jobs.launch", Schedule: op.Short, Run: e.jobsLaunch},
+		{Name: "jobs.queue", Schedule: op.Short, Run: e.jobsQueue},
+		{Name: "jobs.cancel", Schedule: op.Short, Run: e.jobsCancel},
+		{Name: "jobs.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.jobsLogs},
+		{Name: "jobs.download_logs", Schedule: op.Short, Run: e.jobsDownloadLogs},
 	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
 }
 

@@ -99,7 +99,7 @@ func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) 
 
 // planner returns the optimizer call the backend uses, over the enabled
 // infras and the catalog; it also prints the plan to log.
-func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (backend.Planner, error) {
+func (e *Env) planner(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
 	enabled, err := e.enabledInfras(ctx)
 	if err != nil {
 		return nil, err
@@ -123,13 +123,13 @@ func (e *Env) planner(ctx context.Context, body api.LaunchBody, r *op.Request) (
 			PriceDisabled: true,
 		})
 		if err != nil {
-			return nil, noResources(r.Log, enabled, err)
+			return nil, noResources(log, enabled, err)
 		}
 		if quiet {
 			quiet = false // a failover's new plan is shown
 			return plan, nil
 		}
-		if err := optimizer.WriteDryRun(r.Log, plan, optimizer.FormatOptions{Verbose: body.Verbose}); err != nil {
+		if err := optimizer.WriteDryRun(log, plan, optimizer.FormatOptions{Verbose: body.Verbose}); err != nil {
 			return nil, err
 		}
 		return plan, nil
@@ -188,7 +188,7 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 			return res, nil
 		}
 	}
-	plan, err := e.planner(ctx, b, r)
+	plan, err := e.planner(ctx, b, r.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
 		return nil, err
 	}
 	b.PlanShown = false
-	plan, err := e.planner(ctx, b, r)
+	plan, err := e.planner(ctx, b, r.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +309,12 @@ func (e *Env) clusterNames(ctx context.Context, b api.ClustersBody, u backend.Us
 	}
 	var names []string
 	for _, c := range cs {
+		// -a means the clusters the user launched: those of managed
+		// jobs are their controller's, which tears them down itself
+		// (`sky jobs cancel` ends a job and its cluster).
+		if c.IsManaged {
+			continue
+		}
 		names = append(names, c.Name)
 	}
 	return names, nil

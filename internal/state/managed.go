@@ -45,8 +45,11 @@ type ManagedJob struct {
 	TerminationDelay map[string]string `json:"termination_delay,omitempty"`
 	// PrimariesDoneAt is when every primary task of a job group had
 	// ended, which starts the auxiliary tasks' termination delay.
-	PrimariesDoneAt float64        `json:"primaries_done_at,omitempty"`
-	Tasks           []*ManagedTask `json:"tasks"`
+	PrimariesDoneAt float64 `json:"primaries_done_at,omitempty"`
+	// GroupNetwork names the set of clusters a job group's hosts files
+	// were last written for.
+	GroupNetwork string         `json:"group_network,omitempty"`
+	Tasks        []*ManagedTask `json:"tasks"`
 
 	// Spec is the DAG to run (the launch body), loaded only on request.
 	Spec json.RawMessage `json:"-"`
@@ -91,6 +94,13 @@ type ManagedTask struct {
 	// is when the next may start.
 	Tries     int     `json:"tries,omitempty"`
 	NextTryAt float64 `json:"next_try_at,omitempty"`
+	// Launching marks an attempt whose launch has begun: a reconcile that
+	// finds it set was cut off, and runs the same attempt again.
+	Launching bool `json:"launching,omitempty"`
+	// RecoverReason is why the task last went RECOVERING.
+	RecoverReason string `json:"recover_reason,omitempty"`
+	// TroubleSince is when an UP cluster first failed to answer.
+	TroubleSince float64 `json:"trouble_since,omitempty"`
 	// AgentJobID is the job's id on its cluster (0: not submitted yet).
 	AgentJobID int `json:"agent_job_id,omitempty"`
 	// FailedSeenAt is when the cluster first reported the job failed;
@@ -132,6 +142,20 @@ func (j *ManagedJob) JobStatus() string {
 		if api.ManagedFailure(t.Status) {
 			return t.Status
 		}
+	}
+	// With primary tasks, the auxiliary ones are cancelled once the
+	// primaries end: the job is what its primaries did.
+	primaries, ok := 0, 0
+	for _, t := range j.Tasks {
+		if t.Primary != nil && *t.Primary {
+			primaries++
+			if t.Status == api.ManagedSucceeded {
+				ok++
+			}
+		}
+	}
+	if primaries > 0 && primaries < len(j.Tasks) && ok == primaries {
+		return api.ManagedSucceeded
 	}
 	return j.Tasks[len(j.Tasks)-1].Status
 }
@@ -257,8 +281,9 @@ type ManagedFilter struct {
 	Before    float64
 	// Limit caps the rows (0: none); Order "sched" sorts by claim order
 	// (priority high first, then oldest), else newest first.
-	Limit int
-	Order string
+	Limit  int
+	Offset int
+	Order  string
 }
 
 func (f ManagedFilter) where() (string, []any) {
@@ -323,7 +348,7 @@ func (s *Store) ListManagedJobs(ctx context.Context, f ManagedFilter) ([]*Manage
 	}
 	q := `SELECT ` + managedCols + ` FROM managed_jobs` + where + order
 	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+		q += fmt.Sprintf(" LIMIT %d OFFSET %d", f.Limit, f.Offset)
 	}
 	rows, err := s.query(ctx, "list managed jobs", q, args...)
 	if err != nil {
@@ -518,4 +543,40 @@ func (s *Store) ManagedEventSummaries(ctx context.Context, jobIDs []int) (map[in
 		out[e.JobID] = api.ManagedEventSummary{Count: n, Last: e}
 	}
 	return out, rows.Err()
+}
+
+// CountManagedJobs counts the jobs f selects (its Limit ignored).
+func (s *Store) CountManagedJobs(ctx context.Context, f ManagedFilter) (int, error) {
+	where, args := f.where()
+	var n int
+	err := s.queryRow(ctx, "count managed jobs", `SELECT COUNT(*) FROM managed_jobs`+where, args...).Scan(&n)
+	return n, err
+}
+
+// CountManagedByStatus counts the jobs f selects by job status.
+func (s *Store) CountManagedByStatus(ctx context.Context, f ManagedFilter) (map[string]int, error) {
+	where, args := f.where()
+	rows, err := s.query(ctx, "count managed jobs by status", `SELECT status, COUNT(*) FROM managed_jobs`+where+` GROUP BY status`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}
+
+// MaxManagedPriority is the highest priority among jobs in the given
+// schedule states (0 when there are none).
+func (s *Store) MaxManagedPriority(ctx context.Context, states []string) (int, error) {
+	var p sql.NullInt64
+	err := s.queryRow(ctx, "max managed priority", `SELECT MAX(priority) FROM managed_jobs WHERE schedule_state IN `+inClause(len(states)), anys(states)...).Scan(&p)
+	return int(p.Int64), err
 }

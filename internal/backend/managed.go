@@ -1,0 +1,134 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/skygo/skygo/internal/provision"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// What the managed-jobs controller (internal/jobs) asks of a cluster it
+// launched: the job it tagged, a job's record with its exit codes, the
+// job's log, and whether the cluster is still there.
+
+// TaggedJob returns the job on cluster name whose managed tag is tag, or
+// nil when the cluster has none (or does not exist).
+func (b *Backend) TaggedJob(ctx context.Context, name string, user User, tag string) (*agentapi.Job, error) {
+	jobs, err := b.Queue(ctx, name, user, true, false)
+	if err != nil {
+		if IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	for i := range jobs {
+		if t, _ := jobs[i].Metadata[api.MetaManagedTag].(string); t == tag {
+			return &jobs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// AgentJob returns job id's record on cluster name; nil when the head's
+// job table does not have it (a node whose disk went with it).
+func (b *Backend) AgentJob(ctx context.Context, name string, user User, id int) (*agentapi.Job, error) {
+	jobs, err := b.Queue(ctx, name, user, true, false)
+	if err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		if jobs[i].JobID == id {
+			return &jobs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// CopyJobLog writes job id's log (the head's run log, every rank) to w:
+// the last tail lines (0: all), then, with follow, until the job ends.
+func (b *Backend) CopyJobLog(ctx context.Context, name string, user User, id, tail int, follow bool, w io.Writer) error {
+	head, err := b.head(ctx, name, user, true)
+	if err != nil {
+		return err
+	}
+	args := []string{"--job", fmt.Sprint(id)}
+	if follow {
+		args = append(args, "--follow")
+	}
+	if tail > 0 {
+		args = append(args, "--tail", fmt.Sprint(tail))
+	}
+	_, err = head.Stream(ctx, b.agentCommand(head, "logs", args...), w, w)
+	return err
+}
+
+// ClusterAlive observes cluster name now (the infrastructure's status
+// query and the head agent) and says whether it is UP; a cluster that is
+// gone is not alive, with no error.
+func (b *Backend) ClusterAlive(ctx context.Context, name string) (bool, error) {
+	c, err := b.Store.GetCluster(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c, err = b.Refresh(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	if c == nil {
+		return false, nil
+	}
+	if _, err := b.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
+		return false, nil
+	}
+	return c.Status == state.ClusterUp, nil
+}
+
+// ErrOutOfCapacity is in the chain of a launch error when candidates
+// were tried and were out of capacity (as opposed to no candidate at all):
+// the managed-jobs controller retries such a launch later.
+var ErrOutOfCapacity = errors.New("out of capacity")
+
+// IsNotFound says whether err is "no such cluster".
+func IsNotFound(err error) bool {
+	var ce *ClusterError
+	return errors.As(err, &ce) && ce.Type == "ClusterDoesNotExist"
+}
+
+// silent is an error in a chain that adds nothing to its message.
+type silent struct{ err error }
+
+func (silent) Error() string   { return "" }
+func (s silent) Unwrap() error { return s.err }
+
+// RunOnNodes runs a shell command on every node of cluster name, feeding
+// it stdin; the first failure is returned.
+func (b *Backend) RunOnNodes(ctx context.Context, name string, user User, cmd string, stdin []byte) error {
+	_, h, err := b.loadCluster(ctx, name, user.Hash, true)
+	if err != nil {
+		return err
+	}
+	runners, err := b.runners(h)
+	if err != nil {
+		return err
+	}
+	return parallel(len(runners), func(i int) error {
+		res, err := runners[i].Run(ctx, cmd, provision.RunOptions{Stdin: bytes.NewReader(stdin)})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("on %s: exit %d: %s", runners[i].NodeIP(), res.ExitCode, bytes.TrimSpace(append(res.Stderr, res.Stdout...)))
+		}
+		return nil
+	})
+}

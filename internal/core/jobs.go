@@ -1,0 +1,122 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/jobs"
+	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// The managed-jobs operations: each is a thin shell over internal/jobs,
+// which owns the records and the controller.
+
+func (e *Env) jobsLaunch(ctx context.Context, r *op.Request) (any, error) {
+	var b api.JobsLaunchBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	cfg, err := e.requestConfig(r)
+	if err != nil {
+		return nil, err
+	}
+	return e.Jobs.Submit(ctx, b, r.User, cfg.ActiveWorkspace(), r.Log)
+}
+
+func (e *Env) jobsQueue(ctx context.Context, r *op.Request) (any, error) {
+	var b api.JobsQueueBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	return e.Jobs.Queue(ctx, b, r.User)
+}
+
+func (e *Env) jobsCancel(ctx context.Context, r *op.Request) (any, error) {
+	var b api.JobsCancelBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	return e.Jobs.Cancel(ctx, b, r.User, r.User.Role == state.RoleAdmin, r.ID)
+}
+
+func (e *Env) jobsLogs(ctx context.Context, r *op.Request) (any, error) {
+	var b api.JobsLogsBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	return e.Jobs.Logs(ctx, b, r.User, r.User.Role == state.RoleAdmin, r.Log)
+}
+
+// jobsDownloadLogs leaves the selected jobs' logs (the task logs kept on
+// the server, or the controller log) in the request's files directory,
+// as <job id>/<file>, for the client to fetch.
+func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request) (any, error) {
+	var b api.JobsDownloadBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	admin := r.User.Role == state.RoleAdmin
+	var picked []*state.ManagedJob
+	if len(b.JobIDs) == 0 {
+		j, err := e.Jobs.Find(ctx, 0, b.Name, r.User, admin)
+		if err != nil {
+			return nil, notFoundJob(err, 0)
+		}
+		picked = append(picked, j)
+	}
+	for _, id := range b.JobIDs {
+		j, err := e.Jobs.Find(ctx, id, "", r.User, admin)
+		if err != nil {
+			return nil, notFoundJob(err, id)
+		}
+		picked = append(picked, j)
+	}
+	out := api.LogsDownload{RequestID: r.ID}
+	for _, j := range picked {
+		dir := filepath.Join(r.Files, strconv.Itoa(j.JobID))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		jl := api.JobLogs{JobID: j.JobID, RunTimestamp: strconv.Itoa(j.JobID)}
+		var srcs map[string]string
+		if b.Controller {
+			srcs = map[string]string{"controller.log": jobs.ControllerLogPath(e.Home, j.JobID)}
+		} else {
+			srcs = map[string]string{}
+			for _, t := range j.Tasks {
+				srcs[fmt.Sprintf("task-%d.log", t.TaskID)] = jobs.TaskLogPath(e.Home, j.JobID, t.TaskID)
+			}
+		}
+		for name, src := range srcs {
+			raw, err := os.ReadFile(src)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), raw, 0o600); err != nil {
+				return nil, err
+			}
+			jl.Files = append(jl.Files, name)
+		}
+		out.Jobs = append(out.Jobs, jl)
+	}
+	return out, nil
+}
+
+func notFoundJob(err error, id int) error {
+	if errors.Is(err, state.ErrNotFound) {
+		if id > 0 {
+			return &op.Error{Type: "ValueError", Message: fmt.Sprintf("Managed job %d not found.", id)}
+		}
+		return &op.Error{Type: "ValueError", Message: "No managed job found."}
+	}
+	return err
+}

@@ -1,0 +1,330 @@
+// Package jobs is SkyGo's managed-jobs controller: jobs that are launched
+// on a cluster of their own, recovered when the cluster is lost or the
+// task fails in a way the job's job_recovery allows, run task after task
+// (pipelines) or side by side (job groups), and cleaned up when they end.
+//
+// It runs inside the API server (SkyPilot's consolidation mode) as two
+// reconcilers on the server's controller runner, and its only state is
+// the database:
+//
+//   - the scheduler (one key) grants launch slots: it moves jobs that want
+//     to launch (WAITING, ALIVE_WAITING, ALIVE_BACKOFF past its backoff) to
+//     LAUNCHING in claim order — higher priority first, then older — while
+//     fewer than the launch limit are LAUNCHING and fewer than the running
+//     limit hold a cluster;
+//   - the job controller (one key per job) takes one step of one job per
+//     reconcile: launch the task it may launch, observe a running task
+//     (its job on the cluster, then the cluster itself), recover, move to
+//     the next task, cancel, finish.
+//
+// Every move is one conditional update of the job's row (state.
+// UpdateManagedJob). Side effects are idempotent and named
+// deterministically: a task's cluster is <task name>-<job id>, and the job
+// submitted on it is tagged <job id>/<task id>/<attempt>, so a reconcile
+// killed at any instruction and run again (by this server after a restart,
+// or another) finds the cluster and the job it made instead of making them
+// twice, and tears down what it no longer needs.
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
+)
+
+// Env is what the controller needs from the server.
+type Env struct {
+	Home    string
+	Store   *state.Store
+	Backend *backend.Backend
+	// Plan returns the optimizer call for a launch body, printing plans
+	// to log (the core owns the enabled infras and the catalog).
+	Plan func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error)
+	// Limits size the scheduler; zero values are sized from memory.
+	Limits Limits
+
+	mu        sync.Mutex
+	jobs      *controller.Controller
+	scheduler *controller.Controller
+	// inflight cancels the reconcile launching a job, so that a cancel
+	// does not wait for a provisioning to finish.
+	inflight map[int]context.CancelFunc
+}
+
+// Limits bound what the controller does at once.
+type Limits struct {
+	// Launches is how many jobs may be LAUNCHING at once.
+	Launches int
+	// Running is how many jobs may hold a cluster (launching or alive).
+	Running int
+}
+
+// SizeLimits sizes the limits from the machine's memory, as SkyPilot
+// does from its controller's footprint but with SkyGo's: a running job
+// costs the server one database row and, while a reconcile looks at
+// it, a goroutine, so the running limit is set by what the clusters
+// themselves cost this machine (a local node's agent, ~perNodeMB), and
+// the launch limit by the launches the CPUs can drive.
+func SizeLimits(memMB int, cpus int) Limits {
+	const reserveMB, perNodeMB = 2048, 12
+	running := (memMB - reserveMB) / perNodeMB
+	running = max(16, min(running, 4000))
+	return Limits{Launches: max(8, min(16*cpus, 64)), Running: running}
+}
+
+// Timings of the controller. Vars so tests of this package may shorten
+// them; the server never changes them.
+var (
+	// monitorEvery is how often a RUNNING task's job is looked at: a
+	// preemption is seen within it plus the grace below.
+	monitorEvery = 2 * time.Second
+	// failedGrace is how long a job the cluster reports failed waits
+	// before the cluster is looked at: a node being taken away kills its
+	// processes before the node itself is gone.
+	failedGrace = 1500 * time.Millisecond
+	// transientLimit is how long a cluster that is UP may fail to
+	// answer before the task is recovered elsewhere.
+	transientLimit = 60 * time.Second
+	// resyncEvery is how often every live job is looked at again,
+	// whatever events were missed.
+	resyncEvery = 5 * time.Second
+)
+
+// Backoff between failed launch attempts: SkyPilot's 60 s, ×1.6 per
+// attempt, at most 5 × 60 s, ±40% jitter. SKYGO_JOBS_RETRY_GAP replaces
+// the initial gap (a Go duration, e.g. 2s) — for tests and impatient
+// fleets.
+func retryGap(tries int) time.Duration {
+	initial := 60 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("SKYGO_JOBS_RETRY_GAP")); err == nil && v > 0 {
+		initial = v
+	}
+	d := float64(initial)
+	for i := 1; i < tries; i++ {
+		d *= 1.6
+	}
+	d = min(d, float64(5*initial))
+	return jitter(time.Duration(d), 0.4)
+}
+
+// jitter spreads d by ±frac.
+func jitter(d time.Duration, frac float64) time.Duration {
+	return time.Duration(float64(d) * (1 + frac*(2*rand.Float64()-1)))
+}
+
+func numCPU() int { return runtime.NumCPU() }
+
+// machineMemoryMB is MemTotal of /proc/meminfo (4 GiB when unreadable).
+func machineMemoryMB() int {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.Atoi(f[1]); err == nil {
+					return kb / 1024
+				}
+			}
+		}
+	}
+	return 4096
+}
+
+// clusterName is a task's cluster: SkyPilot's make_cluster_name_on_cloud
+// of the task name (at most 25 characters, lowercase, '.' and '_' as
+// '-'; a longer name is cut to 22 and given 2 base-36 characters of its
+// md5) followed by -<job id>.
+func clusterName(task string, jobID int) string {
+	n := strings.ToLower(task)
+	n = strings.NewReplacer(".", "-", "_", "-").Replace(n)
+	n = invalidName.ReplaceAllString(n, "-")
+	if n == "" {
+		n = "sky"
+	}
+	if n[0] < 'a' || n[0] > 'z' {
+		n = "sky-" + n
+	}
+	if len(n) > 25 {
+		sum := md5.Sum([]byte(task))
+		h := new(big.Int).SetBytes(sum[:]).Text(36)
+		n = strings.TrimRight(n[:22], "-") + "-" + h[:2]
+	}
+	return fmt.Sprintf("%s-%d", n, jobID)
+}
+
+var invalidName = regexp.MustCompile(`[^a-z0-9-]`)
+
+// taskTag is what the job on a task's cluster is tagged with.
+func taskTag(jobID, taskID, attempt int) string {
+	return fmt.Sprintf("%d/%d/%d", jobID, taskID, attempt)
+}
+
+// ControllerLogPath is `sky jobs logs --controller`'s file for a job.
+func ControllerLogPath(home string, jobID int) string {
+	return filepath.Join(home, "sky_logs", "jobs_controller", strconv.Itoa(jobID)+".log")
+}
+
+// TaskLogPath is where a task's log is kept once its cluster is gone.
+func TaskLogPath(home string, jobID, taskID int) string {
+	return filepath.Join(home, "sky_logs", "managed_jobs", "job-id-"+strconv.Itoa(jobID), fmt.Sprintf("task-%d.log", taskID))
+}
+
+// filesDir holds a job's own copy of its uploaded workdir and file
+// mounts, kept for as long as the job may relaunch.
+func filesDir(home string, jobID int) string {
+	return filepath.Join(paths.ServerDir(home), "managed_jobs", strconv.Itoa(jobID))
+}
+
+// clog appends lines to a job's controller log.
+func (e *Env) clog(jobID int) io.WriteCloser {
+	p := ControllerLogPath(e.Home, jobID)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nopCloser{io.Discard}
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nopCloser{io.Discard}
+	}
+	return &logFile{f: f}
+}
+
+// logFile keeps a launch's output for the controller log without the
+// live status lines a terminal would redraw in place.
+type logFile struct {
+	f   *os.File
+	buf []byte
+}
+
+func (l *logFile) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := l.buf[:i+1]
+		if _, ok := ux.ParseStatus(strings.TrimRight(string(line), "\r\n")); !ok {
+			if _, err := l.f.Write(line); err != nil {
+				return len(p), err
+			}
+		}
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *logFile) Close() error {
+	if len(l.buf) > 0 {
+		_, _ = l.f.Write(append(l.buf, '\n'))
+	}
+	return l.f.Close()
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// note writes one timestamped line to a job's controller log.
+func (e *Env) note(jobID int, format string, args ...any) {
+	w := e.clog(jobID)
+	defer w.Close()
+	fmt.Fprintf(w, "%s %s\n", time.Now().Format("2006-01-02 15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// Controllers builds the scheduler and the job controller, counting into
+// m and logging on log.
+func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) []*controller.Controller {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if e.Limits.Launches == 0 || e.Limits.Running == 0 {
+		l := SizeLimits(machineMemoryMB(), numCPU())
+		e.Limits.Launches = max(e.Limits.Launches, l.Launches)
+		if e.Limits.Running == 0 {
+			e.Limits.Running = l.Running
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.inflight = map[int]context.CancelFunc{}
+	e.jobs = controller.New(controller.ReconcilerFunc(e.reconcileJob), controller.Options{
+		Name: "managed-jobs", Workers: e.Limits.Launches + 32, Logger: log, Metrics: m,
+		// A launch on a slow infrastructure takes minutes; a stuck one is
+		// cut off and retried.
+		Timeout:     30 * time.Minute,
+		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
+		Resync: e.liveJobKeys, ResyncEvery: resyncEvery,
+	})
+	e.scheduler = controller.New(controller.ReconcilerFunc(e.reconcileScheduler), controller.Options{
+		Name: "managed-jobs-scheduler", Workers: 1, Logger: log, Metrics: m, Timeout: time.Minute,
+		Resync: func(context.Context) ([]string, error) { return []string{schedulerKey}, nil }, ResyncEvery: time.Second,
+	})
+	return []*controller.Controller{e.jobs, e.scheduler}
+}
+
+const schedulerKey = "schedule"
+
+// kick asks the scheduler to look now.
+func (e *Env) kick() {
+	e.mu.Lock()
+	s := e.scheduler
+	e.mu.Unlock()
+	if s != nil {
+		s.Enqueue(schedulerKey)
+	}
+}
+
+// poke asks the job controller to look at a job now.
+func (e *Env) poke(id int) {
+	e.mu.Lock()
+	c := e.jobs
+	e.mu.Unlock()
+	if c != nil {
+		c.Enqueue(strconv.Itoa(id))
+	}
+}
+
+// interrupt cancels the launch in flight for a job, if any.
+func (e *Env) interrupt(id int) {
+	e.mu.Lock()
+	cancel := e.inflight[id]
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// liveJobKeys lists the jobs the job controller looks after: every job
+// past WAITING and not DONE. WAITING jobs are the scheduler's; they are
+// many (a queue of thousands) and need no look until claimed.
+func (e *Env) liveJobKeys(ctx context.Context) ([]string, error) {
+	ids, err := e.Store.ManagedJobIDs(ctx, state.ManagedFilter{ScheduleStates: []string{
+		api.ScheduleLaunching, api.ScheduleAlive, api.ScheduleAliveWaiting, api.ScheduleAliveBackoff}})
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = strconv.Itoa(id)
+	}
+	return keys, nil
+}

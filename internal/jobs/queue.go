@@ -1,0 +1,241 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// Queue answers `sky jobs queue`: one record per task of each selected
+// job, newest job first.
+func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.JobsQueueResult, error) {
+	f := state.ManagedFilter{IDs: b.JobIDs, After: b.After, Before: b.Before, Pool: b.Pool}
+	if !b.AllUsers {
+		f.UserHash = u.ID
+	}
+	if b.SkipFinished {
+		f.NotDone = true
+	}
+	if len(b.Statuses) > 0 {
+		f.Statuses = b.Statuses
+	}
+	infra := strings.ToLower(strings.TrimSpace(b.Infra))
+	if infra == "" {
+		f.Limit = b.Limit
+	}
+	jobs, err := e.Store.ListManagedJobs(ctx, f)
+	if err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	if infra != "" {
+		kept := jobs[:0]
+		for _, j := range jobs {
+			if onInfra(j, infra) {
+				kept = append(kept, j)
+			}
+		}
+		jobs = kept
+	}
+	res := api.JobsQueueResult{Jobs: []api.ManagedJobRecord{}, InProgress: map[string]int{}}
+	cf := f
+	cf.Limit, cf.NotDone, cf.Statuses = 0, true, nil
+	progress, err := e.Store.CountManagedByStatus(ctx, cf)
+	if err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	for st, n := range progress {
+		if !api.ManagedTerminal(st) {
+			res.InProgress[st] = n
+		}
+	}
+	if infra == "" {
+		cf := f
+		cf.Limit = 0
+		if res.Total, err = e.Store.CountManagedJobs(ctx, cf); err != nil {
+			return api.JobsQueueResult{}, err
+		}
+	} else {
+		res.Total = len(jobs)
+		if b.Limit > 0 && len(jobs) > b.Limit {
+			jobs = jobs[:b.Limit]
+		}
+	}
+	var summaries map[int]api.ManagedEventSummary
+	maxWaiting := 0
+	if b.Verbose {
+		ids := make([]int, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.JobID
+		}
+		if summaries, err = e.Store.ManagedEventSummaries(ctx, ids); err != nil {
+			return api.JobsQueueResult{}, err
+		}
+		if maxWaiting, err = e.Store.MaxManagedPriority(ctx, []string{api.ScheduleLaunching, api.ScheduleAliveBackoff,
+			api.ScheduleWaiting, api.ScheduleAliveWaiting}); err != nil {
+			return api.JobsQueueResult{}, err
+		}
+	}
+	t0 := now()
+	for _, j := range jobs {
+		for _, t := range j.Tasks {
+			rec := record(j, t, t0)
+			if b.AllUsers {
+				rec.UserName = ptr(j.UserName)
+				if b.Verbose {
+					rec.UserHash = ptr(j.UserHash)
+				}
+			}
+			if b.Verbose {
+				verbose(&rec, j, t, maxWaiting)
+				if s, ok := summaries[j.JobID]; ok {
+					rec.Events = &s
+				}
+			}
+			res.Jobs = append(res.Jobs, rec)
+		}
+	}
+	return res, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func onInfra(j *state.ManagedJob, want string) bool {
+	for _, t := range j.Tasks {
+		where := strings.ToLower(t.Infra)
+		cloud := strings.ToLower(t.Cloud)
+		if t.Region != "" {
+			cloud += "/" + strings.ToLower(t.Region)
+		}
+		if where != "" && (where == want || strings.HasPrefix(where, want+"/")) {
+			return true
+		}
+		if cloud != "" && (cloud == want || strings.HasPrefix(cloud, want+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// record is the default fields of a task's queue record.
+func record(j *state.ManagedJob, t *state.ManagedTask, t0 float64) api.ManagedJobRecord {
+	rec := api.ManagedJobRecord{
+		JobID: j.JobID, TaskID: t.TaskID, JobName: j.Name, TaskName: t.Name, Workspace: j.Workspace,
+		Status: t.Status, Resources: t.Resources, RecoveryCount: t.RecoveryCount, SubmittedAt: j.SubmittedAt,
+		Execution: j.Execution, IsJobGroup: j.Execution == "parallel", IsPrimaryInJobGroup: t.Primary,
+		JobDuration: duration(t, t0), NumJobs: max(j.NumJobs, 1), JobRank: j.JobRank, DependsOn: j.DependsOn,
+	}
+	if t.EndAt > 0 {
+		rec.EndAt = ptr(t.EndAt)
+	}
+	if j.Pool != "" {
+		rec.Pool = ptr(j.Pool)
+	}
+	if j.ParentJobID > 0 {
+		rec.ParentJobID = ptr(j.ParentJobID)
+	}
+	end := t0
+	if j.EndAt > 0 {
+		end = j.EndAt
+	}
+	rec.TotalDuration = end - j.SubmittedAt
+	return rec
+}
+
+// duration is SkyPilot's job_duration: while RECOVERING the stored sum,
+// otherwise the time since the last (re)start plus what came before.
+func duration(t *state.ManagedTask, t0 float64) float64 {
+	if t.StartAt == 0 {
+		return 0
+	}
+	if t.Status == api.ManagedRecovering || api.ManagedTerminal(t.Status) || t.Status == api.ManagedCancelling {
+		return t.JobDuration
+	}
+	if t.LastRecoveredAt == 0 {
+		return t.JobDuration
+	}
+	return t.JobDuration + (t0 - t.LastRecoveredAt)
+}
+
+// verbose adds the fields of -v.
+func verbose(rec *api.ManagedJobRecord, j *state.ManagedJob, t *state.ManagedTask, maxWaiting int) {
+	rec.ScheduleState = ptr(j.ScheduleState)
+	if t.StartAt > 0 {
+		rec.StartAt = ptr(t.StartAt)
+	}
+	if t.LastRecoveredAt > 0 {
+		rec.LastRecoveredAt = ptr(t.LastRecoveredAt)
+	}
+	if t.RunTimestamp != "" {
+		rec.RunTimestamp = ptr(t.RunTimestamp)
+	}
+	for _, p := range []struct {
+		dst **string
+		v   string
+	}{{&rec.Cloud, t.Cloud}, {&rec.Region, t.Region}, {&rec.Zone, t.Zone}, {&rec.Infra, t.Infra},
+		{&rec.ClusterResources, t.ClusterResources}, {&rec.ClusterResourcesFull, t.ClusterResources},
+		{&rec.FailureReason, t.FailureReason}, {&rec.Entrypoint, j.Entrypoint}, {&rec.UserYAML, j.UserYAML},
+		{&rec.PriorityClass, j.PriorityClass}} {
+		if p.v != "" {
+			*p.dst = ptr(p.v)
+		}
+	}
+	if t.ClusterName != "" && !t.ClusterGone && !api.ManagedTerminal(t.Status) {
+		rec.CurrentClusterName = ptr(t.ClusterName)
+		rec.ClusterNameOnCloud = ptr(t.ClusterName)
+	}
+	rec.Priority = ptr(j.Priority)
+	rec.NodeNames = t.NodeNames
+	rec.InternalExternalIPs = t.IPs
+	rec.Metadata = map[string]any{}
+	if d := details(j, t, maxWaiting); d != "" {
+		rec.Details = ptr(d)
+	}
+}
+
+// details is the one-line explanation of a task's current state, as
+// SkyPilot words it (managed-jobs.md §details), plus what SkyGo knows
+// beyond: a job waiting for its dependencies, a cancellation under way.
+func details(j *state.ManagedJob, t *state.ManagedTask, maxWaiting int) string {
+	state := ""
+	switch {
+	case j.Cancel != nil && !api.ManagedTerminal(t.Status):
+		who := j.Cancel.By
+		if who == "" {
+			who = "the controller"
+		}
+		s := "Cancellation requested by " + who
+		if j.Cancel.RequestID != "" {
+			s += " (request " + j.Cancel.RequestID + ")"
+		}
+		if j.Cancel.Reason != "" {
+			s = "Cancellation requested: " + j.Cancel.Reason
+		}
+		return s
+	case j.ScheduleState == api.ScheduleAliveBackoff && wantsLaunch(t):
+		state = "In backoff, waiting for resources"
+	case (j.ScheduleState == api.ScheduleWaiting || j.ScheduleState == api.ScheduleAliveWaiting) && wantsLaunch(t):
+		if len(j.DependsOn) > 0 && j.ScheduleState == api.ScheduleWaiting {
+			state = fmt.Sprintf("Waiting for job(s) %s to succeed", joinInts(j.DependsOn))
+		} else if j.Priority < maxWaiting {
+			state = "Waiting for higher priority jobs to launch"
+		} else {
+			state = "Waiting for other jobs to launch"
+		}
+	case j.ScheduleState == api.ScheduleLaunching && wantsLaunch(t) && t.Launching:
+		state = "Launching"
+	}
+	switch {
+	case state != "" && t.FailureReason != "":
+		return state + " - " + t.FailureReason
+	case t.FailureReason != "":
+		return "Failure: " + t.FailureReason
+	case state != "":
+		return state
+	case t.Status == api.ManagedRecovering && t.RecoverReason != "":
+		return "Recovering: " + strings.Join(strings.Fields(t.RecoverReason), " ")
+	}
+	return ""
+}

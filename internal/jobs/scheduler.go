@@ -1,0 +1,152 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// schedPage is how many candidates one query of the scheduler reads.
+const schedPage = 256
+
+// reconcileScheduler grants launch slots. Jobs that already hold a
+// cluster slot and want to launch again (a recovery, a pipeline's next
+// task, a retry whose backoff is over) go first; then WAITING jobs, while
+// fewer than the running limit hold one. Within each, higher priority
+// first, then the older job. A WAITING job whose dependencies have not
+// all succeeded is passed over; one whose dependency ended otherwise is
+// cancelled.
+func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Result, error) {
+	counts, err := e.Store.CountManagedBySchedule(ctx)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	launching := counts[api.ScheduleLaunching]
+	holding := launching + counts[api.ScheduleAlive] + counts[api.ScheduleAliveWaiting] + counts[api.ScheduleAliveBackoff]
+	free := e.Limits.Launches - launching
+	if free <= 0 {
+		return controller.Result{}, nil // a launch that ends kicks the scheduler
+	}
+	t0 := now()
+	var soonest float64
+	claim := func(j *state.ManagedJob) (bool, error) {
+		from := j.ScheduleState
+		n, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
+			if n.ScheduleState != from || n.Cancel != nil {
+				return nil, state.ErrNoChange
+			}
+			n.ScheduleState = api.ScheduleLaunching
+			return nil, nil
+		})
+		if err != nil {
+			return false, err
+		}
+		if n.ScheduleState != api.ScheduleLaunching {
+			return false, nil
+		}
+		free--
+		e.poke(j.JobID)
+		return true, nil
+	}
+	// Live jobs wanting a launch: few (bounded by the running limit).
+	live, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{
+		ScheduleStates: []string{api.ScheduleAliveWaiting, api.ScheduleAliveBackoff}, Order: "sched"})
+	if err != nil {
+		return controller.Result{}, err
+	}
+	for _, j := range live {
+		if free <= 0 {
+			break
+		}
+		if j.Cancel != nil {
+			e.poke(j.JobID)
+			continue
+		}
+		if next := nextTry(j); next > t0 {
+			if soonest == 0 || next < soonest {
+				soonest = next
+			}
+			continue
+		}
+		if _, err := claim(j); err != nil {
+			return controller.Result{}, err
+		}
+	}
+	// WAITING jobs, page by page in claim order.
+	for offset := 0; free > 0 && holding < e.Limits.Running; offset += schedPage {
+		page, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{
+			ScheduleStates: []string{api.ScheduleWaiting}, Order: "sched", Limit: schedPage, Offset: offset})
+		if err != nil {
+			return controller.Result{}, err
+		}
+		for _, j := range page {
+			if free <= 0 || holding >= e.Limits.Running {
+				break
+			}
+			if j.Cancel != nil {
+				continue // the cancel finishes it
+			}
+			ok, err := e.depsReady(ctx, j)
+			if err != nil {
+				return controller.Result{}, err
+			}
+			if !ok {
+				continue
+			}
+			claimed, err := claim(j)
+			if err != nil {
+				return controller.Result{}, err
+			}
+			if claimed {
+				holding++
+			}
+		}
+		if len(page) < schedPage {
+			break
+		}
+	}
+	if soonest > 0 {
+		return controller.Result{RequeueAfter: time.Duration((soonest - t0) * float64(time.Second))}, nil
+	}
+	return controller.Result{}, nil
+}
+
+// nextTry is when a job in backoff may launch again (0: now).
+func nextTry(j *state.ManagedJob) float64 {
+	var next float64
+	for _, t := range j.Tasks {
+		if wantsLaunch(t) && t.NextTryAt > next {
+			next = t.NextTryAt
+		}
+	}
+	return next
+}
+
+// depsReady says whether every job j depends on has succeeded. One that
+// ended otherwise cancels j, as the reference says.
+func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob) (bool, error) {
+	if len(j.DependsOn) == 0 {
+		return true, nil
+	}
+	deps, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{IDs: j.DependsOn})
+	if err != nil {
+		return false, err
+	}
+	ready := len(deps) == len(j.DependsOn)
+	for _, d := range deps {
+		st := d.JobStatus()
+		switch {
+		case st == api.ManagedSucceeded && d.ScheduleState == api.ScheduleDone:
+		case api.ManagedTerminal(st) && st != api.ManagedSucceeded:
+			reason := fmt.Sprintf("dependency job %d ended %s", d.JobID, st)
+			return false, e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason})
+		default:
+			ready = false
+		}
+	}
+	return ready, nil
+}
