@@ -103,6 +103,10 @@ type ExecBody struct {
 	Detach      bool     `json:"detach_run,omitempty"`
 	Dryrun      bool     `json:"dryrun,omitempty"`
 	Command     string   `json:"entrypoint_command,omitempty"`
+	// Managed is set by the managed-jobs controller (never by a client)
+	// for a job it runs on a pool worker: the job carries the tag, and a
+	// submit repeated after a cut-off lands once.
+	Managed *ManagedLaunch `json:"-"`
 }
 
 // ClustersBody selects clusters: /status, /stop, /start, /down, /queue...

@@ -284,7 +284,11 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 		return nil, err
 	}
 	result := &api.LaunchResult{ClusterName: c.Name}
-	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, unlock, nil, log)
+	var ref *launchRef
+	if body.Managed != nil {
+		ref = &launchRef{managed: body.Managed}
+	}
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, unlock, ref, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -882,6 +886,11 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 		}
 		spec.Metadata[api.MetaManagedTag] = launch.managed.Tag
 		spec.TaskID = launch.managed.TaskID
+		if launch.c == nil {
+			// An exec of the managed-jobs controller: a submit repeated
+			// after a cut-off lands once.
+			spec.SubmitKey = "managed/" + launch.managed.Tag
+		}
 	}
 	if r.CPUs != nil && !r.CPUs.PerCPU {
 		v := r.CPUs.Value
@@ -892,7 +901,7 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 	}
 	var out agentapi.SubmitResult
 	adopted := 0
-	if launch != nil {
+	if launch != nil && launch.c != nil {
 		var ended func()
 		var err error
 		if adopted, ended, err = b.launchJob(ctx, head, launch, &spec, log); err != nil {

@@ -437,84 +437,6 @@ func refreshRefusal(whatIs string) string {
 	return "-r/--refresh restarts a stopped jobs controller, and this build's controller runs inside the API server, which is never stopped while it answers; " + whatIs + " always current, so drop -r"
 }
 
-// PoolApplyOptions is everything `sky jobs pool apply` needs.
-type PoolApplyOptions struct {
-	IO      *IOStreams
-	Config  []string
-	Task    *taskInput // nil when only --workers is given
-	Pool    string
-	Mode    string
-	Workers int // -1: not given
-	Yes     bool
-	Async   bool
-}
-
-func newPoolApplyCmd(f *Factory, runF func(*PoolApplyOptions) error) *cobra.Command {
-	opts := &PoolApplyOptions{IO: f.IO}
-	var (
-		tf      taskFlags
-		async   boolPair
-		workers int
-	)
-	cmd := &cobra.Command{
-		Use:   "apply [flags] [POOL_YAML]",
-		Short: "Create or update a pool, or change its number of workers",
-		Long: `Apply a pool YAML (a task with a pool: section) to create or update a
-pool, or change the number of workers with --workers. One of POOL_YAML or
---workers is needed.`,
-		Args: rangeArgs(0, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateConfigArgs(opts.Config); err != nil {
-				return err
-			}
-			var err error
-			if opts.Mode, err = choice("--mode", opts.Mode, "rolling", "blue_green"); err != nil {
-				return err
-			}
-			opts.Workers = -1
-			if cmd.Flags().Changed("workers") {
-				if workers < 0 {
-					return flagErrorf("invalid --workers %d: want 0 or more", workers)
-				}
-				opts.Workers = workers
-			}
-			switch {
-			case len(args) == 0 && opts.Workers < 0:
-				return flagErrorf("give a POOL_YAML or --workers N")
-			case len(args) == 0 && opts.Pool == "":
-				return flagErrorf("--workers needs -p/--pool: the pool to resize")
-			case len(args) == 1:
-				entry, err := yamlEntrypoint(args[0])
-				if err != nil {
-					return err
-				}
-				if opts.Task, err = tf.resolve(entry, f.LookupEnv); err != nil {
-					return err
-				}
-			}
-			opts.Async = async.Value
-			if runF != nil {
-				return runF(opts)
-			}
-			if opts.Task != nil {
-				if _, err := prepareTask(opts.Task); err != nil {
-					return err
-				}
-			}
-			return notAvailable("jobs pool apply", "pools")
-		},
-	}
-	fs := cmd.Flags()
-	addConfigFlag(cmd, &opts.Config)
-	fs.StringVarP(&opts.Pool, "pool", "p", "", "Pool name (default: generated)")
-	fs.StringVar(&opts.Mode, "mode", "rolling", "How a running pool is updated: rolling or blue_green")
-	fs.IntVar(&workers, "workers", 0, "Set the number of workers in the pool")
-	addTaskFlags(cmd, &tf, taskFlagSet{})
-	addAsyncFlag(cmd, &async)
-	addYesFlag(cmd, &opts.Yes)
-	return cmd
-}
-
 // yamlEntrypoint is the entrypoint of commands that take only a YAML file
 // (serve up, pool apply): an inline command is not accepted.
 func yamlEntrypoint(arg string) (entrypoint, error) {
@@ -526,80 +448,6 @@ func yamlEntrypoint(arg string) (entrypoint, error) {
 		return e, flagErrorf("%s is not a YAML file: this command needs a task YAML", arg)
 	}
 	return e, nil
-}
-
-// PoolStatusOptions is everything `sky jobs pool status` needs.
-type PoolStatusOptions struct {
-	IO      *IOStreams
-	Config  []string
-	Pools   []string
-	Verbose bool
-	All     bool
-}
-
-func newPoolStatusCmd(f *Factory, runF func(*PoolStatusOptions) error) *cobra.Command {
-	opts := &PoolStatusOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "status [flags] [POOL_NAMES]...",
-		Short: "Show pools",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateConfigArgs(opts.Config); err != nil {
-				return err
-			}
-			opts.Pools = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return notAvailable("jobs pool status", "pools")
-		},
-	}
-	addConfigFlag(cmd, &opts.Config)
-	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "Show all details, untruncated")
-	cmd.Flags().BoolVarP(&opts.All, "all", "a", false, "Show every worker")
-	return cmd
-}
-
-// PoolDownOptions is everything `sky jobs pool down` needs.
-type PoolDownOptions struct {
-	IO     *IOStreams
-	Config []string
-	Pools  []string
-	All    bool
-	Purge  bool
-	Yes    bool
-	Async  bool
-}
-
-func newPoolDownCmd(f *Factory, runF func(*PoolDownOptions) error) *cobra.Command {
-	opts := &PoolDownOptions{IO: f.IO}
-	var async boolPair
-	cmd := &cobra.Command{
-		Use:   "down [flags] [POOL_NAMES]...",
-		Short: "Delete pools",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateConfigArgs(opts.Config); err != nil {
-				return err
-			}
-			opts.Pools = args
-			if len(args) > 0 && opts.All {
-				return flagErrorf("name pools or use -a/--all, not both")
-			}
-			if len(args) == 0 && !opts.All {
-				return flagErrorf("no pool given: name the pool(s) to delete, or use -a/--all")
-			}
-			opts.Async = async.Value
-			if runF != nil {
-				return runF(opts)
-			}
-			return notAvailable("jobs pool down", "pools")
-		},
-	}
-	addConfigFlag(cmd, &opts.Config)
-	cmd.Flags().BoolVarP(&opts.All, "all", "a", false, "Delete all pools")
-	cmd.Flags().BoolVarP(&opts.Purge, "purge", "p", false, "Also remove pools in a failed status")
-	addYesFlag(cmd, &opts.Yes)
-	addAsyncFlag(cmd, &async)
-	return cmd
 }
 
 // serviceLogsOptions is shared by `sky serve logs` and `sky jobs pool logs`,
@@ -614,13 +462,6 @@ type serviceLogsOptions struct {
 	LoadBalancer bool
 	SyncDown     bool
 	Tail         int // -1: everything
-}
-
-// PoolLogsOptions is everything `sky jobs pool logs` needs.
-type PoolLogsOptions = serviceLogsOptions
-
-func newPoolLogsCmd(f *Factory, runF func(*PoolLogsOptions) error) *cobra.Command {
-	return serviceLogsCmd(f, runF, "jobs pool logs", "POOL_NAME", "WORKER_IDS", false)
 }
 
 // serviceLogsCmd builds `sky serve logs` (withLB) or `sky jobs pool logs`.

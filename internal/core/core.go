@@ -143,6 +143,10 @@ func (e *Env) ops() []op.Op {
 		{Name: "jobs.cancel", Schedule: op.Short, Run: e.jobsCancel},
 		{Name: "jobs.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.jobsLogs},
 		{Name: "jobs.download_logs", Schedule: op.Short, Run: e.jobsDownloadLogs},
+		{Name: "jobs.pool_apply", Schedule: op.Long, Run: e.poolApply},
+		{Name: "jobs.pool_status", Schedule: op.Short, Run: e.poolStatus},
+		{Name: "jobs.pool_down", Schedule: op.Long, Run: e.poolDown},
+		{Name: "jobs.pool_logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.poolLogs},
 	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
 }
 

@@ -69,6 +69,7 @@ type Env struct {
 	// inflight cancels the reconcile launching a job, so that a cancel
 	// does not wait for a provisioning to finish.
 	inflight map[int]context.CancelFunc
+	pool     poolCtl
 }
 
 // Limits bound what the controller does at once.
@@ -278,7 +279,7 @@ func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) []*controller
 		Name: "managed-jobs-scheduler", Workers: 1, Logger: log, Metrics: m, Timeout: time.Minute,
 		Resync: func(context.Context) ([]string, error) { return []string{schedulerKey}, nil }, ResyncEvery: time.Second,
 	})
-	return []*controller.Controller{e.jobs, e.scheduler}
+	return append([]*controller.Controller{e.jobs, e.scheduler}, e.poolControllers(m, log)...)
 }
 
 const schedulerKey = "schedule"

@@ -131,7 +131,15 @@ func record(j *state.ManagedJob, t *state.ManagedTask, t0 float64) api.ManagedJo
 		rec.EndAt = ptr(t.EndAt)
 	}
 	if j.Pool != "" {
+		// A pool job's worker and its job there stay shown after it
+		// ended: they say where it ran (POOL, WORKER_CLUSTER, WORKER_JOB_ID).
 		rec.Pool = ptr(j.Pool)
+		if t.ClusterName != "" {
+			rec.CurrentClusterName = ptr(t.ClusterName)
+		}
+		if t.AgentJobID > 0 {
+			rec.JobIDOnPoolCluster = ptr(t.AgentJobID)
+		}
 	}
 	if j.ParentJobID > 0 {
 		rec.ParentJobID = ptr(j.ParentJobID)

@@ -139,6 +139,9 @@ func (e *Env) user(j *state.ManagedJob) backend.User {
 // launchTask runs one launch attempt of a task: mark it, adopt what an
 // earlier cut-off attempt left, or tear down leftovers and launch.
 func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int) (controller.Result, error) {
+	if j.Pool != "" {
+		return e.launchOnPool(ctx, j, spec, tid)
+	}
 	ts := now()
 	runTS := strings.Replace(time.Now().Format("2006-01-02-15-04-05.000000"), ".", "-", 1)
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
@@ -800,10 +803,14 @@ func (e *Env) saveLogs(ctx context.Context, j *state.ManagedJob, tid int) {
 	})
 }
 
-// downCluster tears a task's cluster down if it exists.
+// downCluster tears a task's cluster down if it exists (a pool job's
+// worker is kept: only the job's jobs on it end).
 func (e *Env) downCluster(ctx context.Context, j *state.ManagedJob, name string, log io.Writer) error {
 	if name == "" {
 		return nil
+	}
+	if j.Pool != "" {
+		return e.releaseWorker(ctx, j, name, log)
 	}
 	if _, err := e.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
 		return nil

@@ -45,7 +45,9 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 		return api.JobsLaunchResult{}, valueErr("--num-jobs %d: want 1 or more", b.NumJobs)
 	}
 	if b.Pool != "" {
-		return api.JobsLaunchResult{}, valueErr("pool %q does not exist: create it with `sky jobs pool apply -p %s POOL_YAML`", b.Pool, b.Pool)
+		if err := e.checkPoolJob(ctx, &b, log); err != nil {
+			return api.JobsLaunchResult{}, err
+		}
 	}
 	name := b.Name
 	if name == "" && len(b.Tasks) == 1 {

@@ -165,6 +165,20 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX managed_job_events_job ON managed_job_events (job_id, id)`,
 	}},
+	{8, "pools of workers for managed jobs", []string{
+		// One row per pool: its workers live in the record, so that a
+		// move touching several (a rolling update's swap) is one
+		// conditional update of one row, as for a managed job's tasks.
+		`CREATE TABLE pools (
+			name TEXT PRIMARY KEY,
+			user_hash TEXT NOT NULL DEFAULT '',
+			user_name TEXT NOT NULL DEFAULT '',
+			workspace TEXT NOT NULL DEFAULT 'default',
+			created_at DOUBLE PRECISION NOT NULL,
+			record TEXT NOT NULL,
+			version BIGINT NOT NULL DEFAULT 1
+		)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

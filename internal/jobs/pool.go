@@ -1,0 +1,916 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/state"
+)
+
+// Pools: sets of worker clusters kept UP for managed jobs (`sky jobs
+// launch --pool`). Two reconcilers on the controller runner look after
+// them, and their only state is the pools table:
+//
+//   - the pool controller (one key per pool) decides how many workers of
+//     which version the pool should have — the fixed count or the
+//     queue-length autoscaler's target, and during an update the rolling
+//     or blue-green swap — and records new workers PENDING and the ones to
+//     go SHUTTING_DOWN; on `pool down` it cancels the pool's jobs, then
+//     tears every worker down and removes the pool;
+//   - the worker controller (one key per worker, "<pool>/<id>") brings a
+//     worker up (backend.Launch of cluster <pool>-<id> with the pool
+//     task's setup and file mounts, its setup job tagged so a cut-off
+//     launch is found), marks it READY when the setup succeeded, watches a
+//     READY worker's cluster, and tears down a worker that must go.
+//
+// Worker names are deterministic and every move is one conditional
+// update of the pool's row, so a reconcile killed anywhere and run again
+// finds the cluster and the setup job it made.
+
+// Timings of the pool controllers (vars so tests may shorten them).
+var (
+	// poolDecideEvery is the autoscaler's decision interval, and
+	// poolDecideFromZero the one while the target is 0 (service.md).
+	poolDecideEvery    = 20 * time.Second
+	poolDecideFromZero = 5 * time.Second
+	// poolDownJobsWait bounds how long `pool down` waits for the pool's
+	// cancelled jobs to end before the workers go (managed-jobs.md).
+	poolDownJobsWait = 300 * time.Second
+	// workerWatchEvery is how often a READY worker's cluster is looked at.
+	workerWatchEvery = 10 * time.Second
+	// poolWaitEvery is how often a pool job with no free worker tries
+	// again (managed-jobs.md: every 1 s).
+	poolWaitEvery = time.Second
+)
+
+// poolCtl holds the pool controllers of an Env.
+type poolCtl struct {
+	pools   *controller.Controller
+	workers *controller.Controller
+	mu      sync.Mutex
+}
+
+// poolControllers builds the pool and worker controllers.
+func (e *Env) poolControllers(m *controller.Metrics, log *slog.Logger) []*controller.Controller {
+	e.pool.mu.Lock()
+	defer e.pool.mu.Unlock()
+	e.pool.pools = controller.New(controller.ReconcilerFunc(e.reconcilePool), controller.Options{
+		Name: "pools", Workers: 8, Logger: log, Metrics: m, Timeout: 10 * time.Minute,
+		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
+		Resync: e.poolKeys, ResyncEvery: resyncEvery,
+	})
+	e.pool.workers = controller.New(controller.ReconcilerFunc(e.reconcileWorker), controller.Options{
+		Name: "pool-workers", Workers: 32, Logger: log, Metrics: m, Timeout: 30 * time.Minute,
+		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
+		Resync: e.workerKeys, ResyncEvery: resyncEvery,
+	})
+	return []*controller.Controller{e.pool.pools, e.pool.workers}
+}
+
+func (e *Env) pokePool(name string) {
+	e.pool.mu.Lock()
+	c := e.pool.pools
+	e.pool.mu.Unlock()
+	if c != nil {
+		c.Enqueue(name)
+	}
+}
+
+func (e *Env) pokeWorker(pool string, id int) {
+	e.pool.mu.Lock()
+	c := e.pool.workers
+	e.pool.mu.Unlock()
+	if c != nil {
+		c.Enqueue(pool + "/" + strconv.Itoa(id))
+	}
+}
+
+func (e *Env) poolKeys(ctx context.Context) ([]string, error) {
+	ps, err := e.Store.ListPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(ps))
+	for i, p := range ps {
+		keys[i] = p.Name
+	}
+	return keys, nil
+}
+
+func (e *Env) workerKeys(ctx context.Context) ([]string, error) {
+	ps, err := e.Store.ListPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, p := range ps {
+		for _, w := range p.Workers {
+			keys = append(keys, p.Name+"/"+strconv.Itoa(w.ID))
+		}
+	}
+	return keys, nil
+}
+
+// workerCluster is worker id's cluster: <pool>-<id>.
+func workerCluster(pool string, id int) string { return fmt.Sprintf("%s-%d", pool, id) }
+
+// workerTag tags a worker's setup job.
+func workerTag(pool string, id, attempt int) string {
+	return fmt.Sprintf("pool/%s/%d/%d", pool, id, attempt)
+}
+
+// PoolControllerLogPath is `sky jobs pool logs --controller`'s file.
+func PoolControllerLogPath(home, pool string) string {
+	return filepath.Join(home, "sky_logs", "pool_controller", pool+".log")
+}
+
+// WorkerLogPath is a worker's launch and setup log.
+func WorkerLogPath(home, pool string, id int) string {
+	return filepath.Join(home, "sky_logs", "pools", pool, fmt.Sprintf("worker-%d.log", id))
+}
+
+// poolFilesDir holds a pool version's own copy of its uploaded files.
+func poolFilesDir(home, pool string, version int) string {
+	return filepath.Join(paths.ServerDir(home), "pools", pool, "v"+strconv.Itoa(version))
+}
+
+func appendLog(p string) io.WriteCloser {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nopCloser{io.Discard}
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nopCloser{io.Discard}
+	}
+	return &logFile{f: f}
+}
+
+// poolNote writes one timestamped line to a pool's controller log.
+func (e *Env) poolNote(pool, format string, args ...any) {
+	w := appendLog(PoolControllerLogPath(e.Home, pool))
+	defer w.Close()
+	fmt.Fprintf(w, "%s %s\n", time.Now().Format("2006-01-02 15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func poolOwner(p *state.Pool) backend.User {
+	return backend.User{Name: p.UserName, Hash: p.UserHash}
+}
+
+// activeWorker says whether a worker counts toward the pool's size.
+func activeWorker(s string) bool {
+	switch s {
+	case api.WorkerPending, api.WorkerProvisioning, api.WorkerStarting, api.WorkerReady, api.WorkerNotReady:
+		return true
+	}
+	return false
+}
+
+// poolStatus derives a pool's status from its workers (service.md).
+func poolStatus(p *state.Pool) string {
+	if p.Down != nil {
+		return api.PoolShuttingDown
+	}
+	failed, live := false, 0
+	for _, w := range p.Workers {
+		switch {
+		case w.Status == api.WorkerReady:
+			return api.PoolReady
+		case w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision:
+			failed = true
+		case activeWorker(w.Status):
+			live++
+		}
+	}
+	switch {
+	case failed:
+		return api.PoolFailed
+	case live == 0:
+		return api.PoolNoReplica
+	}
+	return api.PoolReplicaInit
+}
+
+// poolJobs lists the pool's jobs that have not ended.
+func (e *Env) poolJobs(ctx context.Context, pool string) ([]*state.ManagedJob, error) {
+	return e.Store.ListManagedJobs(ctx, state.ManagedFilter{Pool: pool, NotDone: true})
+}
+
+// busyWorkers counts, per worker cluster, the pool's jobs on it that have
+// not ended, and how many of the pool's jobs wait for a worker.
+func busyWorkers(jobs []*state.ManagedJob) (busy map[string][]int, queued int) {
+	busy = map[string][]int{}
+	for _, j := range jobs {
+		for _, t := range j.Tasks {
+			if api.ManagedTerminal(t.Status) {
+				continue
+			}
+			if t.ClusterName != "" && !t.ClusterGone {
+				busy[t.ClusterName] = append(busy[t.ClusterName], j.JobID)
+			} else if t.Status == api.ManagedPending || t.Status == api.ManagedRecovering {
+				queued++
+			}
+			break
+		}
+	}
+	return busy, queued
+}
+
+// reconcilePool takes the next step of one pool.
+func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result, error) {
+	p, err := e.Store.GetPool(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if p.Down != nil {
+		return e.poolDownSteps(ctx, p)
+	}
+	jobs, err := e.poolJobs(ctx, name)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	busy, queued := busyWorkers(jobs)
+	t0 := now()
+	var added, removed []int
+	p, err = e.Store.UpdatePool(ctx, name, func(n *state.Pool) error {
+		if n.Down != nil {
+			return state.ErrNoChange
+		}
+		changed := decideTarget(n, queued, t0)
+		add, remove := planWorkers(n, busyCounts(n, busy))
+		added, removed = nil, nil
+		for range add {
+			n.NextWorkerID++
+			id := n.NextWorkerID
+			n.Workers = append(n.Workers, &state.PoolWorker{ID: id, SpecVersion: n.SpecVersion, Status: api.WorkerPending,
+				Cluster: workerCluster(n.Name, id), CreatedAt: t0})
+			added = append(added, id)
+		}
+		for _, id := range remove {
+			n.Worker(id).Status = api.WorkerShuttingDown
+			removed = append(removed, id)
+		}
+		// Versions no worker runs any more are dropped, the newest kept.
+		for v := range n.Specs {
+			used := v == n.SpecVersion
+			for _, w := range n.Workers {
+				used = used || w.SpecVersion == v
+			}
+			if !used {
+				delete(n.Specs, v)
+				changed = true
+			}
+		}
+		if len(added) == 0 && len(removed) == 0 && !changed {
+			return state.ErrNoChange
+		}
+		return nil
+	})
+	if err != nil {
+		return controller.Result{}, err
+	}
+	for _, id := range added {
+		e.poolNote(name, "Worker %d (cluster %s, version %d) added; the pool wants %d.", id, workerCluster(name, id), p.SpecVersion, p.Target)
+	}
+	for _, id := range removed {
+		e.poolNote(name, "Worker %d is shutting down.", id)
+	}
+	for _, w := range p.Workers {
+		e.pokeWorker(name, w.ID)
+	}
+	every := poolDecideEvery
+	if p.Target == 0 {
+		every = poolDecideFromZero
+	}
+	return controller.Result{RequeueAfter: min(every, resyncEvery)}, nil
+}
+
+// busyCounts maps worker ids to the number of jobs on them.
+func busyCounts(p *state.Pool, busy map[string][]int) map[int]int {
+	out := map[int]int{}
+	for _, w := range p.Workers {
+		out[w.ID] = len(busy[w.Cluster])
+	}
+	return out
+}
+
+// decideTarget sets the pool's target: the fixed worker count, or the
+// queue-length autoscaler's decision when one is due (service.md
+// §Autoscaler facts). It says whether the record changed.
+func decideTarget(p *state.Pool, queued int, t float64) bool {
+	spec := p.Specs[p.SpecVersion]
+	if spec == nil {
+		return false
+	}
+	pol := spec.Policy
+	if !pol.Autoscaling() {
+		want := pol.Min()
+		if p.Target == want {
+			return false
+		}
+		p.Target = want
+		return true
+	}
+	every := poolDecideEvery
+	if p.Target == 0 {
+		every = poolDecideFromZero
+	}
+	if p.LastDecisionAt > 0 && t-p.LastDecisionAt < every.Seconds() {
+		return false
+	}
+	p.LastDecisionAt = t
+	p.Target, p.UpCount, p.DownCount = autoscale(pol, p.Target, queued, p.UpCount, p.DownCount)
+	return true
+}
+
+// autoscale is one decision of the queue-length autoscaler: no queue
+// wants no workers (but never none while jobs wait), a queue above the
+// threshold one more, below it one fewer; clipped to [min, max]. The
+// move is taken after int(delay / 20 s) consecutive decisions wanting
+// it, at once from a target of 0.
+func autoscale(pol api.PoolPolicy, cur, queued, up, down int) (target, upCount, downCount int) {
+	thr := max(pol.QueueLengthThreshold, 1)
+	raw := cur
+	switch {
+	case queued == 0:
+		raw = 0
+	case queued > thr:
+		raw = cur + 1
+	case queued < thr:
+		raw = cur - 1
+	}
+	if queued > 0 {
+		raw = max(raw, 1)
+	}
+	raw = min(max(raw, pol.Min()), pol.Max())
+	if cur == 0 {
+		return raw, 0, 0
+	}
+	decide := poolDecideEvery.Seconds()
+	switch {
+	case raw > cur:
+		up++
+		if up > int(pol.UpscaleDelaySeconds/decide) {
+			return raw, 0, 0
+		}
+		return cur, up, 0
+	case raw < cur:
+		down++
+		if down > int(pol.DownscaleDelaySeconds/decide) {
+			return raw, 0, 0
+		}
+		return cur, 0, down
+	}
+	return cur, 0, 0
+}
+
+// planWorkers decides which workers to add (how many, of the newest
+// version) and which to shut down, given the jobs on each. Workers with
+// jobs are never shut down: a busy old-version worker is replaced once
+// its jobs ended, and new jobs go to the newest version's workers.
+//
+//   - No older version: scale to the target, down by SkyPilot's order
+//     (not READY first, then fewer jobs, then the higher id).
+//   - rolling: one new worker at a time, each READY new worker letting
+//     one old worker go, so the READY count never drops below the target.
+//   - blue_green: all new workers at once; the old ones go when the new
+//     ones are all READY.
+//
+// If a worker of the newest version failed its setup and none is READY,
+// nothing more is launched (the update is broken; another apply fixes it).
+func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
+	latest := p.SpecVersion
+	var newActive, old []*state.PoolWorker
+	newReady, failedLatest := 0, false
+	for _, w := range p.Workers {
+		switch {
+		case w.SpecVersion == latest && activeWorker(w.Status):
+			newActive = append(newActive, w)
+			if w.Status == api.WorkerReady {
+				newReady++
+			}
+		case w.SpecVersion == latest && w.Status == api.WorkerFailed:
+			failedLatest = true
+		case w.SpecVersion != latest && activeWorker(w.Status):
+			old = append(old, w)
+		}
+	}
+	stuck := failedLatest && newReady == 0
+	idle := func(ws []*state.PoolWorker) []*state.PoolWorker {
+		var out []*state.PoolWorker
+		for _, w := range ws {
+			if busy[w.ID] == 0 {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	target := p.Target
+	if len(old) == 0 {
+		if n := target - len(newActive); n > 0 && !stuck {
+			return n, nil
+		}
+		if n := len(newActive) - target; n > 0 {
+			cands := idle(newActive)
+			sortForScaleDown(cands, busy)
+			for i := 0; i < n && i < len(cands); i++ {
+				remove = append(remove, cands[i].ID)
+			}
+		}
+		return 0, remove
+	}
+	// An old worker that is not READY serves nobody: it goes at once.
+	var oldReady []*state.PoolWorker
+	for _, w := range old {
+		if w.Status == api.WorkerReady {
+			oldReady = append(oldReady, w)
+		} else if busy[w.ID] == 0 {
+			remove = append(remove, w.ID)
+		}
+	}
+	if p.UpdateMode == "blue_green" {
+		if n := target - len(newActive); n > 0 && !stuck {
+			add = n
+		}
+		if newReady >= target {
+			for _, w := range idle(oldReady) {
+				remove = append(remove, w.ID)
+			}
+		}
+		return add, remove
+	}
+	if len(newActive) < target && len(newActive) == newReady && !stuck {
+		add = 1
+	}
+	excess := len(oldReady) + newReady - target
+	cands := idle(oldReady)
+	sortForScaleDown(cands, busy)
+	for i := 0; i < excess && i < len(cands); i++ {
+		remove = append(remove, cands[i].ID)
+	}
+	return add, remove
+}
+
+// sortForScaleDown orders workers as SkyPilot picks them to scale down:
+// by status (not yet READY first), older version, fewer jobs, higher id.
+func sortForScaleDown(ws []*state.PoolWorker, busy map[int]int) {
+	rank := map[string]int{api.WorkerPending: 0, api.WorkerProvisioning: 1, api.WorkerStarting: 2, api.WorkerNotReady: 3, api.WorkerReady: 4}
+	sort.SliceStable(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
+		if rank[a.Status] != rank[b.Status] {
+			return rank[a.Status] < rank[b.Status]
+		}
+		if a.SpecVersion != b.SpecVersion {
+			return a.SpecVersion < b.SpecVersion
+		}
+		if busy[a.ID] != busy[b.ID] {
+			return busy[a.ID] < busy[b.ID]
+		}
+		return a.ID > b.ID
+	})
+}
+
+// poolDownSteps carries out `pool down`: the pool's jobs are cancelled
+// and waited for (at most poolDownJobsWait), then every worker is torn
+// down, then the pool is removed.
+func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Result, error) {
+	jobs, err := e.poolJobs(ctx, p.Name)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if p.Down.JobsCancelledAt == 0 {
+		for _, j := range jobs {
+			if j.Cancel == nil {
+				if err := e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), By: p.Down.By,
+					Reason: fmt.Sprintf("its pool %s is being torn down", p.Name)}); err != nil {
+					return controller.Result{}, err
+				}
+			}
+		}
+		if p, err = e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
+			if n.Down == nil || n.Down.JobsCancelledAt != 0 {
+				return state.ErrNoChange
+			}
+			n.Down.JobsCancelledAt = now()
+			return nil
+		}); err != nil {
+			return controller.Result{}, err
+		}
+		e.poolNote(p.Name, "Pool down: %d job(s) of the pool asked to cancel.", len(jobs))
+	}
+	if len(jobs) > 0 && now()-p.Down.JobsCancelledAt < poolDownJobsWait.Seconds() {
+		return controller.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	p, err = e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
+		changed := false
+		for _, w := range n.Workers {
+			if w.Status != api.WorkerShuttingDown {
+				w.Status, changed = api.WorkerShuttingDown, true
+			}
+		}
+		if !changed {
+			return state.ErrNoChange
+		}
+		return nil
+	})
+	if err != nil {
+		return controller.Result{}, err
+	}
+	log := appendLog(PoolControllerLogPath(e.Home, p.Name))
+	defer log.Close()
+	errs := make([]error, len(p.Workers))
+	var wg sync.WaitGroup
+	for i, w := range p.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.downWorkerCluster(ctx, p, w.Cluster, log)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil && !p.Down.Purge {
+		return controller.Result{}, err
+	}
+	if err := e.Store.DeletePool(ctx, p.Name, p.Version); err != nil {
+		if errors.Is(err, state.ErrConflict) {
+			return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+		}
+		return controller.Result{}, err
+	}
+	_ = os.RemoveAll(filepath.Join(paths.ServerDir(e.Home), "pools", p.Name))
+	fmt.Fprintf(log, "%s Pool %s torn down.\n", time.Now().Format("2006-01-02 15:04:05.000"), p.Name)
+	return controller.Result{}, nil
+}
+
+// downWorkerCluster tears a worker's cluster down if it exists.
+func (e *Env) downWorkerCluster(ctx context.Context, p *state.Pool, cluster string, log io.Writer) error {
+	if _, err := e.Store.GetCluster(ctx, cluster); errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	err := e.Backend.Down(ctx, cluster, poolOwner(p), true, true, log)
+	if err != nil && !backend.IsNotFound(err) {
+		return fmt.Errorf("tearing down worker %s: %w", cluster, err)
+	}
+	fmt.Fprintf(log, "Worker cluster %s torn down.\n", cluster)
+	return nil
+}
+
+// reconcileWorker takes the next step of one worker.
+func (e *Env) reconcileWorker(ctx context.Context, key string) (controller.Result, error) {
+	name, ids, ok := strings.Cut(key, "/")
+	id, err := strconv.Atoi(ids)
+	if !ok || err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("pool worker key %q is not <pool>/<id>", key))
+	}
+	p, err := e.Store.GetPool(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	w := p.Worker(id)
+	if w == nil || p.Down != nil {
+		return controller.Result{}, nil // the pool's down steps own the teardown
+	}
+	switch w.Status {
+	case api.WorkerPending, api.WorkerProvisioning:
+		return e.launchWorker(ctx, p, w)
+	case api.WorkerStarting:
+		return e.watchSetup(ctx, p, w)
+	case api.WorkerReady, api.WorkerNotReady:
+		return e.watchWorker(ctx, p, w)
+	case api.WorkerShuttingDown, api.WorkerPreempted:
+		return e.removeWorker(ctx, p, w)
+	}
+	return controller.Result{}, nil
+}
+
+// setWorker applies edit to worker id if it is still in one of the from
+// statuses; it returns the worker as written (nil when gone or moved).
+func (e *Env) setWorker(ctx context.Context, pool string, id int, from []string, edit func(w *state.PoolWorker)) (*state.Pool, *state.PoolWorker, error) {
+	moved := false
+	p, err := e.Store.UpdatePool(ctx, pool, func(n *state.Pool) error {
+		w := n.Worker(id)
+		moved = w == nil || n.Down != nil || !contains(from, w.Status)
+		if moved {
+			return state.ErrNoChange
+		}
+		edit(w)
+		return nil
+	})
+	if err != nil || moved {
+		return p, nil, err
+	}
+	return p, p.Worker(id), nil
+}
+
+// launchWorker runs one launch attempt of a worker: adopt the setup job
+// a cut-off attempt left, or launch the cluster with the pool task's
+// setup and file mounts (run once per worker: the launch's job is the
+// setup alone).
+func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
+	if w.Status == api.WorkerPending {
+		if wait := w.NextTryAt - now(); wait > 0 {
+			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
+		}
+		var err error
+		if p, w, err = e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerPending}, func(w *state.PoolWorker) {
+			w.Status = api.WorkerProvisioning
+			w.Attempt++
+		}); err != nil || w == nil {
+			return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		}
+	}
+	spec := p.Specs[w.SpecVersion]
+	if spec == nil {
+		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
+			w.Status, w.Reason = api.WorkerShuttingDown, "its pool version is gone"
+		})
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+	}
+	owner := poolOwner(p)
+	tag := workerTag(p.Name, w.ID, w.Attempt)
+	log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+	defer log.Close()
+	if job, err := e.Backend.TaggedJob(ctx, w.Cluster, owner, tag); err == nil && job != nil {
+		fmt.Fprintf(log, "Found setup job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, w.Attempt, w.Cluster)
+		return e.setupSubmitted(ctx, p, w, job.JobID)
+	}
+	ts := spec.Task
+	ts.Envs = cloneMap(ts.Envs)
+	ts.Envs["SKYPILOT_POOL_WORKER_ID"] = strconv.Itoa(w.ID)
+	ts.Envs["SKYPILOT_SERVE_REPLICA_ID"] = strconv.Itoa(w.ID)
+	ts.Run = "" // a worker runs the jobs given it, not the pool task's run
+	body := api.LaunchBody{Task: ts, ClusterName: w.Cluster, Detach: true, Workspace: p.Workspace, PlanShown: true,
+		Command: "sky jobs pool apply " + p.Name,
+		Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-pool-%s-%d-%d", p.Name, w.ID, w.Attempt)}}
+	fmt.Fprintf(log, "Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.\n", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)
+	plan, err := e.Plan(ctx, body, log)
+	var res *api.LaunchResult
+	if err == nil {
+		res, err = e.Backend.Launch(ctx, body, owner, plan, log)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return controller.Result{}, ctx.Err()
+		}
+		fmt.Fprintf(log, "Launch failed: %s\n", err)
+		_ = e.downWorkerCluster(ctx, p, w.Cluster, log)
+		var gap time.Duration
+		_, nw, uerr := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
+			w.Tries++
+			gap = retryGap(w.Tries)
+			w.Status, w.NextTryAt, w.Reason = api.WorkerPending, now()+gap.Seconds(), firstLine(err.Error())
+			if precheck(err) {
+				w.Status = api.WorkerFailedProvision
+			}
+		})
+		if uerr != nil || nw == nil {
+			return controller.Result{RequeueAfter: 10 * time.Millisecond}, uerr
+		}
+		e.poolNote(p.Name, "Worker %d: launch failed (%s); %s.", w.ID, firstLine(err.Error()), map[bool]string{true: "not retried", false: "retrying in " + gap.Round(time.Second).String()}[nw.Status == api.WorkerFailedProvision])
+		return controller.Result{RequeueAfter: gap}, nil
+	}
+	return e.setupSubmitted(ctx, p, w, res.JobID)
+}
+
+// setupSubmitted records a worker's setup job (0: no setup: READY now).
+func (e *Env) setupSubmitted(ctx context.Context, p *state.Pool, w *state.PoolWorker, jobID int) (controller.Result, error) {
+	infra, res := e.clusterInfo(ctx, w.Cluster)
+	p, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
+		w.SetupJobID, w.Status, w.Tries, w.NextTryAt, w.Reason = jobID, api.WorkerStarting, 0, 0, ""
+		w.LaunchedAt, w.Infra, w.Resources = now(), infra, res
+	})
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if nw == nil {
+		// Shut down (or the pool went) while the launch ran: the cluster
+		// it made must not stay behind.
+		if p != nil && (p.Worker(w.ID) == nil || p.Down != nil) {
+			log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+			defer log.Close()
+			return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
+		}
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	}
+	return e.watchSetup(ctx, p, nw)
+}
+
+// clusterInfo is a cluster's infra and resources strings.
+func (e *Env) clusterInfo(ctx context.Context, name string) (infra, res string) {
+	c, err := e.Store.GetCluster(ctx, name)
+	if err != nil {
+		return "", ""
+	}
+	h, err := backend.HandleOf(c)
+	if err != nil {
+		return "", ""
+	}
+	return h.Infra, clusterResources(c.NumNodes, h)
+}
+
+// watchSetup follows a worker's setup job to its end: READY when it
+// succeeded, FAILED when it failed; a worker whose cluster went is
+// launched again.
+func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
+	status := agentapi.StatusSucceeded
+	if w.SetupJobID > 0 {
+		job, err := e.Backend.AgentJob(ctx, w.Cluster, poolOwner(p), w.SetupJobID)
+		if err != nil || job == nil {
+			alive, aerr := e.Backend.ClusterAlive(ctx, w.Cluster)
+			if aerr != nil {
+				return controller.Result{}, aerr
+			}
+			if !alive || job == nil {
+				return e.workerLost(ctx, p, w, api.WorkerStarting, "its cluster was lost during setup")
+			}
+			return controller.Result{RequeueAfter: time.Second}, nil
+		}
+		if !job.Status.Terminal() {
+			return controller.Result{RequeueAfter: 300 * time.Millisecond}, nil
+		}
+		status = job.Status
+		log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+		fmt.Fprintf(log, "Setup job %d ended %s. Its log:\n", w.SetupJobID, status)
+		_ = e.Backend.CopyJobLog(ctx, w.Cluster, poolOwner(p), w.SetupJobID, 0, false, log)
+		log.Close()
+	}
+	next, reason := api.WorkerReady, ""
+	if status != agentapi.StatusSucceeded {
+		next, reason = api.WorkerFailed, fmt.Sprintf("setup ended %s; see sky jobs pool logs %s %d", status, p.Name, w.ID)
+	}
+	t0 := now()
+	_, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerStarting}, func(w *state.PoolWorker) {
+		w.Status, w.Reason = next, reason
+	})
+	if err != nil || nw == nil {
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+	}
+	if next == api.WorkerReady {
+		if _, err := e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
+			if n.ReadyAt != 0 {
+				return state.ErrNoChange
+			}
+			n.ReadyAt = t0
+			return nil
+		}); err != nil {
+			return controller.Result{}, err
+		}
+		e.poolNote(p.Name, "Worker %d (%s) is READY.", w.ID, w.Cluster)
+		e.pokePool(p.Name)
+		return controller.Result{RequeueAfter: workerWatchEvery}, nil
+	}
+	e.poolNote(p.Name, "Worker %d FAILED: %s.", w.ID, reason)
+	// A failed worker's cluster goes; the worker stays listed with why.
+	log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+	defer log.Close()
+	e.pokePool(p.Name)
+	return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
+}
+
+// watchWorker looks at a READY worker's cluster: one that is gone is
+// PREEMPTED, and replaced by the pool controller.
+func (e *Env) watchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
+	alive, err := e.Backend.ClusterAlive(ctx, w.Cluster)
+	if err != nil {
+		return controller.Result{RequeueAfter: workerWatchEvery}, nil
+	}
+	if !alive {
+		return e.workerLost(ctx, p, w, w.Status, "its cluster was lost (preempted or failed)")
+	}
+	return controller.Result{RequeueAfter: workerWatchEvery}, nil
+}
+
+// workerLost marks a worker whose cluster went PREEMPTED.
+func (e *Env) workerLost(ctx context.Context, p *state.Pool, w *state.PoolWorker, from, why string) (controller.Result, error) {
+	_, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{from}, func(w *state.PoolWorker) {
+		w.Status, w.Reason = api.WorkerPreempted, why
+	})
+	if err != nil || nw == nil {
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+	}
+	e.poolNote(p.Name, "Worker %d is PREEMPTED: %s.", w.ID, why)
+	e.pokePool(p.Name)
+	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+}
+
+// removeWorker tears a worker's cluster down and drops the worker.
+func (e *Env) removeWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
+	log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+	err := e.downWorkerCluster(ctx, p, w.Cluster, log)
+	log.Close()
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if _, err := e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
+		for i, x := range n.Workers {
+			if x.ID == w.ID && (x.Status == api.WorkerShuttingDown || x.Status == api.WorkerPreempted) {
+				n.Workers = append(n.Workers[:i], n.Workers[i+1:]...)
+				return nil
+			}
+		}
+		return state.ErrNoChange
+	}); err != nil {
+		return controller.Result{}, err
+	}
+	_ = os.Remove(WorkerLogPath(e.Home, p.Name, w.ID))
+	e.poolNote(p.Name, "Worker %d removed.", w.ID)
+	e.pokePool(p.Name)
+	return controller.Result{}, nil
+}
+
+// demand is what a task asks of a worker's node.
+type demand struct {
+	CPUs, Mem float64
+	GPUs      map[string]float64
+}
+
+// workerView is a READY worker as assignment sees it.
+type workerView struct {
+	Cluster string
+	Version int
+	// Known says the worker's launched resources are known (CPUs > 0).
+	Known     bool
+	CPUs, Mem float64
+	GPUs      map[string]float64
+	Used      []demand // the demands of the jobs on it
+	Jobs      int
+}
+
+// fits says whether d fits in what w has left.
+func (w workerView) fits(d demand) bool {
+	cpus, mem := w.CPUs, w.Mem
+	gpus := map[string]float64{}
+	for k, v := range w.GPUs {
+		gpus[strings.ToUpper(k)] = v
+	}
+	for _, u := range w.Used {
+		cpus -= u.CPUs
+		mem -= u.Mem
+		for k, v := range u.GPUs {
+			gpus[strings.ToUpper(k)] -= v
+		}
+	}
+	const eps = 1e-9
+	if d.CPUs > cpus+eps || (d.Mem > 0 && w.Mem > 0 && d.Mem > mem+eps) {
+		return false
+	}
+	for k, v := range d.GPUs {
+		if v > gpus[strings.ToUpper(k)]+eps {
+			return false
+		}
+	}
+	return true
+}
+
+// pickWorker chooses the worker a pool job runs on (managed-jobs.md
+// §Pools): with resource demands and known worker resources, the first
+// worker any of the task's options fits in; otherwise the first worker
+// with no job. Workers of the newest version come first. -1: none.
+func pickWorker(ws []workerView, options []demand, latest int) int {
+	order := make([]int, 0, len(ws))
+	for i := range ws {
+		if ws[i].Version == latest {
+			order = append(order, i)
+		}
+	}
+	for i := range ws {
+		if ws[i].Version != latest {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		w := ws[i]
+		if len(options) > 0 && w.Known {
+			for _, d := range options {
+				if w.fits(d) {
+					return i
+				}
+			}
+			continue
+		}
+		if w.Jobs == 0 {
+			return i
+		}
+	}
+	return -1
+}
