@@ -200,6 +200,9 @@ func poolApplyRun(f *Factory, opts *PoolApplyOptions) error {
 		if err != nil {
 			return err
 		}
+		if ports, ok := spec.Resources["ports"]; ok && ports != nil {
+			return flagErrorf("Cannot specify ports in a pool.")
+		}
 		body.Policy = &api.PoolPolicy{Workers: t.Pool.Workers, MinWorkers: t.Pool.MinWorkers, MaxWorkers: t.Pool.MaxWorkers,
 			QueueLengthThreshold: t.Pool.QueueLengthThreshold, UpscaleDelaySeconds: t.Pool.UpscaleDelaySeconds,
 			DownscaleDelaySeconds: t.Pool.DownscaleDelaySeconds}

@@ -267,6 +267,17 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 			n.Worker(id).Status = api.WorkerShuttingDown
 			removed = append(removed, id)
 		}
+		// Failed workers of older versions have said what they had to:
+		// a newer version replaces them (their clusters are gone).
+		kept := n.Workers[:0]
+		for _, w := range n.Workers {
+			if w.SpecVersion != n.SpecVersion && (w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision) {
+				changed = true
+				continue
+			}
+			kept = append(kept, w)
+		}
+		n.Workers = kept
 		// Versions no worker runs any more are dropped, the newest kept.
 		for v := range n.Specs {
 			used := v == n.SpecVersion
@@ -406,7 +417,7 @@ func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
 			if w.Status == api.WorkerReady {
 				newReady++
 			}
-		case w.SpecVersion == latest && w.Status == api.WorkerFailed:
+		case w.SpecVersion == latest && (w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision):
 			failedLatest = true
 		case w.SpecVersion != latest && activeWorker(w.Status):
 			old = append(old, w)

@@ -15,6 +15,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/upload"
 	"github.com/skygo/skygo/internal/ux"
@@ -66,6 +67,9 @@ func (e *Env) PoolApply(ctx context.Context, b api.PoolApplyBody, u api.User, wo
 		return api.PoolApplyResult{}, valueErr("pool %s is being torn down; apply again once `sky jobs pool status %s` no longer lists it", name, name)
 	case cur.UserHash != u.ID && u.Role != state.RoleAdmin:
 		return api.PoolApplyResult{}, valueErr("pool %s belongs to user %s; only they (or an admin) may update it", name, cur.UserName)
+	}
+	if err := e.feasible(ctx, *b.Task, workspace, b.EnvVars); err != nil {
+		return api.PoolApplyResult{}, err
 	}
 	version := 1
 	if cur != nil {
@@ -147,10 +151,10 @@ func (e *Env) poolResize(ctx context.Context, b api.PoolApplyBody, u api.User, l
 }
 
 func (e *Env) printPoolHints(log io.Writer, name string) {
-	fmt.Fprintln(log, ux.Styled(ux.Cyan, "📋 Useful Commands"))
-	fmt.Fprintf(log, "├── To check the pool status:\t%s\n", ux.Styled(ux.Bold, "sky jobs pool status "+name))
-	fmt.Fprintf(log, "├── To submit jobs to the pool:\t%s\n", ux.Styled(ux.Bold, "sky jobs launch --pool "+name+" <yaml_file>"))
-	fmt.Fprintf(log, "└── To terminate the pool:\t%s\n", ux.Styled(ux.Bold, "sky jobs pool down "+name))
+	fmt.Fprintln(log, "📋 Useful Commands")
+	fmt.Fprintf(log, "├── To check the pool status:\tsky jobs pool status %s\n", name)
+	fmt.Fprintf(log, "├── To submit jobs to the pool:\tsky jobs launch --pool %s <yaml_file>\n", name)
+	fmt.Fprintf(log, "└── To terminate the pool:\tsky jobs pool down %s\n", name)
 }
 
 func policyString(p api.PoolPolicy) string {
@@ -374,4 +378,24 @@ func (e *Env) PoolLogs(ctx context.Context, b api.PoolLogsBody, w io.Writer) err
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+}
+
+// feasible asks the optimizer whether the pool's workers can be launched
+// anywhere, so that a pool no infrastructure can hold is refused now
+// rather than left with workers failing to provision.
+func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, env map[string]string) error {
+	body := api.LaunchBody{Task: ts, ClusterName: "pool-check", Workspace: workspace, EnvVars: env, PlanShown: true}
+	plan, err := e.Plan(ctx, body, io.Discard)
+	if err != nil {
+		return err
+	}
+	r, err := resources.Parse(ts.Resources)
+	if err != nil {
+		return valueErr("pool task resources: %v", err)
+	}
+	if r == nil {
+		r = &resources.Resources{}
+	}
+	_, err = plan(ctx, r, max(ts.NumNodes, 1), nil)
+	return err
 }

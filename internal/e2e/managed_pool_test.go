@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skygo/skygo/internal/jobs"
+)
+
+// poolWorker is a row of the Pool Workers table of `sky jobs pool status`.
+type poolWorker struct {
+	id, version int
+	status      string
+}
+
+// poolWorkers reads the workers of pool from `sky jobs pool status`: the
+// table's ID and VERSION columns, and STATUS, the column before USED_BY
+// (LAUNCHED and RESOURCES hold spaces, so the row is read from both ends).
+func (e *skyEnv) poolWorkers(pool string) []poolWorker {
+	e.t.Helper()
+	r := e.must("jobs", "pool", "status", pool)
+	var out []poolWorker
+	inWorkers := false
+	for _, line := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(line)
+		if strings.HasPrefix(line, "POOL_NAME") {
+			inWorkers = true
+			continue
+		}
+		if !inWorkers || len(f) < 5 || f[0] != pool {
+			continue
+		}
+		id, _ := strconv.Atoi(f[1])
+		v, _ := strconv.Atoi(f[2])
+		out = append(out, poolWorker{id: id, version: v, status: f[len(f)-2]})
+	}
+	return out
+}
+
+// waitPool polls the pool's workers until ok holds.
+func (e *skyEnv) waitPool(pool string, timeout time.Duration, what string, ok func([]poolWorker) bool) []poolWorker {
+	e.t.Helper()
+	var ws []poolWorker
+	if !waitFor(timeout, func() bool { ws = e.poolWorkers(pool); return ok(ws) }) {
+		e.t.Fatalf("pool %s: not %s after %s (workers: %+v)\n%s", pool, what, timeout, ws, e.serverLogTail())
+	}
+	return ws
+}
+
+// allReady says whether there are n workers, all READY, of version v.
+func allReady(n, v int) func([]poolWorker) bool {
+	return func(ws []poolWorker) bool {
+		if len(ws) != n {
+			return false
+		}
+		for _, w := range ws {
+			if w.status != "READY" || w.version != v {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// poolJob is the part of a `sky jobs queue -o json` record pool tests read.
+type poolJob struct {
+	JobID         int     `json:"job_id"`
+	Status        string  `json:"status"`
+	Pool          *string `json:"pool"`
+	Worker        *string `json:"current_cluster_name"`
+	WorkerJobID   *int    `json:"job_id_on_pool_cluster"`
+	JobRank       int     `json:"job_rank"`
+	NumJobs       int     `json:"num_jobs"`
+	FailureReason *string `json:"failure_reason"`
+}
+
+func (e *skyEnv) poolJobs() map[int]poolJob {
+	e.t.Helper()
+	var recs []poolJob
+	e.mustJSON(&recs, "jobs", "queue", "-a", "-v", "-o", "json")
+	out := map[int]poolJob{}
+	for _, r := range recs {
+		out[r.JobID] = r
+	}
+	return out
+}
+
+func (e *skyEnv) waitPoolJobs(ids []int, timeout time.Duration, want string) map[int]poolJob {
+	e.t.Helper()
+	var js map[int]poolJob
+	ok := waitFor(timeout, func() bool {
+		js = e.poolJobs()
+		for _, id := range ids {
+			if js[id].Status != want {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		e.t.Fatalf("jobs %v: not all %s after %s: %+v\n%s", ids, want, timeout, js, e.serverLogTail())
+	}
+	return js
+}
+
+func submittedIDs(t *testing.T, r result) []int {
+	t.Helper()
+	var ids []int
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		id, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("-o id printed %q: %s", line, r)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// TestManagedPool: a pool of 2 workers runs its setup once on each; an
+// array of 4 jobs on it gets ranks 0-3, all SUCCEEDED on those 2 workers
+// (each job checks the setup ran exactly once where it runs), and the
+// workers stay UP; --workers 3 adds one; a rolling update replaces the
+// workers one at a time, a new one READY before an old one goes; a
+// cancelled pool job leaves its worker UP; `pool down` cancels the
+// pool's running job and tears every worker down.
+func TestManagedPool(t *testing.T) {
+	e := newEnv(t)
+	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	poolYAML := writeFile(t, "pool.yaml", `pool:
+  workers: 2
+setup: |
+  echo v1 >> ~/setup_marker
+run: echo the pool task's run is not run
+`)
+	jobYAML := writeFile(t, "job.yaml", `name: pj
+run: |
+  echo "rank $SKYPILOT_JOB_RANK of $SKYPILOT_NUM_JOBS"
+  test "$(cat ~/setup_marker)" = v1
+  sleep 1
+`)
+	r := e.must("jobs", "pool", "apply", "-y", "-p", "mp", poolYAML)
+	if !strings.Contains(r.out(), "sky jobs pool status mp") {
+		t.Errorf("pool apply printed no hint: %s", r)
+	}
+	e.waitPool("mp", 60*time.Second, "2 READY workers", allReady(2, 1))
+	for _, c := range []string{"mp-1", "mp-2"} {
+		b, err := os.ReadFile(filepath.Join(e.nodeHome(c, 0), "setup_marker"))
+		if err != nil || string(b) != "v1\n" {
+			t.Errorf("worker %s: setup marker %q (%v), want the setup run once", c, b, err)
+		}
+	}
+
+	// An array of 4 on 2 workers.
+	r = e.must("jobs", "launch", "-y", "-o", "id", "-p", "mp", "--num-jobs", "4", jobYAML)
+	ids := submittedIDs(t, r)
+	if len(ids) != 4 {
+		t.Fatalf("--num-jobs 4 submitted %v", ids)
+	}
+	js := e.waitPoolJobs(ids, 90*time.Second, "SUCCEEDED")
+	var ranks []int
+	used := map[string]bool{}
+	for _, id := range ids {
+		j := js[id]
+		ranks = append(ranks, j.JobRank)
+		if j.Pool == nil || *j.Pool != "mp" || j.Worker == nil || j.WorkerJobID == nil || j.NumJobs != 4 {
+			t.Errorf("job %d: pool/worker fields %+v", id, j)
+			continue
+		}
+		if *j.Worker != "mp-1" && *j.Worker != "mp-2" {
+			t.Errorf("job %d ran on %s, not a worker of mp", id, *j.Worker)
+		}
+		used[*j.Worker] = true
+		// The job's log on the worker is the job with that id there.
+		out := e.must("logs", *j.Worker, strconv.Itoa(*j.WorkerJobID), "--no-follow").out()
+		if !strings.Contains(out, fmt.Sprintf("rank %d of 4", j.JobRank)) {
+			t.Errorf("job %d: worker %s job %d log lacks its rank: %s", id, *j.Worker, *j.WorkerJobID, out)
+		}
+	}
+	sort.Ints(ranks)
+	if fmt.Sprint(ranks) != "[0 1 2 3]" {
+		t.Errorf("ranks %v, want [0 1 2 3]", ranks)
+	}
+	if len(used) != 2 {
+		t.Errorf("4 jobs used workers %v, want both", used)
+	}
+	st := e.status(false)
+	for _, c := range []string{"mp-1", "mp-2"} {
+		if st[c].Status != "UP" {
+			t.Errorf("worker %s is %q after its jobs ended, want UP", c, st[c].Status)
+		}
+	}
+
+	// A job on a missing pool is refused at once.
+	if r := e.exec(cmdTimeout, nil, "jobs", "launch", "-y", "-d", "-p", "nopool", "--", "true"); r.code == 0 || !strings.Contains(r.out(), "nopool") {
+		t.Errorf("launch on a missing pool: %s", r)
+	}
+
+	// Resize.
+	e.must("jobs", "pool", "apply", "-p", "mp", "--workers", "3", "-y")
+	e.waitPool("mp", 60*time.Second, "3 READY workers", allReady(3, 1))
+
+	// Rolling update of 3 workers to a new setup.
+	v2 := writeFile(t, "pool2.yaml", `pool:
+  workers: 3
+setup: |
+  echo v2 >> ~/setup_marker
+`)
+	r = e.must("jobs", "pool", "apply", "-y", "-p", "mp", v2)
+	if !strings.Contains(r.out(), "version 2 (rolling update)") {
+		t.Errorf("update output: %s", r)
+	}
+	ws := e.waitPool("mp", 90*time.Second, "3 READY workers of version 2", allReady(3, 2))
+	for _, w := range ws {
+		if w.id <= 3 {
+			t.Errorf("worker %d of version 1 is still there: %+v", w.id, ws)
+		}
+		b, _ := os.ReadFile(filepath.Join(e.nodeHome(fmt.Sprintf("mp-%d", w.id), 0), "setup_marker"))
+		if string(b) != "v2\n" {
+			t.Errorf("new worker %d: setup marker %q, want v2 once", w.id, b)
+		}
+	}
+	checkRolling(t, e, "mp")
+
+	// Cancelling a pool job ends its job on the worker and keeps the worker.
+	r = e.must("jobs", "launch", "-y", "-o", "id", "-p", "mp", "--", "sleep 300")
+	long := submittedIDs(t, r)
+	js = e.waitPoolJobs(long, 60*time.Second, "RUNNING")
+	worker := *js[long[0]].Worker
+	e.must("jobs", "cancel", "-y", strconv.Itoa(long[0]))
+	e.waitPoolJobs(long, 60*time.Second, "CANCELLED")
+	if s := e.status(false)[worker].Status; s != "UP" {
+		t.Errorf("worker %s is %q after its job was cancelled, want UP", worker, s)
+	}
+	if !waitFor(30*time.Second, func() bool {
+		q := e.queue(worker)[*js[long[0]].WorkerJobID]
+		return q.Status == "CANCELLED"
+	}) {
+		t.Errorf("the cancelled job's job %d on %s did not end: %+v", *js[long[0]].WorkerJobID, worker, e.queue(worker))
+	}
+
+	// pool down cancels the pool's running job, then takes every worker.
+	r = e.must("jobs", "launch", "-y", "-o", "id", "-p", "mp", "--", "sleep 300")
+	last := submittedIDs(t, r)
+	e.waitPoolJobs(last, 60*time.Second, "RUNNING")
+	r = e.must("jobs", "pool", "down", "-y", "mp")
+	if !strings.Contains(r.out(), "Pool 'mp' is torn down.") {
+		t.Errorf("pool down output: %s", r)
+	}
+	if j := e.poolJobs()[last[0]]; j.Status != "CANCELLED" {
+		t.Errorf("the pool's running job is %s after pool down, want CANCELLED", j.Status)
+	}
+	for name := range e.status(false) {
+		if strings.HasPrefix(name, "mp-") {
+			t.Errorf("worker %s survived pool down", name)
+		}
+	}
+	if out := e.must("jobs", "pool", "status").stdout; !strings.Contains(out, "No existing pools.") {
+		t.Errorf("pool status after down: %s", out)
+	}
+}
+
+// checkRolling reads the pool controller log of the update: new workers
+// were added one at a time (each READY before the next was added), and
+// no old worker went before a new one was READY.
+func checkRolling(t *testing.T, e *skyEnv, pool string) {
+	t.Helper()
+	raw, err := os.ReadFile(jobs.PoolControllerLogPath(e.home, pool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(raw)
+	i := strings.Index(log, "to version 2 (rolling update)")
+	if i < 0 {
+		t.Fatalf("controller log has no update:\n%s", log)
+	}
+	inflight, ready := 0, 0
+	for _, line := range strings.Split(log[i:], "\n") {
+		switch {
+		case strings.Contains(line, "version 2) added"):
+			inflight++
+			if inflight > 1 {
+				t.Errorf("two new workers launched at once in a rolling update:\n%s", log[i:])
+				return
+			}
+		case strings.Contains(line, "is READY."):
+			inflight--
+			ready++
+		case strings.Contains(line, "is shutting down."):
+			if ready == 0 {
+				t.Errorf("an old worker went before any new one was READY:\n%s", log[i:])
+				return
+			}
+		}
+	}
+	if ready != 3 {
+		t.Errorf("%d new workers READY in the update log, want 3:\n%s", ready, log[i:])
+	}
+}
