@@ -141,7 +141,6 @@ func TestNotAvailableYet(t *testing.T) {
 		args []string
 		line string
 	}{
-		{[]string{"jobs", "pool", "status"}, "Error: sky jobs pool status: pools is not available in this build yet.\n"},
 		{[]string{"serve", "status"}, "Error: sky serve status: SkyServe is not available in this build yet.\n"},
 	}
 	for _, tc := range tests {

@@ -158,6 +158,8 @@ func newFlagEnv(t *testing.T) *flagEnv {
 		"work/job.yaml":       "run: echo hi\n",
 		"work/service.yaml":   "service:\n  readiness_probe: /\n  replicas: 1\nrun: echo hi\n",
 		"work/pool.yaml":      "pool:\n  workers: 1\nrun: echo hi\n",
+		"work/poolsetup.yaml": "pool:\n  workers: 1\nsetup: cat hello.txt; echo ENV=$FOO FILE=$FROM_FILE SLEN=${#TOKEN} SFLEN=${#SECRET_FILE}\n",
+		"work/poolfail.yaml":  "pool:\n  workers: 1\nsetup: exit 3\n",
 		"work/git/README.txt": "from git\n",
 	}
 	for name, content := range files {
@@ -171,6 +173,7 @@ func newFlagEnv(t *testing.T) *flagEnv {
 	}
 	e.makeGitRepo(t)
 	t.Cleanup(func() {
+		e.sky("jobs", "pool", "down", "-a", "-y")
 		e.sky("down", "-a", "-y")
 		e.sky("api", "stop")
 		os.RemoveAll(home)
@@ -956,13 +959,10 @@ func flagCases(e *flagEnv) []flagCase {
 	cs = append(cs, wholeCommandRefused("dashboard")...)
 
 	cs = append(cs, managedFlagCases()...)
-	// Pools, services, storage and volumes: this build refuses the
+	cs = append(cs, poolFlagCases()...)
+	// Services, storage and volumes: this build refuses the
 	// commands as a whole.
 	cs = append(cs, wholeCommandRefused("jobs dashboard")...)
-	cs = append(cs, wholeCommandRefused("jobs pool apply", "pool.yaml")...)
-	cs = append(cs, wholeCommandRefused("jobs pool status")...)
-	cs = append(cs, wholeCommandRefused("jobs pool down", "p")...)
-	cs = append(cs, wholeCommandRefused("jobs pool logs", "p", "1")...)
 	cs = append(cs, wholeCommandRefused("serve up", "service.yaml")...)
 	cs = append(cs, wholeCommandRefused("serve update", "s", "service.yaml")...)
 	cs = append(cs, wholeCommandRefused("serve status")...)

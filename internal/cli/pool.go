@@ -234,7 +234,8 @@ func poolStatusRun(f *Factory, opts *PoolStatusOptions) error {
 
 // writePools prints the Pools table and the Pool Workers table, as
 // `sky serve status` prints services and replicas. Without -a, workers
-// that have shut down are left out.
+// that failed or are going away are left out (the pool's STATUS still
+// says FAILED).
 func writePools(s *IOStreams, recs []api.PoolRecord, verbose, all bool, now time.Time) {
 	if len(recs) == 0 {
 		fmt.Fprintln(s.Out, "No existing pools.")
@@ -263,7 +264,7 @@ func writePools(s *IOStreams, recs []api.PoolRecord, verbose, all bool, now time
 	n := 0
 	for _, r := range recs {
 		for _, w := range r.Workers {
-			if !all && w.Status == api.WorkerShuttingDown {
+			if !all && !liveWorker(w.Status) {
 				continue
 			}
 			n++
@@ -284,10 +285,18 @@ func writePools(s *IOStreams, recs []api.PoolRecord, verbose, all bool, now time
 		}
 	}
 	if n == 0 {
-		fmt.Fprintln(s.Out, "No workers.")
+		fmt.Fprintln(s.Out, "No workers (-a shows failed ones).")
 		return
 	}
 	_ = wt.render(s.Out)
+}
+
+func liveWorker(status string) bool {
+	switch status {
+	case api.WorkerPending, api.WorkerProvisioning, api.WorkerStarting, api.WorkerReady, api.WorkerNotReady:
+		return true
+	}
+	return false
 }
 
 func floatOr0(p *float64) float64 {
