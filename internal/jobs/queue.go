@@ -222,6 +222,8 @@ func details(j *state.ManagedJob, t *state.ManagedTask, maxWaiting int) string {
 			s = "Cancellation requested: " + j.Cancel.Reason
 		}
 		return s
+	case j.ScheduleState == api.ScheduleAliveBackoff && wantsLaunch(t) && j.Pool != "":
+		state = "Waiting for a free worker of pool " + j.Pool
 	case j.ScheduleState == api.ScheduleAliveBackoff && wantsLaunch(t):
 		state = "In backoff, waiting for resources"
 	case (j.ScheduleState == api.ScheduleWaiting || j.ScheduleState == api.ScheduleAliveWaiting) && wantsLaunch(t):
