@@ -30,6 +30,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -62,6 +63,9 @@ type Env struct {
 	Plan func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error)
 	// Limits size the scheduler; zero values are sized from memory.
 	Limits Limits
+	// Redact wraps a writer so the given secret values never pass it
+	// (a job may print its secrets; its log must not show them).
+	Redact func(w io.Writer, secrets map[string]string) io.Writer
 
 	mu        sync.Mutex
 	jobs      *controller.Controller
@@ -327,4 +331,32 @@ func (e *Env) liveJobKeys(ctx context.Context) ([]string, error) {
 		keys[i] = strconv.Itoa(id)
 	}
 	return keys, nil
+}
+
+// Secrets are the secret values of a job's tasks.
+func (e *Env) Secrets(ctx context.Context, id int) (map[string]string, error) {
+	j, err := e.Store.GetManagedJob(ctx, id, true)
+	if err != nil {
+		return nil, err
+	}
+	var spec api.JobsLaunchBody
+	if err := json.Unmarshal(j.Spec, &spec); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, t := range spec.Tasks {
+		for k, v := range t.Secrets {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// redacted wraps w for job id's secrets.
+func (e *Env) redacted(ctx context.Context, id int, w io.Writer) (io.Writer, error) {
+	sec, err := e.Secrets(ctx, id)
+	if err != nil || len(sec) == 0 || e.Redact == nil {
+		return w, err
+	}
+	return e.Redact(w, sec), nil
 }
