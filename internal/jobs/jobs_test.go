@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,5 +148,61 @@ func TestSchedulerClaimsByPriorityThenAge(t *testing.T) {
 	}
 	if got[low] != api.ScheduleWaiting || got[blocker] != api.ScheduleWaiting || got[dependent] != api.ScheduleWaiting {
 		t.Errorf("jobs beyond the launch limit, or waiting for a dependency, were claimed: %v", got)
+	}
+}
+
+// TestGCRemovesOldLogsOnly: logs of a job that ended longer ago than the
+// retention go, a recent job's stay, and a negative retention keeps all.
+func TestGCRemovesOldLogsOnly(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	st, err := state.OpenSQLite(ctx, filepath.Join(home, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := &Env{Home: home, Store: st}
+	ended := func(ago time.Duration) int {
+		j := &state.ManagedJob{Name: "j", ScheduleState: api.ScheduleDone, EndAt: float64(time.Now().Add(-ago).Unix()),
+			Tasks: []*state.ManagedTask{{Name: "j", Status: api.ManagedSucceeded}}}
+		if err := st.CreateManagedJobs(ctx, []*state.ManagedJob{j}, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{TaskLogPath(home, j.JobID, 0), ControllerLogPath(home, j.JobID)} {
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("log\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return j.JobID
+	}
+	old, recent := ended(200*time.Hour), ended(time.Hour)
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if _, err := e.reconcileGC(ctx, gcKey); err != nil {
+		t.Fatal(err)
+	}
+	if exists(TaskLogPath(home, old, 0)) || exists(ControllerLogPath(home, old)) {
+		t.Error("logs of a job that ended 200 h ago are still there (retention 168 h)")
+	}
+	if !exists(TaskLogPath(home, recent, 0)) || !exists(ControllerLogPath(home, recent)) {
+		t.Error("logs of a job that ended an hour ago were removed")
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".sky"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "jobs:\n  controller:\n    task_logs_gc_retention_hours: -1\n    controller_logs_gc_retention_hours: 0\n"
+	if err := os.WriteFile(filepath.Join(home, ".sky", "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.reconcileGC(ctx, gcKey); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(TaskLogPath(home, recent, 0)) {
+		t.Error("task_logs_gc_retention_hours: -1 did not keep the task logs")
+	}
+	if exists(ControllerLogPath(home, recent)) {
+		t.Error("controller_logs_gc_retention_hours: 0 kept a controller log")
 	}
 }
