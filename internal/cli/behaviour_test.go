@@ -137,13 +137,10 @@ func TestUsageErrors(t *testing.T) {
 // A command whose machinery is missing still checks all its input, then
 // says so in one line and exits 1.
 func TestNotAvailableYet(t *testing.T) {
-	yamlPath := writeFile(t, "t.yaml", "resources:\n  cpus: 2\nrun: echo hi\n")
 	tests := []struct {
 		args []string
 		line string
 	}{
-		{[]string{"jobs", "launch", "-y", yamlPath}, "Error: sky jobs launch: the managed jobs controller is not available in this build yet.\n"},
-		{[]string{"jobs", "launch", "-y", "--", "echo", "hi"}, "Error: sky jobs launch: the managed jobs controller is not available in this build yet.\n"},
 		{[]string{"jobs", "pool", "status"}, "Error: sky jobs pool status: pools is not available in this build yet.\n"},
 		{[]string{"serve", "status"}, "Error: sky serve status: SkyServe is not available in this build yet.\n"},
 	}

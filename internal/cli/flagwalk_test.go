@@ -644,10 +644,11 @@ func flagCases(e *flagEnv) []flagCase {
 		wantWorks(t, r, ":18080")
 		wantRefused(t, e.sky("status", "--endpoint", "18081", "fwport"), "Port 18081 is not exposed")
 	})
-	// This build has no managed jobs, services or pools (those commands
-	// refuse as a whole), so the sections these flags show or hide are
-	// empty either way: the flags must only not get in the way.
-	for _, f := range []string{"show-managed-jobs", "no-show-managed-jobs", "show-services", "no-show-services", "show-pools", "no-show-pools"} {
+	// This build has no services or pools (those commands refuse as a
+	// whole), so the sections these flags show or hide are empty either
+	// way: the flags must only not get in the way. The managed-jobs
+	// section is probed with the jobs commands.
+	for _, f := range []string{"show-services", "no-show-services", "show-pools", "no-show-pools"} {
 		add("status --"+f, works([]string{"status", "--" + f}, "fw"))
 	}
 	add("status --all-users", works([]string{"status", "-u"}, "USER", "fw"))
@@ -954,12 +955,9 @@ func flagCases(e *flagEnv) []flagCase {
 	cs = append(cs, wholeCommandRefused("gpus label")...)
 	cs = append(cs, wholeCommandRefused("dashboard")...)
 
-	// Managed jobs, services, storage and volumes: this build refuses the
+	cs = append(cs, managedFlagCases()...)
+	// Pools, services, storage and volumes: this build refuses the
 	// commands as a whole.
-	cs = append(cs, wholeCommandRefused("jobs launch", "job.yaml")...)
-	cs = append(cs, wholeCommandRefused("jobs queue")...)
-	cs = append(cs, wholeCommandRefused("jobs cancel", "1")...)
-	cs = append(cs, wholeCommandRefused("jobs logs", "1")...)
 	cs = append(cs, wholeCommandRefused("jobs dashboard")...)
 	cs = append(cs, wholeCommandRefused("jobs pool apply", "pool.yaml")...)
 	cs = append(cs, wholeCommandRefused("jobs pool status")...)

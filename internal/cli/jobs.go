@@ -12,8 +12,11 @@ func newJobsCmd(f *Factory) *cobra.Command {
 	pool := newGroupCmd("pool", "(Experimental) Manage pools of workers for managed jobs",
 		newPoolApplyCmd(f, nil), newPoolStatusCmd(f, nil), newPoolDownCmd(f, nil), newPoolLogsCmd(f, nil))
 	return newGroupCmd("jobs", "Managed jobs: jobs that recover from preemptions and failures",
-		newJobsLaunchCmd(f, nil), newJobsQueueCmd(f, nil), newJobsCancelCmd(f, nil),
-		newJobsLogsCmd(f, nil), dashboardCmd(f, nil, true), pool)
+		newJobsLaunchCmd(f, func(o *JobsLaunchOptions) error { return jobsLaunchRun(f, o) }),
+		newJobsQueueCmd(f, func(o *JobsQueueOptions) error { return jobsQueueRun(f, o) }),
+		newJobsCancelCmd(f, func(o *JobsCancelOptions) error { return jobsCancelRun(f, o) }),
+		newJobsLogsCmd(f, func(o *JobsLogsOptions) error { return jobsLogsRun(f, o) }),
+		dashboardCmd(f, nil, true), pool)
 }
 
 // JobsLaunchOptions is everything `sky jobs launch` needs.
@@ -69,12 +72,22 @@ down when the job ends.
 			if opts.Task, err = tf.resolve(entry, f.LookupEnv); err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("num-jobs") {
-				if opts.NumJobs < 1 {
-					return flagErrorf("invalid --num-jobs %d: want 1 or more", opts.NumJobs)
+			// Without a pool each member of the array gets its own
+			// cluster (SkyPilot asks for a pool; its Slurm guide does not).
+			if cmd.Flags().Changed("num-jobs") && opts.NumJobs < 1 {
+				return flagErrorf("invalid --num-jobs %d: want 1 or more", opts.NumJobs)
+			}
+			if cmd.Flags().Changed("job-recovery") {
+				v := strings.TrimSpace(opts.JobRecovery)
+				// The YAML may name a strategy the server knows; the flag
+				// offers the built-in ones, so a typo fails here.
+				st := strings.ToUpper(v)
+				if st != "EAGER_NEXT_REGION" && st != "FAILOVER" && st != "NONE" {
+					return flagErrorf("invalid --job-recovery %q: choose EAGER_NEXT_REGION, FAILOVER or none", v)
 				}
-				if opts.Pool == "" {
-					return flagErrorf("--num-jobs needs -p/--pool: several jobs are submitted to a pool")
+				opts.Task.Res.JobRecovery = fieldOverride{Set: true, Value: st}
+				if st == "NONE" {
+					opts.Task.Res.JobRecovery = fieldOverride{Set: true, Reset: true}
 				}
 			}
 			if opts.JobGroup != "" && opts.NoJobGroup {
@@ -97,6 +110,9 @@ down when the job ends.
 				opts.Config = append(opts.Config, "active_workspace="+workspace)
 			}
 			opts.Async = async.Value
+			if opts.Async && opts.Output != "" {
+				return flagErrorf("-o/--output prints the submitted job IDs, which --async does not wait for; drop one of them")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -114,7 +130,7 @@ down when the job ends.
 	fs.StringVar(&opts.JobRecovery, "job-recovery", "", "Recovery strategy, e.g. EAGER_NEXT_REGION or FAILOVER (\"none\" clears it)")
 	fs.BoolVarP(&opts.Detach, "detach-run", "d", false, "Return once the job is submitted instead of streaming its logs")
 	fs.StringVarP(&opts.Pool, "pool", "p", "", "(Experimental) Submit to the workers of this pool")
-	fs.IntVar(&opts.NumJobs, "num-jobs", 0, "Number of jobs to submit (with --pool)")
+	fs.IntVar(&opts.NumJobs, "num-jobs", 0, "Number of jobs to submit as an array (each sees $SKYPILOT_JOB_RANK); on a pool with -p, else each on its own cluster")
 	fs.StringVar(&opts.JobGroup, "job-group", "", "Attach to the job group of this job ID or running job name (default: the surrounding job group)")
 	fs.BoolVar(&opts.NoJobGroup, "no-job-group", false, "Launch a top-level job even from inside a job group")
 	fs.StringVar(&dependsOn, "depends-on", "", "Comma-separated job IDs that must all succeed before this job starts")
@@ -215,6 +231,9 @@ func newJobsQueueCmd(f *Factory, runF func(*JobsQueueOptions) error) *cobra.Comm
 			if opts.Output, err = parseOutput(opts.Output); err != nil {
 				return err
 			}
+			if opts.Refresh {
+				return flagErrorf("%s", refreshRefusal("the queue is"))
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -225,7 +244,7 @@ func newJobsQueueCmd(f *Factory, runF func(*JobsQueueOptions) error) *cobra.Comm
 	addConfigFlag(cmd, &opts.Config)
 	fs.BoolVarP(&opts.Verbose, "verbose", "v", false, "Show all details, untruncated")
 	fs.IntVarP(&opts.Limit, "limit", "l", 50, "Number of jobs to show (-a/--all for every job)")
-	fs.BoolVarP(&opts.Refresh, "refresh", "r", false, "Get the latest statuses, restarting the jobs controller if it is stopped")
+	fs.BoolVarP(&opts.Refresh, "refresh", "r", false, "Refused: SkyPilot restarts a stopped jobs controller; this build's runs in the API server and the queue is always current")
 	fs.BoolVar(&opts.SkipFinished, "skip-finished", false, "Show only pending and running jobs")
 	fs.StringVarP(&status, "status", "s", "", "Only jobs with these statuses, comma-separated (e.g. FAILED,FAILED_SETUP); a bare -s means --skip-finished (deprecated)")
 	fs.Lookup("status").NoOptDefVal = statusBare
@@ -350,7 +369,8 @@ type JobsLogsOptions struct {
 	Controller bool
 	Refresh    bool
 	SyncDown   bool
-	Tail       int
+	Tail       int    // -1: not given
+	Output     string // "" or "json" (with Controller)
 }
 
 func newJobsLogsCmd(f *Factory, runF func(*JobsLogsOptions) error) *cobra.Command {
@@ -380,6 +400,21 @@ func newJobsLogsCmd(f *Factory, runF func(*JobsLogsOptions) error) *cobra.Comman
 			if opts.Tail < -1 {
 				return flagErrorf("invalid --tail %d: want a line count, 0 for the whole log", opts.Tail)
 			}
+			if opts.SyncDown && cmd.Flags().Changed("tail") {
+				return flagErrorf("--tail cannot be used with -s/--sync-down, which downloads whole logs")
+			}
+			if opts.Refresh {
+				return flagErrorf("%s", refreshRefusal("the logs are"))
+			}
+			if cmd.Flags().Changed("output") {
+				var err error
+				if opts.Output, err = choice("-o/--output", opts.Output, "json"); err != nil {
+					return err
+				}
+				if !opts.Controller || opts.SyncDown {
+					return flagErrorf("-o/--output json prints the event timeline of --controller: add --controller (and drop --sync-down)")
+				}
+			}
 			opts.Follow = follow.Value
 			if runF != nil {
 				return runF(opts)
@@ -392,10 +427,17 @@ func newJobsLogsCmd(f *Factory, runF func(*JobsLogsOptions) error) *cobra.Comman
 	fs.StringVarP(&opts.Name, "name", "n", "", "Managed job name")
 	addBoolPair(fs, &follow, "follow", "", true, "Keep streaming until the job ends (default)", "Print the log so far and exit")
 	fs.BoolVar(&opts.Controller, "controller", false, "Show the controller's log of the job (launches, recoveries)")
-	fs.BoolVarP(&opts.Refresh, "refresh", "r", false, "Get the latest logs, restarting the jobs controller if it is stopped")
+	fs.BoolVarP(&opts.Refresh, "refresh", "r", false, "Refused: SkyPilot restarts a stopped jobs controller; this build's runs in the API server and the logs are always current")
 	fs.BoolVarP(&opts.SyncDown, "sync-down", "s", false, "Download the logs of the jobs in the queue")
-	fs.IntVar(&opts.Tail, "tail", -1, "Lines to show from the end of the log (default: the last 1000); 0 for the whole log")
+	fs.IntVar(&opts.Tail, "tail", -1, "Lines to show from the end of the log (default: the last 1000 when following, else the whole log); 0 for the whole log")
+	fs.StringVarP(&opts.Output, "output", "o", "", "With --controller: json prints the job's event timeline (submitted, launched, preempted, recovered, ...) as JSON for scripts")
 	return cmd
+}
+
+// refreshRefusal is why -r/--refresh is refused: SkyPilot's flag restarts
+// a stopped jobs controller, and this build has none to restart.
+func refreshRefusal(whatIs string) string {
+	return "-r/--refresh restarts a stopped jobs controller, and this build's controller runs inside the API server, which is never stopped while it answers; " + whatIs + " always current, so drop -r"
 }
 
 // PoolApplyOptions is everything `sky jobs pool apply` needs.

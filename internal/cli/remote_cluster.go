@@ -104,6 +104,11 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 	if c, err := f.Client(); err == nil && c.Local {
 		defer noteSkyPilotClusters(context.Background(), opts.IO)
 	}
+	// SkyPilot lists in-progress managed jobs under the clusters, unless
+	// the command asked about particular clusters.
+	if opts.ManagedJobs && len(opts.Clusters) == 0 {
+		defer statusManagedJobs(f, opts)
+	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.Out, "No existing clusters.")
 		return nil
@@ -163,7 +168,7 @@ func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
 		if i >= 5 && !opts.All {
 			continue
 		}
-		tb.addRow(r.Name, agoEpoch(now, r.LaunchedAt), formatDuration(time.Duration(r.Duration)*time.Second), orDash(r.ResourcesStr),
+		tb.addRow(r.Name, agoEpoch(now, r.LaunchedAt), humanDuration(time.Duration(r.Duration)*time.Second), orDash(r.ResourcesStr),
 			r.Status, fmt.Sprintf("$ %.2f", r.CostPerHour), fmt.Sprintf("$ %.2f", r.TotalCost))
 	}
 	if len(recs) == 0 {
@@ -175,18 +180,6 @@ func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
 	}
 	fmt.Fprintf(opts.IO.Out, "\nTotal cost: $%.2f\n", total)
 	return nil
-}
-
-func formatDuration(d time.Duration) string {
-	d = d.Round(time.Second)
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh %dm %ds", h, m, s)
-	case m > 0:
-		return fmt.Sprintf("%dm %ds", m, s)
-	}
-	return fmt.Sprintf("%ds", s)
 }
 
 func queueRunRemote(f *Factory, opts *QueueOptions) error {
@@ -221,7 +214,7 @@ func queueRunRemote(f *Factory, opts *QueueOptions) error {
 				if j.EndAt != nil {
 					end = *j.EndAt
 				}
-				dur = formatDuration(time.Duration((end - *j.StartAt) * float64(time.Second)))
+				dur = humanDuration(time.Duration((end - *j.StartAt) * float64(time.Second)))
 			}
 			commit, _ := j.Metadata[agentapi.MetaGitCommit].(string)
 			tb.addRow(fmt.Sprint(j.JobID), orDash(j.JobName), j.Username, ago(now, j.SubmittedAt), started, dur, j.Resources, string(j.Status), j.LogPath, orDash(commit))

@@ -120,6 +120,7 @@ type resourceOverrides struct {
 	ImageID                    fieldOverride
 	LocalDisk                  fieldOverride
 	Priority                   fieldOverride
+	JobRecovery                fieldOverride // sky jobs launch --job-recovery
 	Ports                      fieldOverride // Value is comma-joined
 	UseSpot                    *bool
 }

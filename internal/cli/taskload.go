@@ -190,6 +190,9 @@ func (o resourceOverrides) edits() []resourceEdit {
 	add(o.NetworkTier, "network_tier", asString)
 	add(o.ImageID, "image_id", asString)
 	add(o.LocalDisk, "local_disk", asString)
+	// A strategy name replaces the whole job_recovery mapping, as
+	// SkyPilot's --job-recovery does.
+	add(o.JobRecovery, "job_recovery", asString)
 	add(o.Ports, "ports", func(s string) any {
 		var list []any
 		for _, p := range splitComma(s) {

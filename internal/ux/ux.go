@@ -22,6 +22,7 @@ const (
 	Red    = "\x1b[31m"
 	Green  = "\x1b[32m"
 	Yellow = "\x1b[33m"
+	Blue   = "\x1b[34m"
 	Cyan   = "\x1b[36m"
 )
 

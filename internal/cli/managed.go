@@ -1,0 +1,487 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/task"
+)
+
+// The client side of `sky jobs launch / queue / cancel / logs`: each
+// builds its api.Jobs* body, sends it through Factory.call and prints the
+// result in SkyPilot's words (cli-output.md §Managed jobs, §sky jobs
+// queue; managed-jobs.md). The controller itself runs in the API server.
+
+// envManagedJobID is set on the nodes of a managed job: a job launched
+// from inside one joins its job group unless --no-job-group.
+const envManagedJobID = "SKYPILOT_MANAGED_JOB_ID"
+
+// stdoutForIDs returns a Factory whose output goes to stderr, for -o
+// id|json: stdout then carries nothing but the IDs a script reads. The
+// copy shares the client and the request config.
+func (f *Factory) stdoutForIDs() *Factory {
+	io := *f.IO
+	io.Out = f.IO.ErrOut
+	// Whether stderr is a terminal is not known here; plain is safe.
+	io.IsTTY, io.Color = false, false
+	g := *f
+	g.IO = &io
+	return &g
+}
+
+// managedJobName is the DAG's name: -n wins, then the YAML's (the header
+// of a pipeline or job group, else the one task's), else a generated
+// one like an unnamed cluster's.
+func managedJobName(dag *task.DAG, flagName string) string {
+	switch {
+	case flagName != "":
+		return flagName
+	case dag.Name != "":
+		return dag.Name
+	case len(dag.Tasks) == 1 && dag.Tasks[0].Name != "":
+		return dag.Tasks[0].Name
+	}
+	return generatedClusterName()
+}
+
+// nameTasks fills the task names SkyPilot infers: a single task shares
+// the job's name (which -n sets); an unnamed pipeline task i is
+// "<job>-<i>". Cluster names and the queue's TASK rows come from these.
+func nameTasks(dag *task.DAG, name string, flagName string) {
+	if len(dag.Tasks) == 1 {
+		if t := dag.Tasks[0]; t.Name == "" || flagName != "" {
+			t.Name = name
+		}
+		return
+	}
+	for i, t := range dag.Tasks {
+		if t.Name == "" {
+			t.Name = fmt.Sprintf("%s-%d", name, i)
+		}
+	}
+}
+
+// delaySeconds is a termination delay as the API takes it ("30s").
+func delaySeconds(d time.Duration) string {
+	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
+}
+
+// prepareManagedJob loads the DAG of a `sky jobs launch` command line
+// and builds its request body; it returns the loader's warnings to print.
+func prepareManagedJob(opts *JobsLaunchOptions, lookup func(string) (string, bool)) (api.JobsLaunchBody, []string, error) {
+	// -n names the job, not every task of a pipeline: the loader's
+	// override is kept off and the names are filled here.
+	in := *opts.Task
+	in.Name = ""
+	dag, err := prepareTask(&in)
+	if err != nil {
+		return api.JobsLaunchBody{}, nil, err
+	}
+	name := managedJobName(dag, opts.Task.Name)
+	nameTasks(dag, name, opts.Task.Name)
+	b, err := jobsLaunchBody(dag, opts, name, lookup)
+	return b, dag.Warnings, err
+}
+
+// jobsLaunchBody turns the loaded DAG and the command line into the body
+// of jobs.launch (uploads not yet done). lookup reads the caller's
+// environment, for the job group a job launched inside one joins.
+func jobsLaunchBody(dag *task.DAG, opts *JobsLaunchOptions, name string, lookup func(string) (string, bool)) (api.JobsLaunchBody, error) {
+	b := api.JobsLaunchBody{Name: name, Execution: "serial", Pool: opts.Pool, DependsOn: opts.DependsOn,
+		EnvVars: api.ClientEnv()}
+	if dag.IsJobGroup() {
+		if opts.Pool != "" {
+			return b, flagErrorf("a job group (execution: parallel) cannot run on a pool: drop -p/--pool %s", opts.Pool)
+		}
+		b.Execution = "parallel"
+		b.PrimaryTasks = dag.PrimaryTasks
+		if td := dag.TerminationDelay; td.Default != 0 || len(td.PerJob) > 0 {
+			b.TerminationDelay = map[string]string{}
+			if td.Default != 0 {
+				b.TerminationDelay["default"] = delaySeconds(td.Default)
+			}
+			for k, v := range td.PerJob {
+				b.TerminationDelay[k] = delaySeconds(v)
+			}
+		}
+	}
+	if opts.NumJobs > 1 {
+		b.NumJobs = opts.NumJobs
+	}
+	b.JobGroup = opts.JobGroup
+	if b.JobGroup == "" && !opts.NoJobGroup {
+		if v, ok := lookup(envManagedJobID); ok && strings.TrimSpace(v) != "" {
+			b.JobGroup = strings.TrimSpace(v)
+		}
+	}
+	var secrets []string
+	for _, t := range dag.Tasks {
+		if err := task.ValidateForLaunch(t); err != nil {
+			return b, err
+		}
+		if err := task.CheckRunnable(t); err != nil {
+			return b, err
+		}
+		spec, err := taskSpec(t)
+		if err != nil {
+			return b, err
+		}
+		for _, v := range spec.Secrets {
+			secrets = append(secrets, v)
+		}
+		b.Tasks = append(b.Tasks, spec)
+	}
+	// The DAG as loaded, not the file's bytes: its secret values are
+	// redacted wherever they appear, however short.
+	if y, err := dag.ToYAML(); err == nil {
+		b.YAML = string(y)
+	}
+	argv := os.Args[1:]
+	b.Command = task.RedactCommandLine("sky "+strings.Join(argv, " "), secrets...)
+	return b, nil
+}
+
+func jobsLaunchRun(f *Factory, opts *JobsLaunchOptions) error {
+	out := f
+	if opts.Output != "" {
+		out = f.stdoutForIDs()
+	}
+	io := out.IO
+	body, warnings, err := prepareManagedJob(opts, f.LookupEnv)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(io.ErrOut, io.Yellow("Warning: ")+w)
+	}
+	name := body.Name
+	printEntrypoint(io, opts.Task)
+	if !opts.Yes {
+		fmt.Fprintln(io.Out, io.Yellow(fmt.Sprintf("Managed job '%s' will be launched on (estimated):", name)))
+		for _, spec := range body.Tasks {
+			if err := out.call("optimize", api.LaunchBody{Task: spec, ClusterName: name, EnvVars: body.EnvVars}, nil, callOptions{Stream: true}); err != nil {
+				return err
+			}
+		}
+		if err := io.Confirm(fmt.Sprintf("Launching a managed job '%s'. Proceed?", name), false); err != nil {
+			return err
+		}
+	}
+	for i := range body.Tasks {
+		if err := out.uploadTaskFiles(io, &body.Tasks[i], true); err != nil {
+			return err
+		}
+	}
+	var res api.JobsLaunchResult
+	if err := out.call("jobs.launch", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
+		return err
+	}
+	if opts.Async {
+		return nil
+	}
+	switch opts.Output {
+	case "id":
+		for _, id := range res.JobIDs {
+			fmt.Fprintln(f.IO.Out, id)
+		}
+	case "json":
+		ids := res.JobIDs
+		if ids == nil {
+			ids = []int{}
+		}
+		if err := printJSON(f.IO.Out, struct {
+			JobIDs []int `json:"job_ids"`
+		}{ids}); err != nil {
+			return err
+		}
+	}
+	if len(res.JobIDs) == 0 {
+		return fmt.Errorf("the API server accepted managed job '%s' but returned no job ID; see `sky jobs queue`", name)
+	}
+	var exit error
+	if !opts.Detach && len(res.JobIDs) == 1 {
+		id := res.JobIDs[0]
+		var lr api.JobsLogsResult
+		lb := api.JobsLogsBody{JobID: id, Follow: true}
+		if err := out.call("jobs.logs", lb, &lr, callOptions{Stream: true, CancelOnStop: true}); err != nil {
+			return err
+		}
+		printManagedFinished(io, id, lr.Status)
+		if lr.ExitCode != 0 {
+			exit = &ExitError{Code: lr.ExitCode}
+		}
+	}
+	printManagedUsefulCommands(io, res.JobIDs)
+	return exit
+}
+
+// printManagedFinished is the line after a followed managed job's log.
+func printManagedFinished(s *IOStreams, id int, status string) {
+	if status == "" {
+		status = "UNKNOWN"
+	}
+	fmt.Fprintln(s.Out, s.Green(fmt.Sprintf("✓ Managed job finished: %d (status: %s).", id, status)))
+}
+
+// printManagedUsefulCommands is the block after `sky jobs launch`, with
+// -d too. Scripts read "Managed Job ID:" on the line after the heading.
+func printManagedUsefulCommands(s *IOStreams, ids []int) {
+	if len(ids) > 1 {
+		fmt.Fprintf(s.Out, "Jobs submitted with IDs: %s.\n", joinInts(ids, ","))
+	}
+	fmt.Fprintln(s.Out)
+	fmt.Fprintln(s.Out, s.Bold("📋 Useful Commands"))
+	if len(ids) == 1 {
+		id := ids[0]
+		tree(s, s.Cyan("Managed Job ID: ")+strconv.Itoa(id), [][2]string{
+			{"To cancel the job:\t\t", fmt.Sprintf("sky jobs cancel %d", id)},
+			{"To stream job logs:\t\t", fmt.Sprintf("sky jobs logs %d", id)},
+			{"To stream controller logs:\t", fmt.Sprintf("sky jobs logs --controller %d", id)},
+			{"To view all managed jobs:\t", "sky jobs queue"},
+		})
+		return
+	}
+	tree(s, s.Cyan("Managed Job IDs: ")+joinInts(ids, ","), [][2]string{
+		{"To cancel the jobs:\t\t", "sky jobs cancel " + joinInts(ids, " ")},
+		{"To stream a job's logs:\t", "sky jobs logs JOB_ID"},
+		{"To view all managed jobs:\t", "sky jobs queue"},
+	})
+}
+
+func joinInts(ids []int, sep string) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(id)
+	}
+	return strings.Join(s, sep)
+}
+
+// jobsQueueBody is the request of `sky jobs queue`; now anchors --since.
+func jobsQueueBody(opts *JobsQueueOptions, now time.Time) api.JobsQueueBody {
+	b := api.JobsQueueBody{SkipFinished: opts.SkipFinished, AllUsers: opts.AllUsers, Statuses: opts.Statuses,
+		Infra: opts.Infra, Verbose: opts.Verbose}
+	if !opts.All {
+		b.Limit = opts.Limit
+	}
+	// Unix()+fraction, not UnixNano(): a date after 2262 (--after
+	// 2999-01-01) overflows nanoseconds.
+	epoch := func(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
+	if opts.Since > 0 {
+		b.After = epoch(now.Add(-opts.Since))
+	}
+	if !opts.After.IsZero() {
+		b.After = epoch(opts.After)
+	}
+	if !opts.Before.IsZero() {
+		b.Before = epoch(opts.Before)
+	}
+	return b
+}
+
+func jobsQueueRun(f *Factory, opts *JobsQueueOptions) error {
+	io := opts.IO
+	if opts.Output != "json" {
+		fmt.Fprintln(io.Out, io.Cyan("Fetching managed job statuses..."))
+	}
+	var res api.JobsQueueResult
+	if err := f.call("jobs.queue", jobsQueueBody(opts, f.Now()), &res, callOptions{}); err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		jobs := res.Jobs
+		if jobs == nil {
+			jobs = []api.ManagedJobRecord{}
+		}
+		return printJSON(io.Out, jobs)
+	}
+	heading := io.Bold(io.Cyan("Managed jobs"))
+	if opts.SkipFinished {
+		heading += " (showing in-progress jobs only)"
+	}
+	fmt.Fprintln(io.Out, heading)
+	if err := writeManagedJobs(io, res, managedTableOptions{Verbose: opts.Verbose, AllUsers: opts.AllUsers}, f.Now()); err != nil {
+		return err
+	}
+	if shown := countJobs(res.Jobs); res.Total > shown {
+		fmt.Fprintf(io.Out, "Showing the latest %d of %d managed jobs; use -a/--all or -l/--limit N to see more.\n", shown, res.Total)
+	}
+	return nil
+}
+
+// statusManagedJobs is the managed-jobs section of `sky status`, as
+// SkyPilot prints it under the clusters: the latest few in-progress jobs
+// (or "No in-progress managed jobs."), then the hint naming `sky jobs
+// queue`. It never fails the status: an error is the section's text.
+func statusManagedJobs(f *Factory, opts *StatusOptions) {
+	const shownInStatus = 5
+	io := opts.IO
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, io.Bold(io.Cyan("Managed jobs")))
+	var res api.JobsQueueResult
+	b := api.JobsQueueBody{SkipFinished: true, AllUsers: opts.AllUsers, Limit: shownInStatus, Verbose: opts.Verbose}
+	if err := f.call("jobs.queue", b, &res, callOptions{}); err != nil {
+		fmt.Fprintf(io.Out, "Failed to query managed jobs: %v\n", err)
+		return
+	}
+	if err := writeManagedJobs(io, res, managedTableOptions{Verbose: opts.Verbose, AllUsers: opts.AllUsers}, f.Now()); err != nil {
+		fmt.Fprintf(io.Out, "Failed to show managed jobs: %v\n", err)
+		return
+	}
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, managedInProgressHint(max(res.Total, countJobs(res.Jobs)), shownInStatus))
+}
+
+// managedInProgressHint is the hint that ends the managed-jobs section
+// of `sky status`.
+func managedInProgressHint(total, shown int) string {
+	info := ""
+	switch {
+	case total == 1:
+		info = "1 managed job is in progress"
+	case total > 1:
+		info = fmt.Sprintf("%d managed jobs are in progress", total)
+	}
+	if total > shown {
+		info += fmt.Sprintf(" (%d latest ones shown)", shown)
+	}
+	if info != "" {
+		info += ". "
+	}
+	return "* " + info + "To see all managed jobs: " + "sky jobs queue"
+}
+
+// managedCancelWhat names what `sky jobs cancel` cancels, for its prompt.
+func managedCancelWhat(opts *JobsCancelOptions) string {
+	var what string
+	switch {
+	case opts.AllUsers:
+		what = "all managed jobs FOR ALL USERS"
+	case opts.All:
+		what = "all managed jobs"
+	case opts.Pool != "":
+		what = fmt.Sprintf("managed jobs with pool '%s'", opts.Pool)
+	case opts.Name != "":
+		what = fmt.Sprintf("managed job '%s'", opts.Name)
+	case len(opts.JobIDs) == 1:
+		what = fmt.Sprintf("managed job with ID %d", opts.JobIDs[0])
+	default:
+		what = "managed jobs with IDs " + joinInts(opts.JobIDs, ",")
+	}
+	if opts.Task != "" {
+		what = fmt.Sprintf("task '%s' of %s", opts.Task, what)
+	}
+	return what
+}
+
+func jobsCancelRun(f *Factory, opts *JobsCancelOptions) error {
+	if err := opts.IO.Confirm(fmt.Sprintf("Cancelling %s. Proceed?", managedCancelWhat(opts)), opts.Yes); err != nil {
+		return err
+	}
+	b := api.JobsCancelBody{JobIDs: opts.JobIDs, Name: opts.Name, Pool: opts.Pool, All: opts.All, AllUsers: opts.AllUsers,
+		Task: opts.Task, Graceful: opts.Graceful.Graceful}
+	if opts.Graceful.set {
+		t := opts.Graceful.Timeout
+		b.GracefulTimeout = &t
+	}
+	var res api.JobsCancelResult
+	if err := f.call("jobs.cancel", b, &res, callOptions{}); err != nil {
+		return err
+	}
+	msg := res.Message
+	if msg == "" {
+		msg = "No job to cancel."
+	}
+	fmt.Fprintln(opts.IO.Out, msg)
+	return nil
+}
+
+// defaultFollowTail is what `sky jobs logs` shows of a followed log when
+// --tail is not given: enough to orient, not a multi-GB replay.
+const defaultFollowTail = 1000
+
+func jobsLogsRun(f *Factory, opts *JobsLogsOptions) error {
+	if opts.SyncDown {
+		return jobsSyncDown(f, opts)
+	}
+	b := api.JobsLogsBody{JobID: opts.JobID, Name: opts.Name, Task: opts.Task, Follow: opts.Follow,
+		Controller: opts.Controller, Tail: max(opts.Tail, 0)}
+	if opts.Output == "json" {
+		// The timeline so far, as data: a script that wants to wait
+		// follows the log instead.
+		b.Events, b.Follow, b.Tail = true, false, 0
+		var res api.JobsLogsResult
+		if err := f.call("jobs.logs", b, &res, callOptions{CancelOnStop: true}); err != nil {
+			return err
+		}
+		ev := res.Events
+		if ev == nil {
+			ev = []api.ManagedEvent{}
+		}
+		if err := printJSON(opts.IO.Out, ev); err != nil {
+			return err
+		}
+		if res.ExitCode == 102 {
+			return &ExitError{Code: res.ExitCode}
+		}
+		return nil
+	}
+	if opts.Tail < 0 && opts.Follow {
+		b.Tail = defaultFollowTail
+		fmt.Fprintf(opts.IO.ErrOut, "Showing the last %d lines of the log; pass --tail 0 for all of it.\n", defaultFollowTail)
+	}
+	var res api.JobsLogsResult
+	if err := f.call("jobs.logs", b, &res, callOptions{Stream: true, CancelOnStop: true}); err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return &ExitError{Code: res.ExitCode}
+	}
+	return nil
+}
+
+// jobsSyncDown is `sky jobs logs --sync-down`: the selected jobs' logs
+// (or their controller logs) are fetched as `sky logs --sync-down`
+// fetches a cluster job's, into ~/sky_logs/managed_jobs (or
+// ~/sky_logs/jobs_controller), one line per job saying where.
+func jobsSyncDown(f *Factory, opts *JobsLogsOptions) error {
+	b := api.JobsDownloadBody{Name: opts.Name, Controller: opts.Controller}
+	if opts.JobID > 0 {
+		b.JobIDs = []int{opts.JobID}
+	}
+	var res api.LogsDownload
+	if err := f.call("jobs.download_logs", b, &res, callOptions{}); err != nil {
+		return err
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	home, err := homeDir()
+	if err != nil {
+		return err
+	}
+	root, suffix := filepath.Join(home, "sky_logs", "managed_jobs"), ""
+	if opts.Controller {
+		root, suffix = filepath.Join(home, "sky_logs", "jobs_controller"), " (controller)"
+	}
+	if len(res.Jobs) == 0 {
+		fmt.Fprintln(opts.IO.Out, "No managed job logs to download.")
+		return nil
+	}
+	for _, j := range res.Jobs {
+		dir, err := writeJobLogs(context.Background(), c, res.RequestID, root, j)
+		if err != nil {
+			return err
+		}
+		// Coloured even when piped, like `sky logs --sync-down`: scripts
+		// cut the path out up to the reset code.
+		fmt.Fprintf(opts.IO.Out, "\x1b[36mJob %d logs%s: %s\x1b[0m\n", j.JobID, suffix, dir)
+	}
+	return nil
+}
