@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +79,8 @@ type poolJob struct {
 	JobRank       int     `json:"job_rank"`
 	NumJobs       int     `json:"num_jobs"`
 	FailureReason *string `json:"failure_reason"`
+	RecoveryCount int     `json:"recovery_count"`
+	JobName       string  `json:"job_name"`
 }
 
 func (e *skyEnv) poolJobs() map[int]poolJob {
@@ -300,5 +303,139 @@ func checkRolling(t *testing.T, e *skyEnv, pool string) {
 	}
 	if ready != 3 {
 		t.Errorf("%d new workers READY in the update log, want 3:\n%s", ready, log[i:])
+	}
+}
+
+// poolPreempt does to a local worker what a cloud preemption does: every
+// process of its nodes dies at once and its directory goes.
+func (e *skyEnv) poolPreempt(t *testing.T, cluster string) {
+	t.Helper()
+	dir := e.clusterDir(cluster)
+	for range 2 { // a process that forked while the first sweep ran
+		for _, p := range procsWithEnv("SKYGO_LOCAL_NODE=" + dir + "/") {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatalf("removing %s: %v", dir, err)
+	}
+}
+
+// poolKillServer kill -9s the API server and waits until it is dead.
+func (e *skyEnv) poolKillServer(t *testing.T) {
+	t.Helper()
+	pid := e.serverPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %d: %v", pid, err)
+	}
+	if !waitFor(10*time.Second, func() bool { return !alive(pid) }) {
+		t.Fatalf("API server pid %d alive 10s after kill -9", pid)
+	}
+}
+
+// poolClusters lists the clusters in `sky status` named <pool>-*, after
+// a retry while a restarted server comes up.
+func (e *skyEnv) poolClusters(pool string) []string {
+	e.t.Helper()
+	var names []string
+	for name := range e.statusAfterCrash() {
+		if strings.HasPrefix(name, pool+"-") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestManagedPoolRecovery: a pool job whose worker is preempted recovers
+// onto another worker and succeeds, and the pool replaces the worker;
+// the API server killed (-9) right after jobs were submitted to the
+// pool, and again right after a resize, leaves every job SUCCEEDED and
+// exactly the pool's workers as clusters — none launched twice, none
+// leaked.
+func TestManagedPoolRecovery(t *testing.T) {
+	e := newEnv(t)
+	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	poolYAML := writeFile(t, "pool.yaml", "pool:\n  workers: 2\nsetup: echo ready > ~/setup_marker\n")
+	e.must("jobs", "pool", "apply", "-y", "-p", "rp", poolYAML)
+	e.waitPool("rp", 60*time.Second, "2 READY workers", allReady(2, 1))
+
+	r := e.must("jobs", "launch", "-y", "-o", "id", "-p", "rp", "--", "echo started; sleep 12; echo finished")
+	id := submittedIDs(t, r)
+	js := e.waitPoolJobs(id, 60*time.Second, "RUNNING")
+	lost := *js[id[0]].Worker
+	time.Sleep(time.Second)
+	e.poolPreempt(t, lost)
+	t0 := time.Now()
+	// RECOVERING lasts only until a free worker takes the job (a few
+	// ms here): the move is seen in where the job runs and its count.
+	var moved poolJob
+	if !waitFor(30*time.Second, func() bool {
+		moved = e.poolJobs()[id[0]]
+		return moved.RecoveryCount == 1 && moved.Status == "RUNNING" && moved.Worker != nil && *moved.Worker != lost
+	}) {
+		t.Fatalf("job %d not RUNNING elsewhere 30s after %s was preempted: %+v\n%s", id[0], lost, moved, e.serverLogTail())
+	}
+	t.Logf("recovered onto %s %s after the preemption of %s", *moved.Worker, time.Since(t0).Round(100*time.Millisecond), lost)
+	// Exit 101: the job has not finished.
+	if ev := e.exec(cmdTimeout, nil, "jobs", "logs", "--controller", "--no-follow", strconv.Itoa(id[0])).stdout; !strings.Contains(ev, "is RECOVERING") {
+		t.Errorf("the controller log does not show the recovery:\n%s", ev)
+	}
+	js = e.waitPoolJobs(id, 60*time.Second, "SUCCEEDED")
+	if js[id[0]].RecoveryCount != 1 {
+		t.Errorf("recovery_count %d, want 1", js[id[0]].RecoveryCount)
+	}
+	ws := e.waitPool("rp", 60*time.Second, "2 READY workers again", allReady(2, 1))
+	for _, w := range ws {
+		if fmt.Sprintf("rp-%d", w.id) == lost {
+			t.Errorf("the lost worker %s is still listed: %+v", lost, ws)
+		}
+	}
+
+	// kill -9 right after a submission of 3 jobs to the 2 workers.
+	r = e.must("jobs", "launch", "-y", "-o", "id", "-p", "rp", "--num-jobs", "3", "--", "sleep 2; echo rank $SKYPILOT_JOB_RANK")
+	ids := submittedIDs(t, r)
+	time.Sleep(300 * time.Millisecond)
+	e.poolKillServer(t)
+	js = e.waitPoolJobs(ids, 90*time.Second, "SUCCEEDED")
+	// Each job ran once: the workers hold 3 jobs of the array's name, one
+	// per job, each where the job's record says.
+	runs := 0
+	for _, w := range e.poolWorkers("rp") {
+		for _, q := range e.queue(fmt.Sprintf("rp-%d", w.id)) {
+			if q.JobName == js[ids[0]].JobName {
+				runs++
+			}
+		}
+	}
+	for _, id := range ids {
+		if js[id].Worker == nil || js[id].WorkerJobID == nil {
+			t.Errorf("job %d: no worker recorded: %+v", id, js[id])
+			continue
+		}
+		if q, ok := e.queue(*js[id].Worker)[*js[id].WorkerJobID]; !ok || q.Status != "SUCCEEDED" {
+			t.Errorf("job %d: its job %d on %s is %+v", id, *js[id].WorkerJobID, *js[id].Worker, q)
+		}
+	}
+	if runs != 3 {
+		t.Errorf("the 3 jobs ran %d times on the workers, want 3", runs)
+	}
+
+	// kill -9 right after a resize to 4.
+	e.must("jobs", "pool", "apply", "-y", "-p", "rp", "--workers", "4")
+	time.Sleep(200 * time.Millisecond)
+	e.poolKillServer(t)
+	ws = e.waitPool("rp", 90*time.Second, "4 READY workers", allReady(4, 1))
+	var want []string
+	for _, w := range ws {
+		want = append(want, fmt.Sprintf("rp-%d", w.id))
+	}
+	sort.Strings(want)
+	if got := e.poolClusters("rp"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("clusters %v after the crashes, want exactly the workers %v", got, want)
+	}
+	e.must("jobs", "pool", "down", "-y", "rp")
+	if got := e.poolClusters("rp"); len(got) != 0 {
+		t.Errorf("clusters %v survived pool down", got)
 	}
 }

@@ -251,7 +251,11 @@ func (e *Env) readyWorkers(ctx context.Context, p *state.Pool, self int) ([]work
 			continue
 		}
 		v := workerView{Cluster: w.Cluster, Version: w.SpecVersion, Jobs: len(on[w.Cluster])}
-		if c, err := e.Store.GetCluster(ctx, w.Cluster); err == nil {
+		c, err := e.Store.GetCluster(ctx, w.Cluster)
+		if errors.Is(err, state.ErrNotFound) || (err == nil && c.Status != state.ClusterUp) {
+			continue // lost; its watcher has not said so yet
+		}
+		if err == nil {
 			if h, err := backend.HandleOf(c); err == nil && h.CPUs > 0 {
 				v.Known, v.CPUs, v.Mem, v.GPUs = true, h.CPUs, h.MemoryGB, h.GPUs
 			}
