@@ -439,3 +439,105 @@ func TestManagedPoolRecovery(t *testing.T) {
 		t.Errorf("clusters %v survived pool down", got)
 	}
 }
+
+// TestManagedPoolAutoscaleShareBlueGreen: a queue-length autoscaled pool
+// starts with no worker, grows to max_workers while jobs queue, and goes
+// back to none once they ended; jobs that ask for one CPU share a
+// 2-CPU worker, a third waits for a free one (DETAILS says so); a job's
+// own setup is ignored with a warning; a blue-green update brings all
+// new workers up before an old one goes.
+func TestManagedPoolAutoscaleShareBlueGreen(t *testing.T) {
+	e := newEnv(t)
+	auto := writeFile(t, "auto.yaml", `pool:
+  min_workers: 0
+  max_workers: 2
+  queue_length_threshold: 1
+  upscale_delay_seconds: 0
+  downscale_delay_seconds: 0
+setup: echo up
+`)
+	e.must("jobs", "pool", "apply", "-y", "-p", "ap", auto)
+	time.Sleep(6 * time.Second) // one decision from zero
+	if ws := e.poolWorkers("ap"); len(ws) != 0 {
+		t.Fatalf("an idle autoscaled pool with min_workers 0 has workers: %+v", ws)
+	}
+	// One worker at once (from zero), a second at the next decision
+	// (20 s) while jobs still queue.
+	r := e.must("jobs", "launch", "-y", "-o", "id", "-p", "ap", "--num-jobs", "4", "--", "sleep 15")
+	ids := submittedIDs(t, r)
+	e.waitPool("ap", 15*time.Second, "1 worker", func(ws []poolWorker) bool { return len(ws) == 1 })
+	e.waitPool("ap", 45*time.Second, "grown to 2 workers", func(ws []poolWorker) bool { return len(ws) == 2 })
+	e.waitPoolJobs(ids, 120*time.Second, "SUCCEEDED")
+	e.waitPool("ap", 60*time.Second, "back to no workers", func(ws []poolWorker) bool { return len(ws) == 0 })
+	e.must("jobs", "pool", "down", "-y", "ap")
+
+	one := writeFile(t, "one.yaml", "pool:\n  workers: 1\nsetup: echo v1 > ~/version\n")
+	e.must("jobs", "pool", "apply", "-y", "-p", "sp", one)
+	e.waitPool("sp", 60*time.Second, "1 READY worker", allReady(1, 1))
+	job := writeFile(t, "cpu1.yaml", "resources:\n  cpus: 1\nsetup: echo never\nrun: sleep 6\n")
+	r = e.must("jobs", "launch", "-y", "-o", "id", "-p", "sp", "--num-jobs", "3", job)
+	if !strings.Contains(r.out(), "Warning: the setup of task 0 is ignored on pool sp") {
+		t.Errorf("no warning that the job's setup is ignored: %s", r)
+	}
+	ids = submittedIDs(t, r)
+	var js map[int]poolJob
+	if !waitFor(30*time.Second, func() bool {
+		js = e.poolJobs()
+		n := 0
+		for _, id := range ids {
+			if js[id].Status == "RUNNING" {
+				n++
+			}
+		}
+		return n == 2
+	}) {
+		t.Fatalf("two 1-CPU jobs did not run side by side on the 2-CPU worker: %+v", js)
+	}
+	var waiting []struct {
+		JobID   int     `json:"job_id"`
+		Status  string  `json:"status"`
+		Details *string `json:"details"`
+	}
+	e.mustJSON(&waiting, "jobs", "queue", "-v", "-o", "json")
+	found := false
+	for _, w := range waiting {
+		if w.Status == "PENDING" && w.Details != nil && strings.Contains(*w.Details, "Waiting for a free worker of pool sp") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the third job is not shown waiting for a worker: %+v", waiting)
+	}
+	e.waitPoolJobs(ids, 90*time.Second, "SUCCEEDED")
+	for _, id := range ids {
+		if w := e.poolJobs()[id].Worker; w == nil || *w != "sp-1" {
+			t.Errorf("job %d ran on %v, want sp-1", id, w)
+		}
+	}
+
+	two := writeFile(t, "two.yaml", "pool:\n  workers: 2\nsetup: echo v2 > ~/version\n")
+	r = e.must("jobs", "pool", "apply", "-y", "-p", "sp", "--mode", "blue_green", two)
+	if !strings.Contains(r.out(), "(blue_green update)") {
+		t.Errorf("update output: %s", r)
+	}
+	e.waitPool("sp", 60*time.Second, "2 READY workers of version 2", allReady(2, 2))
+	raw, err := os.ReadFile(jobs.PoolControllerLogPath(e.home, "sp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(raw)
+	log = log[strings.Index(log, "blue_green update"):]
+	ready, goneEarly := 0, false
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "is READY.") {
+			ready++
+		}
+		if strings.Contains(line, "Worker 1 is shutting down.") && ready < 2 {
+			goneEarly = true
+		}
+	}
+	if goneEarly || ready != 2 || !strings.Contains(log, "Worker 1 is shutting down.") {
+		t.Errorf("blue-green: the old worker must go after both new ones are READY:\n%s", log)
+	}
+	e.must("jobs", "pool", "down", "-y", "sp")
+}

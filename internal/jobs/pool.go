@@ -242,6 +242,13 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 	if p.Down != nil {
 		return e.poolDownSteps(ctx, p)
 	}
+	// Under the assignment lock: a worker with a job being assigned to
+	// it is seen busy, and one picked to go is not assigned.
+	unlock, err := e.lockPool(ctx, name)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	defer unlock()
 	jobs, err := e.poolJobs(ctx, name)
 	if err != nil {
 		return controller.Result{}, err

@@ -35,25 +35,29 @@ func (e *Env) launchOnPool(ctx context.Context, j *state.ManagedJob, spec *api.J
 		}
 		return e.execOnWorker(ctx, j, spec, tid)
 	}
+	// One assignment at a time per pool (on every server of the
+	// database), so two jobs never take the same free worker, and the
+	// pool controller never picks a worker to go while a job takes it.
+	unlock, err := e.lockPool(ctx, j.Pool)
+	if err != nil {
+		return controller.Result{}, err
+	}
 	p, err := e.Store.GetPool(ctx, j.Pool)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && p.Down != nil) {
+		unlock()
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, fmt.Sprintf("pool %s does not exist (any more); create it with `sky jobs pool apply -p %s POOL_YAML`", j.Pool, j.Pool))
 	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	// One assignment at a time per pool (on every server of the
-	// database), so two jobs never take the same free worker.
-	unlock, err := e.Store.LockCluster(ctx, "pool:"+p.Name)
-	if err != nil {
-		return controller.Result{}, err
-	}
-	views, err := e.readyWorkers(ctx, p, j.JobID)
 	if err != nil {
 		unlock()
 		return controller.Result{}, err
 	}
-	pick := pickWorker(views, taskDemands(spec.Tasks[tid]), p.SpecVersion)
+	demands := taskDemands(spec.Tasks[tid])
+	views, err := e.readyWorkers(ctx, p, j.JobID, len(demands) > 0)
+	if err != nil {
+		unlock()
+		return controller.Result{}, err
+	}
+	pick := pickWorker(views, demands, p.SpecVersion)
 	if pick < 0 {
 		unlock()
 		return e.waitForWorker(ctx, j, tid)
@@ -225,8 +229,9 @@ func (e *Env) releaseWorker(ctx context.Context, j *state.ManagedJob, worker str
 }
 
 // readyWorkers is the pool's READY workers with the jobs on each (jobs
-// of other pool jobs than self that have not ended).
-func (e *Env) readyWorkers(ctx context.Context, p *state.Pool, self int) ([]workerView, error) {
+// of other pool jobs than self that have not ended), and with demands
+// what those jobs take of them.
+func (e *Env) readyWorkers(ctx context.Context, p *state.Pool, self int, demands bool) ([]workerView, error) {
 	jobs, err := e.poolJobs(ctx, p.Name)
 	if err != nil {
 		return nil, err
@@ -261,7 +266,9 @@ func (e *Env) readyWorkers(ctx context.Context, p *state.Pool, self int) ([]work
 			}
 		}
 		for _, oj := range on[w.Cluster] {
-			v.Used = append(v.Used, e.jobDemand(ctx, oj.JobID))
+			if demands && v.Known {
+				v.Used = append(v.Used, e.jobDemand(ctx, oj.JobID))
+			}
 		}
 		out = append(out, v)
 	}
@@ -351,10 +358,19 @@ func (e *Env) checkPoolJob(ctx context.Context, b *api.JobsLaunchBody, log io.Wr
 			ignored = append(ignored, "file_mounts")
 		}
 		if len(ignored) > 0 {
-			fmt.Fprintf(log, "Warning: the %s of task %d are ignored on pool %s: its workers ran the pool's setup and file mounts.\n", strings.Join(ignored, " and "), i, b.Pool)
+			verb := "is"
+			if len(ignored) > 1 {
+				verb = "are"
+			}
+			fmt.Fprintf(log, "Warning: the %s of task %d %s ignored on pool %s: its workers ran the pool's setup and file mounts.\n", strings.Join(ignored, " and "), i, verb, b.Pool)
 			// Not uploaded again per job; the workers have the pool's.
 			b.Tasks[i].Setup, b.Tasks[i].FileMounts = "", nil
 		}
 	}
 	return nil
+}
+
+// lockPool holds pool name's assignment lock (see launchOnPool).
+func (e *Env) lockPool(ctx context.Context, name string) (func(), error) {
+	return e.Store.LockCluster(ctx, "pool:"+name)
 }
