@@ -79,9 +79,7 @@ func poolFlagCases() []flagCase {
 	})
 	add(k("workers"), func(t *testing.T, e *flagEnv) {
 		e.upPool(t, "fwp-wk", "pool.yaml", "--workers", "2")
-		if row, r := e.poolRow("fwp-wk"); !strings.Contains(row, "2/2") {
-			t.Errorf("--workers 2 over the YAML's 1: row %q: %s", row, r)
-		}
+		e.waitPoolStatus(t, "fwp-wk", "2/2") // --workers 2 over the YAML's 1
 		wantWorks(t, e.sky("jobs", "pool", "apply", "-y", "-p", "fwp-wk", "--workers", "1"), "resized to 1 worker(s)")
 		wantRefused(t, e.sky("jobs", "pool", "apply", "-y", "-p", "fwp-none", "--workers", "1"), "fwp-none does not exist")
 	})
