@@ -540,4 +540,22 @@ setup: echo up
 		t.Errorf("blue-green: the old worker must go after both new ones are READY:\n%s", log)
 	}
 	e.must("jobs", "pool", "down", "-y", "sp")
+
+	// A cluster that only has a worker's name is not the pool's: it is
+	// neither used nor torn down.
+	e.must("launch", "-y", "-c", "cx-1", "--", "echo mine")
+	e.must("jobs", "pool", "apply", "-y", "-p", "cx", one)
+	if !waitFor(30*time.Second, func() bool {
+		return strings.Contains(e.must("jobs", "pool", "status", "-a", "-v", "cx").stdout, "FAILED_PROVISION")
+	}) {
+		t.Fatalf("pool cx over the user's cluster cx-1: %s", e.must("jobs", "pool", "status", "-a", "-v", "cx"))
+	}
+	if out := e.must("jobs", "pool", "status", "-a", "-v", "cx").stdout; !strings.Contains(out, "already exists and is not a worker of pool cx") {
+		t.Errorf("the failed worker does not say why: %s", out)
+	}
+	e.must("jobs", "pool", "down", "-y", "cx")
+	if s := e.status(false)["cx-1"].Status; s != "UP" {
+		t.Errorf("the user's cluster cx-1 is %q after pool cx went, want UP", s)
+	}
+	e.must("down", "-y", "cx-1")
 }

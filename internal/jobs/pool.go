@@ -129,6 +129,11 @@ func (e *Env) workerKeys(ctx context.Context) ([]string, error) {
 // workerCluster is worker id's cluster: <pool>-<id>.
 func workerCluster(pool string, id int) string { return fmt.Sprintf("%s-%d", pool, id) }
 
+// workerCommand is the creation command recorded on a pool's worker
+// clusters, by which the pool tells its own from a cluster that only
+// has a worker's name.
+func workerCommand(pool string) string { return "sky jobs pool apply -p " + pool }
+
 // workerTag tags a worker's setup job.
 func workerTag(pool string, id, attempt int) string {
 	return fmt.Sprintf("pool/%s/%d/%d", pool, id, attempt)
@@ -668,6 +673,16 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 	tag := workerTag(p.Name, w.ID, w.Attempt)
 	log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()
+	if c, err := e.Store.GetCluster(ctx, w.Cluster); err == nil && !(c.IsManaged && c.LastCreationCommand == workerCommand(p.Name)) {
+		// Not a worker this pool made (a user's cluster, a managed job's
+		// <name>-<id>): it is neither adopted nor ever torn down.
+		why := fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name)
+		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
+			w.Status, w.Reason, w.Cluster = api.WorkerFailedProvision, why, ""
+		})
+		e.poolNote(p.Name, "Worker %d: %s.", w.ID, why)
+		return controller.Result{}, err
+	}
 	if job, err := e.Backend.TaggedJob(ctx, w.Cluster, owner, tag); err == nil && job != nil {
 		fmt.Fprintf(log, "Found setup job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, w.Attempt, w.Cluster)
 		return e.setupSubmitted(ctx, p, w, job.JobID)
@@ -678,7 +693,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 	ts.Envs["SKYPILOT_SERVE_REPLICA_ID"] = strconv.Itoa(w.ID)
 	ts.Run = "" // a worker runs the jobs given it, not the pool task's run
 	body := api.LaunchBody{Task: ts, ClusterName: w.Cluster, Detach: true, Workspace: p.Workspace, PlanShown: true,
-		Command: "sky jobs pool apply " + p.Name,
+		Command: workerCommand(p.Name),
 		Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-pool-%s-%d-%d", p.Name, w.ID, w.Attempt)}}
 	fmt.Fprintf(log, "Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.\n", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)
 	plan, err := e.Plan(ctx, body, log)
