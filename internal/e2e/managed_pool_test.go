@@ -434,7 +434,22 @@ func TestManagedPoolRecovery(t *testing.T) {
 	if got := e.poolClusters("rp"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("clusters %v after the crashes, want exactly the workers %v", got, want)
 	}
-	e.must("jobs", "pool", "down", "-y", "rp")
+	// kill -9 while a pool down is cancelling the pool's running job: the
+	// restarted server finishes the down.
+	r = e.must("jobs", "launch", "-y", "-o", "id", "-p", "rp", "--", "sleep 300")
+	last := submittedIDs(t, r)
+	e.waitPoolJobs(last, 60*time.Second, "RUNNING")
+	e.must("jobs", "pool", "down", "-y", "--async", "rp")
+	time.Sleep(300 * time.Millisecond)
+	e.poolKillServer(t)
+	if !waitFor(90*time.Second, func() bool {
+		return strings.Contains(e.exec(cmdTimeout, nil, "jobs", "pool", "status").stdout, "No existing pools.")
+	}) {
+		t.Fatalf("pool rp still listed 90s after a down cut off by a kill:\n%s", e.serverLogTail())
+	}
+	if j := e.poolJobs()[last[0]]; j.Status != "CANCELLED" {
+		t.Errorf("the pool's running job is %s after the down, want CANCELLED", j.Status)
+	}
 	if got := e.poolClusters("rp"); len(got) != 0 {
 		t.Errorf("clusters %v survived pool down", got)
 	}
