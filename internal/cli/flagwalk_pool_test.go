@@ -257,6 +257,17 @@ func poolFlagCases() []flagCase {
 			t.Errorf("--tail 1 printed %d lines: %s", n+1, r)
 		}
 	})
+	add("status --show-pools", func(t *testing.T, e *flagEnv) {
+		e.upPool(t, "fwp-st", "pool.yaml")
+		wantWorks(t, e.sky("status", "--show-pools"), "Pools", "fwp-st", "1/1")
+	})
+	add("status --no-show-pools", func(t *testing.T, e *flagEnv) {
+		e.upPool(t, "fwp-nst", "pool.yaml")
+		wantWorks(t, e.sky("status"), "fwp-nst  1")
+		if r := e.sky("status", "--no-show-pools"); strings.Contains(r.out, "Pools") {
+			t.Errorf("--no-show-pools shows the pools section: %s", r)
+		}
+	})
 	add("jobs pool logs --sync-down", refuses([]string{"jobs", "pool", "logs", "-s", "fwp-x", "1"}, "--sync-down"))
 	return cs
 }

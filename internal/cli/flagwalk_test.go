@@ -647,11 +647,11 @@ func flagCases(e *flagEnv) []flagCase {
 		wantWorks(t, r, ":18080")
 		wantRefused(t, e.sky("status", "--endpoint", "18081", "fwport"), "Port 18081 is not exposed")
 	})
-	// This build has no services or pools (those commands refuse as a
-	// whole), so the sections these flags show or hide are empty either
-	// way: the flags must only not get in the way. The managed-jobs
-	// section is probed with the jobs commands.
-	for _, f := range []string{"show-services", "no-show-services", "show-pools", "no-show-pools"} {
+	// This build has no services (those commands refuse as a whole), so
+	// the section these flags show or hide is empty either way: the flags
+	// must only not get in the way. The managed-jobs section is probed
+	// with the jobs commands, the pools section with the pool commands.
+	for _, f := range []string{"show-services", "no-show-services"} {
 		add("status --"+f, works([]string{"status", "--" + f}, "fw"))
 	}
 	add("status --all-users", works([]string{"status", "-u"}, "USER", "fw"))

@@ -348,3 +348,27 @@ func poolLogsRun(f *Factory, opts *PoolLogsOptions) error {
 	}
 	return f.call("jobs.pool_logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
 }
+
+// statusPools is the pools section of `sky status`: the Pools table
+// under the clusters and managed jobs, when there are pools. It never
+// fails the status: an error is the section's text.
+func statusPools(f *Factory, opts *StatusOptions) {
+	io := opts.IO
+	var recs []api.PoolRecord
+	if err := f.call("jobs.pool_status", api.PoolStatusBody{}, &recs, callOptions{}); err != nil {
+		fmt.Fprintf(io.Out, "\nFailed to query pools: %v\n", err)
+		return
+	}
+	if len(recs) == 0 {
+		return
+	}
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, io.Bold(io.Cyan("Pools")))
+	t := newTable(io.Bold, "NAME", "VERSION", "UPTIME", "STATUS", "WORKERS")
+	now := f.Now()
+	for _, r := range recs {
+		t.addRow(r.Name, strconv.Itoa(r.Version), spanCell(now, floatOr0(r.UptimeSince), nil), r.Status, fmt.Sprintf("%d/%d", r.ReadyWorkers, r.Target))
+	}
+	_ = t.render(io.Out)
+	fmt.Fprintf(io.Out, "\n* To see the pools' workers: %s\n", io.Bold("sky jobs pool status"))
+}
