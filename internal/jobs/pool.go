@@ -260,14 +260,14 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 	}
 	busy, queued := busyWorkers(jobs)
 	t0 := now()
-	var added, removed []int
+	var added, removed, dropped []int
 	p, err = e.Store.UpdatePool(ctx, name, func(n *state.Pool) error {
 		if n.Down != nil {
 			return state.ErrNoChange
 		}
 		changed := decideTarget(n, queued, t0)
 		add, remove := planWorkers(n, busyCounts(n, busy))
-		added, removed = nil, nil
+		added, removed, dropped = nil, nil, nil
 		for range add {
 			n.NextWorkerID++
 			id := n.NextWorkerID
@@ -298,6 +298,7 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 			}
 			if !used {
 				delete(n.Specs, v)
+				dropped = append(dropped, v)
 				changed = true
 			}
 		}
@@ -314,6 +315,10 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 	}
 	for _, id := range removed {
 		e.poolNote(name, "Worker %d is shutting down.", id)
+	}
+	for _, v := range dropped {
+		// No worker runs the version any more: its copy of the upload goes.
+		_ = os.RemoveAll(poolFilesDir(e.Home, name, v))
 	}
 	for _, w := range p.Workers {
 		e.pokeWorker(name, w.ID)
