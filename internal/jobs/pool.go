@@ -733,10 +733,18 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 // setupSubmitted records a worker's setup job (0: no setup: READY now).
 func (e *Env) setupSubmitted(ctx context.Context, p *state.Pool, w *state.PoolWorker, jobID int) (controller.Result, error) {
 	infra, res := e.clusterInfo(ctx, w.Cluster)
+	before := p
 	p, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
 		w.SetupJobID, w.Status, w.Tries, w.NextTryAt, w.Reason = jobID, api.WorkerStarting, 0, 0, ""
 		w.LaunchedAt, w.Infra, w.Resources = now(), infra, res
 	})
+	if errors.Is(err, state.ErrNotFound) {
+		// The pool went while the launch ran: nobody else knows of
+		// this cluster now.
+		log := appendLog(PoolControllerLogPath(e.Home, before.Name))
+		defer log.Close()
+		return controller.Result{}, e.downWorkerCluster(ctx, before, w.Cluster, log)
+	}
 	if err != nil {
 		return controller.Result{}, err
 	}

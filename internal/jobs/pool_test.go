@@ -218,3 +218,30 @@ func TestTaskDemands(t *testing.T) {
 		t.Fatalf("no resources: %+v", d)
 	}
 }
+
+// TestPoolStatus: a pool's status from its workers (service.md): any
+// READY -> READY; else a failed worker -> FAILED; else none -> NO_REPLICA;
+// else REPLICA_INIT; SHUTTING_DOWN once a down was asked.
+func TestPoolStatus(t *testing.T) {
+	cases := []struct {
+		ws   []*state.PoolWorker
+		down bool
+		want string
+	}{
+		{[]*state.PoolWorker{worker(1, 1, api.WorkerFailed), worker(2, 1, api.WorkerReady)}, false, api.PoolReady},
+		{[]*state.PoolWorker{worker(1, 1, api.WorkerFailedProvision), worker(2, 1, api.WorkerStarting)}, false, api.PoolFailed},
+		{nil, false, api.PoolNoReplica},
+		{[]*state.PoolWorker{worker(1, 1, api.WorkerShuttingDown)}, false, api.PoolNoReplica},
+		{[]*state.PoolWorker{worker(1, 1, api.WorkerProvisioning)}, false, api.PoolReplicaInit},
+		{[]*state.PoolWorker{worker(1, 1, api.WorkerReady)}, true, api.PoolShuttingDown},
+	}
+	for i, c := range cases {
+		p := testPool(1, 1, "", c.ws...)
+		if c.down {
+			p.Down = &state.PoolDown{}
+		}
+		if got := poolStatus(p); got != c.want {
+			t.Errorf("case %d: %s, want %s", i, got, c.want)
+		}
+	}
+}
