@@ -142,3 +142,13 @@ type PoolLogsBody struct {
 	Follow     bool   `json:"follow"`
 	Tail       int    `json:"tail,omitempty"` // 0: all
 }
+
+// PoolSyncDownBody is the body of /jobs/pool_sync-down-logs: the pool's
+// controller log and its workers' logs (narrowed by Controller or
+// WorkerIDs) are left in the request's files directory as <pool>/<file>;
+// the result is a LogsDownload.
+type PoolSyncDownBody struct {
+	Name       string `json:"pool_name"`
+	WorkerIDs  []int  `json:"worker_ids,omitempty"`
+	Controller bool   `json:"controller,omitempty"`
+}

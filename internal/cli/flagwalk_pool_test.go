@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +270,21 @@ func poolFlagCases() []flagCase {
 			t.Errorf("--no-show-pools shows the pools section: %s", r)
 		}
 	})
-	add("jobs pool logs --sync-down", refuses([]string{"jobs", "pool", "logs", "-s", "fwp-x", "1"}, "--sync-down"))
+	add("jobs pool logs --sync-down", func(t *testing.T, e *flagEnv) {
+		e.upPool(t, "fwp-sd", "poolsetup.yaml")
+		dir := filepath.Join(e.home, "sky_logs", "pools", "fwp-sd")
+		wantWorks(t, e.sky("jobs", "pool", "logs", "-s", "fwp-sd"), "Pool fwp-sd logs: "+dir)
+		for file, want := range map[string]string{"controller.log": "is READY.", "worker-1.log": "ENV="} {
+			if b, err := os.ReadFile(filepath.Join(dir, file)); err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("synced %s: %q, %v", file, b, err)
+			}
+		}
+		os.RemoveAll(dir)
+		wantWorks(t, e.sky("jobs", "pool", "logs", "-s", "--controller", "fwp-sd"))
+		if _, err := os.Stat(filepath.Join(dir, "worker-1.log")); err == nil {
+			t.Errorf("-s --controller also synced the worker's log")
+		}
+		wantRefused(t, e.sky("jobs", "pool", "logs", "-s", "fwp-sd", "7"), "no worker 7")
+	})
 	return cs
 }

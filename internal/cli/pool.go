@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -337,7 +339,7 @@ func poolDownRun(f *Factory, opts *PoolDownOptions) error {
 // poolLogsRun streams the pool controller's log or one worker's.
 func poolLogsRun(f *Factory, opts *PoolLogsOptions) error {
 	if opts.SyncDown {
-		return flagErrorf("--sync-down of pool logs is not supported by this build; stream them instead (drop -s/--sync-down)")
+		return poolSyncDown(f, opts)
 	}
 	b := api.PoolLogsBody{Name: opts.Name, Controller: opts.Controller, Follow: opts.Follow}
 	if opts.Tail > 0 {
@@ -371,4 +373,30 @@ func statusPools(f *Factory, opts *StatusOptions) {
 	}
 	_ = t.render(io.Out)
 	fmt.Fprintf(io.Out, "\n* To see the pools' workers: %s\n", io.Bold("sky jobs pool status"))
+}
+
+// poolSyncDown downloads the pool's logs (the controller's and the
+// workers', or as narrowed) to ~/sky_logs/pools/<pool>/.
+func poolSyncDown(f *Factory, opts *PoolLogsOptions) error {
+	var res api.LogsDownload
+	b := api.PoolSyncDownBody{Name: opts.Name, WorkerIDs: opts.IDs, Controller: opts.Controller}
+	if err := f.call("jobs.pool_sync-down-logs", b, &res, callOptions{}); err != nil {
+		return err
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	home, err := homeDir()
+	if err != nil {
+		return err
+	}
+	for _, j := range res.Jobs {
+		dir, err := writeJobLogs(context.Background(), c, res.RequestID, filepath.Join(home, "sky_logs", "pools"), j)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.IO.Out, "\x1b[36mPool %s logs: %s\x1b[0m\n", opts.Name, dir)
+	}
+	return nil
 }

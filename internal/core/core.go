@@ -148,6 +148,7 @@ func (e *Env) ops() []op.Op {
 		{Name: "jobs.pool_status", Schedule: op.Short, Run: e.poolStatus},
 		{Name: "jobs.pool_down", Schedule: op.Long, Run: e.poolDown},
 		{Name: "jobs.pool_logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.poolLogs},
+		{Name: "jobs.pool_sync-down-logs", Schedule: op.Short, Run: e.poolSyncDown},
 	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
 }
 

@@ -2,6 +2,10 @@ package core
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
@@ -44,4 +48,37 @@ func (e *Env) poolLogs(ctx context.Context, r *op.Request) (any, error) {
 		return nil, err
 	}
 	return nil, e.Jobs.PoolLogs(ctx, b, r.Log)
+}
+
+// poolSyncDown leaves the pool's logs in the request's files directory,
+// as <pool>/<file>, for the client to fetch.
+func (e *Env) poolSyncDown(ctx context.Context, r *op.Request) (any, error) {
+	var b api.PoolSyncDownBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	srcs, err := e.Jobs.PoolLogFiles(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(r.Files, b.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	jl := api.JobLogs{RunTimestamp: b.Name, Files: []string{}}
+	for name, src := range srcs {
+		raw, err := os.ReadFile(src)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o600); err != nil {
+			return nil, err
+		}
+		jl.Files = append(jl.Files, name)
+	}
+	sort.Strings(jl.Files)
+	return api.LogsDownload{RequestID: r.ID, Jobs: []api.JobLogs{jl}}, nil
 }

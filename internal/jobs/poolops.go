@@ -399,3 +399,33 @@ func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, e
 	_, err = plan(ctx, r, max(ts.NumNodes, 1), nil)
 	return err
 }
+
+// PoolLogFiles names the pool's log files a sync-down copies (file name
+// -> path on the server): the controller's and every worker's, or only
+// the controller's, or only the given workers'.
+func (e *Env) PoolLogFiles(ctx context.Context, b api.PoolSyncDownBody) (map[string]string, error) {
+	p, err := e.Store.GetPool(ctx, b.Name)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, valueErr("pool %s does not exist; `sky jobs pool status` lists the pools", b.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	if b.Controller || len(b.WorkerIDs) == 0 {
+		out["controller.log"] = PoolControllerLogPath(e.Home, b.Name)
+	}
+	ids := b.WorkerIDs
+	if len(ids) == 0 && !b.Controller {
+		for _, w := range p.Workers {
+			ids = append(ids, w.ID)
+		}
+	}
+	for _, id := range ids {
+		if p.Worker(id) == nil {
+			return nil, valueErr("pool %s has no worker %d; `sky jobs pool status %s` lists its workers", b.Name, id, b.Name)
+		}
+		out[fmt.Sprintf("worker-%d.log", id)] = WorkerLogPath(e.Home, b.Name, id)
+	}
+	return out, nil
+}
