@@ -70,6 +70,19 @@ func managedEnv(t testing.TB) *skyEnv {
 	return e
 }
 
+// as is e for a subtest: the same installation, failing t.
+func (e *skyEnv) as(t testing.TB) *skyEnv {
+	c := *e
+	c.t = t
+	return &c
+}
+
+// ended says a managed job is over: its status is final and its
+// clusters are gone (schedule state DONE), as `sky jobs logs` waits for.
+func ended(m mjob) bool {
+	return terminal(m.Status) && m.ScheduleState != nil && *m.ScheduleState == "DONE"
+}
+
 // jobsQueue is every task of every managed job, by job and task id.
 func (e *skyEnv) jobsQueue() map[mkey]mjob {
 	e.t.Helper()

@@ -76,7 +76,7 @@ run: |
 	}
 	t.Logf("%d preemptions noticed, the slowest after %s", trials, worst.Round(time.Millisecond))
 
-	final := e.waitManaged(ids, 90*time.Second, "ended", func(m mjob) bool { return terminal(m.Status) })
+	final := e.waitManaged(ids, 90*time.Second, "ended", ended)
 	recovered := 0
 	for _, id := range ids {
 		m := final[mkey{id, 0}]
@@ -174,7 +174,7 @@ run: |
 	// the budget, so four runs, then FAILED.
 	mixed := launch("mixed", "    max_restarts_on_errors: 1\n    recover_on_exit_codes: [42]", "  if [ $n -le 2 ]; then exit 42; fi\n  exit 1")
 
-	q := e.waitManaged([]int{failing, exit42, mixed}, 90*time.Second, "ended", func(m mjob) bool { return terminal(m.Status) })
+	q := e.waitManaged([]int{failing, exit42, mixed}, 90*time.Second, "ended", ended)
 	check := func(id int, status string, recoveries, wantRuns int) {
 		m := q[mkey{id, 0}]
 		if m.Status != status || m.RecoveryCount != recoveries || runs(id) != wantRuns {

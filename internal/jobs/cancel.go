@@ -44,6 +44,9 @@ func (e *Env) requestCancel(ctx context.Context, id int, c state.ManagedCancel) 
 		e.interrupt(id)
 		e.poke(id)
 	} else {
+		if j.EndAt == t0 { // this call ended it: no reconcile will say so
+			e.note(id, "Job %d cancelled%s.", id, cancelledBy(j.Cancel))
+		}
 		e.kick()
 		// Jobs attached to it go with it.
 		kids, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{ParentIDs: []int{id}, NotDone: true})
