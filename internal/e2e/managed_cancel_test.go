@@ -41,12 +41,23 @@ func TestManagedCancel(t *testing.T) {
 		e.preemptNode(c)
 		e.waitManaged([]int{id}, 15*time.Second, "RECOVERING", func(m mjob) bool { return m.Status == "RECOVERING" })
 		time.Sleep(time.Second) // the relaunch is waiting for the lock by now
-		if m := e.jobsQueue()[mkey{id, 0}]; m.Status != "RECOVERING" {
+		m := e.jobsQueue()[mkey{id, 0}]
+		if m.Status != "RECOVERING" {
 			t.Fatalf("the job left RECOVERING while its relaunch could not provision: %v", m)
 		}
+		// The job-investigation guide's reading of details.
+		if m.Details == nil || !strings.HasPrefix(*m.Details, "Recovering: ") || !strings.Contains(*m.Details, c) {
+			t.Errorf("a recovering job's details should say \"Recovering: \" and why: %v", m)
+		}
 		start := time.Now()
-		e.must("jobs", "cancel", "-y", fmt.Sprint(id))
+		r := e.must("jobs", "cancel", "-y", fmt.Sprint(id))
+		if want := fmt.Sprintf("Job with ID %d is scheduled to be cancelled.", id); !strings.Contains(r.stdout, want) {
+			t.Errorf("sky jobs cancel should say %q:\n%s", want, r)
+		}
 		time.Sleep(500 * time.Millisecond)
+		if m := e.jobsQueue()[mkey{id, 0}]; !terminal(m.Status) && (m.Details == nil || !strings.HasPrefix(*m.Details, "Cancellation requested by ")) {
+			t.Errorf("a job being cancelled should say who asked: %v", m)
+		}
 		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 		q = e.waitManaged([]int{id}, 30*time.Second, "ended", ended)
 		if m := q[mkey{id, 0}]; m.Status != "CANCELLED" {
