@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -223,12 +222,6 @@ func sharedDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(d) })
 	return d
-}
-
-// dumpJSON is v indented, for failure messages.
-func dumpJSON(v any) string {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return string(b)
 }
 
 // jobsLogs runs `sky jobs logs ARGS` and fails the test unless it exits
