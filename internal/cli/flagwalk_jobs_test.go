@@ -144,7 +144,7 @@ func managedTaskCases() []flagCase {
 		}},
 		{k("cpus"), func(t *testing.T, e *flagEnv) {
 			id := e.submitJob(t, "--cpus", "1", "--", "true")
-			if res, _ := e.jobRecord(t, id)["resources"].(string); !strings.Contains(res, "cpus=1") {
+			if res, _ := e.jobRecord(t, id)["resources"].(string); res != "1x[CPU:1]" {
 				t.Errorf("--cpus 1: requested %v", res)
 			}
 			wantRefused(t, e.sky(append(ask("--cpus", "4096"), "true")...), "4096 CPUs")

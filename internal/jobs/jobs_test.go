@@ -206,3 +206,18 @@ func TestGCRemovesOldLogsOnly(t *testing.T) {
 		t.Error("controller_logs_gc_retention_hours: 0 kept a controller log")
 	}
 }
+
+func TestRequestedColumn(t *testing.T) {
+	for _, c := range []struct {
+		t    api.TaskSpec
+		want string
+	}{
+		{api.TaskSpec{NumNodes: 1}, "1x[CPU:1+]"},
+		{api.TaskSpec{NumNodes: 2, Resources: map[string]any{"cpus": "4+", "memory": 16}}, "2x[CPU:4+, mem=16]"},
+		{api.TaskSpec{NumNodes: 1, Resources: map[string]any{"accelerators": "A100:8", "use_spot": true}}, "1x[A100:8, spot]"},
+	} {
+		if got := requested(c.t); got != c.want {
+			t.Errorf("requested(%v) = %q, want %q", c.t.Resources, got, c.want)
+		}
+	}
+}
