@@ -306,21 +306,6 @@ func checkRolling(t *testing.T, e *skyEnv, pool string) {
 	}
 }
 
-// poolPreempt does to a local worker what a cloud preemption does: every
-// process of its nodes dies at once and its directory goes.
-func (e *skyEnv) poolPreempt(t *testing.T, cluster string) {
-	t.Helper()
-	dir := e.clusterDir(cluster)
-	for range 2 { // a process that forked while the first sweep ran
-		for _, p := range procsWithEnv("SKYGO_LOCAL_NODE=" + dir + "/") {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatalf("removing %s: %v", dir, err)
-	}
-}
-
 // poolKillServer kill -9s the API server and waits until it is dead.
 func (e *skyEnv) poolKillServer(t *testing.T) {
 	t.Helper()
@@ -365,7 +350,7 @@ func TestManagedPoolRecovery(t *testing.T) {
 	js := e.waitPoolJobs(id, 60*time.Second, "RUNNING")
 	lost := *js[id[0]].Worker
 	time.Sleep(time.Second)
-	e.poolPreempt(t, lost)
+	e.preemptNode(lost)
 	t0 := time.Now()
 	// RECOVERING lasts only until a free worker takes the job (a few
 	// ms here): the move is seen in where the job runs and its count.
