@@ -199,6 +199,19 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 		fmt.Fprintf(log, "Found job %d of attempt %d on cluster %s, submitted before a restart: following it.\n", job.JobID, t.Attempt, t.ClusterName)
 		return e.started(ctx, j, tid, job.JobID)
 	}
+	// A cluster of that name that the controller did not make for a
+	// job (the user's own, a pool's worker) is never torn down for it.
+	if c, err := e.Store.GetCluster(ctx, t.ClusterName); err == nil && (!c.IsManaged || strings.HasPrefix(c.LastCreationCommand, workerCommand(""))) {
+		// The task forgets the name, so no cleanup ever touches it.
+		if j, err = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
+			n.Tasks[tid].ClusterName = ""
+			return nil, nil
+		}); err != nil {
+			return controller.Result{}, err
+		}
+		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, fmt.Sprintf(
+			"A cluster named %s that is not this job's already exists, and the job's cluster would take its name. Rename the job (-n) or tear that cluster down.", t.ClusterName))
+	}
 	// Whatever is on the cluster is not this attempt's job: the
 	// previous attempt's cluster, or a launch of this attempt cut off
 	// before its job was submitted. Either way it goes, and the attempt
