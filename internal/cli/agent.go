@@ -4,8 +4,9 @@ import (
 	"context"
 	"os"
 
-	"github.com/skygo/skygo/internal/agent"
 	"github.com/spf13/cobra"
+
+	"github.com/skygo/skygo/internal/agent"
 )
 
 // newAgentCmd is the hidden `sky agent` group run on cluster nodes. Its

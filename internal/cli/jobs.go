@@ -79,11 +79,14 @@ down when the job ends.
 			}
 			if cmd.Flags().Changed("job-recovery") {
 				v := strings.TrimSpace(opts.JobRecovery)
-				if v == "" {
-					return flagErrorf("invalid --job-recovery \"\": give a strategy (EAGER_NEXT_REGION, FAILOVER) or none")
+				// The YAML may name a strategy the server knows; the flag
+				// offers the built-in ones, so a typo fails here.
+				st := strings.ToUpper(v)
+				if st != "EAGER_NEXT_REGION" && st != "FAILOVER" && st != "NONE" {
+					return flagErrorf("invalid --job-recovery %q: choose EAGER_NEXT_REGION, FAILOVER or none", v)
 				}
-				opts.Task.Res.JobRecovery = fieldOverride{Set: true, Value: v}
-				if strings.EqualFold(v, "none") {
+				opts.Task.Res.JobRecovery = fieldOverride{Set: true, Value: st}
+				if st == "NONE" {
 					opts.Task.Res.JobRecovery = fieldOverride{Set: true, Reset: true}
 				}
 			}

@@ -269,7 +269,9 @@ func jobsQueueBody(opts *JobsQueueOptions, now time.Time) api.JobsQueueBody {
 	if !opts.All {
 		b.Limit = opts.Limit
 	}
-	epoch := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+	// Unix()+fraction, not UnixNano(): a date after 2262 (--after
+	// 2999-01-01) overflows nanoseconds.
+	epoch := func(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
 	if opts.Since > 0 {
 		b.After = epoch(now.Add(-opts.Since))
 	}

@@ -89,7 +89,7 @@ func secondsCell(sec float64) string {
 	return humanDuration(time.Duration(sec * float64(time.Second)))
 }
 
-func epochNow(now time.Time) float64 { return float64(now.UnixNano()) / 1e9 }
+func epochNow(now time.Time) float64 { return float64(now.Unix()) + float64(now.Nanosecond())/1e9 }
 
 // spanCell is the time from start to end (now while not ended).
 func spanCell(now time.Time, start float64, end *float64) string {

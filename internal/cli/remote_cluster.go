@@ -182,7 +182,6 @@ func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
 	return nil
 }
 
-
 func queueRunRemote(f *Factory, opts *QueueOptions) error {
 	var out map[string][]json.RawMessage
 	b := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, SkipFinished: opts.SkipFinished}

@@ -91,7 +91,8 @@ func New(o Options) (*Env, error) {
 	e.Jobs = &jobs.Env{Home: o.Home, Store: o.Store, Backend: e.Backend,
 		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
 			return e.planner(ctx, body, log)
-		}}
+		},
+		Redact: newRedactingLog}
 	return e, nil
 }
 

@@ -93,6 +93,10 @@ func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request) (any, error) 
 				srcs[fmt.Sprintf("task-%d.log", t.TaskID)] = jobs.TaskLogPath(e.Home, j.JobID, t.TaskID)
 			}
 		}
+		secrets, err := e.Jobs.Secrets(ctx, j.JobID)
+		if err != nil {
+			return nil, err
+		}
 		for name, src := range srcs {
 			raw, err := os.ReadFile(src)
 			if errors.Is(err, os.ErrNotExist) {
@@ -101,7 +105,14 @@ func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request) (any, error) 
 			if err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(filepath.Join(dir, name), raw, 0o600); err != nil {
+			f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+			if err != nil {
+				return nil, err
+			}
+			w := newRedactingLog(f, secrets)
+			_, werr := w.Write(raw)
+			closeLog(w)
+			if err := errors.Join(werr, f.Close()); err != nil {
 				return nil, err
 			}
 			jl.Files = append(jl.Files, name)

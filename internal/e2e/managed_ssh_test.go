@@ -35,6 +35,13 @@ func TestManagedJobSSHPreemption(t *testing.T) {
 		for i := range h.IPs {
 			_ = exec.Command("ip", "netns", "exec", h.Names[i], "ip", "link", "set", "eth0", "up").Run()
 		}
+		// The hosts go back as they came (TestSSHNodePool, sharing them,
+		// expects `sky ssh up` to copy the binary to each).
+		e.exec(cmdTimeout, nil, "jobs", "cancel", "-a", "-y")
+		e.exec(cmdTimeout, nil, "down", "-a", "-y")
+		if r := e.exec(cmdTimeout, nil, "ssh", "down"); r.code != 0 {
+			t.Errorf("cleanup: %s", r)
+		}
 	})
 	began := time.Now()
 	const marker = "SKYGO_E2E_MJ_MARK=sshrec"

@@ -77,6 +77,12 @@ func (e *Env) Logs(ctx context.Context, b api.JobsLogsBody, u api.User, admin bo
 	if err != nil {
 		return api.JobsLogsResult{}, err
 	}
+	if w, err = e.redacted(ctx, j.JobID, w); err != nil {
+		return api.JobsLogsResult{}, err
+	}
+	if c, ok := w.(io.Closer); ok {
+		defer c.Close()
+	}
 	if b.Controller {
 		if b.Events {
 			ev, err := e.Events(ctx, j.JobID)

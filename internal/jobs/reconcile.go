@@ -57,11 +57,12 @@ func (e *Env) reconcileJob(ctx context.Context, key string) (controller.Result, 
 	}
 	// Clusters of tasks that ended go first (their logs saved): a step
 	// cut off after a task ended left them for this one.
-	if err := e.cleanupEnded(ctx, j); err != nil {
+	if changed, err := e.cleanupEnded(ctx, j); err != nil {
 		return controller.Result{}, err
-	}
-	if j, err = e.Store.GetManagedJob(ctx, id, true); err != nil {
-		return controller.Result{}, err
+	} else if changed {
+		if j, err = e.Store.GetManagedJob(ctx, id, true); err != nil {
+			return controller.Result{}, err
+		}
 	}
 	if allEnded(j) {
 		return e.finish(ctx, j)
@@ -356,6 +357,19 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 	low := strings.ToLower(msg)
 	if strings.Contains(low, "oomkilled") || strings.Contains(low, "out of memory") || strings.Contains(low, "out-of-memory") {
 		return e.failTask(ctx, j, tid, api.ManagedFailedSetup, msg)
+	}
+	if pin := j.Tasks[tid].PinnedTo; pin != "" {
+		// FAILOVER tried the lost place first; anywhere will do now.
+		fmt.Fprintf(log, "Relaunching on %s failed; trying anywhere.\n", pin)
+		_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
+			t := n.Tasks[tid]
+			if !t.Launching || t.PinnedTo == "" {
+				return nil, state.ErrNoChange
+			}
+			t.Launching, t.PinnedTo = false, ""
+			return nil, nil
+		})
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
 	}
 	if precheck(lerr) {
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, msg)
@@ -661,12 +675,17 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 	} else {
 		e.saveLogs(ctx, j, tid)
 	}
-	place := ""
+	// The lost place: blocked as the optimizer names candidates
+	// (cloud/region), pinned as a task's infra would name it.
+	place, pin := "", t.Infra
 	if t.Cloud != "" {
 		place = strings.ToLower(t.Cloud)
 		if t.Region != "" {
 			place += "/" + t.Region
 		}
+	}
+	if pin != "" && !strings.Contains(pin, "/") && t.Region != "" && pin != "local" {
+		pin += "/" + t.Region
 	}
 	t0 := now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
@@ -688,7 +707,7 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 		}
 		if preempted && place != "" && t.Region != "" {
 			if rec.Strategy == resources.RecoveryFailover {
-				t.PinnedTo = place
+				t.PinnedTo = pin
 			} else {
 				t.Blocked = []string{place}
 			}
@@ -858,7 +877,7 @@ func (e *Env) downCluster(ctx context.Context, j *state.ManagedJob, name string,
 
 // cleanupEnded saves the logs of ended tasks and tears their clusters
 // down (a pool worker is kept: only its job is cancelled).
-func (e *Env) cleanupEnded(ctx context.Context, j *state.ManagedJob) error {
+func (e *Env) cleanupEnded(ctx context.Context, j *state.ManagedJob) (changed bool, err error) {
 	for _, t := range j.Tasks {
 		if !api.ManagedTerminal(t.Status) || t.ClusterGone || t.ClusterName == "" {
 			continue
@@ -868,7 +887,7 @@ func (e *Env) cleanupEnded(ctx context.Context, j *state.ManagedJob) error {
 		err := e.downCluster(ctx, j, t.ClusterName, log)
 		log.Close()
 		if err != nil {
-			return err
+			return changed, err
 		}
 		tid := t.TaskID
 		if _, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
@@ -878,10 +897,11 @@ func (e *Env) cleanupEnded(ctx context.Context, j *state.ManagedJob) error {
 			n.Tasks[tid].ClusterGone = true
 			return nil, nil
 		}); err != nil {
-			return err
+			return changed, err
 		}
+		changed = true
 	}
-	return nil
+	return changed, nil
 }
 
 // finish closes a job whose tasks have all ended.
@@ -980,7 +1000,7 @@ func (e *Env) cancelSteps(ctx context.Context, j *state.ManagedJob) (controller.
 	if j, err = e.Store.GetManagedJob(ctx, j.JobID, false); err != nil {
 		return controller.Result{}, err
 	}
-	if err := e.cleanupEnded(ctx, j); err != nil {
+	if _, err := e.cleanupEnded(ctx, j); err != nil {
 		return controller.Result{}, err
 	}
 	e.note(j.JobID, "Job %d cancelled%s.", j.JobID, cancelledBy(j.Cancel))

@@ -76,7 +76,9 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 			return controller.Result{}, err
 		}
 	}
-	// WAITING jobs, page by page in claim order.
+	// WAITING jobs, page by page in claim order; a dependency's status
+	// is read once per pass however many jobs wait for it.
+	deps := map[int]*state.ManagedJob{}
 	for offset := 0; free > 0 && holding < e.Limits.Running; offset += schedPage {
 		page, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{
 			ScheduleStates: []string{api.ScheduleWaiting}, Order: "sched", Limit: schedPage, Offset: offset})
@@ -90,7 +92,7 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 			if j.Cancel != nil {
 				continue // the cancel finishes it
 			}
-			ok, err := e.depsReady(ctx, j)
+			ok, err := e.depsReady(ctx, j, deps)
 			if err != nil {
 				return controller.Result{}, err
 			}
@@ -128,16 +130,35 @@ func nextTry(j *state.ManagedJob) float64 {
 
 // depsReady says whether every job j depends on has succeeded. One that
 // ended otherwise cancels j, as the reference says.
-func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob) (bool, error) {
+func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob, cache map[int]*state.ManagedJob) (bool, error) {
 	if len(j.DependsOn) == 0 {
 		return true, nil
 	}
-	deps, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{IDs: j.DependsOn})
-	if err != nil {
-		return false, err
+	var missing []int
+	for _, id := range j.DependsOn {
+		if _, ok := cache[id]; !ok {
+			missing = append(missing, id)
+		}
 	}
-	ready := len(deps) == len(j.DependsOn)
-	for _, d := range deps {
+	if len(missing) > 0 {
+		found, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{IDs: missing})
+		if err != nil {
+			return false, err
+		}
+		for _, id := range missing {
+			cache[id] = nil
+		}
+		for _, d := range found {
+			cache[d.JobID] = d
+		}
+	}
+	ready := true
+	for _, id := range j.DependsOn {
+		d := cache[id]
+		if d == nil {
+			ready = false // gone: never runs
+			continue
+		}
 		st := d.JobStatus()
 		switch {
 		case st == api.ManagedSucceeded && d.ScheduleState == api.ScheduleDone:

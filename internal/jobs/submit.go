@@ -182,13 +182,35 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// requested is the REQUESTED column of a task: <nodes>x[<resources>].
+// requested is the REQUESTED column of a task, as SkyPilot shows it:
+// <nodes>x[<accelerator>:<count>] or <nodes>x[CPU:<cpus>], with the
+// instance type, memory and spot when asked for.
 func requested(t api.TaskSpec) string {
-	s := "CPU:1+"
-	if r, err := resources.Parse(t.Resources); err == nil && r != nil && r.String() != "*" {
-		s = r.String()
+	r, err := resources.Parse(t.Resources)
+	if err != nil || r == nil {
+		return fmt.Sprintf("%dx[CPU:1+]", max(t.NumNodes, 1))
 	}
-	return fmt.Sprintf("%dx[%s]", max(t.NumNodes, 1), s)
+	if list, _ := r.Candidates(); len(list) > 0 {
+		r = list[0]
+	}
+	var parts []string
+	switch {
+	case r.AcceleratorName() != "":
+		parts = append(parts, fmt.Sprintf("%s:%s", r.AcceleratorName(), strconv.FormatFloat(r.AcceleratorCount(), 'g', -1, 64)))
+	case r.InstanceType != "":
+		parts = append(parts, r.InstanceType)
+	case r.CPUs != nil:
+		parts = append(parts, "CPU:"+r.CPUs.String())
+	default:
+		parts = append(parts, "CPU:1+")
+	}
+	if r.Memory != nil {
+		parts = append(parts, "mem="+r.Memory.String())
+	}
+	if r.UseSpot != nil && *r.UseSpot {
+		parts = append(parts, "spot")
+	}
+	return fmt.Sprintf("%dx[%s]", max(t.NumNodes, 1), strings.Join(parts, ", "))
 }
 
 // priorityOf is the job's priority: every task that sets one must agree.

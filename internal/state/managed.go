@@ -580,3 +580,9 @@ func (s *Store) MaxManagedPriority(ctx context.Context, states []string) (int, e
 	err := s.queryRow(ctx, "max managed priority", `SELECT MAX(priority) FROM managed_jobs WHERE schedule_state IN `+inClause(len(states)), anys(states)...).Scan(&p)
 	return int(p.Int64), err
 }
+
+// DeleteManagedEventsBefore removes the events older than t (epoch s).
+func (s *Store) DeleteManagedEventsBefore(ctx context.Context, t float64) error {
+	_, err := s.exec(ctx, "delete old managed job events", `DELETE FROM managed_job_events WHERE ts < ?`, t)
+	return err
+}
