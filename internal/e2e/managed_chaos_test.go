@@ -171,7 +171,13 @@ type chaosJob struct {
 	checkedGone bool
 }
 
-func (c *chaosJob) wantCancelled() bool { return c.cancelRun || c.cancelRec || c.cancelEarly }
+// freshRun says whether a job's latest run began less than within ago:
+// a cancel aimed at a run must reach it well before it ends, or the run
+// may rightly finish under a job that then ends CANCELLED.
+func freshRun(dir string, id int, lines []string, within time.Duration) bool {
+	st, err := os.Stat(filepath.Join(dir, strconv.Itoa(id)))
+	return err == nil && runningNow(lines) && time.Since(st.ModTime()) < within
+}
 
 // TestManagedJobsServerChaos: ten managed jobs run on the local
 // infrastructure while the API server, which is their controller, is
@@ -190,6 +196,9 @@ func TestManagedJobsServerChaos(t *testing.T) {
 		numJobs = 10
 		kills   = 20
 		runFor  = 12 // seconds each run sleeps
+		// cancelWithin is how far into a run a cancel is still aimed at
+		// it: the cancel and its teardown take well under the rest.
+		cancelWithin = (runFor - 5) * time.Second
 	)
 	began := time.Now()
 	e := newEnv(t)
@@ -317,6 +326,25 @@ func TestManagedJobsServerChaos(t *testing.T) {
 				t.Errorf("job %s runs %d times at once: %v", id, len(ps), ps)
 			}
 		}
+		// Nor two agents for one node: a cluster made again over one
+		// whose processes a cut-off teardown left.
+		agents := map[string][]proc{}
+		for _, p := range procsWithEnv("SKYGO_LOCAL_NODE=" + e.home) {
+			if !strings.HasSuffix(p.cmdline, "agent daemon") {
+				continue
+			}
+			env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.pid))
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if node, ok := strings.CutPrefix(kv, "SKYGO_LOCAL_NODE="); ok {
+					agents[node] = append(agents[node], p)
+				}
+			}
+		}
+		for node, ps := range agents {
+			if len(ps) > 1 {
+				t.Errorf("node %s runs %d agents: %v", node, len(ps), ps)
+			}
+		}
 	}
 
 	// A cancel returns once it is recorded; the teardown follows, and a
@@ -329,17 +357,15 @@ func TestManagedJobsServerChaos(t *testing.T) {
 		}
 	}
 	// After a preemption the controller sees the lost cluster within its
-	// monitor period; once the job leaves RUNNING it is relaunching, and
-	// a kill a moment later cuts the recovery off.
-	killInRecovery := func(c *chaosJob) {
-		until := time.Now().Add(5 * time.Second)
-		for time.Now().Before(until) {
-			if q2, _, ok := e.tryJobsQueue(); ok && q2[c.id].Status != "RUNNING" {
-				time.Sleep(time.Duration(rng.Int63n(int64(150 * time.Millisecond))))
-				kill(fmt.Sprintf("while job %d is %s", c.id, q2[c.id].Status))
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+	// monitor period; once the job leaves RUNNING (or has recovered
+	// between two looks) it is relaunching, and a kill a moment later
+	// cuts the recovery off. The loop looks more often meanwhile.
+	awaiting := map[*chaosJob]bool{}
+	killInRecovery := func(c *chaosJob, j managedJob) {
+		if j.Status != "RUNNING" || j.RecoveryCount > 0 || time.Since(c.preemptAt) > 5*time.Second {
+			delete(awaiting, c)
+			time.Sleep(time.Duration(rng.Int63n(int64(150 * time.Millisecond))))
+			kill(fmt.Sprintf("while job %d is %s", c.id, j.Status))
 		}
 	}
 
@@ -389,6 +415,9 @@ func TestManagedJobsServerChaos(t *testing.T) {
 				}
 				continue
 			}
+			if awaiting[c] {
+				killInRecovery(c, j)
+			}
 			lines := runMarks(marks, c.id)
 			if time.Since(submitted) < c.notBefore {
 				continue
@@ -399,14 +428,14 @@ func TestManagedJobsServerChaos(t *testing.T) {
 			case c.preempt && !c.preempted && j.Status == "RUNNING" && runningNow(lines):
 				e.preemptLocal(t, fmt.Sprintf("%s-%d", c.name, c.id))
 				c.preempted, c.preemptAt = true, time.Now()
-				killInRecovery(c)
-			case c.cancelRec && c.preempted && !c.cancelled && (j.Status == "RECOVERING" || (countPrefix(lines, "start ") > 1 && runningNow(lines))):
+				awaiting[c] = true
+			case c.cancelRec && c.preempted && !c.cancelled && (j.Status == "RECOVERING" || (countPrefix(lines, "start ") > 1 && freshRun(marks, c.id, lines, cancelWithin))):
 				// Its recovery may be over before a poll sees it: then
 				// the cancel meets its second run, which has just begun
 				// (a cancel meeting a run that already ended would rightly
 				// leave a finished run behind a CANCELLED job).
 				cancel(c, fmt.Sprintf("right after job %d was cancelled while %s", c.id, j.Status))
-			case c.cancelRun && !c.cancelled && j.Status == "RUNNING" && runningNow(lines):
+			case c.cancelRun && !c.cancelled && j.Status == "RUNNING" && freshRun(marks, c.id, lines, cancelWithin):
 				cancel(c, fmt.Sprintf("right after job %d was cancelled while %s", c.id, j.Status))
 			}
 		}
@@ -416,7 +445,11 @@ func TestManagedJobsServerChaos(t *testing.T) {
 		// The kills not aimed at a step go to random moments of
 		// whatever is going on.
 		schedule(900 * time.Millisecond)
-		time.Sleep(100 * time.Millisecond)
+		if len(awaiting) > 0 {
+			time.Sleep(20 * time.Millisecond)
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	t.Logf("all jobs ended %.1fs after the start; %d kills: %s", time.Since(began).Seconds(), killed, strings.Join(killLog, "; "))
 	if killed < kills {
@@ -427,7 +460,12 @@ func TestManagedJobsServerChaos(t *testing.T) {
 		j := q[c.id]
 		lines := runMarks(marks, c.id)
 		want := "SUCCEEDED"
-		if c.wantCancelled() {
+		// A cancel the test could not aim in time (a loaded machine) is
+		// not made: that job must succeed.
+		if (c.cancelRun || c.cancelRec || c.cancelEarly) && !c.cancelled {
+			t.Logf("%s: its cancel found no moment early enough in a run; it must succeed", j)
+		}
+		if c.cancelled {
 			want = "CANCELLED"
 		}
 		if j.Status != want {
