@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit vet staticcheck bench fuzz clean catalog-snapshot
+.PHONY: build test unit vet staticcheck bench bench-managed fuzz clean catalog-snapshot
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
@@ -28,6 +28,12 @@ unit: build
 # bench: benchmarks that print ratios against a baseline measured in the same run.
 bench: build
 	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./...
+
+# bench-managed: the managed-jobs scale benchmarks (1,000 concurrent jobs,
+# 10,000 queued; minutes each), run once; SKYGO_BENCH_MANAGED_JOBS,
+# _SLEEP and _QUEUED change the sizes.
+bench-managed: build
+	SKYGO_BENCH_MANAGED=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'Managed' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
 
 # fuzz: the YAML loader fuzzer; FUZZTIME=5m make fuzz
 FUZZTIME ?= 60s

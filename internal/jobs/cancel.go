@@ -12,10 +12,21 @@ import (
 )
 
 // requestCancel records a cancellation on a job. A job no controller has
-// claimed yet (WAITING) ends CANCELLED at once; any other is cancelled
-// by its controller, whose launch in flight, if any, is interrupted. It
-// returns false for a job that had already ended.
+// claimed yet (WAITING) ends CANCELLED at once, and so do the jobs
+// attached to it; any other is cancelled by its controller, whose launch
+// in flight, if any, is interrupted.
 func (e *Env) requestCancel(ctx context.Context, id int, c state.ManagedCancel) error {
+	done, err := e.markCancel(ctx, id, c)
+	if err != nil || !done {
+		return err
+	}
+	e.cancelAttached(ctx, []int{id})
+	return nil
+}
+
+// markCancel is requestCancel without the attached jobs: it says whether
+// the job is DONE now, so that its attached jobs are to go too.
+func (e *Env) markCancel(ctx context.Context, id int, c state.ManagedCancel) (bool, error) {
 	t0 := now()
 	j, err := e.Store.UpdateManagedJob(ctx, id, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		if n.ScheduleState == api.ScheduleDone || n.Cancel != nil || allEnded(n) {
@@ -38,22 +49,37 @@ func (e *Env) requestCancel(ctx context.Context, id int, c state.ManagedCancel) 
 		return ev, nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if j.ScheduleState != api.ScheduleDone {
 		e.interrupt(id)
 		e.poke(id)
-	} else {
-		e.kick()
-		// Jobs attached to it go with it.
-		kids, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{ParentIDs: []int{id}, NotDone: true})
-		if err == nil {
-			for _, k := range kids {
-				_ = e.requestCancel(ctx, k.JobID, state.ManagedCancel{At: t0, Reason: fmt.Sprintf("its job group %d was cancelled", id)})
-			}
+		return false, nil
+	}
+	if j.EndAt == t0 { // this call ended it: no reconcile will say so
+		e.note(id, "Job %d cancelled%s.", id, cancelledBy(j.Cancel))
+	}
+	e.kick()
+	return true, nil
+}
+
+// cancelAttached cancels the live jobs attached (--job-group) to the
+// given ones. parent_job_id has no index, so each lookup scans the
+// table: one lookup per few hundred parents, not one per parent, keeps
+// `sky jobs cancel -a` of a long queue linear.
+func (e *Env) cancelAttached(ctx context.Context, parents []int) {
+	t0 := now()
+	for len(parents) > 0 {
+		chunk := parents[:min(len(parents), 500)]
+		parents = parents[len(chunk):]
+		kids, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{ParentIDs: chunk, NotDone: true})
+		if err != nil {
+			continue
+		}
+		for _, k := range kids {
+			_ = e.requestCancel(ctx, k.JobID, state.ManagedCancel{At: t0, Reason: fmt.Sprintf("its job group %d was cancelled", k.ParentJobID)})
 		}
 	}
-	return nil
 }
 
 // Cancel carries out `sky jobs cancel`: it selects the jobs, skips the
@@ -89,17 +115,22 @@ func (e *Env) Cancel(ctx context.Context, b api.JobsCancelBody, u api.User, admi
 		return api.JobsCancelResult{}, &op.Error{Type: "ValueError", Message: fmt.Sprintf(
 			"Multiple running jobs found with name %q. Job IDs: %s. Cancel by ID instead.", b.Name, strings.Join(ids, ", "))}
 	}
-	var ids []int
+	var ids, ended []int
 	for _, j := range jobs {
 		if allEnded(j) {
 			continue
 		}
-		if err := e.requestCancel(ctx, j.JobID, state.ManagedCancel{By: u.Name, RequestID: requestID, At: now(),
-			Graceful: b.Graceful, GracefulTimeout: b.GracefulTimeout}); err != nil {
+		done, err := e.markCancel(ctx, j.JobID, state.ManagedCancel{By: u.Name, RequestID: requestID, At: now(),
+			Graceful: b.Graceful, GracefulTimeout: b.GracefulTimeout})
+		if err != nil {
 			return api.JobsCancelResult{}, err
+		}
+		if done {
+			ended = append(ended, j.JobID)
 		}
 		ids = append(ids, j.JobID)
 	}
+	e.cancelAttached(ctx, ended)
 	sort.Ints(ids)
 	res := api.JobsCancelResult{Cancelled: ids}
 	switch len(ids) {

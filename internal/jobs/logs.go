@@ -148,7 +148,7 @@ func (e *Env) Logs(ctx context.Context, b api.JobsLogsBody, u api.User, admin bo
 	}
 	st := j.JobStatus()
 	code := ExitCode(st)
-	if j.ScheduleState != api.ScheduleDone && code != 101 {
+	if !allEnded(j) {
 		code = 101
 	}
 	return api.JobsLogsResult{JobID: j.JobID, Status: st, ExitCode: code}, nil
@@ -268,7 +268,7 @@ func (e *Env) controllerLog(ctx context.Context, j *state.ManagedJob, b api.Jobs
 	}
 	st := j.JobStatus()
 	code := ExitCode(st)
-	if j.ScheduleState != api.ScheduleDone {
+	if !allEnded(j) {
 		code = 101
 	}
 	return api.JobsLogsResult{JobID: j.JobID, Status: st, ExitCode: code}, nil

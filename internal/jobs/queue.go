@@ -224,7 +224,9 @@ func details(j *state.ManagedJob, t *state.ManagedTask, maxWaiting int) string {
 		} else {
 			state = "Waiting for other jobs to launch"
 		}
-	case j.ScheduleState == api.ScheduleLaunching && wantsLaunch(t) && t.Launching:
+	case j.ScheduleState == api.ScheduleLaunching && wantsLaunch(t) && t.Launching && t.Status != api.ManagedRecovering:
+		// A recovery's relaunch keeps saying why it recovers (below), as
+		// the job-investigation guide reads it.
 		state = "Launching"
 	}
 	switch {

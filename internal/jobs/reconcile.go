@@ -720,7 +720,7 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 	if err != nil {
 		return controller.Result{}, err
 	}
-	e.note(j.JobID, "Task %d (%s) is RECOVERING: %s.", tid, t.Name, reason)
+	e.note(j.JobID, "Task %d (%s) is RECOVERING: %s.", tid, t.Name, strings.TrimRight(reason, ". "))
 	e.kick()
 	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
 }

@@ -154,6 +154,7 @@ var migrations = []migration{
 		`CREATE INDEX managed_jobs_schedule ON managed_jobs (schedule_state, priority, job_id)`,
 		`CREATE INDEX managed_jobs_user ON managed_jobs (user_hash, job_id)`,
 		`CREATE INDEX managed_jobs_name ON managed_jobs (name)`,
+		`CREATE INDEX managed_jobs_parent ON managed_jobs (parent_job_id)`,
 		`CREATE TABLE managed_job_events (
 			id {serial},
 			job_id BIGINT NOT NULL,
