@@ -17,62 +17,28 @@ import (
 	"github.com/skygo/skygo/internal/paths"
 )
 
-// managedJob is the part of a `sky jobs queue -v -o json` row the
-// managed-jobs e2e tests read.
-type managedJob struct {
-	JobID          int     `json:"job_id"`
-	TaskID         int     `json:"task_id"`
-	JobName        string  `json:"job_name"`
-	Status         string  `json:"status"`
-	ScheduleState  *string `json:"schedule_state"`
-	RecoveryCount  int     `json:"recovery_count"`
-	Details        *string `json:"details"`
-	FailureReason  *string `json:"failure_reason"`
-	Infra          *string `json:"infra"`
-	CurrentCluster *string `json:"current_cluster_name"`
-}
-
-func (j managedJob) terminal() bool {
-	switch j.Status {
-	case "SUCCEEDED", "CANCELLED", "FAILED", "FAILED_SETUP", "FAILED_PRECHECKS", "FAILED_NO_RESOURCE", "FAILED_CONTROLLER":
-		return true
-	}
-	return false
-}
-
-func (j managedJob) String() string {
-	s := fmt.Sprintf("job %d (%s) %s recoveries=%d", j.JobID, j.JobName, j.Status, j.RecoveryCount)
-	if j.ScheduleState != nil {
-		s += " schedule=" + *j.ScheduleState
-	}
-	if j.FailureReason != nil && *j.FailureReason != "" {
-		s += " failure=" + *j.FailureReason
-	}
-	return s
-}
-
 // tryJobsQueue is `sky jobs queue -a -u -v -o json` once; ok is false
 // when the command failed (a server killed under it).
-func (e *skyEnv) tryJobsQueue() (map[int]managedJob, result, bool) {
+func (e *skyEnv) tryJobsQueue() (map[int]mjob, result, bool) {
 	r := e.exec(cmdTimeout, nil, "jobs", "queue", "-a", "-u", "-v", "-o", "json")
 	if r.code != 0 {
 		return nil, r, false
 	}
-	var rows []managedJob
+	var rows []mjob
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
 		e.t.Errorf("sky jobs queue -o json: %v:\n%s", err, r.stdout)
 		return nil, r, false
 	}
-	out := map[int]managedJob{}
+	out := map[int]mjob{}
 	for _, j := range rows {
 		out[j.JobID] = j
 	}
 	return out, r, true
 }
 
-// jobsQueue is tryJobsQueue retried while a just-killed server is being
+// queueByID is tryJobsQueue retried while a just-killed server is being
 // replaced (the first command after a kill -9 may meet a reset).
-func (e *skyEnv) jobsQueue() map[int]managedJob {
+func (e *skyEnv) queueByID() map[int]mjob {
 	e.t.Helper()
 	var last result
 	for try := 0; try < 10; try++ {
@@ -85,26 +51,6 @@ func (e *skyEnv) jobsQueue() map[int]managedJob {
 	}
 	e.t.Fatalf("sky jobs queue kept failing: %s\n%s", last, e.serverLogTail())
 	return nil
-}
-
-// preemptLocal does to a local cluster what a cloud preemption does:
-// every process of its nodes dies at once and its directory goes.
-func (e *skyEnv) preemptLocal(t testing.TB, cluster string) int {
-	t.Helper()
-	dir := e.clusterDir(cluster)
-	killed := 0
-	// Twice: a job's process that forked while the first sweep ran.
-	for round := 0; round < 2; round++ {
-		for _, p := range procsWithEnv("SKYGO_LOCAL_NODE=" + dir + "/") {
-			if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
-				killed++
-			}
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		t.Errorf("removing %s: %v", dir, err)
-	}
-	return killed
 }
 
 // killServer kill -9s the API server and waits until it is dead; false
@@ -201,8 +147,7 @@ func TestManagedJobsServerChaos(t *testing.T) {
 		cancelWithin = (runFor - 5) * time.Second
 	)
 	began := time.Now()
-	e := newEnv(t)
-	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	e := managedEnv(t)
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("SKYGO_CRASH_SEED"); s != "" {
 		var err error
@@ -233,7 +178,7 @@ func TestManagedJobsServerChaos(t *testing.T) {
 	var killLog []string
 	// q is the queue as last seen: a kill's log line says what the jobs
 	// were doing.
-	var q map[int]managedJob
+	var q map[int]mjob
 	kill := func(why string) {
 		if killed >= kills {
 			return
@@ -259,7 +204,7 @@ func TestManagedJobsServerChaos(t *testing.T) {
 	// either made its job or did not; the queue says which, and a
 	// missing one is submitted again.
 	for round := 0; ; round++ {
-		q := e.jobsQueue()
+		q := e.queueByID()
 		byName := map[string][]int{}
 		for _, j := range q {
 			byName[j.JobName] = append(byName[j.JobName], j.JobID)
@@ -361,7 +306,7 @@ func TestManagedJobsServerChaos(t *testing.T) {
 	// between two looks) it is relaunching, and a kill a moment later
 	// cuts the recovery off. The loop looks more often meanwhile.
 	awaiting := map[*chaosJob]bool{}
-	killInRecovery := func(c *chaosJob, j managedJob) {
+	killInRecovery := func(c *chaosJob, j mjob) {
 		if j.Status != "RUNNING" || j.RecoveryCount > 0 || time.Since(c.preemptAt) > 5*time.Second {
 			delete(awaiting, c)
 			time.Sleep(time.Duration(rng.Int63n(int64(150 * time.Millisecond))))
@@ -388,14 +333,14 @@ func TestManagedJobsServerChaos(t *testing.T) {
 			continue
 		}
 		checkDuplicates()
-		ended := 0
+		done := 0
 		for _, c := range jobs {
 			j, found := q[c.id]
 			if !found {
 				t.Fatalf("job %d (%s) is no longer in the queue", c.id, c.name)
 			}
-			if j.terminal() && j.ScheduleState != nil && *j.ScheduleState == "DONE" {
-				ended++
+			if ended(j) {
+				done++
 				if !c.checkedGone {
 					c.checkedGone = true
 					for _, p := range procsWithEnv("MARKS=" + marks) {
@@ -426,7 +371,7 @@ func TestManagedJobsServerChaos(t *testing.T) {
 			case c.cancelEarly && !c.cancelled:
 				cancel(c, fmt.Sprintf("right after job %d was cancelled while %s", c.id, j.Status))
 			case c.preempt && !c.preempted && j.Status == "RUNNING" && runningNow(lines):
-				e.preemptLocal(t, fmt.Sprintf("%s-%d", c.name, c.id))
+				e.preemptNode(fmt.Sprintf("%s-%d", c.name, c.id))
 				c.preempted, c.preemptAt = true, time.Now()
 				awaiting[c] = true
 			case c.cancelRec && c.preempted && !c.cancelled && (j.Status == "RECOVERING" || (countPrefix(lines, "start ") > 1 && freshRun(marks, c.id, lines, cancelWithin))):
@@ -439,7 +384,7 @@ func TestManagedJobsServerChaos(t *testing.T) {
 				cancel(c, fmt.Sprintf("right after job %d was cancelled while %s", c.id, j.Status))
 			}
 		}
-		if ended == numJobs {
+		if done == numJobs {
 			break
 		}
 		// The kills not aimed at a step go to random moments of

@@ -28,8 +28,7 @@ func (h *e2eHosts) managedHostOf(t testing.TB, marker string, skip int) int {
 // one recovery. Once the host is back, nothing of the job is left on it.
 func TestManagedJobSSHPreemption(t *testing.T) {
 	h := sshPoolHosts(t)
-	e := newEnv(t)
-	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	e := managedEnv(t)
 	h.writePool(t, e)
 	t.Cleanup(func() {
 		for i := range h.IPs {
@@ -52,8 +51,8 @@ func TestManagedJobSSHPreemption(t *testing.T) {
 	e.must("jobs", "launch", "-y", "-d", "-n", "sshrec", "--infra", "ssh/"+e2ePool, "--env", "SKYGO_E2E_MJ_MARK=sshrec",
 		"--", fmt.Sprintf(`echo "run on $(hostname)"; if [ -e %[1]s ]; then sleep 6; else touch %[1]s; sleep 300; fi; echo "done on $(hostname)"`, first))
 
-	var q map[int]managedJob
-	if !waitFor(90*time.Second, func() bool { q = e.jobsQueue(); return q[1].Status == "RUNNING" }) {
+	var q map[int]mjob
+	if !waitFor(90*time.Second, func() bool { q = e.queueByID(); return q[1].Status == "RUNNING" }) {
 		t.Fatalf("job 1 not RUNNING after 90s: %v\n%s", q[1], e.controllerLog(1))
 	}
 	host := -1
@@ -68,7 +67,7 @@ func TestManagedJobSSHPreemption(t *testing.T) {
 	h.setLink(t, host, true)
 	blip := time.Now()
 	for time.Since(blip) < 10*time.Second {
-		if q = e.jobsQueue(); q[1].Status != "RUNNING" || q[1].RecoveryCount != 0 {
+		if q = e.queueByID(); q[1].Status != "RUNNING" || q[1].RecoveryCount != 0 {
 			t.Fatalf("a 1.5s network blip of the job's host made it %v\n%s", q[1], e.controllerLog(1))
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -76,7 +75,7 @@ func TestManagedJobSSHPreemption(t *testing.T) {
 
 	h.setLink(t, host, false)
 	cut := time.Now()
-	if !waitFor(20*time.Second, func() bool { q = e.jobsQueue(); return q[1].Status != "RUNNING" }) {
+	if !waitFor(20*time.Second, func() bool { q = e.queueByID(); return q[1].Status != "RUNNING" }) {
 		t.Fatalf("job 1 still RUNNING 20s after its host's network was cut: %v\n%s\n%s", q[1], e.controllerLog(1), e.serverLogTail())
 	}
 	seen := time.Since(cut)
@@ -88,7 +87,7 @@ func TestManagedJobSSHPreemption(t *testing.T) {
 		t.Errorf("job 1 took %.1fs to be RECOVERING after its host's network was cut, want within 10s", seen.Seconds())
 	}
 
-	if !waitFor(60*time.Second, func() bool { q = e.jobsQueue(); return q[1].Status == "RUNNING" }) {
+	if !waitFor(60*time.Second, func() bool { q = e.queueByID(); return q[1].Status == "RUNNING" }) {
 		t.Fatalf("job 1 not RUNNING again within 60s of the cut: %v\n%s", q[1], e.controllerLog(1))
 	}
 	t.Logf("job 1 RUNNING again %.1fs after the cut", time.Since(cut).Seconds())
@@ -100,7 +99,7 @@ func TestManagedJobSSHPreemption(t *testing.T) {
 		t.Errorf("job 1 recovered: %v, want recovery_count 1", q[1])
 	}
 
-	if !waitFor(60*time.Second, func() bool { q = e.jobsQueue(); return q[1].terminal() }) {
+	if !waitFor(60*time.Second, func() bool { q = e.queueByID(); return terminal(q[1].Status) }) {
 		t.Fatalf("job 1 did not end: %v\n%s", q[1], e.controllerLog(1))
 	}
 	if q[1].Status != "SUCCEEDED" || q[1].RecoveryCount != 1 {
@@ -112,7 +111,7 @@ func TestManagedJobSSHPreemption(t *testing.T) {
 		t.Errorf("sky jobs logs 1: want %q:\n%s", want, logs.out())
 	}
 
-	if !waitFor(30*time.Second, func() bool { q = e.jobsQueue(); return q[1].ScheduleState != nil && *q[1].ScheduleState == "DONE" }) {
+	if !waitFor(30*time.Second, func() bool { q = e.queueByID(); return q[1].ScheduleState != nil && *q[1].ScheduleState == "DONE" }) {
 		t.Errorf("job 1 never DONE: %v", q[1])
 	}
 	if st := e.status(false); len(st) > 0 {
