@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/skygo/skygo/internal/provision"
 
@@ -36,9 +37,17 @@ func (b *Backend) TaggedJob(ctx context.Context, name string, user User, tag str
 	return nil, nil
 }
 
+// AgentJobTimeout bounds AgentJob: a head that has not answered within it
+// is reported as an error, and the caller asks the infrastructure whether
+// the cluster is still there (a host cut off the network holds a call
+// until its connection is dropped).
+const AgentJobTimeout = 2 * time.Second
+
 // AgentJob returns job id's record on cluster name; nil when the head's
 // job table does not have it (a node whose disk went with it).
 func (b *Backend) AgentJob(ctx context.Context, name string, user User, id int) (*agentapi.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, AgentJobTimeout)
+	defer cancel()
 	jobs, err := b.Queue(ctx, name, user, true, false)
 	if err != nil {
 		return nil, err

@@ -145,7 +145,9 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 	}
 	ts := now()
 	runTS := strings.Replace(time.Now().Format("2006-01-02-15-04-05.000000"), ".", "-", 1)
+	fresh := false // this step began the attempt: no job can carry its tag yet
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
+		fresh = false
 		t := n.Tasks[tid]
 		if !wantsLaunch(t) || n.Cancel != nil || (n.ScheduleState != api.ScheduleLaunching && n.Execution != "parallel") {
 			return nil, state.ErrNoChange
@@ -154,7 +156,7 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 		if t.Launching {
 			return nil, state.ErrNoChange // an attempt cut off: same attempt again
 		}
-		t.Launching = true
+		t.Launching, fresh = true, true
 		t.Attempt++
 		if t.ClusterName == "" {
 			t.ClusterName = clusterName(t.Name, n.JobID)
@@ -195,9 +197,14 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 	tag := taskTag(j.JobID, tid, t.Attempt)
 	log := e.clog(j.JobID)
 	defer log.Close()
-	if job, err := e.Backend.TaggedJob(ctx, t.ClusterName, user, tag); err == nil && job != nil {
-		fmt.Fprintf(log, "Found job %d of attempt %d on cluster %s, submitted before a restart: following it.\n", job.JobID, t.Attempt, t.ClusterName)
-		return e.started(ctx, j, tid, job.JobID)
+	// Only an attempt cut off is looked for: a fresh attempt's cluster
+	// (on a recovery, the lost one) holds no job of it, and asking a head
+	// that may not answer would hold the recovery.
+	if !fresh {
+		if job, err := e.Backend.TaggedJob(ctx, t.ClusterName, user, tag); err == nil && job != nil {
+			fmt.Fprintf(log, "Found job %d of attempt %d on cluster %s, submitted before a restart: following it.\n", job.JobID, t.Attempt, t.ClusterName)
+			return e.started(ctx, j, tid, job.JobID)
+		}
 	}
 	// A cluster of that name that the controller did not make for a
 	// job (the user's own, a pool's worker) is never torn down for it.
@@ -548,10 +555,12 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 		alive, aerr := e.Backend.ClusterAlive(ctx, t.ClusterName)
 		if aerr == nil && !alive {
 			why := fmt.Sprintf("Cluster %s was lost (preempted or failed)", t.ClusterName)
+			kind := recoverPreempted
 			if err != nil {
 				why += ": " + firstLine(err.Error())
+				kind = recoverUnreachable
 			}
-			return e.recover(ctx, j, spec, tid, why, recoverPreempted)
+			return e.recover(ctx, j, spec, tid, why, kind)
 		}
 		if aerr == nil && err == nil && job == nil {
 			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Job %d is no longer on cluster %s", t.AgentJobID, t.ClusterName), recoverPreempted)
@@ -567,7 +576,7 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 				return nil, nil
 			})
 		} else if now()-t.TroubleSince > transientLimit.Seconds() {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Cluster %s has not answered for %s", t.ClusterName, transientLimit), recoverPreempted)
+			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Cluster %s has not answered for %s", t.ClusterName, transientLimit), recoverUnreachable)
 		}
 		return controller.Result{RequeueAfter: time.Second}, nil
 	}
@@ -659,8 +668,12 @@ type recoverKind int
 
 const (
 	recoverPreempted recoverKind = iota
-	recoverRestart               // a user failure within max_restarts_on_errors
-	recoverExitCode              // an exit code in recover_on_exit_codes
+	// recoverUnreachable is a preemption whose head did not answer: its
+	// log is not waited for (a host cut off the network would hold the
+	// recovery for the whole log timeout).
+	recoverUnreachable
+	recoverRestart  // a user failure within max_restarts_on_errors
+	recoverExitCode // an exit code in recover_on_exit_codes
 )
 
 // recover moves a RUNNING task to RECOVERING: the attempt's log is kept
@@ -669,10 +682,15 @@ const (
 func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int, reason string, kind recoverKind) (controller.Result, error) {
 	rec := jobRecovery(spec.Tasks[tid])
 	t := j.Tasks[tid]
-	if kind == recoverPreempted && rec.Disabled() {
+	preempted := kind == recoverPreempted || kind == recoverUnreachable
+	if preempted && rec.Disabled() {
 		return e.failTask(ctx, j, tid, api.ManagedFailed, reason+"; job_recovery is none, so the job is not recovered")
 	}
-	e.saveLogs(ctx, j, tid)
+	if kind == recoverUnreachable {
+		e.logUnreadable(j, tid)
+	} else {
+		e.saveLogs(ctx, j, tid)
+	}
 	// The lost place: blocked as the optimizer names candidates
 	// (cloud/region), pinned as a task's infra would name it.
 	place, pin := "", t.Infra
@@ -700,7 +718,10 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 			t.Restarts++
 		}
 		t.Blocked, t.PinnedTo = nil, ""
-		if kind == recoverPreempted && place != "" && t.Region != "" {
+		if kind == recoverUnreachable {
+			t.LogsSaved = true // nothing more can be had from that head
+		}
+		if preempted && place != "" && t.Region != "" {
 			if rec.Strategy == resources.RecoveryFailover {
 				t.PinnedTo = pin
 			} else {
@@ -833,6 +854,25 @@ func (e *Env) saveLogs(ctx context.Context, j *state.ManagedJob, tid int) {
 		nt.LogsSaved = true
 		return nil, nil
 	})
+}
+
+// logUnreadable notes in a task's saved log that the attempt's log
+// stayed on a cluster that did not answer.
+func (e *Env) logUnreadable(j *state.ManagedJob, tid int) {
+	t := j.Tasks[tid]
+	if t.AgentJobID == 0 || t.LogsSaved || t.ClusterName == "" {
+		return
+	}
+	p := TaskLogPath(e.Home, j.JobID, tid)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "(the log of attempt %d could not be read: cluster %s did not answer)\n", t.Attempt, t.ClusterName)
 }
 
 // downCluster tears a task's cluster down if it exists (a pool job's

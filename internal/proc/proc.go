@@ -83,6 +83,33 @@ func KillProcsWithEnv(kv string, grace time.Duration) error {
 	return fmt.Errorf("processes %v (%s) still alive after SIGKILL", pids, kv)
 }
 
+// KillProcsWithEnvNow ends every process whose environment holds kv at
+// once, as switching a machine off does, and waits until none is left
+// (up to 10 s). All are stopped before any is killed: a SIGTERM, or a
+// SIGKILL that reaches a child before its shell, lets the shell run its
+// next command (an interactive bash, as a job's rank runs, ignores
+// SIGTERM), so a job torn down could still write "done".
+func KillProcsWithEnvNow(kv string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := ProcsWithEnv(kv)
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes %v (%s) still alive after SIGKILL", pids, kv)
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		// A child forked before its parent stopped is found next round.
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Alive reports whether pid is a process that has not exited: one that
 // exists and is neither a zombie nor dead. It is how callers wait for a
 // process they signalled but did not start (and so cannot Wait for).

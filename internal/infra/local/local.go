@@ -213,17 +213,24 @@ func (p *Provisioner) Stop(ctx context.Context, name string) error {
 	if err := p.write(rec); err != nil {
 		return err
 	}
-	if err := p.killNodes(rec); err != nil {
+	if err := p.killNodes(rec, false); err != nil {
 		return err
 	}
 	rec.Status = provision.NodeStopped
 	return p.write(rec)
 }
 
-func (p *Provisioner) killNodes(rec *record) error {
+// killNodes ends every process of the cluster's nodes: given StopGrace
+// after a SIGTERM for a stop, at once for a teardown (see
+// proc.KillProcsWithEnvNow).
+func (p *Provisioner) killNodes(rec *record, now bool) error {
 	var errs []error
 	for _, node := range rec.Nodes {
-		if err := proc.KillProcsWithEnv(proc.EnvNode+"="+node.Home, p.StopGrace); err != nil {
+		kill := func(kv string) error { return proc.KillProcsWithEnv(kv, p.StopGrace) }
+		if now {
+			kill = proc.KillProcsWithEnvNow
+		}
+		if err := kill(proc.EnvNode + "=" + node.Home); err != nil {
 			errs = append(errs, fmt.Errorf("stopping node %d of %q: %w", node.Index, rec.Name, err))
 		}
 	}
@@ -258,7 +265,7 @@ func (p *Provisioner) Start(ctx context.Context, name string) (*provision.Cluste
 	return p.info(rec), nil
 }
 
-// Terminate implements provision.Provisioner: processes are killed and
+// Terminate implements provision.Provisioner: processes are killed at once and
 // the cluster directory removed, releasing its addresses.
 func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err := validName(name); err != nil {
@@ -269,7 +276,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 		return err
 	}
 	if rec != nil {
-		if err := p.killNodes(rec); err != nil {
+		if err := p.killNodes(rec, true); err != nil {
 			return err
 		}
 	} else {
@@ -277,7 +284,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 		// marker under the cluster directory.
 		dirs, _ := filepath.Glob(filepath.Join(p.ClusterDir(name), "node-*"))
 		for _, d := range dirs {
-			if err := proc.KillProcsWithEnv(proc.EnvNode+"="+d, p.StopGrace); err != nil {
+			if err := proc.KillProcsWithEnvNow(proc.EnvNode + "=" + d); err != nil {
 				return err
 			}
 		}

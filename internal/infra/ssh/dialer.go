@@ -57,8 +57,11 @@ type Dialer struct {
 	KnownHosts *KnownHosts
 	// ConnectTimeout bounds TCP connect plus handshake (default 10 s).
 	ConnectTimeout time.Duration
-	// KeepAlive is the keepalive interval (default 15 s); a connection is
-	// dropped after KeepAliveMax (default 3) unanswered keepalives.
+	// KeepAlive is the keepalive interval (default 3 s); a connection is
+	// dropped after KeepAliveMax (default 3) unanswered keepalives, so a
+	// host that dropped off the network fails its commands within 10-15 s
+	// (the agent's own SSH transport allows 9 s) instead of holding them
+	// for a minute.
 	KeepAlive    time.Duration
 	KeepAliveMax int
 	// MaxSessions caps concurrent commands per host (default 8): sshd
@@ -202,7 +205,7 @@ func (d *Dialer) watch(ep Endpoint, c *gossh.Client, done chan struct{}) {
 	go func() { c.Wait(); close(ended) }()
 	interval := d.KeepAlive
 	if interval <= 0 {
-		interval = 15 * time.Second
+		interval = 3 * time.Second
 	}
 	maxMissed := d.KeepAliveMax
 	if maxMissed <= 0 {

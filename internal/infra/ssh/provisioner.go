@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,6 +91,11 @@ func (p *Provisioner) logger() *slog.Logger {
 // claims is the claims file: every cluster on every pool.
 type claims struct {
 	Clusters map[string]*clusterClaim `json:"clusters"`
+	// Owed lists, by host key, the clusters whose processes and files a
+	// teardown could not remove because the host did not answer (a host
+	// cut off the network still runs what it ran): they are removed
+	// before the host serves another cluster.
+	Owed map[string][]string `json:"owed,omitempty"`
 }
 
 type clusterClaim struct {
@@ -200,7 +206,8 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 			}
 			free = append(free, &candidate{host: h, ep: ep})
 		}
-		p.probeAll(ctx, free, spec.Resources)
+		p.probeAll(ctx, free, spec.Resources, n)
+		p.payOwed(ctx, c, free)
 		var chosen []*candidate
 		authFailures := 0
 		for _, cd := range free {
@@ -260,26 +267,64 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	return info, nil
 }
 
-// probeAll probes the candidates in parallel and records whether each fits.
-func (p *Provisioner) probeAll(ctx context.Context, cands []*candidate, req provision.Resources) {
+// probeGrace is how long, once enough hosts answered and fit, Provision
+// still waits for the others (whose answers keep the pool order): a host
+// that dropped off the network must not hold, for the whole probe
+// timeout, a launch the rest of the pool can serve (a managed job
+// recovering from that very host).
+const probeGrace = 2 * time.Second
+
+// probeAll probes the candidates in parallel and records whether each
+// fits; once n fit, the ones still probing get probeGrace, then are
+// recorded as not answering.
+func (p *Provisioner) probeAll(ctx context.Context, cands []*candidate, req provision.Resources, n int) {
 	timeout := p.ProbeTimeout
 	if timeout <= 0 {
 		timeout = 20 * time.Second
 	}
-	var wg sync.WaitGroup
-	for _, cd := range cands {
-		wg.Add(1)
+	type probed struct {
+		i     int
+		facts HostFacts
+		err   error
+	}
+	// Buffered: a probe answering after the grace finds nobody reading.
+	results := make(chan probed, len(cands))
+	for i, cd := range cands {
 		go func() {
-			defer wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			cd.facts, cd.err = p.Dialer.Probe(pctx, cd.ep)
-			if cd.err == nil {
-				cd.small = fits(cd.facts, req)
-			}
+			facts, err := p.Dialer.Probe(pctx, cd.ep)
+			results <- probed{i, facts, err}
 		}()
 	}
-	wg.Wait()
+	answered := make([]bool, len(cands))
+	fitting := 0
+	var grace <-chan time.Time
+	for left := len(cands); left > 0; left-- {
+		var r probed
+		select {
+		case r = <-results:
+		case <-grace:
+			for i, cd := range cands {
+				if !answered[i] {
+					cd.err = &DialError{Host: cd.ep.String(), Kind: Timeout, Err: fmt.Errorf("no answer within %s of the other hosts", probeGrace)}
+				}
+			}
+			return
+		}
+		cd := cands[r.i]
+		answered[r.i] = true
+		cd.facts, cd.err = r.facts, r.err
+		if cd.err == nil {
+			cd.small = fits(cd.facts, req)
+			if cd.small == "" {
+				fitting++
+			}
+		}
+		if fitting >= n && grace == nil {
+			grace = time.After(probeGrace)
+		}
+	}
 }
 
 // fits says why facts cannot serve req ("" when they can).
@@ -381,11 +426,9 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	globs := []string{provision.QuoteHomePath(PgidDir(name)) + "/*", "~/.sky/agent/ranks/*.pid", "~/.sky/agent/daemon.pid"}
-	rm := []string{provision.QuoteHomePath(HostClusterDir(name))}
-	rm = append(rm, hostPaths...)
-	script := killFilesScript(globs...) + "; rm -rf " + strings.Join(rm, " ")
+	script := cleanupScript(name)
 	errs := make([]error, len(runners))
+	unreached := make([]bool, len(runners))
 	var wg sync.WaitGroup
 	for i, r := range runners {
 		wg.Add(1)
@@ -395,7 +438,8 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 			var de *DialError
 			switch {
 			case errors.As(err, &de) && (de.Kind == Unreachable || de.Kind == Timeout):
-				p.logger().Warn("releasing unreachable SSH host without cleaning it", "cluster", name, "host", r.ep.String(), "err", err)
+				p.logger().Warn("releasing unreachable SSH host; it is cleaned before it serves another cluster", "cluster", name, "host", r.ep.String(), "err", err)
+				unreached[i] = true
 			case err != nil:
 				errs[i] = fmt.Errorf("cleaning host %s of cluster %s: %w", r.ep.Name, name, err)
 			case res.ExitCode != 0:
@@ -412,9 +456,60 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 			return false, nil
 		}
 		delete(c.Clusters, name)
+		for i, r := range runners {
+			if unreached[i] && !slices.Contains(c.Owed[r.ep.key()], name) {
+				if c.Owed == nil {
+					c.Owed = map[string][]string{}
+				}
+				c.Owed[r.ep.key()] = append(c.Owed[r.ep.key()], name)
+			}
+		}
 		return true, nil
 	})
 }
+
+// cleanupScript kills what cluster name runs on a host (each process
+// group recorded under PgidDir and the agent's, never by name) and
+// removes its files.
+func cleanupScript(name string) string {
+	globs := []string{provision.QuoteHomePath(PgidDir(name)) + "/*", "~/.sky/agent/ranks/*.pid", "~/.sky/agent/daemon.pid"}
+	rm := []string{provision.QuoteHomePath(HostClusterDir(name))}
+	rm = append(rm, hostPaths...)
+	return killFilesScript(globs...) + "; rm -rf " + strings.Join(rm, " ")
+}
+
+// payOwed runs the cleanups a host is owed (see claims.Owed) before it
+// serves a new cluster; a host whose cleanup fails is not used.
+func (p *Provisioner) payOwed(ctx context.Context, c *claims, cands []*candidate) {
+	for _, cd := range cands {
+		owed := c.Owed[cd.ep.key()]
+		if cd.err != nil || cd.small != "" || len(owed) == 0 {
+			continue
+		}
+		r := NewRunner(p.Dialer, cd.ep, cd.facts.IP, DefaultPgidDir, cd.facts.Home)
+		var scripts []string
+		for _, name := range owed {
+			scripts = append(scripts, cleanupScript(name))
+		}
+		res, err := r.Run(ctx, strings.Join(scripts, "; "), provision.RunOptions{})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+		}
+		if err != nil {
+			cd.err = fmt.Errorf("removing what clusters %s left on host %s when it could not be reached: %w", strings.Join(owed, ", "), cd.host.Name, err)
+			continue
+		}
+		p.logger().Info("cleaned SSH host of clusters torn down while it was unreachable", "host", cd.ep.String(), "clusters", owed)
+		delete(c.Owed, cd.ep.key())
+	}
+}
+
+// queryTimeout is how long Query waits for a host to run `true`: one
+// that cannot within it is reported lost. A healthy host answers in
+// milliseconds on the cached connection (a fresh one takes a few round
+// trips); the managed-jobs controller must tell a host cut off the
+// network within seconds.
+const queryTimeout = 3 * time.Second
 
 // Query implements provision.Provisioner: UP for a host that answers a
 // command; PENDING for one that does not (the backend shows the cluster
@@ -437,7 +532,7 @@ func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeS
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 			defer cancel()
 			// A dead host can hold a command past its context (opening a
 			// channel on a connection whose peer vanished waits for the

@@ -255,3 +255,31 @@ func TestWriteSSHConfigCreatesUserConfig(t *testing.T) {
 		t.Fatal("a path-like cluster name was accepted")
 	}
 }
+
+// A pool host that stopped answering does not hold a launch the others
+// can serve: once enough hosts answered and fit, Provision waits
+// probeGrace more, not the whole probe timeout.
+func TestProvisionDoesNotWaitForSilentHost(t *testing.T) {
+	h := sshHosts(t)
+	home := t.TempDir()
+	p := newTestProvisioner(t, h, home)
+	veth := h.Name + "v1" // the root-namespace end of the first host's link
+	if out, err := exec.Command("ip", "link", "set", veth, "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set %s down: %v %s", veth, err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "link", "set", veth, "up").Run() })
+	ctx := context.Background()
+	start := time.Now()
+	info, err := p.Provision(ctx, provision.ClusterSpec{Name: "quick", NumNodes: 1})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Terminate(ctx, "quick") })
+	if got := info.Nodes[0].ID; got == p.Pool.Hosts[0].Name {
+		t.Errorf("the cluster got the silent host %s", got)
+	}
+	if took > probeGrace+3*time.Second {
+		t.Errorf("Provision took %s with one silent host, want within probeGrace (%s) of the others' answers", took.Round(time.Millisecond), probeGrace)
+	}
+}

@@ -100,9 +100,12 @@ func (r *Runner) session(ctx context.Context) (*gossh.Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := c.NewSession()
+		s, err := newSession(ctx, c)
 		if err == nil {
 			return s, nil
+		}
+		if ctx.Err() != nil {
+			return nil, &DialError{Host: r.ep.String(), Kind: Timeout, Err: fmt.Errorf("opening a session: %w", err)}
 		}
 		var oce *gossh.OpenChannelError
 		if errors.As(err, &oce) && r.d.alive(r.ep) {
@@ -114,6 +117,33 @@ func (r *Runner) session(ctx context.Context) (*gossh.Session, error) {
 		if attempt == 1 || ctx.Err() != nil {
 			return nil, &DialError{Host: r.ep.String(), Kind: Unreachable, Err: fmt.Errorf("opening a session: %w", err)}
 		}
+	}
+}
+
+// newSession opens a channel on c, giving up when ctx ends: on a
+// connection whose peer vanished the open waits for the keepalive to drop
+// it, and a caller with a deadline (a health check) must not wait that
+// long. A session that opens after all is closed.
+func newSession(ctx context.Context, c *gossh.Client) (*gossh.Session, error) {
+	type opened struct {
+		s   *gossh.Session
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		s, err := c.NewSession()
+		ch <- opened{s, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.s, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.s != nil {
+				o.s.Close()
+			}
+		}()
+		return nil, ctx.Err()
 	}
 }
 
@@ -176,11 +206,23 @@ func (r *Runner) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 	case err := <-done:
 		return exitCode(r.ep, err)
 	case <-ctx.Done():
-		killErr := r.kill(pgFile)
+		// The kill goes on in the background past killWait: a host that
+		// stopped answering would otherwise hold the caller until its
+		// connection is dropped.
+		killed := make(chan error, 1)
+		go func() { killed <- r.kill(pgFile) }()
+		var killErr error
+		closeWait := 2 * time.Second
+		select {
+		case killErr = <-killed:
+		case <-time.After(killWait):
+			killErr = fmt.Errorf("no answer within %s", killWait)
+			closeWait = 500 * time.Millisecond // nor will the session's end come
+		}
 		s.Close()
 		select {
 		case <-done:
-		case <-time.After(2 * time.Second):
+		case <-time.After(closeWait):
 		}
 		if killErr != nil {
 			return -1, fmt.Errorf("cancelled, but killing the command on %s failed (it may still run): %v: %w", r.ep, killErr, ctx.Err())
@@ -188,6 +230,11 @@ func (r *Runner) exec(ctx context.Context, cmd string, stdin io.Reader, stdout, 
 		return -1, fmt.Errorf("running on %s: %w", r.ep, ctx.Err())
 	}
 }
+
+// killWait is how long a cancelled command waits for its remote kill (a
+// healthy host runs it in milliseconds; one that does not answer within
+// this is not waited for).
+const killWait = time.Second
 
 // killFilesScript returns a POSIX sh snippet that, for every file matching
 // the given (already quoted) globs, kills the session whose id the file

@@ -429,3 +429,47 @@ func TestConcurrentCommandsShareOneConnection(t *testing.T) {
 		t.Fatalf("6 commands with MaxSessions=3 took %v; the cap was not applied", el)
 	}
 }
+
+// A caller with a deadline is not held by a host that stopped answering
+// before its connection is known dead (keepalives at their default): a
+// new command gives up opening its session at the deadline, and a
+// running one returns soon after it, its remote kill left to finish in
+// the background. The managed-jobs controller's health checks rely on it.
+func TestDeadlineOnSilentHost(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	ep := h.endpoint(1)
+	r := NewRunner(d, ep, "", "", "")
+	if _, err := r.Run(context.Background(), "true", provision.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	veth := h.Name + "v2" // the root-namespace end of host 2's link
+	if out, err := exec.Command("ip", "link", "set", veth, "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set %s down: %v %s", veth, err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "link", "set", veth, "up").Run() })
+
+	running := make(chan error, 1)
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+	defer rcancel()
+	start := time.Now()
+	go func() {
+		_, err := r.Stream(rctx, "sleep 20", io.Discard, io.Discard)
+		running <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := r.Run(ctx, "true", provision.RunOptions{})
+	var de *DialError
+	if took := time.Since(start); !errors.As(err, &de) || de.Kind != Timeout || took > 2*time.Second {
+		t.Errorf("a command with a 1s deadline on a silent host: %v after %s, want a timeout DialError within 2s", err, took.Round(time.Millisecond))
+	}
+	select {
+	case err := <-running:
+		if took := time.Since(start); err == nil || took > time.Second+killWait+2*time.Second {
+			t.Errorf("a command cut off by its deadline on a silent host: %v after %s", err, took.Round(time.Millisecond))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a command cut off by its deadline on a silent host did not return")
+	}
+}
