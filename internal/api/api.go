@@ -36,6 +36,9 @@ type TaskSpec struct {
 	Run      string `json:"run,omitempty"`
 	// YAML is the task as dumped with secrets redacted, for records.
 	YAML string `json:"yaml,omitempty"`
+	// WaitForSchedulingTimeout (seconds) is job.wait_for_scheduling_timeout
+	// of a managed job's task; 0 waits as long as it takes.
+	WaitForSchedulingTimeout float64 `json:"wait_for_scheduling_timeout,omitempty"`
 }
 
 // LaunchBody is the body of /launch.

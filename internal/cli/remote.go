@@ -159,7 +159,8 @@ func recordedCommand(args []string, secrets map[string]string) string {
 }
 
 func taskSpec(t *task.Task) (api.TaskSpec, error) {
-	s := api.TaskSpec{Name: t.Name, NumNodes: t.NumNodes, Envs: t.Envs, Setup: t.Setup, Run: t.Run}
+	s := api.TaskSpec{Name: t.Name, NumNodes: t.NumNodes, Envs: t.Envs, Setup: t.Setup, Run: t.Run,
+		WaitForSchedulingTimeout: t.WaitForSchedulingTimeout.Seconds()}
 	if t.Resources != nil {
 		s.Resources = t.Resources.ToMap()
 	}

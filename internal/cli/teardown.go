@@ -31,7 +31,17 @@ func (f *Factory) resolveClusters(names []string, allUsers bool) ([]api.ClusterR
 		return nil, err
 	}
 	if len(names) == 0 {
-		return recs, nil
+		// -a is the clusters the user launched: a managed job's cluster
+		// is its controller's, which tears it down when the job ends
+		// (`sky jobs cancel` ends it sooner); taking it here would only
+		// make the job recover elsewhere.
+		own := recs[:0]
+		for _, r := range recs {
+			if !r.IsManaged {
+				own = append(own, r)
+			}
+		}
+		return own, nil
 	}
 	byName := map[string]api.ClusterRecord{}
 	for _, r := range recs {

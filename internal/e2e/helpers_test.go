@@ -303,6 +303,16 @@ func procsWithEnv(substr string) []proc {
 func (e *skyEnv) cleanup() {
 	t := e.t
 	if _, err := os.Stat(paths.ServerDir(e.home)); err == nil {
+		// Managed jobs' clusters are their controller's (`down -a` leaves
+		// them): cancelling the jobs tears them down.
+		if r := e.exec(cmdTimeout, nil, "jobs", "cancel", "-a", "-y"); r.code != 0 {
+			t.Errorf("cleanup: %s", r)
+		} else if !strings.Contains(r.out(), "No job to cancel") {
+			waitFor(60*time.Second, func() bool {
+				r := e.exec(cmdTimeout, nil, "jobs", "queue", "--skip-finished", "-o", "json")
+				return r.code == 0 && strings.TrimSpace(r.stdout) == "[]"
+			})
+		}
 		// A failed teardown exits 0, as SkyPilot's does; its line says so.
 		if r := e.exec(cmdTimeout, nil, "down", "-a", "-y"); r.code != 0 || strings.Contains(r.stdout, "Cluster(s) failed.") {
 			t.Errorf("cleanup: %s", r)

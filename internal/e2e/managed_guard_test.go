@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,4 +27,30 @@ func TestManagedJobNeverTakesAnotherCluster(t *testing.T) {
 		t.Fatalf("the user's cluster mine-1 is gone or not UP after the job: %+v", e.status(false))
 	}
 	e.must("down", "-y", "mine-1")
+}
+
+// TestManagedWaitForSchedulingTimeout: a job that has not started within
+// its job.wait_for_scheduling_timeout of its submission ends CANCELLED
+// (seeds/advanced-patterns.md §3.1); its controller log says why.
+func TestManagedWaitForSchedulingTimeout(t *testing.T) {
+	e := managedEnv(t)
+	defer e.cleanup()
+	long := e.jobsLaunch("-n", "long", "--", "sleep 60")
+	yaml := writeFile(t, "wait.yaml", "name: waiter\njob:\n  wait_for_scheduling_timeout: 2s\nrun: echo never\n")
+	w := e.jobsLaunch("--depends-on", strconv.Itoa(long[0]), yaml)
+	start := time.Now()
+	q := e.waitManaged(w, 30*time.Second, "ended", ended)
+	if got := q[mkey{w[0], 0}]; got.Status != "CANCELLED" {
+		t.Fatalf("job past its scheduling timeout: %s; want CANCELLED", got)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("cancelled after %s, before its 2 s timeout", d)
+	}
+	r := e.jobsLogs(103, strconv.Itoa(w[0]), "--controller", "--no-follow")
+	if !strings.Contains(r.out(), "wait_for_scheduling_timeout") {
+		t.Errorf("controller log does not say why the job was cancelled:\n%s", r.out())
+	}
+	if got := e.jobsQueue()[mkey{long[0], 0}]; got.Status != "RUNNING" && got.Status != "STARTING" {
+		t.Errorf("the job it waited for was touched: %s", got)
+	}
 }

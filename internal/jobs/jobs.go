@@ -73,6 +73,8 @@ type Env struct {
 	// inflight cancels the reconcile launching a job, so that a cancel
 	// does not wait for a provisioning to finish.
 	inflight map[int]context.CancelFunc
+	// lastDeadlineScan paces expireWaiting.
+	lastDeadlineScan time.Time
 	pool     poolCtl
 }
 

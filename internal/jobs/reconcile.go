@@ -52,6 +52,9 @@ func (e *Env) reconcileJob(ctx context.Context, key string) (controller.Result, 
 	if j.Cancel != nil {
 		return e.cancelSteps(ctx, j)
 	}
+	if e.pastSchedulingDeadline(ctx, j) {
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	}
 	if j.ScheduleState == api.ScheduleWaiting {
 		return controller.Result{}, nil // the scheduler's until claimed
 	}
@@ -1067,4 +1070,19 @@ func (e *Env) gracefulStop(ctx context.Context, j *state.ManagedJob, t *state.Ma
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// pastSchedulingDeadline cancels a job that has not started by its
+// job.wait_for_scheduling_timeout (a later recovery does not re-arm it)
+// and says whether it did.
+func (e *Env) pastSchedulingDeadline(ctx context.Context, j *state.ManagedJob) bool {
+	if j.SchedulingDeadline == 0 || j.Started() || now() < j.SchedulingDeadline || j.Cancel != nil {
+		return false
+	}
+	reason := "it was not scheduled within its job.wait_for_scheduling_timeout"
+	if err := e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason}); err != nil {
+		return false
+	}
+	e.note(j.JobID, "Job %d cancelled: %s.", j.JobID, reason)
+	return true
 }

@@ -27,6 +27,9 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	}
 	launching := counts[api.ScheduleLaunching]
 	holding := launching + counts[api.ScheduleAlive] + counts[api.ScheduleAliveWaiting] + counts[api.ScheduleAliveBackoff]
+	if err := e.expireWaiting(ctx, holding); err != nil {
+		return controller.Result{}, err
+	}
 	free := e.Limits.Launches - launching
 	if free <= 0 {
 		return controller.Result{}, nil // a launch that ends kicks the scheduler
@@ -89,7 +92,7 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 			if free <= 0 || holding >= e.Limits.Running {
 				break
 			}
-			if j.Cancel != nil {
+			if j.Cancel != nil || e.pastSchedulingDeadline(ctx, j) {
 				continue // the cancel finishes it
 			}
 			ok, err := e.depsReady(ctx, j, deps)
@@ -170,4 +173,39 @@ func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob, cache map[int]
 		}
 	}
 	return ready, nil
+}
+
+// deadlineScanEvery is how often WAITING jobs the scheduler does not
+// reach (no slot is free) are checked for a passed scheduling deadline.
+const deadlineScanEvery = 5 * time.Second
+
+// expireWaiting cancels the WAITING jobs whose scheduling deadline has
+// passed while every running slot was taken (the claim loop, which also
+// checks it, does not run then).
+func (e *Env) expireWaiting(ctx context.Context, holding int) error {
+	if holding < e.Limits.Running {
+		return nil
+	}
+	e.mu.Lock()
+	due := time.Since(e.lastDeadlineScan) >= deadlineScanEvery
+	if due {
+		e.lastDeadlineScan = time.Now()
+	}
+	e.mu.Unlock()
+	if !due {
+		return nil
+	}
+	for offset := 0; ; offset += schedPage {
+		page, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{
+			ScheduleStates: []string{api.ScheduleWaiting}, Order: "sched", Limit: schedPage, Offset: offset})
+		if err != nil {
+			return err
+		}
+		for _, j := range page {
+			e.pastSchedulingDeadline(ctx, j)
+		}
+		if len(page) < schedPage {
+			return nil
+		}
+	}
 }

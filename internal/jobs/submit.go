@@ -137,13 +137,21 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	if err != nil {
 		return api.JobsLaunchResult{}, err
 	}
+	// The shortest job.wait_for_scheduling_timeout of the tasks bounds
+	// how long the job may wait for its first start.
+	var deadline float64
+	for _, t := range b.Tasks {
+		if t.WaitForSchedulingTimeout > 0 && (deadline == 0 || now()+t.WaitForSchedulingTimeout < deadline) {
+			deadline = now() + t.WaitForSchedulingTimeout
+		}
+	}
 	n := max(b.NumJobs, 1)
 	jobs := make([]*state.ManagedJob, n)
 	for r := range n {
 		j := &state.ManagedJob{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace, Pool: b.Pool,
 			Priority: prio, PriorityClass: prioClass, ScheduleState: api.ScheduleWaiting, ParentJobID: parent,
 			Execution: "serial", DependsOn: b.DependsOn, NumJobs: n, JobRank: r, Entrypoint: b.Command, UserYAML: b.YAML,
-			PrimaryTasks: b.PrimaryTasks, TerminationDelay: b.TerminationDelay}
+			PrimaryTasks: b.PrimaryTasks, TerminationDelay: b.TerminationDelay, SchedulingDeadline: deadline}
 		if parallel {
 			j.Execution = "parallel"
 		}

@@ -37,6 +37,9 @@ type ManagedJob struct {
 	JobRank       int     `json:"job_rank,omitempty"`
 	Entrypoint    string  `json:"entrypoint,omitempty"`
 	UserYAML      string  `json:"user_yaml,omitempty"`
+	// SchedulingDeadline is when the job, if none of its tasks has
+	// started, is cancelled (job.wait_for_scheduling_timeout); 0: never.
+	SchedulingDeadline float64 `json:"scheduling_deadline,omitempty"`
 	// Cancel is set once someone asked to cancel the job; the
 	// controller carries it out.
 	Cancel *ManagedCancel `json:"cancel,omitempty"`
@@ -585,4 +588,14 @@ func (s *Store) MaxManagedPriority(ctx context.Context, states []string) (int, e
 func (s *Store) DeleteManagedEventsBefore(ctx context.Context, t float64) error {
 	_, err := s.exec(ctx, "delete old managed job events", `DELETE FROM managed_job_events WHERE ts < ?`, t)
 	return err
+}
+
+// Started says whether any task of the job ever started running.
+func (j *ManagedJob) Started() bool {
+	for _, t := range j.Tasks {
+		if t.StartAt > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -290,6 +290,15 @@ func (b *builder) build(ov *overrides) *Task {
 	if v, ok := m["api_server_access"].(bool); ok {
 		t.APIServerAccess = v
 	}
+	if job, ok := m["job"].(map[string]any); ok {
+		if v, set := job["wait_for_scheduling_timeout"]; set && v != nil {
+			d, err := ParseDelay(v)
+			if err != nil {
+				b.fail("job.wait_for_scheduling_timeout", false, "%v", err)
+			}
+			t.WaitForSchedulingTimeout = d
+		}
+	}
 	t.Inputs = estimate(m["inputs"])
 	t.Outputs = estimate(m["outputs"])
 	t.FileMountsMapping, _ = m["file_mounts_mapping"].(map[string]any)

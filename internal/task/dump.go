@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -90,6 +91,9 @@ func (t *Task) fields() []field {
 	}
 	add("config", t.Config, len(t.Config) > 0)
 	add("event_callback", t.EventCallback, t.EventCallback != "")
+	if t.WaitForSchedulingTimeout > 0 {
+		add("job", map[string]any{"wait_for_scheduling_timeout": int64(t.WaitForSchedulingTimeout / time.Second)}, true)
+	}
 	add("inputs", t.Inputs, len(t.Inputs) > 0)
 	add("outputs", t.Outputs, len(t.Outputs) > 0)
 	add("api_server_access", false, !t.APIServerAccess)

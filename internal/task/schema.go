@@ -280,7 +280,6 @@ func rangeMsg(k jsonschema.ErrorKind, cur any) string {
 var fieldHints = map[string]string{
 	"resources.spot_recovery": "it was renamed to job_recovery",
 	"resources.hooks":         "lifecycle hooks belong in the task's config.hooks",
-	"job":                     "job-group settings go in the header document (name, execution: parallel, ...)",
 }
 
 func (cs *compiledSchema) unknownFieldMsg(name, parentPath string, parent map[string]any) string {

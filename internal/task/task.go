@@ -107,6 +107,10 @@ type Task struct {
 	// APIServerAccess injects the API endpoint and a token into the job
 	// environment (default true).
 	APIServerAccess bool
+	// WaitForSchedulingTimeout is job.wait_for_scheduling_timeout: a
+	// managed job not started within it of its submission is cancelled
+	// (0: wait as long as it takes).
+	WaitForSchedulingTimeout time.Duration
 
 	// Internal fields SkyPilot writes when it serializes tasks; kept as
 	// written so a round trip does not lose them.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustLoad(t *testing.T, yamlText string, opts LoadOptions) *Task {
@@ -538,5 +539,37 @@ func TestCheckRunnableRefusesVolumes(t *testing.T) {
 	}
 	if err := CheckRunnable(mustLoad(t, "run: echo hi\n", LoadOptions{})); err != nil {
 		t.Errorf("a task without volumes: %v", err)
+	}
+}
+
+// TestWaitForSchedulingTimeout: job.wait_for_scheduling_timeout takes a
+// duration or seconds, survives a dump, and a bad value or an unknown
+// job key is refused at its line.
+func TestWaitForSchedulingTimeout(t *testing.T) {
+	for in, want := range map[string]time.Duration{"2h": 2 * time.Hour, "90s": 90 * time.Second, "600": 10 * time.Minute} {
+		dag, err := LoadBytes("t.yaml", []byte("job:\n  wait_for_scheduling_timeout: "+in+"\nrun: echo\n"), LoadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := dag.Tasks[0].WaitForSchedulingTimeout; got != want {
+			t.Errorf("wait_for_scheduling_timeout %s = %s, want %s", in, got, want)
+		}
+		out, err := dag.Tasks[0].ToYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := LoadBytes("dump.yaml", out, LoadOptions{})
+		if err != nil || again.Tasks[0].WaitForSchedulingTimeout != want {
+			t.Errorf("dump of %s does not load back to the same timeout: %v\n%s", in, err, out)
+		}
+	}
+	for doc, want := range map[string]string{
+		"run: echo\njob:\n  wait_for_scheduling_timeout: soon\n": "t.yaml:3",
+		"run: echo\njob:\n  max_wait: 1h\n":                      "t.yaml:3",
+	} {
+		_, err := LoadBytes("t.yaml", []byte(doc), LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one at %s", doc, err, want)
+		}
 	}
 }
