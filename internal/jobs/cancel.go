@@ -64,9 +64,9 @@ func (e *Env) markCancel(ctx context.Context, id int, c state.ManagedCancel) (bo
 }
 
 // cancelAttached cancels the live jobs attached (--job-group) to the
-// given ones. parent_job_id has no index, so each lookup scans the
-// table: one lookup per few hundred parents, not one per parent, keeps
-// `sky jobs cancel -a` of a long queue linear.
+// given ones, looking them up a few hundred parents at a time, so that
+// `sky jobs cancel -a` of a long queue costs a few queries, not one per
+// job.
 func (e *Env) cancelAttached(ctx context.Context, parents []int) {
 	t0 := now()
 	for len(parents) > 0 {

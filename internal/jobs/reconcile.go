@@ -1080,9 +1080,7 @@ func (e *Env) pastSchedulingDeadline(ctx context.Context, j *state.ManagedJob) b
 		return false
 	}
 	reason := "it was not scheduled within its job.wait_for_scheduling_timeout"
-	if err := e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason}); err != nil {
-		return false
-	}
-	e.note(j.JobID, "Job %d cancelled: %s.", j.JobID, reason)
-	return true
+	// The cancellation's own note (now or when it is carried out) says
+	// why in the controller log.
+	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason}) == nil
 }
