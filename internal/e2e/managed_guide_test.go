@@ -109,11 +109,11 @@ func TestManagedInvestigationGuide(t *testing.T) {
 				got = append(got, l[i:])
 			}
 		}
-		// The task's log as kept ends with the "Job finished" line, which
-		// counts as one of the 100.
-		if n := len(got); n < 99 || n > 100 || last(got) != "line-250" || got[0] != fmt.Sprintf("line-%d", 251-n) ||
-			len(strings.Split(strings.TrimRight(out, "\n"), "\n")) != 100 {
-			t.Errorf("--tail 100 gave %d task lines (%v ... %v), want the last 100 lines of the log:\n%s", len(got), first(got), last(got), out)
+		// The task's last 100 lines, then the closing "Job finished" line
+		// on top of them, as `sky logs --tail` on a cluster.
+		if n := len(got); n != 100 || last(got) != "line-250" || got[0] != "line-151" ||
+			len(strings.Split(strings.TrimRight(out, "\n"), "\n")) != 101 || !strings.Contains(out, "Job finished (status: SUCCEEDED)") {
+			t.Errorf("--tail 100 gave %d task lines (%v ... %v), want line-151 to line-250 and the closing line:\n%s", len(got), first(got), last(got), out)
 		}
 		if all := e.jobsLogs(0, fmt.Sprint(id), "--no-follow").stdout; strings.Count(all, "line-") != 250 {
 			t.Errorf("--no-follow without --tail should print the whole log (250 lines):\n%s", all)

@@ -221,3 +221,20 @@ func TestRequestedColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintTailLeavesTheClosingLineOut: --tail N of a saved task log is
+// the job's last N lines, then the stream's closing line, as on a
+// cluster.
+func TestPrintTailLeavesTheClosingLineOut(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "task-0.log")
+	if err := os.WriteFile(p, []byte("a\nb\nc\n\x1b[32m✓ Job finished (status: SUCCEEDED).\x1b[0m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := printTail(p, 2, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "b\nc\n\x1b[32m✓ Job finished (status: SUCCEEDED).\x1b[0m\n" {
+		t.Errorf("tail 2 = %q", got)
+	}
+}

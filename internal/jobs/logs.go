@@ -229,6 +229,11 @@ func printTail(path string, n int, w io.Writer) error {
 		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
 			lines = lines[:len(lines)-1]
 		}
+		// A saved attempt ends with the stream's "✓ Job finished" line,
+		// which, as on a cluster, comes on top of the n lines of the job.
+		if k := len(lines); k > 0 && bytes.Contains(lines[k-1], []byte("Job finished (status: ")) {
+			n++
+		}
 		if len(lines) > n {
 			raw = bytes.Join(lines[len(lines)-n:], nil)
 		}
