@@ -2,8 +2,6 @@ package core
 
 import (
 	"errors"
-	"path"
-	"path/filepath"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
@@ -35,21 +33,5 @@ func (e *Env) resolveUploads(t *api.TaskSpec, u api.User, mounts bool) (release 
 		}
 		return nil, nil, err
 	}
-	shown = map[string]string{}
-	local := func(root, client string) string {
-		p := filepath.Join(tree, filepath.FromSlash(path.Clean(root)))
-		shown[p] = client
-		return p
-	}
-	if t.Workdir != "" {
-		t.Workdir = local(upload.WorkdirRoot, t.Workdir)
-	}
-	if mounts && len(t.FileMounts) > 0 {
-		fm := make(map[string]string, len(t.FileMounts))
-		for i, dst := range upload.MountOrder(t.FileMounts) {
-			fm[dst] = local(upload.MountRoot(i), t.FileMounts[dst])
-		}
-		t.FileMounts = fm
-	}
-	return release, shown, nil
+	return release, upload.Rebase(t, tree, mounts), nil
 }

@@ -75,7 +75,7 @@ type Env struct {
 	inflight map[int]context.CancelFunc
 	// lastDeadlineScan paces expireWaiting.
 	lastDeadlineScan time.Time
-	pool     poolCtl
+	pool             poolCtl
 }
 
 // Limits bound what the controller does at once.
@@ -184,6 +184,12 @@ func clusterName(task string, jobID int) string {
 
 var invalidName = regexp.MustCompile(`[^a-z0-9-]`)
 
+// runTimestamp is SkyPilot's run timestamp of t without its "sky-"
+// prefix: 2006-01-02-15-04-05-000000.
+func runTimestamp(t time.Time) string {
+	return strings.Replace(t.Format("2006-01-02-15-04-05.000000"), ".", "-", 1)
+}
+
 // taskTag is what the job on a task's cluster is tagged with.
 func taskTag(jobID, taskID, attempt int) string {
 	return fmt.Sprintf("%d/%d/%d", jobID, taskID, attempt)
@@ -207,15 +213,26 @@ func filesDir(home string, jobID int) string {
 
 // clog appends lines to a job's controller log.
 func (e *Env) clog(jobID int) io.WriteCloser {
-	p := ControllerLogPath(e.Home, jobID)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return nopCloser{io.Discard}
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	return appendLog(ControllerLogPath(e.Home, jobID))
+}
+
+// appendLog appends lines to a controller log (a job's, a pool's, a
+// worker's), dropping live status lines; a log that cannot be opened
+// takes nothing.
+func appendLog(p string) io.WriteCloser {
+	f, err := openAppend(p)
 	if err != nil {
 		return nopCloser{io.Discard}
 	}
 	return &logFile{f: f}
+}
+
+// openAppend opens p for appending, creating it and its directory.
+func openAppend(p string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 }
 
 // logFile keeps a launch's output for the controller log without the
@@ -255,7 +272,12 @@ func (nopCloser) Close() error { return nil }
 
 // note writes one timestamped line to a job's controller log.
 func (e *Env) note(jobID int, format string, args ...any) {
-	w := e.clog(jobID)
+	noteTo(ControllerLogPath(e.Home, jobID), format, args...)
+}
+
+// noteTo writes one timestamped line to the controller log at p.
+func noteTo(p, format string, args ...any) {
+	w := appendLog(p)
 	defer w.Close()
 	fmt.Fprintf(w, "%s %s\n", time.Now().Format("2006-01-02 15:04:05.000"), fmt.Sprintf(format, args...))
 }
@@ -312,6 +334,21 @@ func (e *Env) poke(id int) {
 	e.mu.Unlock()
 	if c != nil {
 		c.Enqueue(strconv.Itoa(id))
+	}
+}
+
+// launching gives a job's launch its own context, which interrupt
+// cancels; the returned func ends it.
+func (e *Env) launching(ctx context.Context, id int) (context.Context, func()) {
+	lctx, cancel := context.WithCancel(ctx)
+	e.mu.Lock()
+	e.inflight[id] = cancel
+	e.mu.Unlock()
+	return lctx, func() {
+		e.mu.Lock()
+		delete(e.inflight, id)
+		e.mu.Unlock()
+		cancel()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,22 +155,9 @@ func poolFilesDir(home, pool string, version int) string {
 	return filepath.Join(paths.ServerDir(home), "pools", pool, "v"+strconv.Itoa(version))
 }
 
-func appendLog(p string) io.WriteCloser {
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return nopCloser{io.Discard}
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nopCloser{io.Discard}
-	}
-	return &logFile{f: f}
-}
-
 // poolNote writes one timestamped line to a pool's controller log.
 func (e *Env) poolNote(pool, format string, args ...any) {
-	w := appendLog(PoolControllerLogPath(e.Home, pool))
-	defer w.Close()
-	fmt.Fprintf(w, "%s %s\n", time.Now().Format("2006-01-02 15:04:05.000"), fmt.Sprintf(format, args...))
+	noteTo(PoolControllerLogPath(e.Home, pool), format, args...)
 }
 
 func poolOwner(p *state.Pool) backend.User {
@@ -637,7 +625,7 @@ func (e *Env) setWorker(ctx context.Context, pool string, id int, from []string,
 	moved := false
 	p, err := e.Store.UpdatePool(ctx, pool, func(n *state.Pool) error {
 		w := n.Worker(id)
-		moved = w == nil || n.Down != nil || !contains(from, w.Status)
+		moved = w == nil || n.Down != nil || !slices.Contains(from, w.Status)
 		if moved {
 			return state.ErrNoChange
 		}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
-	"path/filepath"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
@@ -187,16 +185,7 @@ func (e *Env) keepPoolFiles(ts *api.TaskSpec, name string, version int, u api.Us
 	if err := linkTree(tree, dir); err != nil {
 		return err
 	}
-	if ts.Workdir != "" {
-		ts.Workdir = filepath.Join(dir, upload.WorkdirRoot)
-	}
-	if len(ts.FileMounts) > 0 {
-		fm := make(map[string]string, len(ts.FileMounts))
-		for i, dst := range upload.MountOrder(ts.FileMounts) {
-			fm[dst] = filepath.Join(dir, filepath.FromSlash(path.Clean(upload.MountRoot(i))))
-		}
-		ts.FileMounts = fm
-	}
+	upload.Rebase(ts, dir, true)
 	return nil
 }
 

@@ -64,7 +64,7 @@ func (e *Env) launchOnPool(ctx context.Context, j *state.ManagedJob, spec *api.J
 	}
 	worker := views[pick].Cluster
 	ts := now()
-	runTS := strings.Replace(time.Now().Format("2006-01-02-15-04-05.000000"), ".", "-", 1)
+	runTS := runTimestamp(time.Now())
 	j, err = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if !wantsLaunch(t) || n.Cancel != nil || t.Launching || n.ScheduleState != api.ScheduleLaunching {
@@ -136,16 +136,8 @@ func (e *Env) execOnWorker(ctx context.Context, j *state.ManagedJob, spec *api.J
 	ts := lb.Task
 	ts.Setup, ts.FileMounts = "", nil
 	body := api.ExecBody{Task: ts, ClusterName: t.ClusterName, Detach: true, Command: j.Entrypoint, Managed: lb.Managed}
-	lctx, cancel := context.WithCancel(ctx)
-	e.mu.Lock()
-	e.inflight[j.JobID] = cancel
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.inflight, j.JobID)
-		e.mu.Unlock()
-		cancel()
-	}()
+	lctx, done := e.launching(ctx, j.JobID)
+	defer done()
 	log := e.clog(j.JobID)
 	defer log.Close()
 	fmt.Fprintf(log, "Submitting task %d (%s), attempt %d, to worker %s.\n", tid, t.Name, t.Attempt, t.ClusterName)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -147,7 +146,7 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 		return e.launchOnPool(ctx, j, spec, tid)
 	}
 	ts := now()
-	runTS := strings.Replace(time.Now().Format("2006-01-02-15-04-05.000000"), ".", "-", 1)
+	runTS := runTimestamp(time.Now())
 	fresh := false // this step began the attempt: no job can carry its tag yet
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		fresh = false
@@ -229,16 +228,8 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 	if err := e.downCluster(ctx, j, t.ClusterName, log); err != nil {
 		return controller.Result{}, err
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	e.mu.Lock()
-	e.inflight[j.JobID] = cancel
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.inflight, j.JobID)
-		e.mu.Unlock()
-		cancel()
-	}()
+	lctx, done := e.launching(ctx, j.JobID)
+	defer done()
 	body, err := e.launchBody(j, spec, tid)
 	if err != nil {
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, err.Error())
@@ -286,16 +277,7 @@ func (e *Env) launchBody(j *state.ManagedJob, spec *api.JobsLaunchBody, tid int)
 		if _, err := os.Stat(dir); err != nil {
 			return api.LaunchBody{}, fmt.Errorf("the job's copy of its uploaded files is gone (%v); launch the job again", err)
 		}
-		if ts.Workdir != "" {
-			ts.Workdir = filepath.Join(dir, upload.WorkdirRoot)
-		}
-		if len(ts.FileMounts) > 0 {
-			fm := make(map[string]string, len(ts.FileMounts))
-			for i, dst := range upload.MountOrder(ts.FileMounts) {
-				fm[dst] = filepath.Join(dir, filepath.FromSlash(path.Clean(upload.MountRoot(i))))
-			}
-			ts.FileMounts = fm
-		}
+		upload.Rebase(&ts, dir, true)
 	}
 	if t.PinnedTo != "" {
 		ts.Resources = cloneAny(ts.Resources)
@@ -311,7 +293,7 @@ func (e *Env) launchBody(j *state.ManagedJob, spec *api.JobsLaunchBody, tid int)
 func taskIDString(j *state.ManagedJob, t *state.ManagedTask) string {
 	ts := strings.TrimPrefix(t.RunTimestamp, "sky-")
 	if ts == "" {
-		ts = strings.Replace(time.Unix(0, int64(j.SubmittedAt*1e9)).Format("2006-01-02-15-04-05.000000"), ".", "-", 1)
+		ts = runTimestamp(time.Unix(0, int64(j.SubmittedAt*1e9)))
 	}
 	name := j.Name
 	if len(j.Tasks) > 1 {
@@ -835,11 +817,7 @@ func (e *Env) saveLogs(ctx context.Context, j *state.ManagedJob, tid int) {
 	if t.AgentJobID == 0 || t.LogsSaved || t.ClusterName == "" {
 		return
 	}
-	p := TaskLogPath(e.Home, j.JobID, tid)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := openAppend(TaskLogPath(e.Home, j.JobID, tid))
 	if err != nil {
 		return
 	}
@@ -866,11 +844,7 @@ func (e *Env) logUnreadable(j *state.ManagedJob, tid int) {
 	if t.AgentJobID == 0 || t.LogsSaved || t.ClusterName == "" {
 		return
 	}
-	p := TaskLogPath(e.Home, j.JobID, tid)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := openAppend(TaskLogPath(e.Home, j.JobID, tid))
 	if err != nil {
 		return
 	}

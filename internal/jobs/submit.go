@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -158,7 +159,7 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 		for i, t := range b.Tasks {
 			mt := &state.ManagedTask{TaskID: i, Name: names[i], Status: api.ManagedPending, Resources: requested(t)}
 			if parallel {
-				p := len(b.PrimaryTasks) == 0 || contains(b.PrimaryTasks, t.Name)
+				p := len(b.PrimaryTasks) == 0 || slices.Contains(b.PrimaryTasks, t.Name)
 				mt.Primary = &p
 			}
 			j.Tasks = append(j.Tasks, mt)
@@ -181,15 +182,6 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	}
 	e.kick()
 	return res, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // requested is the REQUESTED column of a task, as SkyPilot shows it:

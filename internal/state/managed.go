@@ -400,19 +400,25 @@ func (s *Store) ManagedJobIDs(ctx context.Context, f ManagedFilter) ([]int, erro
 
 // CountManagedBySchedule counts the jobs in each schedule state but DONE.
 func (s *Store) CountManagedBySchedule(ctx context.Context) (map[string]int, error) {
-	rows, err := s.query(ctx, "count managed jobs", `SELECT schedule_state, COUNT(*) FROM managed_jobs WHERE schedule_state <> ? GROUP BY schedule_state`, api.ScheduleDone)
+	return s.countManagedBy(ctx, "schedule_state", ManagedFilter{NotDone: true})
+}
+
+// countManagedBy counts the jobs f selects by the values of col.
+func (s *Store) countManagedBy(ctx context.Context, col string, f ManagedFilter) (map[string]int, error) {
+	where, args := f.where()
+	rows, err := s.query(ctx, "count managed jobs by "+col, `SELECT `+col+`, COUNT(*) FROM managed_jobs`+where+` GROUP BY `+col, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := map[string]int{}
 	for rows.Next() {
-		var st string
+		var v string
 		var n int
-		if err := rows.Scan(&st, &n); err != nil {
+		if err := rows.Scan(&v, &n); err != nil {
 			return nil, err
 		}
-		out[st] = n
+		out[v] = n
 	}
 	return out, rows.Err()
 }
@@ -558,22 +564,7 @@ func (s *Store) CountManagedJobs(ctx context.Context, f ManagedFilter) (int, err
 
 // CountManagedByStatus counts the jobs f selects by job status.
 func (s *Store) CountManagedByStatus(ctx context.Context, f ManagedFilter) (map[string]int, error) {
-	where, args := f.where()
-	rows, err := s.query(ctx, "count managed jobs by status", `SELECT status, COUNT(*) FROM managed_jobs`+where+` GROUP BY status`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, err
-		}
-		out[st] = n
-	}
-	return out, rows.Err()
+	return s.countManagedBy(ctx, "status", f)
 }
 
 // MaxManagedPriority is the highest priority among jobs in the given

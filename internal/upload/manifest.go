@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -46,6 +47,30 @@ func Roots(t api.TaskSpec, mounts bool) []Root {
 		}
 	}
 	return out
+}
+
+// Rebase points a task's workdir and (with mounts) its file-mount
+// sources at their copies in the tree at dir, laid out as Roots names
+// them. It returns each copy's path mapped to the client's path it
+// replaced.
+func Rebase(t *api.TaskSpec, dir string, mounts bool) map[string]string {
+	shown := map[string]string{}
+	local := func(root, client string) string {
+		p := filepath.Join(dir, filepath.FromSlash(path.Clean(root)))
+		shown[p] = client
+		return p
+	}
+	if t.Workdir != "" {
+		t.Workdir = local(WorkdirRoot, t.Workdir)
+	}
+	if mounts && len(t.FileMounts) > 0 {
+		fm := make(map[string]string, len(t.FileMounts))
+		for i, dst := range MountOrder(t.FileMounts) {
+			fm[dst] = local(MountRoot(i), t.FileMounts[dst])
+		}
+		t.FileMounts = fm
+	}
+	return shown
 }
 
 // MountOrder is the order of file-mount destinations that MountRoot
