@@ -89,8 +89,27 @@ func (e *env) mustSky(args ...string) string {
 }
 
 // startServer runs `sky api start --foreground` as our child and waits
-// until it answers; it is stopped by PID at cleanup.
+// until it answers; it is stopped by PID at cleanup. The env's port was
+// free when it was picked, but another test process running beside this
+// one may take it before the server binds (a restart after a kill leaves
+// it free for a moment): then the env moves to a new free port.
 func (e *env) startServer(args ...string) *exec.Cmd {
+	e.t.Helper()
+	for attempt := 1; ; attempt++ {
+		cmd, taken := e.tryStartServer(args...)
+		if !taken {
+			return cmd
+		}
+		if attempt == 3 {
+			e.t.Fatalf("port %d was taken by another process three times in a row", e.port)
+		}
+		e.port = testutil.FreePort(e.t)
+	}
+}
+
+// tryStartServer is one start of startServer; taken says the server
+// exited because its port was in use.
+func (e *env) tryStartServer(args ...string) (_ *exec.Cmd, taken bool) {
 	e.t.Helper()
 	cmd := exec.Command(e.bin, append([]string{"api", "start", "--foreground"}, args...)...)
 	cmd.Env = e.environ()
@@ -112,15 +131,20 @@ func (e *env) startServer(args ...string) *exec.Cmd {
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		// Exited first: a server that took the port meanwhile would
+		// answer the health check in our server's place.
+		select {
+		case <-done:
+			if strings.Contains(logs.String(), "the port is already in use") {
+				return nil, true
+			}
+			e.t.Fatalf("server exited at start: %s", logs.String())
+		default:
+		}
 		resp, err := http.Get(e.url() + "/api/health")
 		if err == nil {
 			resp.Body.Close()
-			return cmd
-		}
-		select {
-		case <-done:
-			e.t.Fatalf("server exited at start: %s", logs.String())
-		default:
+			return cmd, false
 		}
 		if time.Now().After(deadline) {
 			e.t.Fatalf("server did not answer within 20s: %s", logs.String())
