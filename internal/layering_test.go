@@ -38,7 +38,7 @@ var layers = []layer{
 	{"optimizer", []string{"internal/optimizer"}},
 	{"catalogs, credential checks", []string{"internal/catalog", "internal/check"}},
 	{"node agent", []string{"internal/agent"}},
-	{"agent protocol, local processes", []string{"internal/agent/agentapi", "internal/proc"}},
+	{"agent protocol, local processes, load balancer", []string{"internal/agent/agentapi", "internal/proc", "internal/serve/lb"}},
 	{"provisioning interfaces", []string{"internal/provision"}},
 	{"tasks", []string{"internal/task"}},
 	{"resources", []string{"internal/resources"}},
