@@ -79,7 +79,7 @@ func (e *Env) PoolApply(ctx context.Context, b api.PoolApplyBody, u api.User, wo
 	}
 	sv := &state.PoolSpecVersion{Task: ts, Policy: pol, At: now()}
 	if cur == nil {
-		p := &state.Pool{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace, SpecVersion: 1,
+		p := &state.Pool{RowMeta: state.RowMeta{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace}, SpecVersion: 1,
 			Specs: map[int]*state.PoolSpecVersion{1: sv}, UpdateMode: mode}
 		err := e.Store.CreatePool(ctx, p)
 		if errors.Is(err, state.ErrExists) {
