@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/provision"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
@@ -140,4 +143,47 @@ func (b *Backend) RunOnNodes(ctx context.Context, name string, user User, cmd st
 		}
 		return nil
 	})
+}
+
+// Precheck says whether a launch error is one no retry can fix: the
+// optimizer found nothing feasible anywhere (as opposed to candidates
+// that were out of capacity), no infrastructure is enabled, or the task
+// itself is invalid.
+func Precheck(err error) bool {
+	if errors.Is(err, ErrOutOfCapacity) {
+		return false
+	}
+	var ce *provision.CapacityError
+	if errors.As(err, &ce) {
+		return false
+	}
+	var oe *op.Error
+	if errors.As(err, &oe) {
+		switch oe.Type {
+		case "ResourcesUnavailableError", "NoCloudAccessError", "ValueError", "InvalidSkyPilotConfigError":
+			return true
+		}
+	}
+	var be *ClusterError
+	if errors.As(err, &be) {
+		switch be.Type {
+		case "ValueError", "InvalidSkyPilotConfigError", "ResourcesMismatchError":
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterResources is SkyPilot's short resources string of a cluster:
+// 1x(cpus=4, mem=16, ...).
+func ClusterResources(nodes int, h *Handle) string {
+	parts := []string{}
+	if h.InstanceType != "" {
+		parts = append(parts, h.InstanceType)
+	}
+	parts = append(parts, "cpus="+strconv.FormatFloat(h.CPUs, 'g', 4, 64), "mem="+strconv.FormatFloat(h.MemoryGB, 'g', 4, 64))
+	for g, n := range h.GPUs {
+		parts = append(parts, g+":"+strconv.FormatFloat(n, 'f', -1, 64))
+	}
+	return fmt.Sprintf("%dx(%s)", max(nodes, 1), strings.Join(parts, ", "))
 }
