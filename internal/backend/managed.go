@@ -12,6 +12,7 @@ import (
 
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/resources"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
@@ -186,4 +187,35 @@ func ClusterResources(nodes int, h *Handle) string {
 		parts = append(parts, g+":"+strconv.FormatFloat(n, 'f', -1, 64))
 	}
 	return fmt.Sprintf("%dx(%s)", max(nodes, 1), strings.Join(parts, ", "))
+}
+
+// RequestedResources is the REQUESTED column of a task, as SkyPilot shows it:
+// <nodes>x[<accelerator>:<count>] or <nodes>x[CPU:<cpus>], with the
+// instance type, memory and spot when asked for.
+func RequestedResources(t api.TaskSpec) string {
+	r, err := resources.Parse(t.Resources)
+	if err != nil || r == nil {
+		return fmt.Sprintf("%dx[CPU:1+]", max(t.NumNodes, 1))
+	}
+	if list, _ := r.Candidates(); len(list) > 0 {
+		r = list[0]
+	}
+	var parts []string
+	switch {
+	case r.AcceleratorName() != "":
+		parts = append(parts, fmt.Sprintf("%s:%s", r.AcceleratorName(), strconv.FormatFloat(r.AcceleratorCount(), 'g', -1, 64)))
+	case r.InstanceType != "":
+		parts = append(parts, r.InstanceType)
+	case r.CPUs != nil:
+		parts = append(parts, "CPU:"+r.CPUs.String())
+	default:
+		parts = append(parts, "CPU:1+")
+	}
+	if r.Memory != nil {
+		parts = append(parts, "mem="+r.Memory.String())
+	}
+	if r.UseSpot != nil && *r.UseSpot {
+		parts = append(parts, "spot")
+	}
+	return fmt.Sprintf("%dx[%s]", max(t.NumNodes, 1), strings.Join(parts, ", "))
 }
