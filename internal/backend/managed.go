@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/resources"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
@@ -140,4 +144,78 @@ func (b *Backend) RunOnNodes(ctx context.Context, name string, user User, cmd st
 		}
 		return nil
 	})
+}
+
+// Precheck says whether a launch error is one no retry can fix: the
+// optimizer found nothing feasible anywhere (as opposed to candidates
+// that were out of capacity), no infrastructure is enabled, or the task
+// itself is invalid.
+func Precheck(err error) bool {
+	if errors.Is(err, ErrOutOfCapacity) {
+		return false
+	}
+	var ce *provision.CapacityError
+	if errors.As(err, &ce) {
+		return false
+	}
+	var oe *op.Error
+	if errors.As(err, &oe) {
+		switch oe.Type {
+		case "ResourcesUnavailableError", "NoCloudAccessError", "ValueError", "InvalidSkyPilotConfigError":
+			return true
+		}
+	}
+	var be *ClusterError
+	if errors.As(err, &be) {
+		switch be.Type {
+		case "ValueError", "InvalidSkyPilotConfigError", "ResourcesMismatchError":
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterResources is SkyPilot's short resources string of a cluster:
+// 1x(cpus=4, mem=16, ...).
+func ClusterResources(nodes int, h *Handle) string {
+	parts := []string{}
+	if h.InstanceType != "" {
+		parts = append(parts, h.InstanceType)
+	}
+	parts = append(parts, "cpus="+strconv.FormatFloat(h.CPUs, 'g', 4, 64), "mem="+strconv.FormatFloat(h.MemoryGB, 'g', 4, 64))
+	for g, n := range h.GPUs {
+		parts = append(parts, g+":"+strconv.FormatFloat(n, 'f', -1, 64))
+	}
+	return fmt.Sprintf("%dx(%s)", max(nodes, 1), strings.Join(parts, ", "))
+}
+
+// RequestedResources is the REQUESTED column of a task, as SkyPilot shows it:
+// <nodes>x[<accelerator>:<count>] or <nodes>x[CPU:<cpus>], with the
+// instance type, memory and spot when asked for.
+func RequestedResources(t api.TaskSpec) string {
+	r, err := resources.Parse(t.Resources)
+	if err != nil || r == nil {
+		return fmt.Sprintf("%dx[CPU:1+]", max(t.NumNodes, 1))
+	}
+	if list, _ := r.Candidates(); len(list) > 0 {
+		r = list[0]
+	}
+	var parts []string
+	switch {
+	case r.AcceleratorName() != "":
+		parts = append(parts, fmt.Sprintf("%s:%s", r.AcceleratorName(), strconv.FormatFloat(r.AcceleratorCount(), 'g', -1, 64)))
+	case r.InstanceType != "":
+		parts = append(parts, r.InstanceType)
+	case r.CPUs != nil:
+		parts = append(parts, "CPU:"+r.CPUs.String())
+	default:
+		parts = append(parts, "CPU:1+")
+	}
+	if r.Memory != nil {
+		parts = append(parts, "mem="+r.Memory.String())
+	}
+	if r.UseSpot != nil && *r.UseSpot {
+		parts = append(parts, "spot")
+	}
+	return fmt.Sprintf("%dx[%s]", max(t.NumNodes, 1), strings.Join(parts, ", "))
 }

@@ -1,6 +1,9 @@
 package controller
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // backoff is the wait before retry n (n >= 1) of a failing key: base doubled
 // n-1 times, capped at ceiling, then scaled by a jitter r in [0, 1) to between
@@ -19,4 +22,26 @@ func backoff(n int, base, ceiling time.Duration, r float64) time.Duration {
 	}
 	d = min(d, ceiling)
 	return d/2 + time.Duration(r*float64(d-d/2))
+}
+
+// LaunchBackoff is the wait before launch attempt tries+1 of a managed
+// job, a pool worker or a service replica: SkyPilot's 60 s, ×1.6 per
+// attempt, at most 5 × the first gap, ±40% jitter. initial, when it is
+// a Go duration ("2s"), replaces the 60 s (the controllers' test knobs).
+func LaunchBackoff(tries int, initial string) time.Duration {
+	first := 60 * time.Second
+	if v, err := time.ParseDuration(initial); err == nil && v > 0 {
+		first = v
+	}
+	d := float64(first)
+	for i := 1; i < tries; i++ {
+		d *= 1.6
+	}
+	d = min(d, float64(5*first))
+	return Jitter(time.Duration(d), 0.4)
+}
+
+// Jitter spreads d by ±frac.
+func Jitter(d time.Duration, frac float64) time.Duration {
+	return time.Duration(float64(d) * (1 + frac*(2*rand.Float64()-1)))
 }

@@ -27,7 +27,6 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/json"
@@ -35,7 +34,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -120,26 +118,11 @@ var (
 	resyncEvery = 5 * time.Second
 )
 
-// Backoff between failed launch attempts: SkyPilot's 60 s, ×1.6 per
-// attempt, at most 5 × 60 s, ±40% jitter. SKYGO_JOBS_RETRY_GAP replaces
-// the initial gap (a Go duration, e.g. 2s) — for tests and impatient
-// fleets.
+// retryGap is the wait before launch attempt tries+1 of a job or a
+// pool worker. SKYGO_JOBS_RETRY_GAP replaces the initial 60 s (a Go
+// duration, e.g. 2s) — for tests and impatient fleets.
 func retryGap(tries int) time.Duration {
-	initial := 60 * time.Second
-	if v, err := time.ParseDuration(os.Getenv("SKYGO_JOBS_RETRY_GAP")); err == nil && v > 0 {
-		initial = v
-	}
-	d := float64(initial)
-	for i := 1; i < tries; i++ {
-		d *= 1.6
-	}
-	d = min(d, float64(5*initial))
-	return jitter(time.Duration(d), 0.4)
-}
-
-// jitter spreads d by ±frac.
-func jitter(d time.Duration, frac float64) time.Duration {
-	return time.Duration(float64(d) * (1 + frac*(2*rand.Float64()-1)))
+	return controller.LaunchBackoff(tries, os.Getenv("SKYGO_JOBS_RETRY_GAP"))
 }
 
 func numCPU() int { return runtime.NumCPU() }
@@ -213,73 +196,12 @@ func filesDir(home string, jobID int) string {
 
 // clog appends lines to a job's controller log.
 func (e *Env) clog(jobID int) io.WriteCloser {
-	return appendLog(ControllerLogPath(e.Home, jobID))
+	return ux.AppendLog(ControllerLogPath(e.Home, jobID))
 }
-
-// appendLog appends lines to a controller log (a job's, a pool's, a
-// worker's), dropping live status lines; a log that cannot be opened
-// takes nothing.
-func appendLog(p string) io.WriteCloser {
-	f, err := openAppend(p)
-	if err != nil {
-		return nopCloser{io.Discard}
-	}
-	return &logFile{f: f}
-}
-
-// openAppend opens p for appending, creating it and its directory.
-func openAppend(p string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return nil, err
-	}
-	return os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-}
-
-// logFile keeps a launch's output for the controller log without the
-// live status lines a terminal would redraw in place.
-type logFile struct {
-	f   *os.File
-	buf []byte
-}
-
-func (l *logFile) Write(p []byte) (int, error) {
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := l.buf[:i+1]
-		if _, ok := ux.ParseStatus(strings.TrimRight(string(line), "\r\n")); !ok {
-			if _, err := l.f.Write(line); err != nil {
-				return len(p), err
-			}
-		}
-		l.buf = l.buf[i+1:]
-	}
-}
-
-func (l *logFile) Close() error {
-	if len(l.buf) > 0 {
-		_, _ = l.f.Write(append(l.buf, '\n'))
-	}
-	return l.f.Close()
-}
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
 
 // note writes one timestamped line to a job's controller log.
 func (e *Env) note(jobID int, format string, args ...any) {
-	noteTo(ControllerLogPath(e.Home, jobID), format, args...)
-}
-
-// noteTo writes one timestamped line to the controller log at p.
-func noteTo(p, format string, args ...any) {
-	w := appendLog(p)
-	defer w.Close()
-	fmt.Fprintf(w, "%s %s\n", time.Now().Format("2006-01-02 15:04:05.000"), fmt.Sprintf(format, args...))
+	ux.Note(ControllerLogPath(e.Home, jobID), format, args...)
 }
 
 // Controllers builds the scheduler and the job controller, counting into

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
 )
 
 func TestClusterNameIsSkyPilots(t *testing.T) {
@@ -216,8 +218,8 @@ func TestRequestedColumn(t *testing.T) {
 		{api.TaskSpec{NumNodes: 2, Resources: map[string]any{"cpus": "4+", "memory": 16}}, "2x[CPU:4+, mem=16]"},
 		{api.TaskSpec{NumNodes: 1, Resources: map[string]any{"accelerators": "A100:8", "use_spot": true}}, "1x[A100:8, spot]"},
 	} {
-		if got := requested(c.t); got != c.want {
-			t.Errorf("requested(%v) = %q, want %q", c.t.Resources, got, c.want)
+		if got := backend.RequestedResources(c.t); got != c.want {
+			t.Errorf("backend.RequestedResources(%v) = %q, want %q", c.t.Resources, got, c.want)
 		}
 	}
 }
@@ -231,7 +233,7 @@ func TestPrintTailLeavesTheClosingLineOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := printTail(p, 2, &out); err != nil {
+	if err := ux.PrintTail(p, 2, &out); err != nil {
 		t.Fatal(err)
 	}
 	if got := out.String(); got != "b\nc\n\x1b[32m✓ Job finished (status: SUCCEEDED).\x1b[0m\n" {

@@ -1,8 +1,6 @@
 package jobs
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
 )
 
 // ExitCode is the managed-job exit convention of `sky jobs logs`: 0
@@ -169,19 +168,19 @@ func (e *Env) taskLog(ctx context.Context, id, tid int, b api.JobsLogsBody, w io
 		switch {
 		case api.ManagedTerminal(t.Status):
 			if len(streamed) == 0 {
-				return printTail(TaskLogPath(e.Home, id, tid), b.Tail, w)
+				return ux.PrintTail(TaskLogPath(e.Home, id, tid), b.Tail, w)
 			}
 			return nil
 		case t.Status == api.ManagedRunning && t.AgentJobID > 0 && !streamed[t.Attempt]:
 			if !b.Follow {
 				// The attempts before this one are on the server.
 				if t.Attempt > 1 {
-					_ = printTail(TaskLogPath(e.Home, id, tid), 0, w)
+					_ = ux.PrintTail(TaskLogPath(e.Home, id, tid), 0, w)
 				}
 				return e.Backend.CopyJobLog(ctx, t.ClusterName, e.user(j), t.AgentJobID, b.Tail, false, w)
 			}
 			if len(streamed) == 0 && t.Attempt > 1 {
-				_ = printTail(TaskLogPath(e.Home, id, tid), b.Tail, w)
+				_ = ux.PrintTail(TaskLogPath(e.Home, id, tid), b.Tail, w)
 			}
 			streamed[t.Attempt] = true
 			waiting = false
@@ -214,39 +213,11 @@ func (e *Env) taskLog(ctx context.Context, id, tid int, b api.JobsLogsBody, w io
 	}
 }
 
-// printTail copies the last n lines (0: all) of a file to w; a missing
-// file prints nothing.
-func printTail(path string, n int, w io.Writer) error {
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		lines := bytes.SplitAfter(raw, []byte("\n"))
-		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-			lines = lines[:len(lines)-1]
-		}
-		// A saved attempt ends with the stream's "✓ Job finished" line,
-		// which, as on a cluster, comes on top of the n lines of the job.
-		if k := len(lines); k > 0 && bytes.Contains(lines[k-1], []byte("Job finished (status: ")) {
-			n++
-		}
-		if len(lines) > n {
-			raw = bytes.Join(lines[len(lines)-n:], nil)
-		}
-	}
-	_, err = w.Write(raw)
-	return err
-}
-
 // controllerLog writes a job's controller log; with follow it goes on
 // until the job is DONE.
 func (e *Env) controllerLog(ctx context.Context, j *state.ManagedJob, b api.JobsLogsBody, w io.Writer) (api.JobsLogsResult, error) {
 	p := ControllerLogPath(e.Home, j.JobID)
-	if err := printTail(p, b.Tail, w); err != nil {
+	if err := ux.PrintTail(p, b.Tail, w); err != nil {
 		return api.JobsLogsResult{}, err
 	}
 	if b.Follow {
@@ -259,7 +230,7 @@ func (e *Env) controllerLog(ctx context.Context, j *state.ManagedJob, b api.Jobs
 			if err != nil {
 				return api.JobsLogsResult{}, err
 			}
-			off = copyFrom(p, off, w)
+			off = ux.CopyFrom(p, off, w)
 			if cur.ScheduleState == api.ScheduleDone {
 				j = cur
 				break
@@ -277,26 +248,4 @@ func (e *Env) controllerLog(ctx context.Context, j *state.ManagedJob, b api.Jobs
 		code = 101
 	}
 	return api.JobsLogsResult{JobID: j.JobID, Status: st, ExitCode: code}, nil
-}
-
-// copyFrom writes the bytes of path past off to w, whole lines only, and
-// returns the new offset.
-func copyFrom(path string, off int64, w io.Writer) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return off
-	}
-	defer f.Close()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return off
-	}
-	r := bufio.NewReader(f)
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			return off
-		}
-		_, _ = w.Write(line)
-		off += int64(len(line))
-	}
 }

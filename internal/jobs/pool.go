@@ -21,6 +21,7 @@ import (
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
 )
 
 // Pools: sets of worker clusters kept UP for managed jobs (`sky jobs
@@ -157,7 +158,7 @@ func poolFilesDir(home, pool string, version int) string {
 
 // poolNote writes one timestamped line to a pool's controller log.
 func (e *Env) poolNote(pool, format string, args ...any) {
-	noteTo(PoolControllerLogPath(e.Home, pool), format, args...)
+	ux.Note(PoolControllerLogPath(e.Home, pool), format, args...)
 }
 
 func poolOwner(p *state.Pool) backend.User {
@@ -549,7 +550,7 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 	if err != nil {
 		return controller.Result{}, err
 	}
-	log := appendLog(PoolControllerLogPath(e.Home, p.Name))
+	log := ux.AppendLog(PoolControllerLogPath(e.Home, p.Name))
 	defer log.Close()
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
@@ -664,7 +665,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 	}
 	owner := poolOwner(p)
 	tag := workerTag(p.Name, w.ID, w.Attempt)
-	log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()
 	if c, err := e.Store.GetCluster(ctx, w.Cluster); err == nil && !(c.IsManaged && c.LastCreationCommand == workerCommand(p.Name)) {
 		// Not a worker this pool made (a user's cluster, a managed job's
@@ -705,7 +706,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 			w.Tries++
 			gap = retryGap(w.Tries)
 			w.Status, w.NextTryAt, w.Reason = api.WorkerPending, now()+gap.Seconds(), firstLine(err.Error())
-			if precheck(err) {
+			if backend.Precheck(err) {
 				w.Status = api.WorkerFailedProvision
 			}
 		})
@@ -729,7 +730,7 @@ func (e *Env) setupSubmitted(ctx context.Context, p *state.Pool, w *state.PoolWo
 	if errors.Is(err, state.ErrNotFound) {
 		// The pool went while the launch ran: nobody else knows of
 		// this cluster now.
-		log := appendLog(PoolControllerLogPath(e.Home, before.Name))
+		log := ux.AppendLog(PoolControllerLogPath(e.Home, before.Name))
 		defer log.Close()
 		return controller.Result{}, e.downWorkerCluster(ctx, before, w.Cluster, log)
 	}
@@ -740,7 +741,7 @@ func (e *Env) setupSubmitted(ctx context.Context, p *state.Pool, w *state.PoolWo
 		// Shut down (or the pool went) while the launch ran: the cluster
 		// it made must not stay behind.
 		if p != nil && (p.Worker(w.ID) == nil || p.Down != nil) {
-			log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+			log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 			defer log.Close()
 			return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
 		}
@@ -759,7 +760,7 @@ func (e *Env) clusterInfo(ctx context.Context, name string) (infra, res string) 
 	if err != nil {
 		return "", ""
 	}
-	return h.Infra, clusterResources(c.NumNodes, h)
+	return h.Infra, backend.ClusterResources(c.NumNodes, h)
 }
 
 // watchSetup follows a worker's setup job to its end: READY when it
@@ -783,7 +784,7 @@ func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker
 			return controller.Result{RequeueAfter: 300 * time.Millisecond}, nil
 		}
 		status = job.Status
-		log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+		log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 		fmt.Fprintf(log, "Setup job %d ended %s. Its log:\n", w.SetupJobID, status)
 		_ = e.Backend.CopyJobLog(ctx, w.Cluster, poolOwner(p), w.SetupJobID, 0, false, log)
 		log.Close()
@@ -815,7 +816,7 @@ func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker
 	}
 	e.poolNote(p.Name, "Worker %d FAILED: %s.", w.ID, reason)
 	// A failed worker's cluster goes; the worker stays listed with why.
-	log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()
 	e.pokePool(p.Name)
 	return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
@@ -849,7 +850,7 @@ func (e *Env) workerLost(ctx context.Context, p *state.Pool, w *state.PoolWorker
 
 // removeWorker tears a worker's cluster down and drops the worker.
 func (e *Env) removeWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	log := appendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	err := e.downWorkerCluster(ctx, p, w.Cluster, log)
 	log.Close()
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 func intp(v int) *int { return &v }
 
 func testPool(target, version int, mode string, ws ...*state.PoolWorker) *state.Pool {
-	return &state.Pool{Name: "p", SpecVersion: version, Target: target, UpdateMode: mode, Workers: ws}
+	return &state.Pool{RowMeta: state.RowMeta{Name: "p"}, SpecVersion: version, Target: target, UpdateMode: mode, Workers: ws}
 }
 
 func worker(id, version int, status string) *state.PoolWorker {

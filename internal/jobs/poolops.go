@@ -74,12 +74,15 @@ func (e *Env) PoolApply(ctx context.Context, b api.PoolApplyBody, u api.User, wo
 		version = cur.SpecVersion + 1
 	}
 	ts := *b.Task
-	if err := e.keepPoolFiles(&ts, name, version, u); err != nil {
+	if err := upload.Keep(paths.Uploads(e.Home), u.ID, &ts, poolFilesDir(e.Home, name, version)); err != nil {
+		if errors.Is(err, upload.ErrNoTree) {
+			return api.PoolApplyResult{}, valueErr("%v", err)
+		}
 		return api.PoolApplyResult{}, err
 	}
 	sv := &state.PoolSpecVersion{Task: ts, Policy: pol, At: now()}
 	if cur == nil {
-		p := &state.Pool{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace, SpecVersion: 1,
+		p := &state.Pool{RowMeta: state.RowMeta{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace}, SpecVersion: 1,
 			Specs: map[int]*state.PoolSpecVersion{1: sv}, UpdateMode: mode}
 		err := e.Store.CreatePool(ctx, p)
 		if errors.Is(err, state.ErrExists) {
@@ -162,33 +165,6 @@ func policyString(p api.PoolPolicy) string {
 	return fmt.Sprintf("%d worker(s)", p.Min())
 }
 
-// keepPoolFiles gives a pool version its own hard-linked copy of the
-// client's upload, which the upload store may collect long before a new
-// worker of the version needs it, and points the task at it.
-func (e *Env) keepPoolFiles(ts *api.TaskSpec, name string, version int, u api.User) error {
-	if len(upload.Roots(*ts, true)) == 0 {
-		return nil
-	}
-	if ts.UploadID == "" {
-		return valueErr("the pool task names local files but its client did not upload them; use a SkyGo client of this version")
-	}
-	tree, release, err := upload.Open(paths.Uploads(e.Home), u.ID, ts.UploadID)
-	if err != nil {
-		if errors.Is(err, upload.ErrNoTree) {
-			return valueErr("%v", err)
-		}
-		return err
-	}
-	defer release()
-	dir := poolFilesDir(e.Home, name, version)
-	_ = os.RemoveAll(dir) // a failed apply's leftovers
-	if err := linkTree(tree, dir); err != nil {
-		return err
-	}
-	upload.Rebase(ts, dir, true)
-	return nil
-}
-
 // PoolStatus lists pools (all when b names none) with their workers.
 func (e *Env) PoolStatus(ctx context.Context, b api.PoolStatusBody) ([]api.PoolRecord, error) {
 	ps, err := e.Store.ListPools(ctx)
@@ -225,7 +201,7 @@ func poolRecord(p *state.Pool, busy map[string][]int, queued int) api.PoolRecord
 		CreatedAt: p.CreatedAt, UserName: p.UserName, Target: p.Target, PendingJobs: queued, Workers: []api.PoolWorkerRecord{}}
 	if sv := p.Specs[p.SpecVersion]; sv != nil {
 		rec.Policy = sv.Policy
-		rec.RequestedResources = requested(sv.Task)
+		rec.RequestedResources = backend.RequestedResources(sv.Task)
 	}
 	if p.ReadyAt > 0 {
 		rec.UptimeSince = ptr(p.ReadyAt)
@@ -335,7 +311,7 @@ func (e *Env) PoolLogs(ctx context.Context, b api.PoolLogsBody, w io.Writer) err
 		}
 		file = WorkerLogPath(e.Home, b.Name, b.WorkerID)
 	}
-	if err := printTail(file, b.Tail, w); err != nil {
+	if err := ux.PrintTail(file, b.Tail, w); err != nil {
 		return err
 	}
 	if !b.Follow {
@@ -346,7 +322,7 @@ func (e *Env) PoolLogs(ctx context.Context, b api.PoolLogsBody, w io.Writer) err
 		off = fi.Size()
 	}
 	for {
-		off = copyFrom(file, off, w)
+		off = ux.CopyFrom(file, off, w)
 		p, err := e.Store.GetPool(ctx, b.Name)
 		if errors.Is(err, state.ErrNotFound) {
 			return nil
@@ -357,7 +333,7 @@ func (e *Env) PoolLogs(ctx context.Context, b api.PoolLogsBody, w io.Writer) err
 		if !b.Controller {
 			wk := p.Worker(b.WorkerID)
 			if wk == nil || (wk.Status != api.WorkerPending && wk.Status != api.WorkerProvisioning && wk.Status != api.WorkerStarting) {
-				copyFrom(file, off, w)
+				ux.CopyFrom(file, off, w)
 				return nil
 			}
 		}

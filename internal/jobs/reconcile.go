@@ -18,12 +18,11 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
-	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
-	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/upload"
+	"github.com/skygo/skygo/internal/ux"
 )
 
 func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
@@ -372,7 +371,7 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 		})
 		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
 	}
-	if precheck(lerr) {
+	if backend.Precheck(lerr) {
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, msg)
 	}
 	if err := e.downCluster(ctx, j, j.Tasks[tid].ClusterName, log); err != nil {
@@ -415,35 +414,6 @@ func firstLine(s string) string {
 	return s
 }
 
-// precheck says whether a launch error is one no retry can fix: the
-// optimizer found nothing feasible anywhere (as opposed to candidates
-// that were out of capacity), no infrastructure is enabled, or the task
-// itself is invalid.
-func precheck(err error) bool {
-	if errors.Is(err, backend.ErrOutOfCapacity) {
-		return false
-	}
-	var ce *provision.CapacityError
-	if errors.As(err, &ce) {
-		return false
-	}
-	var oe *op.Error
-	if errors.As(err, &oe) {
-		switch oe.Type {
-		case "ResourcesUnavailableError", "NoCloudAccessError", "ValueError", "InvalidSkyPilotConfigError":
-			return true
-		}
-	}
-	var be *backend.ClusterError
-	if errors.As(err, &be) {
-		switch be.Type {
-		case "ValueError", "InvalidSkyPilotConfigError", "ResourcesMismatchError":
-			return true
-		}
-	}
-	return false
-}
-
 // started records that a task's job is on its cluster.
 func (e *Env) started(ctx context.Context, j *state.ManagedJob, tid int, agentJob int) (controller.Result, error) {
 	var cloud, region, zone, infraID, res string
@@ -456,7 +426,7 @@ func (e *Env) started(ctx context.Context, j *state.ManagedJob, tid int, agentJo
 				nodes = append(nodes, n.ID)
 				ips = append(ips, [2]string{n.InternalIP, n.ExternalIP})
 			}
-			res = clusterResources(c.NumNodes, h)
+			res = backend.ClusterResources(c.NumNodes, h)
 		}
 	}
 	t0 := now()
@@ -514,20 +484,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// clusterResources is SkyPilot's short resources string of a cluster:
-// 1x(cpus=4, mem=16, ...).
-func clusterResources(nodes int, h *backend.Handle) string {
-	parts := []string{}
-	if h.InstanceType != "" {
-		parts = append(parts, h.InstanceType)
-	}
-	parts = append(parts, "cpus="+strconv.FormatFloat(h.CPUs, 'g', 4, 64), "mem="+strconv.FormatFloat(h.MemoryGB, 'g', 4, 64))
-	for g, n := range h.GPUs {
-		parts = append(parts, g+":"+strconv.FormatFloat(n, 'f', -1, 64))
-	}
-	return fmt.Sprintf("%dx(%s)", max(nodes, 1), strings.Join(parts, ", "))
 }
 
 // monitor looks at a RUNNING task: its job on the cluster, and the
@@ -606,7 +562,7 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 		return e.failTask(ctx, j, tid, api.ManagedFailedController, fmt.Sprintf(
 			"Unknown job status %s. To see the details, run: sky jobs logs --controller %d", job.Status, j.JobID))
 	}
-	return controller.Result{RequeueAfter: jitter(monitorEvery, 0.2)}, nil
+	return controller.Result{RequeueAfter: controller.Jitter(monitorEvery, 0.2)}, nil
 }
 
 // userFailure decides on a task whose job failed on a healthy cluster:
@@ -817,7 +773,7 @@ func (e *Env) saveLogs(ctx context.Context, j *state.ManagedJob, tid int) {
 	if t.AgentJobID == 0 || t.LogsSaved || t.ClusterName == "" {
 		return
 	}
-	f, err := openAppend(TaskLogPath(e.Home, j.JobID, tid))
+	f, err := ux.OpenAppend(TaskLogPath(e.Home, j.JobID, tid))
 	if err != nil {
 		return
 	}
@@ -844,7 +800,7 @@ func (e *Env) logUnreadable(j *state.ManagedJob, tid int) {
 	if t.AgentJobID == 0 || t.LogsSaved || t.ClusterName == "" {
 		return
 	}
-	f, err := openAppend(TaskLogPath(e.Home, j.JobID, tid))
+	f, err := ux.OpenAppend(TaskLogPath(e.Home, j.JobID, tid))
 	if err != nil {
 		return
 	}

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/resources"
@@ -157,7 +156,7 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 			j.Execution = "parallel"
 		}
 		for i, t := range b.Tasks {
-			mt := &state.ManagedTask{TaskID: i, Name: names[i], Status: api.ManagedPending, Resources: requested(t)}
+			mt := &state.ManagedTask{TaskID: i, Name: names[i], Status: api.ManagedPending, Resources: backend.RequestedResources(t)}
 			if parallel {
 				p := len(b.PrimaryTasks) == 0 || slices.Contains(b.PrimaryTasks, t.Name)
 				mt.Primary = &p
@@ -182,37 +181,6 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	}
 	e.kick()
 	return res, nil
-}
-
-// requested is the REQUESTED column of a task, as SkyPilot shows it:
-// <nodes>x[<accelerator>:<count>] or <nodes>x[CPU:<cpus>], with the
-// instance type, memory and spot when asked for.
-func requested(t api.TaskSpec) string {
-	r, err := resources.Parse(t.Resources)
-	if err != nil || r == nil {
-		return fmt.Sprintf("%dx[CPU:1+]", max(t.NumNodes, 1))
-	}
-	if list, _ := r.Candidates(); len(list) > 0 {
-		r = list[0]
-	}
-	var parts []string
-	switch {
-	case r.AcceleratorName() != "":
-		parts = append(parts, fmt.Sprintf("%s:%s", r.AcceleratorName(), strconv.FormatFloat(r.AcceleratorCount(), 'g', -1, 64)))
-	case r.InstanceType != "":
-		parts = append(parts, r.InstanceType)
-	case r.CPUs != nil:
-		parts = append(parts, "CPU:"+r.CPUs.String())
-	default:
-		parts = append(parts, "CPU:1+")
-	}
-	if r.Memory != nil {
-		parts = append(parts, "mem="+r.Memory.String())
-	}
-	if r.UseSpot != nil && *r.UseSpot {
-		parts = append(parts, "spot")
-	}
-	return fmt.Sprintf("%dx[%s]", max(t.NumNodes, 1), strings.Join(parts, ", "))
 }
 
 // priorityOf is the job's priority: every task that sets one must agree.
@@ -271,59 +239,9 @@ func (e *Env) keepFiles(jobID int, trees []string) error {
 		if tree == "" {
 			continue
 		}
-		if err := linkTree(tree, filepath.Join(filesDir(e.Home, jobID), strconv.Itoa(i))); err != nil {
+		if err := upload.LinkTree(tree, filepath.Join(filesDir(e.Home, jobID), strconv.Itoa(i))); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// linkTree copies the tree at src to dst with hard links (a copy where
-// links are not possible), keeping modes and symlinks.
-func linkTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(out, info.Mode().Perm()|0o700)
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, out)
-		}
-		if err := os.Link(p, out); err == nil {
-			return nil
-		}
-		return copyFile(p, out, info.Mode().Perm())
-	})
-}
-
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -180,6 +180,19 @@ var migrations = []migration{
 			version BIGINT NOT NULL DEFAULT 1
 		)`,
 	}},
+	{9, "SkyServe services", []string{
+		// As pools: a service's versions and replicas live in its
+		// record, so a rolling swap is one conditional update.
+		`CREATE TABLE services (
+			name TEXT PRIMARY KEY,
+			user_hash TEXT NOT NULL DEFAULT '',
+			user_name TEXT NOT NULL DEFAULT '',
+			workspace TEXT NOT NULL DEFAULT 'default',
+			created_at DOUBLE PRECISION NOT NULL,
+			record TEXT NOT NULL,
+			version BIGINT NOT NULL DEFAULT 1
+		)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

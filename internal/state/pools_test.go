@@ -17,12 +17,12 @@ func TestPools(t *testing.T) {
 		ctx := context.Background()
 		s := open()
 		two := 2
-		p := &Pool{Name: "mp", UserHash: "u1", UserName: "alice", SpecVersion: 1,
+		p := &Pool{RowMeta: RowMeta{Name: "mp", UserHash: "u1", UserName: "alice"}, SpecVersion: 1,
 			Specs: map[int]*PoolSpecVersion{1: {Task: api.TaskSpec{Setup: "echo hi"}, Policy: api.PoolPolicy{Workers: &two}}}}
 		if err := s.CreatePool(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CreatePool(ctx, &Pool{Name: "mp"}); !errors.Is(err, ErrExists) {
+		if err := s.CreatePool(ctx, &Pool{RowMeta: RowMeta{Name: "mp"}}); !errors.Is(err, ErrExists) {
 			t.Fatalf("second create: %v, want ErrExists", err)
 		}
 		var wg sync.WaitGroup

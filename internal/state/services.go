@@ -1,0 +1,134 @@
+package state
+
+import (
+	"context"
+
+	"github.com/skygo/skygo/internal/api"
+)
+
+// Service is one SkyServe service: its row's columns, and the rest
+// (versions, autoscaler state, replicas, load balancer) as one JSON
+// document (docrows.go).
+type Service struct {
+	RowMeta
+
+	// Latest is the newest version (1 on up); Versions holds each
+	// version some replica still runs, the newest included.
+	Latest   int                     `json:"latest"`
+	Versions map[int]*ServiceVersion `json:"versions"`
+	// UpdateMode is how replicas of older versions are replaced.
+	UpdateMode string `json:"update_mode,omitempty"`
+	// Target is the replica count the autoscaler wants now (before
+	// overprovision); UpCount/DownCount are the consecutive decisions
+	// that wanted more/fewer (hysteresis).
+	Target         int        `json:"target"`
+	UpCount        int        `json:"up_count,omitempty"`
+	DownCount      int        `json:"down_count,omitempty"`
+	LastDecisionAt float64    `json:"last_decision_at,omitempty"`
+	QPS            float64    `json:"qps,omitempty"`
+	NextReplicaID  int        `json:"next_replica_id"`
+	Replicas       []*Replica `json:"replicas"`
+	// Active is the version traffic goes to in a blue-green update
+	// (0: every ready replica serves).
+	Active int          `json:"active,omitempty"`
+	LB     LoadBalancer `json:"lb"`
+	// Down is set once `serve down` asked for the service to go.
+	Down    *ServiceDown `json:"down,omitempty"`
+	Uptime  float64      `json:"uptime,omitempty"` // when a replica was first READY
+	Failure string       `json:"failure,omitempty"`
+}
+
+// ServiceVersion is one version of the service's task and spec.
+type ServiceVersion struct {
+	Task    api.TaskSpec    `json:"task"`
+	Service api.ServiceSpec `json:"service"`
+	At      float64         `json:"at"`
+}
+
+// LoadBalancer is the service's load balancer process.
+type LoadBalancer struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	PID  int    `json:"pid,omitempty"`
+	// Generation counts the ready-set changes; the load balancer reports
+	// the last one it took.
+	Generation int64 `json:"generation,omitempty"`
+	// Starts counts the load balancer's starts (a crash loop is seen).
+	Starts int `json:"starts,omitempty"`
+}
+
+// ServiceDown records a `serve down` request.
+type ServiceDown struct {
+	At    float64 `json:"at"`
+	Purge bool    `json:"purge,omitempty"`
+}
+
+// Replica is one replica: a cluster named <service>-<id> running the
+// service task of its version.
+type Replica struct {
+	ID        int     `json:"id"`
+	Version   int     `json:"version"`
+	Status    string  `json:"status"`
+	Cluster   string  `json:"cluster"`
+	CreatedAt float64 `json:"created_at"`
+	// Attempt numbers the launches of this replica; its job is tagged
+	// with it, so a controller cut off after submitting finds it.
+	Attempt    int     `json:"attempt,omitempty"`
+	JobID      int     `json:"job_id,omitempty"`
+	LaunchedAt float64 `json:"launched_at,omitempty"`
+	Tries      int     `json:"tries,omitempty"`
+	NextTryAt  float64 `json:"next_try_at,omitempty"`
+	// URL is http://head:port once the cluster is up.
+	URL       string `json:"url,omitempty"`
+	Infra     string `json:"infra,omitempty"`
+	Resources string `json:"resources,omitempty"`
+	Spot      bool   `json:"spot,omitempty"`
+	// ReadyAt is when a probe first passed; FailingSince when the
+	// current run of failed probes began (0: the last probe passed).
+	ReadyAt      float64 `json:"ready_at,omitempty"`
+	FailingSince float64 `json:"failing_since,omitempty"`
+	// Retire says the replica is to be torn down once it serves no
+	// request (scale-down, an update's replacement); it is out of the
+	// ready set from then on.
+	Retire bool   `json:"retire,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Replica returns replica id, or nil.
+func (s *Service) Replica(id int) *Replica {
+	for _, r := range s.Replicas {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// Clone is a deep copy of s, for a mutation to edit.
+func (s *Service) Clone() *Service { return cloneDoc(s) }
+
+// CreateService inserts a new service; ErrExists when the name is taken.
+func (s *Store) CreateService(ctx context.Context, v *Service) error {
+	return docCreate(ctx, s, "services", "service", v)
+}
+
+// GetService reads one service; ErrNotFound when there is none.
+func (s *Store) GetService(ctx context.Context, name string) (*Service, error) {
+	return docGet[Service](ctx, s, "services", "service", name)
+}
+
+// ListServices returns every service, by name.
+func (s *Store) ListServices(ctx context.Context) ([]*Service, error) {
+	return docList[Service](ctx, s, "services", "service")
+}
+
+// UpdateService applies mutate (which may run more than once; ErrNoChange
+// leaves the row) to service name's row, conditionally on its version.
+func (s *Store) UpdateService(ctx context.Context, name string, mutate func(v *Service) error) (*Service, error) {
+	return docUpdate(ctx, s, "services", "service", name, mutate)
+}
+
+// DeleteService removes service name if its row is still at version.
+func (s *Store) DeleteService(ctx context.Context, name string, version int64) error {
+	return docDelete(ctx, s, "services", "service", name, version)
+}
