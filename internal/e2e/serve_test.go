@@ -113,9 +113,10 @@ func TestServeReplicaKill(t *testing.T) {
 	if len(as) < 100 {
 		t.Errorf("only %d requests answered: the load was not steady", len(as))
 	}
-	if _, ok := e.status(false)[victim.Name]; ok {
-		// The replacement has a new id and so a new cluster name.
-		t.Errorf("cluster %s of the killed replica is still listed by sky status", victim.Name)
+	// The replacement has a new id and so a new cluster name; the killed
+	// replica's cluster goes.
+	if !waitFor(30*time.Second, func() bool { _, ok := e.status(false)[victim.Name]; return !ok }) {
+		t.Errorf("cluster %s of the killed replica still listed by sky status 30s after its replacement was READY", victim.Name)
 	}
 }
 
