@@ -468,6 +468,9 @@ type statusSampler struct {
 	max     int
 	atMax   svcRecord
 	samples int
+	// maxHeld also counts the replicas still SHUTTING_DOWN, whose
+	// processes may run yet.
+	maxHeld int
 }
 
 func (e *skyEnv) sampleStatus(name string) *statusSampler {
@@ -487,6 +490,13 @@ func (e *skyEnv) sampleStatus(name string) *statusSampler {
 					if n := rec.nonTerminal(); n > s.max {
 						s.max, s.atMax = n, rec
 					}
+					held := rec.nonTerminal()
+					for _, r := range rec.Replicas {
+						if r.Status == "SHUTTING_DOWN" {
+							held++
+						}
+					}
+					s.maxHeld = max(s.maxHeld, held)
 					s.mu.Unlock()
 				}
 			}
@@ -496,14 +506,21 @@ func (e *skyEnv) sampleStatus(name string) *statusSampler {
 	return s
 }
 
-// Stop ends the sampling and returns the largest live count and the
-// record it was seen in.
+// Stop ends the sampling and returns the largest live count, the
+// record it was seen in, and the number of samples.
 func (s *statusSampler) Stop() (int, svcRecord, int) {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.max, s.atMax, s.samples
+}
+
+// held is the largest count of live and SHUTTING_DOWN replicas seen.
+func (s *statusSampler) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxHeld
 }
 
 // fetch is one GET with a timeout; it returns the status and body.

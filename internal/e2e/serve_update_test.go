@@ -55,8 +55,8 @@ func updateUnderLoad(t *testing.T, name, mode string, maxReplicas int) []answer 
 	l.Stop()
 	most, at, samples := sampler.Stop()
 	as, failed := l.snapshot()
-	t.Logf("%d requests answered (by version %v, by replica %v), %d failed; at most %d live replicas in %d status samples",
-		len(as), byVersion(as), byReplica(as), failed, most, samples)
+	t.Logf("%d requests answered (by version %v, by replica %v), %d failed; at most %d live replicas (%d with those shutting down) in %d status samples",
+		len(as), byVersion(as), byReplica(as), failed, most, sampler.held(), samples)
 	if failed > 0 {
 		t.Errorf("%d requests failed during the %s update:\n%s", failed, mode, l.failures())
 	}
