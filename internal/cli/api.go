@@ -152,7 +152,7 @@ func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	}
 	defer st.Close()
 	so.Store = st
-	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port})
+	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host})
 	if err != nil {
 		return err
 	}

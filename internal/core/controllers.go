@@ -60,7 +60,8 @@ func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) ([]*controlle
 		BaseBackoff: livenessBackoff, MaxBackoff: livenessMaxBackoff,
 		Resync: e.upClusterNames, ResyncEvery: livenessEvery,
 	})
-	return append([]*controller.Controller{autostop, refresh, liveness}, e.Jobs.Controllers(m, log)...), nil
+	out := append([]*controller.Controller{autostop, refresh, liveness}, e.Jobs.Controllers(m, log)...)
+	return append(out, e.Serve.Controllers(m, log)...), nil
 }
 
 // upClusterNames lists only UP clusters: one whose agent could not be

@@ -27,6 +27,7 @@ import (
 	"github.com/skygo/skygo/internal/jobs"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/serve"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -37,6 +38,8 @@ type Env struct {
 	Backend *backend.Backend
 	// Jobs is the managed-jobs controller.
 	Jobs *jobs.Env
+	// Serve is the SkyServe controller.
+	Serve *serve.Env
 
 	catMu sync.Mutex
 	cats  map[string]*catalog.Catalog // by catalog directory ("" = cache/hosted/built-in)
@@ -52,6 +55,9 @@ type Options struct {
 	Port int
 	// Sky is the sky binary nodes run (default: this executable).
 	Sky string
+	// Host is the address the server listens on; services' load
+	// balancers listen there too (default 127.0.0.1).
+	Host string
 }
 
 // New builds the operations' environment.
@@ -93,6 +99,10 @@ func New(o Options) (*Env, error) {
 			return e.planner(ctx, body, log)
 		},
 		Redact: newRedactingLog}
+	e.Serve = &serve.Env{Home: o.Home, Store: o.Store, Backend: e.Backend, Sky: sky, LBHost: o.Host,
+		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
+			return e.planner(ctx, body, log)
+		}}
 	return e, nil
 }
 
@@ -149,7 +159,7 @@ func (e *Env) ops() []op.Op {
 		{Name: "jobs.pool_down", Schedule: op.Long, Run: e.poolDown},
 		{Name: "jobs.pool_logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.poolLogs},
 		{Name: "jobs.pool_sync-down-logs", Schedule: op.Short, Run: e.poolSyncDown},
-	}, e.Backend.Infras.Ops()...) // `sky ssh up`, `sky local down`, ...
+	}, append(e.serveOps(), e.Backend.Infras.Ops()...)...) // then `sky ssh up`, `sky local down`, ...
 }
 
 // catalog is the price catalog for a request: the directory its client's

@@ -2,10 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
@@ -61,24 +57,5 @@ func (e *Env) poolSyncDown(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(r.Files, b.Name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	jl := api.JobLogs{RunTimestamp: b.Name, Files: []string{}}
-	for name, src := range srcs {
-		raw, err := os.ReadFile(src)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o600); err != nil {
-			return nil, err
-		}
-		jl.Files = append(jl.Files, name)
-	}
-	sort.Strings(jl.Files)
-	return api.LogsDownload{RequestID: r.ID, Jobs: []api.JobLogs{jl}}, nil
+	return copyLogFiles(r, b.Name, srcs)
 }

@@ -33,9 +33,13 @@ type Service struct {
 	Active int          `json:"active,omitempty"`
 	LB     LoadBalancer `json:"lb"`
 	// Down is set once `serve down` asked for the service to go.
-	Down    *ServiceDown `json:"down,omitempty"`
-	Uptime  float64      `json:"uptime,omitempty"` // when a replica was first READY
-	Failure string       `json:"failure,omitempty"`
+	Down   *ServiceDown `json:"down,omitempty"`
+	Uptime float64      `json:"uptime,omitempty"` // when a replica was first READY
+	// ReadyVersion is the newest version a replica of which was READY:
+	// a newer version whose replica failed before any was READY is not
+	// launched again (service.md).
+	ReadyVersion int    `json:"ready_version,omitempty"`
+	Failure      string `json:"failure,omitempty"`
 }
 
 // ServiceVersion is one version of the service's task and spec.
@@ -51,8 +55,9 @@ type LoadBalancer struct {
 	Port int    `json:"port"`
 	PID  int    `json:"pid,omitempty"`
 	// Generation counts the ready-set changes; the load balancer reports
-	// the last one it took.
-	Generation int64 `json:"generation,omitempty"`
+	// the last one it took. Pushed is the set of that generation.
+	Generation int64  `json:"generation,omitempty"`
+	Pushed     string `json:"pushed,omitempty"`
 	// Starts counts the load balancer's starts (a crash loop is seen).
 	Starts int `json:"starts,omitempty"`
 }
@@ -87,11 +92,17 @@ type Replica struct {
 	// current run of failed probes began (0: the last probe passed).
 	ReadyAt      float64 `json:"ready_at,omitempty"`
 	FailingSince float64 `json:"failing_since,omitempty"`
-	// Retire says the replica is to be torn down once it serves no
-	// request (scale-down, an update's replacement); it is out of the
-	// ready set from then on.
-	Retire bool   `json:"retire,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	// RetiredAt is when the controller decided to tear the replica down
+	// (scale-down, an update's replacement: SHUTTING_DOWN); RetireGen the
+	// load balancer generation that no longer has it. Its cluster goes
+	// once the load balancer took that generation and the replica serves
+	// no request.
+	RetiredAt float64 `json:"retired_at,omitempty"`
+	RetireGen int64   `json:"retire_gen,omitempty"`
+	// CleanedUp says a failed replica's cluster is gone (it stays listed
+	// to say why it failed).
+	CleanedUp bool   `json:"cleaned_up,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // Replica returns replica id, or nil.

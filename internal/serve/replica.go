@@ -1,0 +1,451 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
+)
+
+// reconcileReplica takes the next step of one replica.
+func (e *Env) reconcileReplica(ctx context.Context, key string) (controller.Result, error) {
+	i := strings.LastIndexByte(key, '/')
+	id, err := strconv.Atoi(key[i+1:])
+	if i < 0 || err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("replica key %q is not <service>/<id>", key))
+	}
+	name := key[:i]
+	s, err := e.Store.GetService(ctx, name)
+	if errors.Is(err, state.ErrNotFound) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	r := s.Replica(id)
+	if r == nil {
+		return controller.Result{}, nil
+	}
+	switch {
+	case r.Status == api.ReplicaPending || r.Status == api.ReplicaProvisioning:
+		return e.launchReplica(ctx, s, r)
+	case r.Status == api.ReplicaStarting || r.Status == api.ReplicaReady || r.Status == api.ReplicaNotReady:
+		return e.watchReplica(ctx, s, r)
+	case r.Status == api.ReplicaShuttingDown:
+		return e.retireReplica(ctx, s, r)
+	case r.Status == api.ReplicaPreempted:
+		return e.dropReplica(ctx, s, r, api.ReplicaPreempted)
+	case api.ReplicaFailedStatus(r.Status) && !r.CleanedUp:
+		return e.cleanUpFailed(ctx, s, r)
+	}
+	return controller.Result{}, nil
+}
+
+// setReplica applies edit to replica id if it is still in one of the
+// from statuses; it returns the service and the replica as written (nil
+// when gone or moved on).
+func (e *Env) setReplica(ctx context.Context, service string, id int, from []string, edit func(n *state.Service, r *state.Replica)) (*state.Service, *state.Replica, error) {
+	moved := false
+	s, err := e.Store.UpdateService(ctx, service, func(n *state.Service) error {
+		r := n.Replica(id)
+		moved = r == nil || !slices.Contains(from, r.Status)
+		if moved {
+			return state.ErrNoChange
+		}
+		edit(n, r)
+		return nil
+	})
+	if err != nil || moved {
+		return s, nil, err
+	}
+	return s, s.Replica(id), nil
+}
+
+func replicaLog(e *Env, s *state.Service, id int) io.WriteCloser {
+	return ux.AppendLog(ReplicaLogPath(e.Home, s.Name, id))
+}
+
+// launchReplica runs one launch attempt of a replica: adopt the job a
+// cut-off attempt left, or launch the cluster with the version's task.
+func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
+	if r.Status == api.ReplicaPending {
+		if wait := r.NextTryAt - now(); wait > 0 {
+			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
+		}
+		var err error
+		if s, r, err = e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaPending}, func(_ *state.Service, r *state.Replica) {
+			r.Status = api.ReplicaProvisioning
+			r.Attempt++
+		}); err != nil || r == nil {
+			return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		}
+	}
+	v := s.Versions[r.Version]
+	if v == nil {
+		_, _, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
+			r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, now(), "its version is gone"
+		})
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+	}
+	tag := replicaTag(s.Name, r.ID, r.Attempt)
+	log := replicaLog(e, s, r.ID)
+	defer log.Close()
+	if c, err := e.Store.GetCluster(ctx, r.Cluster); err == nil && !(c.IsManaged && c.LastCreationCommand == replicaCommand(s.Name)) {
+		// Not a replica this service made (a user's cluster, a pool
+		// worker): it is neither adopted nor ever torn down.
+		why := fmt.Sprintf("a cluster named %s already exists and is not a replica of service %s; tear it down or give the service another name", r.Cluster, s.Name)
+		_, _, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
+			r.Status, r.Reason, r.CleanedUp = api.ReplicaFailedProvision, why, true
+		})
+		e.note(s.Name, "Replica %d: %s.", r.ID, why)
+		e.pokeService(s.Name)
+		return controller.Result{}, err
+	}
+	if job, err := e.Backend.TaggedJob(ctx, r.Cluster, owner(s), tag); err == nil && job != nil {
+		fmt.Fprintf(log, "Found job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, r.Attempt, r.Cluster)
+		return e.launched(ctx, s, r, job.JobID)
+	}
+	ts := v.Task
+	ts.Envs = make(map[string]string, len(v.Task.Envs)+1)
+	for k, val := range v.Task.Envs {
+		ts.Envs[k] = val
+	}
+	ts.Envs["SKYPILOT_SERVE_REPLICA_ID"] = strconv.Itoa(r.ID)
+	if wantsSpot(v) && !r.Spot {
+		ts.Resources = withSpot(ts.Resources, false)
+	}
+	body := api.LaunchBody{Task: ts, ClusterName: r.Cluster, Detach: true, Workspace: s.Workspace, PlanShown: true,
+		Command: replicaCommand(s.Name),
+		Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-serve-%s-%d-%d", s.Name, r.ID, r.Attempt)}}
+	fmt.Fprintf(log, "Launching replica %d of service %s (version %d, attempt %d) on cluster %s.\n", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)
+	plan, err := e.Plan(ctx, body, log)
+	var res *api.LaunchResult
+	if err == nil {
+		res, err = e.Backend.Launch(ctx, body, owner(s), plan, log)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return controller.Result{}, ctx.Err()
+		}
+		fmt.Fprintf(log, "Launch failed: %s\n", err)
+		_ = e.downCluster(ctx, s, r.Cluster, log)
+		var gap time.Duration
+		_, nr, uerr := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
+			r.Tries++
+			gap = retryGap(r.Tries)
+			r.Status, r.NextTryAt, r.Reason = api.ReplicaPending, now()+gap.Seconds(), firstLine(err.Error())
+			if backend.Precheck(err) {
+				r.Status, r.CleanedUp = api.ReplicaFailedProvision, true
+			}
+		})
+		if uerr != nil || nr == nil {
+			return controller.Result{RequeueAfter: 10 * time.Millisecond}, uerr
+		}
+		if nr.Status == api.ReplicaFailedProvision {
+			e.note(s.Name, "Replica %d: launch failed (%s); not retried.", r.ID, firstLine(err.Error()))
+			e.pokeService(s.Name)
+			return controller.Result{}, nil
+		}
+		e.note(s.Name, "Replica %d: launch failed (%s); retrying in %s.", r.ID, firstLine(err.Error()), gap.Round(time.Second))
+		return controller.Result{RequeueAfter: gap}, nil
+	}
+	return e.launched(ctx, s, r, res.JobID)
+}
+
+// withSpot sets use_spot in a canonical resources mapping and in each of
+// its any_of / ordered candidates (an on-demand replica of a spot
+// service).
+func withSpot(res map[string]any, spot bool) map[string]any {
+	out := make(map[string]any, len(res)+1)
+	for k, v := range res {
+		out[k] = v
+	}
+	out["use_spot"] = spot
+	for _, k := range []string{"any_of", "ordered"} {
+		list, ok := out[k].([]any)
+		if !ok {
+			continue
+		}
+		nl := make([]any, len(list))
+		for i, c := range list {
+			if m, ok := c.(map[string]any); ok {
+				nm := make(map[string]any, len(m)+1)
+				for kk, vv := range m {
+					nm[kk] = vv
+				}
+				nm["use_spot"] = spot
+				nl[i] = nm
+			} else {
+				nl[i] = c
+			}
+		}
+		out[k] = nl
+	}
+	return out
+}
+
+// launched records a replica's job and address: STARTING, probed from now.
+func (e *Env) launched(ctx context.Context, s *state.Service, r *state.Replica, jobID int) (controller.Result, error) {
+	url, infra, res, spot := e.replicaAddress(ctx, s, r)
+	before := s
+	s, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
+		r.JobID, r.Status, r.Tries, r.NextTryAt, r.Reason = jobID, api.ReplicaStarting, 0, 0, ""
+		r.LaunchedAt, r.URL, r.Infra, r.Resources, r.Spot = now(), url, infra, res, spot
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		// The service went while the launch ran: nobody else knows of
+		// this cluster now.
+		log := replicaLog(e, before, r.ID)
+		defer log.Close()
+		return controller.Result{}, e.downCluster(ctx, before, r.Cluster, log)
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if nr == nil {
+		// Retired while the launch ran: its step tears the cluster down.
+		e.pokeReplica(s.Name, r.ID)
+		return controller.Result{}, nil
+	}
+	e.note(s.Name, "Replica %d launched on %s (%s); probing %s.", r.ID, nr.Infra, nr.Resources, nr.URL)
+	return controller.Result{RequeueAfter: 200 * time.Millisecond}, nil
+}
+
+// replicaAddress is the replica's URL (http://head:port), infra,
+// resources string and whether it runs on spot.
+func (e *Env) replicaAddress(ctx context.Context, s *state.Service, r *state.Replica) (url, infra, res string, spot bool) {
+	c, err := e.Store.GetCluster(ctx, r.Cluster)
+	if err != nil {
+		return "", "", "", false
+	}
+	h, err := backend.HandleOf(c)
+	if err != nil || h.Info == nil || len(h.Info.Nodes) == 0 {
+		return "", "", "", false
+	}
+	head := h.Info.Nodes[0].ExternalIP
+	if head == "" {
+		head = h.Info.Nodes[0].InternalIP
+	}
+	port := 0
+	if v := s.Versions[r.Version]; v != nil {
+		port = v.Service.Port
+	}
+	return "http://" + net.JoinHostPort(head, strconv.Itoa(port)), h.Infra, backend.ClusterResources(c.NumNodes, h), h.UseSpot
+}
+
+// watchReplica follows a replica's job and probes its readiness.
+func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
+	v := s.Versions[r.Version]
+	if v == nil {
+		return controller.Result{}, nil
+	}
+	pr := v.Service.Probe
+	every := time.Duration(max(pr.EndpointProbeIntervalSeconds, 0.1) * float64(time.Second))
+	job, err := e.Backend.AgentJob(ctx, r.Cluster, owner(s), r.JobID)
+	if err != nil || job == nil {
+		alive, aerr := e.Backend.ClusterAlive(ctx, r.Cluster)
+		if aerr == nil && !alive {
+			return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
+		}
+		if job == nil && aerr == nil && err == nil {
+			return e.replicaLost(ctx, s, r, "its job is gone from its cluster")
+		}
+		return controller.Result{RequeueAfter: every}, nil
+	}
+	if job.Status.Terminal() {
+		if alive, _ := e.Backend.ClusterAlive(ctx, r.Cluster); !alive {
+			return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
+		}
+		return e.replicaFailed(ctx, s, r, api.ReplicaFailed, fmt.Sprintf("its run ended %s; see sky serve logs %s %d", job.Status, s.Name, r.ID))
+	}
+	if job.Status != agentapi.StatusRunning && r.Status == api.ReplicaStarting {
+		// Still in setup (or waiting for resources): nothing answers yet,
+		// but the initial delay runs.
+		if now()-r.LaunchedAt > pr.InitialDelaySeconds {
+			return e.replicaFailed(ctx, s, r, api.ReplicaFailedInitialDelay,
+				fmt.Sprintf("not ready within initial_delay_seconds=%g (its job is %s)", pr.InitialDelaySeconds, job.Status))
+		}
+		return controller.Result{RequeueAfter: min(every, time.Second)}, nil
+	}
+	perr := probe(ctx, r.URL, pr)
+	t := now()
+	if perr == nil {
+		if r.Status == api.ReplicaReady && r.FailingSince == 0 {
+			return controller.Result{RequeueAfter: every}, nil
+		}
+		first := r.ReadyAt == 0
+		_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(n *state.Service, r *state.Replica) {
+			r.Status, r.FailingSince, r.Reason = api.ReplicaReady, 0, ""
+			if r.ReadyAt == 0 {
+				r.ReadyAt = t
+			}
+			if n.Uptime == 0 {
+				n.Uptime = t
+			}
+			n.ReadyVersion = max(n.ReadyVersion, r.Version)
+		})
+		if err != nil || nr == nil {
+			return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		}
+		if first {
+			e.note(s.Name, "Replica %d is READY (%s, version %d).", r.ID, r.URL, r.Version)
+		} else {
+			e.note(s.Name, "Replica %d is READY again.", r.ID)
+		}
+		e.pokeService(s.Name)
+		return controller.Result{RequeueAfter: every}, nil
+	}
+	if alive, aerr := e.Backend.ClusterAlive(ctx, r.Cluster); aerr == nil && !alive {
+		return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
+	}
+	if r.ReadyAt == 0 {
+		if t-r.LaunchedAt > pr.InitialDelaySeconds {
+			return e.replicaFailed(ctx, s, r, api.ReplicaFailedInitialDelay,
+				fmt.Sprintf("readiness probe did not pass within initial_delay_seconds=%g: %v", pr.InitialDelaySeconds, perr))
+		}
+		return controller.Result{RequeueAfter: every}, nil
+	}
+	since := r.FailingSince
+	if since == 0 {
+		since = t
+	}
+	if t-since >= pr.ConsecutiveFailureThresholdTimeout {
+		return e.replicaFailed(ctx, s, r, api.ReplicaFailedProbing,
+			fmt.Sprintf("readiness probe failing for %.0f s (consecutive_failure_threshold_timeout=%g): %v", t-since, pr.ConsecutiveFailureThresholdTimeout, perr))
+	}
+	if r.Status != api.ReplicaNotReady || r.FailingSince == 0 {
+		_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
+			r.Status, r.FailingSince, r.Reason = api.ReplicaNotReady, since, firstLine(perr.Error())
+		})
+		if err != nil || nr == nil {
+			return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		}
+		e.note(s.Name, "Replica %d is NOT_READY: %v.", r.ID, perr)
+		e.pokeService(s.Name)
+	}
+	return controller.Result{RequeueAfter: every}, nil
+}
+
+// replicaLost marks a replica whose cluster went PREEMPTED; the service
+// controller launches another in its place.
+func (e *Env) replicaLost(ctx context.Context, s *state.Service, r *state.Replica, why string) (controller.Result, error) {
+	_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
+		r.Status, r.Reason = api.ReplicaPreempted, why
+	})
+	if err != nil || nr == nil {
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+	}
+	e.note(s.Name, "Replica %d is PREEMPTED: %s.", r.ID, why)
+	e.pokeService(s.Name)
+	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+}
+
+// replicaFailed marks a replica failed (status one of the failed set),
+// out of the ready set at once; its cluster goes next.
+func (e *Env) replicaFailed(ctx context.Context, s *state.Service, r *state.Replica, status, why string) (controller.Result, error) {
+	_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
+		r.Status, r.Reason = status, why
+	})
+	if err != nil || nr == nil {
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+	}
+	e.note(s.Name, "Replica %d is %s: %s.", r.ID, status, why)
+	e.pokeService(s.Name)
+	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+}
+
+// cleanUpFailed tears a failed replica's cluster down (its job's log is
+// kept in the replica log first); the replica stays listed with why.
+func (e *Env) cleanUpFailed(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
+	log := replicaLog(e, s, r.ID)
+	defer log.Close()
+	e.keepJobLog(ctx, s, r, log)
+	err := e.downCluster(ctx, s, r.Cluster, log)
+	_, _, uerr := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
+		r.CleanedUp = true
+		if err != nil {
+			r.Status, r.Reason = api.ReplicaFailedCleanup, firstLine(err.Error())
+		}
+	})
+	e.pokeService(s.Name)
+	return controller.Result{}, uerr
+}
+
+// keepJobLog appends the replica's job output to its log, once, before
+// its cluster goes, so `sky serve logs` still shows why it failed.
+func (e *Env) keepJobLog(ctx context.Context, s *state.Service, r *state.Replica, log io.Writer) {
+	if r.JobID == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	fmt.Fprintf(log, "--- output of job %d on %s ---\n", r.JobID, r.Cluster)
+	_ = e.Backend.CopyJobLog(cctx, r.Cluster, owner(s), r.JobID, 0, false, log)
+}
+
+// retireReplica drains a SHUTTING_DOWN replica — the load balancer took
+// a ready set without it and it serves no request, or drainLimit passed
+// — then tears its cluster down and drops it.
+func (e *Env) retireReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
+	if st, err := e.lbState(ctx, s); err == nil {
+		pushedOut := !slices.Contains(pushedIDs(s.LB.Pushed), r.ID) && st.Generation >= s.LB.Generation
+		if (!pushedOut || st.InFlight[r.ID] > 0) && now()-r.RetiredAt < drainLimit.Seconds() {
+			if !pushedOut {
+				e.pokeService(s.Name)
+			}
+			return controller.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+	}
+	return e.dropReplica(ctx, s, r, api.ReplicaShuttingDown)
+}
+
+// dropReplica tears a replica's cluster down and removes the replica.
+func (e *Env) dropReplica(ctx context.Context, s *state.Service, r *state.Replica, from string) (controller.Result, error) {
+	log := replicaLog(e, s, r.ID)
+	err := e.downCluster(ctx, s, r.Cluster, log)
+	log.Close()
+	if err != nil && !(s.Down != nil && s.Down.Purge) {
+		return controller.Result{}, err
+	}
+	if _, err := e.Store.UpdateService(ctx, s.Name, func(n *state.Service) error {
+		for i, x := range n.Replicas {
+			if x.ID == r.ID && x.Status == from {
+				n.Replicas = append(n.Replicas[:i], n.Replicas[i+1:]...)
+				return nil
+			}
+		}
+		return state.ErrNoChange
+	}); err != nil {
+		return controller.Result{}, err
+	}
+	_ = os.Remove(ReplicaLogPath(e.Home, s.Name, r.ID))
+	e.note(s.Name, "Replica %d removed.", r.ID)
+	e.pokeService(s.Name)
+	return controller.Result{}, nil
+}
+
+// downCluster tears a replica's cluster down if it exists.
+func (e *Env) downCluster(ctx context.Context, s *state.Service, cluster string, log io.Writer) error {
+	if _, err := e.Store.GetCluster(ctx, cluster); errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	err := e.Backend.Down(ctx, cluster, owner(s), true, true, log)
+	if err != nil && !backend.IsNotFound(err) {
+		return fmt.Errorf("tearing down replica cluster %s: %w", cluster, err)
+	}
+	fmt.Fprintf(log, "Replica cluster %s torn down.\n", cluster)
+	return nil
+}

@@ -1,0 +1,276 @@
+// Package serve is SkyServe: services whose replicas are clusters
+// <service>-<replica id> running the service task, behind one load
+// balancer per service, scaled on load and updated without downtime.
+//
+// It runs inside the API server as two reconcilers on the server's
+// controller runner, and its only state is the database (one row per
+// service, state.Service):
+//
+//   - the service controller (one key per service) decides how many
+//     replicas the service wants (the autoscaler), which replicas to add
+//     and which to retire (scale-down, rolling and blue-green updates,
+//     with max_replicas as a hard cap on replicas of every version), keeps
+//     the service's load balancer process running and pushes it the ready
+//     set whenever that changes;
+//   - the replica controller (one key per replica) takes one step of one
+//     replica: launch its cluster, follow its job, probe its readiness,
+//     drain and tear it down.
+//
+// Every move is one conditional update of the service's row. Names are
+// deterministic (cluster <service>-<id>, the replica's job tagged
+// serve/<service>/<id>/<attempt>), so a reconcile killed at any
+// instruction and run again finds what it made. The load balancer is a
+// process of its own (`sky serve-lb`, internal/serve/lb), outside the API
+// server's process group: traffic keeps flowing while the server
+// restarts, and the restarted controller adopts it through its control
+// socket.
+package serve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/ux"
+)
+
+// Env is what the service controllers need from the server.
+type Env struct {
+	Home    string
+	Store   *state.Store
+	Backend *backend.Backend
+	// Plan returns the optimizer call for a launch body, printing plans
+	// to log (the core owns the enabled infras and the catalog).
+	Plan func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error)
+	// Sky is the sky binary the load balancers run as (`sky serve-lb`).
+	Sky string
+	// LBHost is the address load balancers listen on: the API server's
+	// own bind host, so a service is reachable wherever its server is.
+	LBHost string
+
+	mu       sync.Mutex
+	services *controller.Controller
+	replicas *controller.Controller
+	// lbProcs are the load balancers this process started, reaped when
+	// they exit so none lingers as a zombie.
+	lbProcs map[string]*os.Process
+}
+
+// Timings. The decision interval, the QPS window and the first launch
+// retry gap follow spec/service.md; the SKYGO_SERVE_* variables of the
+// server's environment shorten them for tests (Go durations).
+var (
+	// resyncEvery is how often every service and replica is looked at
+	// again, whatever events were missed.
+	resyncEvery = 5 * time.Second
+	// drainLimit bounds how long a retired replica waits for its
+	// in-flight requests before its cluster goes.
+	drainLimit = 30 * time.Second
+	// keepFailed is how many failed replicas a service keeps listed (with
+	// why) once their clusters are gone.
+	keepFailed = 5
+)
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// decideEvery is the autoscaler's decision interval: 20 s, 5 s while the
+// target is 0 (a service scaled to zero comes back faster).
+func decideEvery(target int) time.Duration {
+	d := envDuration("SKYGO_SERVE_DECISION_INTERVAL", 20*time.Second)
+	if target == 0 {
+		return min(d, envDuration("SKYGO_SERVE_DECISION_INTERVAL", 5*time.Second))
+	}
+	return d
+}
+
+// qpsWindow is how far back the request rate is measured.
+func qpsWindow() time.Duration { return envDuration("SKYGO_SERVE_QPS_WINDOW", 60*time.Second) }
+
+// retryGap is the wait before launch attempt tries+1 of a replica.
+func retryGap(tries int) time.Duration {
+	return controller.LaunchBackoff(tries, os.Getenv("SKYGO_SERVE_RETRY_GAP"))
+}
+
+func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+// Controllers builds the service and replica controllers.
+func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) []*controller.Controller {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.services = controller.New(controller.ReconcilerFunc(e.reconcileService), controller.Options{
+		Name: "services", Workers: 8, Logger: log, Metrics: m, Timeout: 5 * time.Minute,
+		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
+		Resync: e.serviceKeys, ResyncEvery: resyncEvery,
+	})
+	e.replicas = controller.New(controller.ReconcilerFunc(e.reconcileReplica), controller.Options{
+		Name: "service-replicas", Workers: 32, Logger: log, Metrics: m, Timeout: 30 * time.Minute,
+		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
+		Resync: e.replicaKeys, ResyncEvery: resyncEvery,
+	})
+	return []*controller.Controller{e.services, e.replicas}
+}
+
+func (e *Env) pokeService(name string) {
+	e.mu.Lock()
+	c := e.services
+	e.mu.Unlock()
+	if c != nil {
+		c.Enqueue(name)
+	}
+}
+
+func (e *Env) pokeReplica(service string, id int) {
+	e.mu.Lock()
+	c := e.replicas
+	e.mu.Unlock()
+	if c != nil {
+		c.Enqueue(service + "/" + strconv.Itoa(id))
+	}
+}
+
+func (e *Env) serviceKeys(ctx context.Context) ([]string, error) {
+	ss, err := e.Store.ListServices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(ss))
+	for i, s := range ss {
+		keys[i] = s.Name
+	}
+	return keys, nil
+}
+
+func (e *Env) replicaKeys(ctx context.Context) ([]string, error) {
+	ss, err := e.Store.ListServices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, s := range ss {
+		for _, r := range s.Replicas {
+			keys = append(keys, s.Name+"/"+strconv.Itoa(r.ID))
+		}
+	}
+	return keys, nil
+}
+
+// replicaCluster is replica id's cluster: <service>-<id>.
+func replicaCluster(service string, id int) string { return fmt.Sprintf("%s-%d", service, id) }
+
+// replicaCommand is the creation command recorded on a service's replica
+// clusters, by which the service tells its own from a cluster that only
+// has a replica's name.
+func replicaCommand(service string) string { return "sky serve up -n " + service }
+
+// replicaTag tags a replica's job.
+func replicaTag(service string, id, attempt int) string {
+	return fmt.Sprintf("serve/%s/%d/%d", service, id, attempt)
+}
+
+// ServiceDir is the service's directory on the server:
+// ~/.sky/serve/<service with - as _>/ (spec/service.md), holding its
+// logs, its load balancer's socket and its versions' kept files.
+func ServiceDir(home, service string) string {
+	return filepath.Join(home, ".sky", "serve", strings.ReplaceAll(service, "-", "_"))
+}
+
+// ControllerLogPath is `sky serve logs --controller`'s file.
+func ControllerLogPath(home, service string) string {
+	return filepath.Join(ServiceDir(home, service), "controller.log")
+}
+
+// LBLogPath is `sky serve logs --load-balancer`'s file.
+func LBLogPath(home, service string) string {
+	return filepath.Join(ServiceDir(home, service), "load_balancer.log")
+}
+
+// ReplicaLogPath is a replica's launch log.
+func ReplicaLogPath(home, service string, id int) string {
+	return filepath.Join(ServiceDir(home, service), fmt.Sprintf("replica_%d.log", id))
+}
+
+// filesDir holds a version's own copy of its uploaded files.
+func filesDir(home, service string, version int) string {
+	return filepath.Join(ServiceDir(home, service), "files", "v"+strconv.Itoa(version))
+}
+
+// note writes one timestamped line to a service's controller log.
+func (e *Env) note(service, format string, args ...any) {
+	ux.Note(ControllerLogPath(e.Home, service), format, args...)
+}
+
+func owner(s *state.Service) backend.User {
+	return backend.User{Name: s.UserName, Hash: s.UserHash}
+}
+
+func valueErr(format string, args ...any) error {
+	return &op.Error{Type: "ValueError", Message: fmt.Sprintf(format, args...)}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// live says whether a replica counts toward the service's size: it is
+// on its way up or serving.
+func live(s string) bool {
+	switch s {
+	case api.ReplicaPending, api.ReplicaProvisioning, api.ReplicaStarting, api.ReplicaReady, api.ReplicaNotReady:
+		return true
+	}
+	return false
+}
+
+// Status derives a service's status from its replicas (service.md).
+func Status(s *state.Service) string {
+	if s.Down != nil {
+		return api.ServiceShuttingDown
+	}
+	if s.Failure != "" {
+		return api.ServiceControllerFailed
+	}
+	failed, alive := false, 0
+	for _, r := range s.Replicas {
+		switch {
+		case r.Status == api.ReplicaReady:
+			return api.ServiceReady
+		case api.ReplicaFailedStatus(r.Status):
+			failed = true
+		case live(r.Status):
+			alive++
+		}
+	}
+	switch {
+	case failed:
+		return api.ServiceFailed
+	case alive == 0 && s.LB.PID == 0:
+		return api.ServiceControllerInit
+	case alive == 0:
+		return api.ServiceNoReplica
+	}
+	return api.ServiceReplicaInit
+}
