@@ -18,8 +18,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,6 +131,27 @@ func (e *skyEnv) requireServe() {
 			s, _, _ := e.tryServeStatus()
 			e.t.Errorf("cleanup: services left 60s after `sky serve down -a`: %v", s)
 		}
+		// Every replica cluster is gone with its service: no process of
+		// any node of this HOME may run (the generic cleanup would kill
+		// them after `sky down -a`, hiding that serve down left them).
+		var nodes []proc
+		if !waitFor(30*time.Second, func() bool {
+			nodes = procsWithEnv("SKYGO_LOCAL_NODE=" + e.home + "/")
+			return len(nodes) == 0
+		}) {
+			var lines []string
+			for _, p := range nodes {
+				lines = append(lines, p.String()+" of node "+nodeOf(p.pid))
+			}
+			e.t.Errorf("cleanup: node processes run 30s after `sky serve down -a`:\n%s", strings.Join(lines, "\n"))
+		}
+		var left []proc
+		if !waitFor(10*time.Second, func() bool { left = e.lbProcs(""); return len(left) == 0 }) {
+			e.t.Errorf("cleanup: load balancers survive `sky serve down -a` (now killed): %v", left)
+			for _, p := range left {
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			}
+		}
 	})
 }
 
@@ -220,14 +243,33 @@ func (e *skyEnv) endpoint(name string) string {
 	return ep
 }
 
-// lbProcs lists the load balancer processes of a service of this HOME.
+// lbProcs lists the load balancer processes of this HOME's services (of
+// service name, unless ""). They carry no HOME (the controller gives
+// them only PATH): their control socket under HOME on the command line
+// tells them apart.
 func (e *skyEnv) lbProcs(name string) []proc {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
 	var out []proc
-	for _, p := range procsWithEnv("HOME=" + e.home + "\x00") {
-		f := strings.Fields(p.cmdline)
-		if slices.Contains(f, "serve-lb") && slices.Contains(f, name) {
-			out = append(out, p)
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
 		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if !slices.Contains(args, "serve-lb") || !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, e.home+"/") }) {
+			continue
+		}
+		if i := slices.Index(args, "--service"); name != "" && (i < 0 || i+1 >= len(args) || args[i+1] != name) {
+			continue
+		}
+		out = append(out, proc{pid: pid, cmdline: strings.Join(args, " ")})
 	}
 	return out
 }
@@ -657,4 +699,15 @@ func lbAnswers(endpoint string) bool {
 	}
 	c.Close()
 	return true
+}
+
+// nodeOf is the SKYGO_LOCAL_NODE of a process, the node it belongs to.
+func nodeOf(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "SKYGO_LOCAL_NODE="); ok {
+			return v
+		}
+	}
+	return "?"
 }
