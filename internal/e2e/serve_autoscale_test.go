@@ -84,8 +84,8 @@ func TestServeFromZero(t *testing.T) {
 	e.waitService("zero", 30*time.Second, "listening with no replica", func(s svcRecord) bool { return s.Endpoint != "" })
 	ep := e.endpoint("zero")
 	time.Sleep(2 * time.Second)
-	if s := e.service("zero"); len(s.Replicas) != 0 {
-		t.Fatalf("min_replicas 0 and no request, yet replicas: %v", s)
+	if s := e.service("zero"); len(s.Replicas) != 0 || s.Status != "NO_REPLICA" {
+		t.Fatalf("min_replicas 0 and no request: %v, want NO_REPLICA with no replica", s)
 	}
 
 	held := func(round int) {
@@ -120,5 +120,8 @@ func TestServeFromZero(t *testing.T) {
 	stopped := time.Now()
 	s := e.waitService("zero", 60*time.Second, "back to zero replicas", func(s svcRecord) bool { return s.nonTerminal() == 0 })
 	t.Logf("back to zero %.1fs after the last request: %v", time.Since(stopped).Seconds(), s)
+	if s = e.waitService("zero", 10*time.Second, "NO_REPLICA", func(s svcRecord) bool { return len(s.Replicas) == 0 }); s.Status != "NO_REPLICA" {
+		t.Errorf("scaled to zero: %v, want NO_REPLICA", s)
+	}
 	held(2)
 }

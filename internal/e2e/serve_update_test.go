@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -46,6 +47,9 @@ func updateUnderLoad(t *testing.T, name, mode string, maxReplicas int) []answer 
 		return s.Version == 2 && readyN(2, 2)(s)
 	})
 	t.Logf("update (%s) done %.1fs after sky serve update: %v", mode, time.Since(began).Seconds(), s)
+	if !slices.Equal(s.ActiveVersions, []int{2}) {
+		t.Errorf("after the update only version 2 serves, yet active_versions is %v", s.ActiveVersions)
+	}
 	// Old replicas leave the ready set before they leave the table: give
 	// the load balancer's swap a moment, then only version 2 may answer.
 	time.Sleep(time.Second)
