@@ -25,7 +25,7 @@ func TestReplicaFixture(t *testing.T) {
 	port := testutil.FreePort(t)
 	failFile := filepath.Join(t.TempDir(), "unhealthy")
 	cmd := exec.Command(bin)
-	cmd.Env = []string{fmt.Sprintf("PORT=%d", port), "SKYPILOT_SERVE_REPLICA_ID=7", "VERSION=3", "HEALTH_FAIL_FILE=" + failFile}
+	cmd.Env = []string{fmt.Sprintf("PORT=%d", port), "SKYPILOT_SERVE_REPLICA_ID=7", "VERSION=3", "HEALTH_FAIL_FILE=" + failFile, "STARTUP_DELAY=300ms"}
 	outPath := filepath.Join(t.TempDir(), "out")
 	outFile, err := os.Create(outPath)
 	if err != nil {

@@ -6,7 +6,8 @@
 // Environment: PORT (default 8080), SKYPILOT_SERVE_REPLICA_ID (set by the
 // controller), VERSION (from the task's envs), HEALTH_FAIL=1 (/health
 // never passes) or HEALTH_FAIL_FILE (/health fails while that file
-// exists).
+// exists), STARTUP_DELAY (a Go duration to wait before listening, as a
+// server loading a model would).
 //
 // Paths: / (the identity line), /health, /slow?ms=N (the identity line
 // after N ms), /sse?n=N&ms=M (N server-sent events M ms apart), /ws (a
@@ -92,6 +93,9 @@ func main() {
 	})
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) { wsEcho(w, r, ident) })
 
+	if d, err := time.ParseDuration(os.Getenv("STARTUP_DELAY")); err == nil {
+		time.Sleep(d)
+	}
 	addr := "0.0.0.0:" + port
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
