@@ -136,7 +136,7 @@ func New(o Options) (*Balancer, error) {
 			pr.SetXForwarded()
 		},
 		Transport:     (*attempts)(b),
-		FlushInterval: -1,
+		FlushInterval: 0,
 		BufferPool:    bufPool{},
 		ErrorHandler:  b.proxyError,
 		ErrorLog:      b.log.std(),
