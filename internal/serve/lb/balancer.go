@@ -59,6 +59,7 @@ type backend struct {
 	path      string // the URL's path prefix, "" for a bare host:port
 	inflight  atomic.Int64
 	downUntil atomic.Int64 // unix nanoseconds
+	pool      connPool
 }
 
 // set is one ready set, never changed once published.
@@ -99,8 +100,7 @@ type Balancer struct {
 
 	failed [6]atomic.Int64 // statusIndex
 
-	transport *http.Transport
-	proxy     *httputil.ReverseProxy
+	proxy *httputil.ReverseProxy
 }
 
 // New returns a Balancer with an empty ready set.
@@ -117,17 +117,6 @@ func New(o Options) (*Balancer, error) {
 		closing:       make(chan struct{}),
 	}
 	b.cur.Store(&set{changed: make(chan struct{})})
-	b.transport = &http.Transport{
-		DialContext: (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		// Every client connection may want its own upstream connection;
-		// a small idle pool makes a busy service redial all the time.
-		MaxIdleConns:        0,
-		MaxIdleConnsPerHost: 1024,
-		IdleConnTimeout:     90 * time.Second,
-		// The replica's encoding is passed through as it is.
-		DisableCompression:    true,
-		ExpectContinueTimeout: time.Second,
-	}
 	b.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// The replica sees its own address as Host (the transport sets
@@ -185,6 +174,7 @@ func (b *Balancer) SetReplicas(rs ReplicaSet) error {
 		}
 	}
 	for _, o := range keep {
+		o.pool.close()
 		b.retired = append(b.retired, o)
 	}
 	b.pruneRetired()
@@ -217,11 +207,13 @@ func (b *Balancer) pruneRetired() {
 	b.retired = kept
 }
 
-// Close wakes every held request (they get the 503) and stops idle
-// upstream connections.
+// Close wakes every held request (they get the 503) and closes the idle
+// connections to the replicas.
 func (b *Balancer) Close() {
 	b.closed.Do(func() { close(b.closing) })
-	b.transport.CloseIdleConnections()
+	for _, r := range b.cur.Load().backends {
+		r.pool.close()
+	}
 }
 
 // pick chooses a replica of s by the policy, passing over those in tried
@@ -330,11 +322,12 @@ func (b *Balancer) await(ctx context.Context) error {
 // to the transport and back: it rides in the request's context.
 type request struct {
 	context.Context
-	client   context.Context // the client's own context, without the stream timeout
+	client   context.Context // the client's context (Context, but for Value)
 	served   *backend        // the replica whose counter this request holds
 	body     []byte          // the buffered body, when it can be replayed
 	replay   bool
 	attempts int
+	timedOut bool // the stream timeout cut the response
 }
 
 type requestKey struct{}
@@ -359,17 +352,8 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx := r.Context()
-	var cancel context.CancelFunc
-	// An upgraded connection (a WebSocket) is not a response to bound.
-	if b.streamTimeout > 0 && r.Header.Get("Upgrade") == "" {
-		ctx, cancel = context.WithTimeout(ctx, b.streamTimeout)
-	}
-	rq.Context = ctx
+	rq.Context = r.Context()
 	defer func() {
-		if cancel != nil {
-			cancel()
-		}
 		if rq.served != nil {
 			rq.served.inflight.Add(-1)
 		}
@@ -381,7 +365,7 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				case rq.client.Err() != nil:
 					b.count(499)
 					b.log.printf("499 client closed the connection during the response: %s %s", r.Method, r.URL.Path)
-				case ctx.Err() != nil:
+				case rq.timedOut:
 					b.count(504)
 					b.log.printf("stream timeout (%s) cut the response short: %s %s", b.streamTimeout, r.Method, r.URL.Path)
 				}
@@ -414,6 +398,9 @@ func (rq *request) buffer(r *http.Request) error {
 	}
 	body := buf.Bytes()
 	rq.body = body
+	// A chunked body, now whole, goes on with its length.
+	r.ContentLength = int64(len(body))
+	r.TransferEncoding = nil
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	// The transport itself resends an idempotent request whose kept-alive
 	// connection the replica had just closed.
@@ -465,7 +452,7 @@ func (t *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		r.inflight.Add(1)
-		res, err := b.transport.RoundTrip(out)
+		res, err := r.roundTrip(out, rq, b.streamTimeout)
 		rq.attempts = attempt + 1
 		if err == nil {
 			rq.served = r
@@ -517,7 +504,7 @@ func (b *Balancer) fail(w http.ResponseWriter, r *http.Request, client context.C
 	case errors.Is(err, errMaxRetries):
 		b.count(http.StatusInternalServerError)
 		http.Error(w, "Max retries 3 exceeded", http.StatusInternalServerError)
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errStreamTimeout):
 		b.count(http.StatusGatewayTimeout)
 		b.log.printf("stream timeout (%s): %s %s", b.streamTimeout, r.Method, r.URL.Path)
 		http.Error(w, "Stream timeout", http.StatusGatewayTimeout)

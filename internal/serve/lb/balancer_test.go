@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -604,4 +606,122 @@ func TestConnectionFailedClassifiesErrors(t *testing.T) {
 	if !connectionFailed(io.EOF) {
 		t.Error("EOF before a response is a dropped connection")
 	}
+}
+
+// The proxy's own upstream client: kept-alive connections the replica
+// closed meanwhile are replaced without failing the request or marking
+// the replica down, and the HTTP/1.1 corners come through.
+func TestUpstreamConnections(t *testing.T) {
+	var conns atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/close":
+			w.Header().Set("Connection", "close")
+		case "/chunked":
+			w.Header().Set("Trailer", "X-Sum")
+			for i := 0; i < 3; i++ {
+				fmt.Fprintf(w, "part%d ", i)
+				w.(http.Flusher).Flush()
+			}
+			w.Header().Set("X-Sum", "3")
+			return
+		case "/early":
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+		}
+		w.Header().Set("X-Method", r.Method)
+		fmt.Fprintf(w, "%s %d %s", r.Method, len(b), r.Header.Get("X-Client"))
+	})
+	rep := httptestServer(t, h, &conns)
+	l := newTestLB(t, Options{})
+	l.push(t, false, rep.URL)
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	do := func(method, path string, body io.Reader) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, l.url+path, body)
+		req.Header.Set("X-Client", "c1")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res, string(b)
+	}
+	for i := 0; i < 4; i++ {
+		// Longer than the replica's idle timeout: the kept-alive
+		// connection is closed by the time the next request takes it.
+		time.Sleep(150 * time.Millisecond)
+		if res, body := do("GET", "/", nil); res.StatusCode != 200 || body != "GET 0 c1" {
+			t.Fatalf("after idle %d: %d %q", i, res.StatusCode, body)
+		}
+		if res, body := do("POST", "/", strings.NewReader("abc")); res.StatusCode != 200 || body != "POST 3 c1" {
+			t.Fatalf("POST after idle %d: %d %q", i, res.StatusCode, body)
+		}
+	}
+	if lg := l.log.String(); strings.Contains(lg, "passing it over") {
+		t.Errorf("a replica that only closed idle connections was marked down:\n%s", lg)
+	}
+	if res, body := do("HEAD", "/", nil); res.StatusCode != 200 || body != "" || res.Header.Get("X-Method") != "HEAD" {
+		t.Fatalf("HEAD: %d %q %v", res.StatusCode, body, res.Header)
+	}
+	if res, body := do("GET", "/close", nil); res.StatusCode != 200 || body != "GET 0 c1" {
+		t.Fatalf("Connection: close: %d %q", res.StatusCode, body)
+	}
+	res, body := do("GET", "/chunked", nil)
+	if res.StatusCode != 200 || body != "part0 part1 part2 " || res.Trailer.Get("X-Sum") != "3" {
+		t.Fatalf("chunked: %d %q trailer %v", res.StatusCode, body, res.Trailer)
+	}
+	if res, body := do("GET", "/early", nil); res.StatusCode != 200 || body != "GET 0 c1" {
+		t.Fatalf("103 then 200: %d %q", res.StatusCode, body)
+	}
+	// A chunked request body (no length) is buffered and sent with one.
+	pr, pw := io.Pipe()
+	go func() {
+		fmt.Fprint(pw, "streamed ")
+		fmt.Fprint(pw, "body")
+		pw.Close()
+	}()
+	if res, body := do("PUT", "/", pr); res.StatusCode != 200 || body != "PUT 13 c1" {
+		t.Fatalf("chunked PUT: %d %q", res.StatusCode, body)
+	}
+	// Expect: 100-continue is answered by the replica, not waited on.
+	req, _ := http.NewRequest("POST", l.url+"/", strings.NewReader("0123456789"))
+	req.Header.Set("Expect", "100-continue")
+	req.Header.Set("X-Client", "c2")
+	res2, err := (&http.Client{Transport: &http.Transport{ExpectContinueTimeout: 5 * time.Second}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res2.Body)
+	res2.Body.Close()
+	if res2.StatusCode != 200 || string(b) != "POST 10 c2" {
+		t.Fatalf("100-continue: %d %q", res2.StatusCode, b)
+	}
+	l.settled(t)
+	// Keep-alive works: sequential requests reuse the connection.
+	before := conns.Load()
+	for i := 0; i < 20; i++ {
+		do("GET", "/", nil)
+	}
+	if n := conns.Load() - before; n > 1 {
+		t.Errorf("20 sequential requests opened %d connections to the replica, want at most 1", n)
+	}
+}
+
+// httptestServer is a replica whose idle connections time out after
+// 100ms, counting the connections it accepts.
+func httptestServer(t *testing.T, h http.Handler, conns *atomic.Int64) *httptest.Server {
+	t.Helper()
+	s := httptest.NewUnstartedServer(h)
+	s.Config.IdleTimeout = 100 * time.Millisecond
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
 }

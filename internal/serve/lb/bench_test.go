@@ -61,6 +61,9 @@ func BenchmarkServeLB(b *testing.B) {
 	for try := 0; ; try++ {
 		lbAddr = freeAddr(b)
 		cmd = exec.Command(bin, "serve-lb", "--service", "bench", "--listen", lbAddr, "--control", sock)
+		if e := os.Getenv("SKYGO_BENCH_LB_ENV"); e != "" {
+			cmd.Env = append(os.Environ(), strings.Fields(e)...)
+		}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
