@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -419,47 +420,63 @@ func (t *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rq == nil {
 		return nil, errors.New("request did not come through the balancer")
 	}
+	path, rawPath := req.URL.Path, req.URL.RawPath
+	upgrade := req.Header.Get("Upgrade") != ""
+	return b.send(rq, func(r *backend) (*http.Response, error) {
+		cp := *req
+		u := *req.URL
+		u.Scheme, u.Host = r.scheme, r.host
+		if r.path != "" {
+			u.Path = r.path + path
+			if rawPath != "" {
+				u.RawPath = r.path + rawPath
+			}
+		}
+		cp.URL = &u
+		first := true
+		write := func(bw *bufio.Writer) error {
+			if !first {
+				cp.Body = nil
+				if rq.body != nil {
+					cp.Body = io.NopCloser(bytes.NewReader(rq.body))
+				}
+			}
+			first = false
+			return cp.Write(bw)
+		}
+		if rq.attempts > 0 && rq.body != nil {
+			first = false // the body of the first attempt is spent
+		}
+		return r.roundTrip(req.Context(), req, upgrade, rq, b.streamTimeout, write)
+	})
+}
+
+// send picks a replica for each attempt and sends the request there
+// with one, until one answers: a replica that could not be reached (or
+// dropped the connection before answering) is passed over for a while
+// and the request goes to another, if its body can be sent again.
+func (b *Balancer) send(rq *request, one func(*backend) (*http.Response, error)) (*http.Response, error) {
 	var tried [maxAttempts]*backend
 	var lastErr error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		s := b.cur.Load()
+		if attempt > 0 && !rq.replay {
+			return nil, lastErr
+		}
 		now := time.Now().UnixNano()
-		r := b.pick(s, tried[:attempt], now)
+		r := b.pick(b.cur.Load(), tried[:attempt], now)
 		if r == nil {
 			return nil, errNoReplicas
 		}
 		tried[attempt] = r
-		out := req
-		if attempt > 0 {
-			if !rq.replay {
-				return nil, lastErr
-			}
-			cp := *req
-			u := *req.URL
-			cp.URL = &u
-			cp.Body = nil
-			if rq.body != nil {
-				cp.Body = io.NopCloser(bytes.NewReader(rq.body))
-			}
-			out = &cp
-		}
-		out.URL.Scheme = r.scheme
-		out.URL.Host = r.host
-		if r.path != "" {
-			out.URL.Path = r.path + out.URL.Path
-			if out.URL.RawPath != "" {
-				out.URL.RawPath = r.path + out.URL.RawPath
-			}
-		}
 		r.inflight.Add(1)
-		res, err := r.roundTrip(out, rq, b.streamTimeout)
+		res, err := one(r)
 		rq.attempts = attempt + 1
 		if err == nil {
 			rq.served = r
 			return res, nil
 		}
 		r.inflight.Add(-1)
-		if rq.Err() != nil || !connectionFailed(err) {
+		if rq.client.Err() != nil || !connectionFailed(err) {
 			return nil, err
 		}
 		r.downUntil.Store(now + int64(downFor))

@@ -2,7 +2,6 @@ package lb
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -118,12 +117,14 @@ func closeConn(c *upConn) {
 // errStreamTimeout is a response that outlived the stream timeout.
 var errStreamTimeout = errors.New("stream timeout")
 
-// roundTrip sends req to the replica on a kept-alive connection (or a
-// new one) and returns its answer, whose body gives the connection back
-// once read to the end. A kept-alive connection the replica closed
-// meanwhile fails without an answer; the request then goes again on a
-// new connection, when its body can be sent again.
-func (b *backend) roundTrip(req *http.Request, rq *request, timeout time.Duration) (*http.Response, error) {
+// roundTrip sends a request (write puts it on the wire, a fresh body
+// each call) to the replica on a kept-alive connection or a new one, and
+// returns its answer, whose body gives the connection back once read to
+// the end. A kept-alive connection the replica closed meanwhile fails
+// without an answer; the request then goes again on a new connection,
+// when its body can be sent again. in is the request as the client sent
+// it (its method says whether the answer has a body).
+func (b *backend) roundTrip(ctx context.Context, in *http.Request, upgrade bool, rq *request, timeout time.Duration, write func(*bufio.Writer) error) (*http.Response, error) {
 	for try := 0; ; try++ {
 		var c *upConn
 		// A body that cannot be sent twice goes on a new connection: a
@@ -134,46 +135,39 @@ func (b *backend) roundTrip(req *http.Request, rq *request, timeout time.Duratio
 		reused := c != nil
 		if c == nil {
 			var err error
-			if c, err = b.dial(req.Context()); err != nil {
+			if c, err = b.dial(ctx); err != nil {
 				return nil, err
 			}
 		}
-		res, err := b.exchange(c, req, rq, timeout)
+		res, err := b.exchange(ctx, c, in, upgrade, rq, timeout, write)
 		if err == nil {
 			return res, nil
 		}
 		closeConn(c)
-		if rq.Context.Err() != nil {
-			return nil, rq.Context.Err()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 		if !reused || try > 0 || !rq.replay {
 			return nil, err
 		}
-		cp := *req
-		cp.Body = nil
-		if rq.body != nil {
-			cp.Body = io.NopCloser(bytes.NewReader(rq.body))
-		}
-		req = &cp
 	}
 }
 
-func (b *backend) exchange(c *upConn, req *http.Request, rq *request, timeout time.Duration) (*http.Response, error) {
-	upgrade := req.Header.Get("Upgrade") != ""
+func (b *backend) exchange(ctx context.Context, c *upConn, in *http.Request, upgrade bool, rq *request, timeout time.Duration, write func(*bufio.Writer) error) (*http.Response, error) {
 	if timeout > 0 && !upgrade {
 		_ = c.nc.SetDeadline(time.Now().Add(timeout))
 	}
 	// The client leaving (or the context ending otherwise) unblocks the
 	// reads and writes below and those of the body later.
-	stop := context.AfterFunc(req.Context(), func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	fail := func(err error) (*http.Response, error) {
 		stop()
-		if errors.Is(err, os.ErrDeadlineExceeded) && req.Context().Err() == nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
 			return nil, errStreamTimeout
 		}
 		return nil, err
 	}
-	if err := req.Write(c.bw); err != nil {
+	if err := write(c.bw); err != nil {
 		return fail(err)
 	}
 	if err := c.bw.Flush(); err != nil {
@@ -182,7 +176,7 @@ func (b *backend) exchange(c *upConn, req *http.Request, rq *request, timeout ti
 	var res *http.Response
 	for {
 		var err error
-		if res, err = http.ReadResponse(c.br, req); err != nil {
+		if res, err = http.ReadResponse(c.br, in); err != nil {
 			return fail(err)
 		}
 		// Informational answers (100 Continue, 103 Early Hints) precede
