@@ -360,7 +360,7 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if v := recover(); v != nil {
 			// The response was cut short after its headers went out
-			// (ReverseProxy aborts the handler): say why, once.
+			// (forward and ReverseProxy abort the handler): say why, once.
 			if v == http.ErrAbortHandler {
 				switch {
 				case rq.client.Err() != nil:
@@ -374,6 +374,10 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(v)
 		}
 	}()
+	if plain(r) {
+		b.forward(w, r, rq)
+		return
+	}
 	b.proxy.ServeHTTP(w, r.WithContext(rq))
 }
 

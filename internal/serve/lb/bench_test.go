@@ -114,6 +114,7 @@ func BenchmarkServeLB(b *testing.B) {
 		}
 		rows = append(rows, row{c, direct.result(), via.result()})
 	}
+	user, sys := procCPU(b, cmd.Process.Pid)
 	rss, hwm := procMem(b, cmd.Process.Pid)
 	st, err := ctl.State(context.Background())
 	if err != nil {
@@ -135,7 +136,8 @@ func BenchmarkServeLB(b *testing.B) {
 	for _, p := range st.Requests {
 		counted += p[1]
 	}
-	fmt.Printf("LB counted %d requests; in flight now %v\n\n", counted, st.InFlight)
+	fmt.Printf("LB counted %d requests; in flight now %v; LB CPU per request %.1fµs user + %.1fµs system\n\n",
+		counted, st.InFlight, user.Seconds()*1e6/float64(counted), sys.Seconds()*1e6/float64(counted))
 	b.ReportMetric(rows[0].via.rps/rows[0].direct.rps, "lb/direct-rps@32")
 	b.ReportMetric(float64(rows[1].via.p50-rows[1].direct.p50)/float64(time.Microsecond), "p50-added-us@1")
 	b.ReportMetric(rss, "lb-rss-MiB")
@@ -273,6 +275,20 @@ func waitSocket(sock string, exited chan struct{}) bool {
 		}
 	}
 	return false
+}
+
+// procCPU reads the user and system CPU time pid used so far.
+func procCPU(b *testing.B, pid int) (user, sys time.Duration) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// the 14th and 15th of the line, in clock ticks (100 a second).
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut) * 10 * time.Millisecond, time.Duration(st) * 10 * time.Millisecond
 }
 
 // procMem reads VmRSS and VmHWM of pid, in MiB.
