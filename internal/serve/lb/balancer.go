@@ -125,7 +125,10 @@ func New(o Options) (*Balancer, error) {
 			pr.Out.Host = ""
 			pr.SetXForwarded()
 		},
-		Transport:     (*attempts)(b),
+		Transport: (*attempts)(b),
+		// 0 still flushes every write of a stream (no length, or
+		// server-sent events): ReverseProxy does so by itself. An answer
+		// of known length then leaves in one write instead of two.
 		FlushInterval: 0,
 		BufferPool:    bufPool{},
 		ErrorHandler:  b.proxyError,
