@@ -394,7 +394,7 @@ func (rq *request) buffer(r *http.Request) error {
 	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 512)))
 	n, err := io.CopyN(buf, r.Body, maxReplayBody+1)
 	if err != nil && err != io.EOF {
-		return err
+		return &bodyError{err}
 	}
 	if n > maxReplayBody {
 		rq.replay = false
@@ -410,11 +410,13 @@ func (rq *request) buffer(r *http.Request) error {
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	// The transport itself resends an idempotent request whose kept-alive
-	// connection the replica had just closed.
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return nil
 }
+
+// bodyError is a request body the client did not send whole.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "reading the request body: " + e.err.Error() }
 
 // attempts is the proxy's transport: it picks the replica for each
 // attempt and sends the request on to another one when a connection to
@@ -525,6 +527,8 @@ func (b *Balancer) fail(w http.ResponseWriter, r *http.Request, client context.C
 		b.count(499)
 		b.log.printf("499 client closed the connection: %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(499)
+	case errors.As(err, new(*bodyError)):
+		http.Error(w, err.Error(), http.StatusBadRequest)
 	case errors.Is(err, errMaxRetries):
 		b.count(http.StatusInternalServerError)
 		http.Error(w, "Max retries 3 exceeded", http.StatusInternalServerError)

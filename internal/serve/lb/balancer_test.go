@@ -725,3 +725,23 @@ func httptestServer(t *testing.T, h http.Handler, conns *atomic.Int64) *httptest
 	t.Cleanup(s.Close)
 	return s
 }
+
+func TestBrokenRequestBodyIs400(t *testing.T) {
+	l := newTestLB(t, Options{})
+	l.push(t, false, replicaServer(t, named(1)).URL)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: lb\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 400 || !strings.Contains(string(b), "reading the request body") {
+		t.Fatalf("%d %q", res.StatusCode, b)
+	}
+	l.settled(t)
+}
