@@ -1,16 +1,12 @@
 package lb
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 )
@@ -35,7 +31,7 @@ func (c *controlServer) handler() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(http.StatusOK)
 	})
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
 		st := c.b.State()
@@ -46,7 +42,7 @@ func (c *controlServer) handler() http.Handler {
 	})
 	mux.HandleFunc("POST /shutdown", func(w http.ResponseWriter, r *http.Request) {
 		c.once.Do(func() { close(c.shutdown) })
-		w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(http.StatusOK)
 	})
 	return mux
 }
@@ -73,78 +69,4 @@ func listenControl(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
-}
-
-// Client talks to a load balancer's control socket.
-type Client struct {
-	sock string
-	http *http.Client
-}
-
-// Dial returns a client of the control socket at sock. It connects on
-// each call, so it may be made before the load balancer is up.
-func Dial(sock string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     30 * time.Second,
-	}
-	return &Client{sock: sock, http: &http.Client{Transport: tr}}
-}
-
-// SetReplicas pushes the ready set.
-func (c *Client) SetReplicas(ctx context.Context, rs ReplicaSet) error {
-	body, err := json.Marshal(rs)
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, http.MethodPut, "/replicas", body, nil)
-}
-
-// State reads the load balancer's state.
-func (c *Client) State(ctx context.Context) (State, error) {
-	var st State
-	err := c.do(ctx, http.MethodGet, "/state", nil, &st)
-	return st, err
-}
-
-// Shutdown asks the load balancer to drain (up to 5 s) and exit. It
-// returns once the request was taken, not when the process is gone.
-func (c *Client) Shutdown(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, "/shutdown", nil, nil)
-}
-
-func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://lb"+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return fmt.Errorf("load balancer control socket %s: %w", c.sock, op.Err)
-		}
-		return fmt.Errorf("load balancer control socket %s: %w", c.sock, err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-		return fmt.Errorf("load balancer %s %s: %s: %s", method, path, res.Status, strings.TrimSpace(string(msg)))
-	}
-	if out != nil {
-		return json.NewDecoder(res.Body).Decode(out)
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	return nil
 }
