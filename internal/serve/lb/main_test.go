@@ -184,6 +184,17 @@ func TestTLSListener(t *testing.T) {
 	if code != 200 || body != "replica 1" {
 		t.Fatalf("%d %q", code, body)
 	}
+	// An HTTP/2 client (the TLS listener offers h2) goes through too.
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	res2, err := h2.Post("https://"+r.state.Listen+"/h2", "text/plain", strings.NewReader("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := io.ReadAll(res2.Body)
+	res2.Body.Close()
+	if res2.ProtoMajor != 2 || res2.StatusCode != 200 || string(b2) != "replica 1" {
+		t.Fatalf("HTTP/2: %s %d %q", res2.Proto, res2.StatusCode, b2)
+	}
 	// Plain HTTP on the TLS port is refused.
 	res, err := http.Get("http://" + r.state.Listen + "/")
 	if err == nil {
