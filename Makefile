@@ -38,7 +38,8 @@ bench-managed: build
 # bench-serve: the SkyServe load balancer (`sky serve-lb` in front of two
 # replica processes) against one replica served directly: req/s and p50
 # latency at 32 and 1 connections, and the load balancer's RSS; run once.
-# SKYGO_BENCH_SERVE_SECONDS sets each measurement's length (default 5).
+# SKYGO_BENCH_SERVE_SECONDS sets each measurement's length (default 5),
+# SKYGO_BENCH_LB_ENV="GOMAXPROCS=1" adds environment to the load balancer.
 bench-serve: build
 	SKYGO_BENCH_SERVE=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ServeLB' -benchtime 1x -count 1 -v ./internal/serve/lb
 

@@ -27,7 +27,9 @@ import (
 // prices the CPU the proxy takes from the others.
 //
 // `make bench-serve` runs it (SKYGO_BENCH_SERVE=1, SKYGO_TEST_BINARY=bin/sky);
-// SKYGO_BENCH_SERVE_SECONDS sets each measurement's length (default 5).
+// SKYGO_BENCH_SERVE_SECONDS sets each measurement's length (default 5);
+// SKYGO_BENCH_LB_ENV adds environment to the load balancer only (e.g.
+// "GOMAXPROCS=1 GOGC=200"), to try runtime settings.
 func BenchmarkServeLB(b *testing.B) {
 	if os.Getenv("SKYGO_BENCH_SERVE") == "" {
 		b.Skip("set SKYGO_BENCH_SERVE=1 (make bench-serve)")
