@@ -177,7 +177,7 @@ func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) 
 		stream = 120
 	}
 	args := []string{"serve-lb", "--service", name, "--listen", net.JoinHostPort(e.lbHost(), strconv.Itoa(port)),
-		"--control", sock, "--policy", policy, "--stream-timeout", strconv.FormatFloat(stream, 'f', -1, 64)}
+		"--control", sock, "--watch", ServiceDir(e.Home, name), "--policy", policy, "--stream-timeout", strconv.FormatFloat(stream, 'f', -1, 64)}
 	if spec.TLS != nil {
 		args = append(args, "--tls-cert", spec.TLS.Certfile, "--tls-key", spec.TLS.Keyfile)
 	}

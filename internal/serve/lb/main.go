@@ -33,6 +33,7 @@ func Main(args []string, stderr io.Writer) int {
 	holdTimeout := fs.Float64("hold-timeout", 120, "seconds a held request waits for a ready replica")
 	tlsCert := fs.String("tls-cert", "", "certificate file: serve HTTPS")
 	tlsKey := fs.String("tls-key", "", "private key file of --tls-cert")
+	watch := fs.String("watch", "", "directory whose removal ends the load balancer (its service's state)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -92,7 +93,14 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sky serve-lb: %v\n", err)
 		return 1
 	}
-	defer os.Remove(*control)
+	if mine, err := os.Stat(*control); err == nil {
+		defer func() {
+			// Only this load balancer's socket: a successor's stays.
+			if cur, err := os.Stat(*control); err == nil && sameSocket(mine, cur) {
+				os.Remove(*control)
+			}
+		}()
+	}
 
 	cs := &controlServer{b: b, listen: ln.Addr().String(), shutdown: make(chan struct{})}
 	srv := &http.Server{
@@ -118,6 +126,9 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	b.log.printf("load balancer of service %s on %s://%s (policy %s, pid %d)", *service, scheme, ln.Addr(), b.policy, os.Getpid())
 
+	orphaned := make(chan string, 1)
+	go watchState(*control, *watch, orphaned)
+
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sig)
@@ -127,6 +138,8 @@ func Main(args []string, stderr io.Writer) int {
 		b.log.printf("shutdown asked on the control socket: draining")
 	case s := <-sig:
 		b.log.printf("%s: draining", s)
+	case why := <-orphaned:
+		b.log.printf("%s: nobody can reach this load balancer any more; draining", why)
 	case err := <-served:
 		b.log.printf("serving stopped: %v", err)
 		code = 1
@@ -146,6 +159,43 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	b.log.printf("load balancer of service %s stopped", *service)
 	return code
+}
+
+// watchState reports once the load balancer is orphaned: its control
+// socket was removed or replaced (another load balancer of the service
+// took over), or the directory of its service's state is gone (the
+// service's HOME was deleted under it, as a test's temporary one is). A
+// load balancer outlives the API server that started it on purpose, so
+// traffic flows while the server restarts; this is what ends it when no
+// server will ever come back for it.
+func watchState(sock, dir string, orphaned chan<- string) {
+	first, err := os.Stat(sock)
+	if err != nil {
+		return
+	}
+	for range time.Tick(2 * time.Second) {
+		cur, err := os.Stat(sock)
+		switch {
+		case err != nil:
+			orphaned <- "the control socket " + sock + " is gone"
+			return
+		case !sameSocket(first, cur):
+			orphaned <- "the control socket " + sock + " was replaced"
+			return
+		}
+		if dir != "" {
+			if _, err := os.Stat(dir); err != nil {
+				orphaned <- "the service directory " + dir + " is gone"
+				return
+			}
+		}
+	}
+}
+
+// sameSocket says whether two looks at a socket path saw the same
+// socket: the inode of a removed one is soon reused, its time is not.
+func sameSocket(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime())
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

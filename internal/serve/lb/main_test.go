@@ -361,3 +361,41 @@ func TestWebSocketEchoThroughTheProxy(t *testing.T) {
 	conn.Close()
 	l.settled(t)
 }
+
+// TestWatchStateOrphans: a load balancer whose service directory is
+// removed, or whose control socket another one replaced, says so.
+func TestWatchStateOrphans(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		act  func(sock, dir string)
+		want string
+	}{
+		{"dir removed", func(sock, dir string) { os.RemoveAll(dir) }, "directory"},
+		{"socket replaced", func(sock, dir string) {
+			os.Remove(sock)
+			os.WriteFile(sock, nil, 0o600)
+		}, "replaced"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "svc")
+			os.MkdirAll(dir, 0o700)
+			sock := filepath.Join(root, "lb.sock")
+			if err := os.WriteFile(sock, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan string, 1)
+			go watchState(sock, dir, got)
+			time.Sleep(100 * time.Millisecond)
+			c.act(sock, dir)
+			select {
+			case why := <-got:
+				if !strings.Contains(why, c.want) {
+					t.Fatalf("reason %q, want it to say %q", why, c.want)
+				}
+			case <-time.After(6 * time.Second):
+				t.Fatal("not orphaned within 6 s")
+			}
+		})
+	}
+}
