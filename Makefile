@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit vet staticcheck bench bench-managed fuzz clean catalog-snapshot
+.PHONY: build test unit vet staticcheck bench bench-managed bench-serve fuzz clean catalog-snapshot
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
@@ -34,6 +34,14 @@ bench: build
 # _SLEEP and _QUEUED change the sizes.
 bench-managed: build
 	SKYGO_BENCH_MANAGED=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'Managed' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
+
+# bench-serve: the SkyServe load balancer (`sky serve-lb` in front of two
+# replica processes) against one replica served directly: req/s and p50
+# latency at 32 and 1 connections, and the load balancer's RSS; run once.
+# SKYGO_BENCH_SERVE_SECONDS sets each measurement's length (default 5),
+# SKYGO_BENCH_LB_ENV="GOMAXPROCS=1" adds environment to the load balancer.
+bench-serve: build
+	SKYGO_BENCH_SERVE=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ServeLB' -benchtime 1x -count 1 -v ./internal/serve/lb
 
 # fuzz: the YAML loader fuzzer; FUZZTIME=5m make fuzz
 FUZZTIME ?= 60s

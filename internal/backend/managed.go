@@ -219,3 +219,18 @@ func RequestedResources(t api.TaskSpec) string {
 	}
 	return fmt.Sprintf("%dx[%s]", max(t.NumNodes, 1), strings.Join(parts, ", "))
 }
+
+// DownIfExists tears down a cluster a controller made (a pool worker, a
+// service replica) if it is still there; what is reports it under
+// (what + " " + name).
+func (b *Backend) DownIfExists(ctx context.Context, name string, user User, what string, log io.Writer) error {
+	if _, err := b.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	err := b.Down(ctx, name, user, true, true, log)
+	if err != nil && !IsNotFound(err) {
+		return fmt.Errorf("tearing down %s %s: %w", what, name, err)
+	}
+	fmt.Fprintf(log, "%s cluster %s torn down.\n", strings.ToUpper(what[:1])+what[1:], name)
+	return nil
+}

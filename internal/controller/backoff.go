@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -44,4 +45,21 @@ func LaunchBackoff(tries int, initial string) time.Duration {
 // Jitter spreads d by ±frac.
 func Jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 + frac*(2*rand.Float64()-1)))
+}
+
+// Poll calls done every interval until it reports true or fails, or ctx
+// ends: an operation waiting for a controller to finish what it asked
+// (a pool or a service torn down).
+func Poll(ctx context.Context, every time.Duration, done func() (bool, error)) error {
+	for {
+		ok, err := done()
+		if ok || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
 }

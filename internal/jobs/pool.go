@@ -578,15 +578,7 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 
 // downWorkerCluster tears a worker's cluster down if it exists.
 func (e *Env) downWorkerCluster(ctx context.Context, p *state.Pool, cluster string, log io.Writer) error {
-	if _, err := e.Store.GetCluster(ctx, cluster); errors.Is(err, state.ErrNotFound) {
-		return nil
-	}
-	err := e.Backend.Down(ctx, cluster, poolOwner(p), true, true, log)
-	if err != nil && !backend.IsNotFound(err) {
-		return fmt.Errorf("tearing down worker %s: %w", cluster, err)
-	}
-	fmt.Fprintf(log, "Worker cluster %s torn down.\n", cluster)
-	return nil
+	return e.Backend.DownIfExists(ctx, cluster, poolOwner(p), "worker", log)
 }
 
 // reconcileWorker takes the next step of one worker.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
@@ -273,19 +274,14 @@ func (e *Env) PoolDown(ctx context.Context, b api.PoolDownBody, u api.User, log 
 	res := api.PoolDownResult{Down: []string{}}
 	for _, n := range names {
 		fmt.Fprintln(log, ux.Status(fmt.Sprintf("Tearing down pool '%s': cancelling its jobs, then its workers...", n)))
-		for {
+		if err := controller.Poll(ctx, 300*time.Millisecond, func() (bool, error) {
 			_, err := e.Store.GetPool(ctx, n)
 			if errors.Is(err, state.ErrNotFound) {
-				break
+				return true, nil
 			}
-			if err != nil {
-				return res, err
-			}
-			select {
-			case <-ctx.Done():
-				return res, ctx.Err()
-			case <-time.After(300 * time.Millisecond):
-			}
+			return false, err
+		}); err != nil {
+			return res, err
 		}
 		res.Down = append(res.Down, n)
 		fmt.Fprintln(log, ux.Styled(ux.Green, fmt.Sprintf("Pool '%s' is torn down.", n)))

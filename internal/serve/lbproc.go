@@ -46,15 +46,28 @@ func socketPath(home, service string) string {
 // lbState asks the service's load balancer for its state; an error means
 // none answers.
 func (e *Env) lbState(ctx context.Context, s *state.Service) (*lb.State, error) {
-	c := lb.Dial(socketPath(e.Home, s.Name))
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	st, err := c.State(ctx)
+	st, err := e.lbClient(s.Name).State(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &st, nil
+}
+
+// lbClient is the (kept) client of the service's control socket.
+func (e *Env) lbClient(name string) *lb.Client {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.lbClients[name]; ok {
+		return c
+	}
+	if e.lbClients == nil {
+		e.lbClients = map[string]*lb.Client{}
+	}
+	c := lb.Dial(socketPath(e.Home, name))
+	e.lbClients[name] = c
+	return c
 }
 
 // ensureLB returns the state of the service's load balancer, starting
@@ -164,7 +177,7 @@ func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) 
 		stream = 120
 	}
 	args := []string{"serve-lb", "--service", name, "--listen", net.JoinHostPort(e.lbHost(), strconv.Itoa(port)),
-		"--control", sock, "--policy", policy, "--stream-timeout", strconv.FormatFloat(stream, 'f', -1, 64)}
+		"--control", sock, "--watch", ServiceDir(e.Home, name), "--policy", policy, "--stream-timeout", strconv.FormatFloat(stream, 'f', -1, 64)}
 	if spec.TLS != nil {
 		args = append(args, "--tls-cert", spec.TLS.Certfile, "--tls-key", spec.TLS.Keyfile)
 	}
@@ -193,11 +206,12 @@ func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) 
 
 // stopLB asks the service's load balancer to go, then makes sure it did.
 func (e *Env) stopLB(ctx context.Context, s *state.Service) {
-	c := lb.Dial(socketPath(e.Home, s.Name))
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_ = c.Shutdown(sctx)
+	_ = e.lbClient(s.Name).Shutdown(sctx)
 	cancel()
-	c.Close()
+	e.mu.Lock()
+	delete(e.lbClients, s.Name)
+	e.mu.Unlock()
 	if s.LB.PID != 0 {
 		deadline := time.Now().Add(6 * time.Second)
 		for time.Now().Before(deadline) && isOurLB(s.LB.PID, s.Name) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
@@ -387,19 +388,14 @@ func (e *Env) Down(ctx context.Context, b api.ServeDownBody, u api.User, log io.
 	res := api.ServeDownResult{Down: []string{}}
 	for _, n := range names {
 		fmt.Fprintln(log, ux.Status(fmt.Sprintf("Tearing down service '%s': its replicas, then its load balancer...", n)))
-		for {
+		if err := controller.Poll(ctx, 200*time.Millisecond, func() (bool, error) {
 			_, err := e.Store.GetService(ctx, n)
 			if errors.Is(err, state.ErrNotFound) {
-				break
+				return true, nil
 			}
-			if err != nil {
-				return res, err
-			}
-			select {
-			case <-ctx.Done():
-				return res, ctx.Err()
-			case <-time.After(200 * time.Millisecond):
-			}
+			return false, err
+		}); err != nil {
+			return res, err
 		}
 		res.Down = append(res.Down, n)
 		fmt.Fprintln(log, ux.Styled(ux.Green, fmt.Sprintf("Service '%s' is torn down.", n)))

@@ -439,13 +439,5 @@ func (e *Env) dropReplica(ctx context.Context, s *state.Service, r *state.Replic
 
 // downCluster tears a replica's cluster down if it exists.
 func (e *Env) downCluster(ctx context.Context, s *state.Service, cluster string, log io.Writer) error {
-	if _, err := e.Store.GetCluster(ctx, cluster); errors.Is(err, state.ErrNotFound) {
-		return nil
-	}
-	err := e.Backend.Down(ctx, cluster, owner(s), true, true, log)
-	if err != nil && !backend.IsNotFound(err) {
-		return fmt.Errorf("tearing down replica cluster %s: %w", cluster, err)
-	}
-	fmt.Fprintf(log, "Replica cluster %s torn down.\n", cluster)
-	return nil
+	return e.Backend.DownIfExists(ctx, cluster, owner(s), "replica", log)
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
@@ -65,7 +66,8 @@ type Env struct {
 	replicas *controller.Controller
 	// lbProcs are the load balancers this process started, reaped when
 	// they exit so none lingers as a zombie.
-	lbProcs map[string]*os.Process
+	lbProcs   map[string]*os.Process
+	lbClients map[string]*lb.Client
 }
 
 // Timings. The decision interval, the QPS window and the first launch

@@ -235,11 +235,9 @@ func (e *Env) push(ctx context.Context, s *state.Service) error {
 		}
 		set.Replicas = append(set.Replicas, rep)
 	}
-	c := lb.Dial(socketPath(e.Home, s.Name))
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return c.SetReplicas(ctx, set)
+	return e.lbClient(s.Name).SetReplicas(ctx, set)
 }
 
 // measuredQPS is the request rate over the window ending at t, from the

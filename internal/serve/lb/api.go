@@ -50,4 +50,8 @@ type State struct {
 	Waiting int `json:"waiting"`
 	// InFlight is the requests in flight per replica id.
 	InFlight map[int]int64 `json:"in_flight"`
+	// Answered counts the requests the load balancer answered itself
+	// since it started, by status: 499 (the client went away), 500 (max
+	// retries), 502, 503 (no ready replica), 504 (stream timeout).
+	Answered map[int]int64 `json:"answered,omitempty"`
 }
