@@ -19,7 +19,7 @@ func TestServeAutoscale(t *testing.T) {
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
-	yaml := writeFile(t, "svc.yaml", svcYAML("local", bin, 1, fastProbe(30)+`replica_policy:
+	yaml := writeFile(t, "svc.yaml", e.localYAML(bin, 1, fastProbe(30)+`replica_policy:
   min_replicas: 1
   max_replicas: 3
   target_qps_per_replica: 2
@@ -73,7 +73,7 @@ func TestServeFromZero(t *testing.T) {
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
-	yaml := writeFile(t, "svc.yaml", svcYAML("local", bin, 1, fastProbe(30)+`replica_policy:
+	yaml := writeFile(t, "svc.yaml", e.localYAML(bin, 1, fastProbe(30)+`replica_policy:
   min_replicas: 0
   max_replicas: 2
   target_qps_per_replica: 5

@@ -102,10 +102,43 @@ func (s svcRecord) nonTerminal() int {
 // serveEnv is newEnv with the SkyServe timings shortened (the server
 // inherits the first client's environment): a decision every second over
 // a 10 s QPS window, launches retried after 1 s.
+// SKYGO_LOCAL_NETNS of the test's own environment goes to the server, so
+// that the tests can be run in either networking mode of local nodes.
 func serveEnv(t testing.TB) *skyEnv {
 	e := newEnv(t)
 	e.env = append(e.env, "SKYGO_SERVE_DECISION_INTERVAL=1s", "SKYGO_SERVE_QPS_WINDOW=10s", "SKYGO_SERVE_RETRY_GAP=1s")
+	if v, ok := os.LookupEnv("SKYGO_LOCAL_NETNS"); ok {
+		e.env = append(e.env, "SKYGO_LOCAL_NETNS="+v)
+	}
 	return e
+}
+
+// sharedNetwork says whether local nodes share this machine's network
+// (no namespace per node), as `sky check -v local` says.
+func (e *skyEnv) sharedNetwork() bool {
+	e.t.Helper()
+	return strings.Contains(e.must("check", "-v", "local").out(), "two nodes cannot listen on the same port")
+}
+
+// sharedPorts is the service port of each HOME whose local nodes share
+// the machine's network.
+var sharedPorts sync.Map
+
+// localYAML is svcYAML on the local infrastructure, port 8080. Where
+// nodes share the machine's network, two replicas cannot both bind
+// 0.0.0.0:8080, and the node addresses (127.0.0.x) of tests running side
+// by side with other HOMEs coincide: there the fixture listens on its
+// node's own address, at a port of the test's own.
+func (e *skyEnv) localYAML(bin string, version int, service string, extraEnvs ...string) string {
+	e.t.Helper()
+	port := 8080
+	if e.sharedNetwork() {
+		p, _ := sharedPorts.LoadOrStore(e.home, testutil.FreePort(e.t))
+		port = p.(int)
+		e.t.Logf("local nodes share this machine's network: replicas listen on their node's address, port %d", port)
+		extraEnvs = append(extraEnvs, `BIND_NODE_ADDR: "1"`)
+	}
+	return svcYAML("local", bin, port, version, service, extraEnvs...)
 }
 
 // requireServe starts the server and skips the test when this build has
@@ -310,16 +343,16 @@ func fastProbe(initialDelay int) string {
 }
 
 // svcYAML is a service task running the replica fixture at bin (an
-// absolute path) on infra, on port 8080, as version; service is the body
-// of the service: section, extraEnvs more lines of envs:.
-func svcYAML(infra, bin string, version int, service string, extraEnvs ...string) string {
+// absolute path) on infra, on port, as version; service is the body of
+// the service: section, extraEnvs more lines of envs:.
+func svcYAML(infra, bin string, port, version int, service string, extraEnvs ...string) string {
 	var b strings.Builder
 	b.WriteString("service:\n")
 	for _, l := range strings.Split(strings.TrimRight(service, "\n"), "\n") {
 		b.WriteString("  " + l + "\n")
 	}
-	fmt.Fprintf(&b, "resources:\n  infra: %s\n  ports: 8080\n", infra)
-	fmt.Fprintf(&b, "envs:\n  REPLICA_BIN: %s\n  VERSION: \"%d\"\n  PORT: \"8080\"\n", bin, version)
+	fmt.Fprintf(&b, "resources:\n  infra: %s\n  ports: %d\n", infra, port)
+	fmt.Fprintf(&b, "envs:\n  REPLICA_BIN: %s\n  VERSION: \"%d\"\n  PORT: \"%d\"\n", bin, version, port)
 	for _, l := range extraEnvs {
 		b.WriteString("  " + l + "\n")
 	}

@@ -29,7 +29,7 @@ func TestServeSSHPool(t *testing.T) {
 	})
 	wd := t.TempDir()
 	buildReplica(t, wd)
-	yaml := svcYAML("ssh/"+e2ePool, "./replica", 1, fastProbe(60)+"replicas: 2\n")
+	yaml := svcYAML("ssh/"+e2ePool, "./replica", 8080, 1, fastProbe(60)+"replicas: 2\n")
 	yaml = strings.Replace(yaml, "run:", "workdir: "+wd+"\nrun:", 1)
 	p := filepath.Join(t.TempDir(), "svc.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {

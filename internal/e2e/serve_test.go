@@ -22,7 +22,7 @@ func TestServeReplicaKill(t *testing.T) {
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
-	yaml := writeFile(t, "svc.yaml", svcYAML("local", bin, 1, fastProbe(30)+"replicas: 2\n"))
+	yaml := writeFile(t, "svc.yaml", e.localYAML(bin, 1, fastProbe(30)+"replicas: 2\n"))
 	r := e.serveUp("kill", yaml)
 	if !strings.Contains(r.out(), "Endpoint URL:") {
 		t.Errorf("sky serve up: no Endpoint URL line:\n%s", r)
@@ -128,7 +128,7 @@ func TestServeNeverReady(t *testing.T) {
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
-	yaml := writeFile(t, "svc.yaml", svcYAML("local", bin, 1, fastProbe(8)+"replicas: 1\n", "HEALTH_FAIL: \"1\""))
+	yaml := writeFile(t, "svc.yaml", e.localYAML(bin, 1, fastProbe(8)+"replicas: 1\n", "HEALTH_FAIL: \"1\""))
 	e.serveUp("never", yaml)
 	began := time.Now()
 	var rep svcReplica
@@ -181,7 +181,7 @@ func TestServeLogsAndDown(t *testing.T) {
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
-	yaml := writeFile(t, "svc.yaml", svcYAML("local", bin, 1, fastProbe(30)+"replicas: 1\n"))
+	yaml := writeFile(t, "svc.yaml", e.localYAML(bin, 1, fastProbe(30)+"replicas: 1\n"))
 	e.serveUp("logs", yaml)
 	s := e.waitService("logs", 60*time.Second, "1 READY", readyN(1, 1))
 	ep := e.endpoint("logs")
@@ -190,7 +190,7 @@ func TestServeLogsAndDown(t *testing.T) {
 	}
 
 	rl := e.must("serve", "logs", "logs", "1", "--no-follow")
-	if !strings.Contains(rl.out(), "replica=1 version=1 listening on 0.0.0.0:8080") {
+	if !strings.Contains(rl.out(), "replica=1 version=1 listening on ") {
 		t.Errorf("sky serve logs logs 1 --no-follow: no line of the replica's run:\n%s", rl.out())
 	}
 	cl := e.must("serve", "logs", "logs", "--controller", "--no-follow")

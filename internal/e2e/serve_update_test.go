@@ -26,10 +26,10 @@ func updateUnderLoad(t *testing.T, name, mode string, maxReplicas int) []answer 
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
-	v1 := writeFile(t, "v1.yaml", svcYAML("local", bin, 1, updatePolicy(maxReplicas)))
+	v1 := writeFile(t, "v1.yaml", e.localYAML(bin, 1, updatePolicy(maxReplicas)))
 	// Version 2 takes a while to come up, so the update spends seconds
 	// with both versions live, where the cap and the retries matter.
-	v2 := writeFile(t, "v2.yaml", svcYAML("local", bin, 2, updatePolicy(maxReplicas), "STARTUP_DELAY: 2s"))
+	v2 := writeFile(t, "v2.yaml", e.localYAML(bin, 2, updatePolicy(maxReplicas), "STARTUP_DELAY: 2s"))
 	e.serveUp(name, v1)
 	e.waitService(name, 60*time.Second, "2 READY of version 1", readyN(2, 1))
 	ep := e.endpoint(name)

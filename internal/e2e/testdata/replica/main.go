@@ -7,7 +7,9 @@
 // controller), VERSION (from the task's envs), HEALTH_FAIL=1 (/health
 // never passes) or HEALTH_FAIL_FILE (/health fails while that file
 // exists), STARTUP_DELAY (a Go duration to wait before listening, as a
-// server loading a model would).
+// server loading a model would), BIND_NODE_ADDR=1 (listen on the node's
+// own address, the first of SKYPILOT_NODE_IPS, instead of 0.0.0.0: local
+// nodes sharing the machine's network cannot all bind 0.0.0.0:PORT).
 //
 // Paths: / (the identity line), /health, /slow?ms=N (the identity line
 // after N ms), /sse?n=N&ms=M (N server-sent events M ms apart), /ws (a
@@ -96,7 +98,13 @@ func main() {
 	if d, err := time.ParseDuration(os.Getenv("STARTUP_DELAY")); err == nil {
 		time.Sleep(d)
 	}
-	addr := "0.0.0.0:" + port
+	host := "0.0.0.0"
+	if os.Getenv("BIND_NODE_ADDR") == "1" {
+		if f := strings.Fields(os.Getenv("SKYPILOT_NODE_IPS")); len(f) > 0 {
+			host = f[0]
+		}
+	}
+	addr := net.JoinHostPort(host, port)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Fatalf("replica %s: %v", id, err)
