@@ -318,9 +318,11 @@ func prepareService(io *IOStreams, in *taskInput) (api.TaskSpec, api.ServiceSpec
 // writeServiceSpec is the "Service spec:" block shown before the prompt.
 func writeServiceSpec(s *IOStreams, svc api.ServiceSpec) {
 	p := svc.Probe
+	// The probe's body and headers are left out: either may hold a
+	// secret substituted from secrets:.
 	method := "GET " + p.Path
 	if p.PostData != "" {
-		method = "POST " + p.Path + " " + p.PostData
+		method = "POST " + p.Path
 	}
 	tls := "No TLS Enabled"
 	if svc.TLS != nil {

@@ -5,7 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,46 +163,82 @@ func TestReplicaPolicyString(t *testing.T) {
 	}
 }
 
-// fakeServeServer answers serve.status with recs, as an API server
-// does: the request id on submit, the result on /api/get.
-func fakeServeServer(t *testing.T, recs []api.ServiceRecord) (*Factory, *strings.Builder, *strings.Builder) {
+// fakeAPI is an API server that answers each operation (by path) with
+// what its function returns for the body sent, streams log as every
+// request's log, and serves files for downloads.
+type fakeAPI struct {
+	mu      sync.Mutex
+	bodies  map[string]string // path -> last body
+	results map[string]func(body []byte) any
+	log     string
+	files   map[string]string
+}
+
+func newFakeAPI(t *testing.T, results map[string]func([]byte) any) (*fakeAPI, *Factory, *strings.Builder) {
 	t.Helper()
-	var asked []string
+	fa := &fakeAPI{bodies: map[string]string{}, results: results, files: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fa.mu.Lock()
+		defer fa.mu.Unlock()
 		switch r.URL.Path {
-		case "/serve/status":
-			var b api.ServeStatusBody
-			body, _ := io.ReadAll(r.Body)
-			_ = json.Unmarshal(body, &b)
-			asked = b.Names
-			w.Header().Set(api.HeaderRequestID, "req-1")
-			_, _ = w.Write([]byte("{}"))
+		case "/api/stream":
+			_, _ = w.Write([]byte(fa.log))
+		case "/api/download":
+			_, _ = w.Write([]byte(fa.files[r.URL.Query().Get("path")]))
 		case "/api/get":
-			var out []api.ServiceRecord
-			for _, rec := range recs {
-				for _, n := range asked {
-					if n == rec.Name {
-						out = append(out, rec)
-					}
-				}
-				if len(asked) == 0 {
-					out = append(out, rec)
-				}
+			path := r.URL.Query().Get("request_id")
+			var rv []byte
+			if f := fa.results[path]; f != nil {
+				rv, _ = json.Marshal(f([]byte(fa.bodies[path])))
 			}
-			rv, _ := json.Marshal(out)
-			_ = json.NewEncoder(w).Encode(api.Request{RequestID: "req-1", Name: "sky.serve.status", Status: "SUCCEEDED", ReturnValue: string(rv)})
+			_ = json.NewEncoder(w).Encode(api.Request{RequestID: path, Status: "SUCCEEDED", ReturnValue: string(rv)})
 		default:
-			http.NotFound(w, r)
+			if _, ok := fa.results[r.URL.Path]; !ok || r.Method != http.MethodPost {
+				http.NotFound(w, r)
+				return
+			}
+			b, _ := io.ReadAll(r.Body)
+			fa.bodies[r.URL.Path] = string(b)
+			w.Header().Set(api.HeaderRequestID, r.URL.Path)
+			_, _ = w.Write([]byte("{}"))
 		}
 	}))
 	t.Cleanup(srv.Close)
 	home := t.TempDir()
+	t.Setenv("HOME", home)
 	iost, _, _ := testIO("", false)
-	out, errOut := &strings.Builder{}, &strings.Builder{}
-	iost.Out, iost.ErrOut = out, errOut
+	out := &strings.Builder{}
+	iost.Out, iost.ErrOut = out, &strings.Builder{}
 	f := testFactory(iost, nil)
 	f.Client = func() (*client.Client, error) { return client.New(client.Options{Endpoint: srv.URL, Home: home}) }
-	return f, out, errOut
+	return fa, f, out
+}
+
+func (fa *fakeAPI) body(t *testing.T, path string, v any) {
+	t.Helper()
+	fa.mu.Lock()
+	defer fa.mu.Unlock()
+	if err := json.Unmarshal([]byte(fa.bodies[path]), v); err != nil {
+		t.Fatalf("body of %s: %v (%q)", path, err, fa.bodies[path])
+	}
+}
+
+// fakeServeServer answers serve.status with those of recs named in the
+// body (all without names).
+func fakeServeServer(t *testing.T, recs []api.ServiceRecord) (*Factory, *strings.Builder, *strings.Builder) {
+	t.Helper()
+	_, f, out := newFakeAPI(t, map[string]func([]byte) any{"/serve/status": func(body []byte) any {
+		var b api.ServeStatusBody
+		_ = json.Unmarshal(body, &b)
+		out := []api.ServiceRecord{}
+		for _, rec := range recs {
+			if len(b.Names) == 0 || slices.Contains(b.Names, rec.Name) {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}})
+	return f, out, nil
 }
 
 func TestServeStatusEndpoint(t *testing.T) {
@@ -277,5 +317,149 @@ func TestStatusServicesSection(t *testing.T) {
 	statusServices(f, &StatusOptions{IO: f.IO})
 	if out.String() != "" {
 		t.Errorf("server without serve.status: %q", out)
+	}
+}
+
+// `sky serve up -y`: the body carries the task and the checked service
+// spec under the given name, and the closing block names the endpoint
+// on the API server's host.
+func TestServeUpRun(t *testing.T) {
+	fa, f, out := newFakeAPI(t, map[string]func([]byte) any{
+		"/serve/up": func([]byte) any { return api.ServeUpResult{Name: "web", Endpoint: "0.0.0.0:30001"} },
+	})
+	fa.log = "Launching service web...\n"
+	dir := t.TempDir()
+	yaml := filepath.Join(dir, "svc.yaml")
+	if err := os.WriteFile(yaml, []byte("service:\n  readiness_probe: /health\n  replicas: 2\nresources:\n  ports: 8080\nenvs:\n  A: b\nrun: echo hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := (&taskFlags{}).resolve(entrypoint{YAMLPath: yaml}, f.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serveUpRun(f, &ServeUpOptions{IO: f.IO, ServiceName: "web", Task: in, Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	var b api.ServeUpBody
+	fa.body(t, "/serve/up", &b)
+	if b.Name != "web" || b.Service.Port != 8080 || b.Service.MinReplicas() != 2 || b.Service.Probe.Path != "/health" || b.Task.Envs["A"] != "b" || b.Task.Run != "echo hi" {
+		t.Errorf("body %+v", b)
+	}
+	for _, w := range []string{"Launching service web...\n", "Service name: web\nEndpoint URL: http://127.0.0.1:30001\n", "curl http://127.0.0.1:30001\n",
+		"✓ Service is spinning up and replicas will be ready shortly.\n"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestServeUpdateRun(t *testing.T) {
+	fa, f, out := newFakeAPI(t, map[string]func([]byte) any{
+		"/serve/update": func([]byte) any { return api.ServeUpdateResult{Name: "web", Version: 3} },
+	})
+	yaml := filepath.Join(t.TempDir(), "svc.yaml")
+	if err := os.WriteFile(yaml, []byte("service:\n  readiness_probe: /\n  ports: 9000\nrun: echo v3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := (&taskFlags{}).resolve(entrypoint{YAMLPath: yaml}, f.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serveUpdateRun(f, &ServeUpdateOptions{IO: f.IO, ServiceName: "web", Task: in, Mode: "blue_green", Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	var b api.ServeUpdateBody
+	fa.body(t, "/serve/update", &b)
+	if b.Name != "web" || b.Mode != "blue_green" || b.Service.Port != 9000 || b.Task.Run != "echo v3" {
+		t.Errorf("body %+v", b)
+	}
+	if want := "Service 'web' update scheduled: version 3 (blue_green update).\nPlease use sky serve status web to check the latest status, or watch -n10 sky serve status web to follow it.\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
+// down, terminate-replica and logs send what their flags say.
+func TestServeDownAndLogsBodies(t *testing.T) {
+	fa, f, _ := newFakeAPI(t, map[string]func([]byte) any{
+		"/serve/down":              func([]byte) any { return api.ServeDownResult{Down: []string{"a", "b"}} },
+		"/serve/terminate-replica": func([]byte) any { return nil },
+		"/serve/logs":              func([]byte) any { return nil },
+		"/serve/sync-down-logs": func([]byte) any {
+			return api.LogsDownload{RequestID: "/serve/sync-down-logs", Jobs: []api.JobLogs{{RunTimestamp: "web", Files: []string{"controller.log", "replica_1.log"}}}}
+		},
+	})
+	if err := serveDownRun(f, &ServeDownOptions{IO: f.IO, Services: []string{"a", "b"}, Purge: true, Yes: true, ReplicaID: -1}); err != nil {
+		t.Fatal(err)
+	}
+	var d api.ServeDownBody
+	fa.body(t, "/serve/down", &d)
+	if !slices.Equal(d.Names, []string{"a", "b"}) || !d.Purge || d.All {
+		t.Errorf("down body %+v", d)
+	}
+	if err := serveDownRun(f, &ServeDownOptions{IO: f.IO, Services: []string{"a"}, Yes: true, ReplicaID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	var tr api.ServeTerminateReplicaBody
+	fa.body(t, "/serve/terminate-replica", &tr)
+	if tr.Name != "a" || tr.ReplicaID != 0 {
+		t.Errorf("terminate body %+v", tr)
+	}
+	// A declined prompt sends nothing.
+	f.IO.In = strings.NewReader("n\n")
+	if err := serveDownRun(f, &ServeDownOptions{IO: f.IO, All: true, ReplicaID: -1}); err == nil {
+		t.Errorf("declined down did not abort")
+	}
+	d = api.ServeDownBody{}
+	fa.body(t, "/serve/down", &d)
+	if d.All {
+		t.Errorf("a declined down -a was sent")
+	}
+
+	if err := serveLogsRun(f, &ServeLogsOptions{IO: f.IO, Name: "web", IDs: []int{2}, Follow: false, Tail: 5}); err != nil {
+		t.Fatal(err)
+	}
+	var l api.ServeLogsBody
+	fa.body(t, "/serve/logs", &l)
+	if l.Name != "web" || l.ReplicaID != 2 || l.Follow || l.Tail != 5 || l.Controller || l.LoadBalancer {
+		t.Errorf("logs body %+v", l)
+	}
+	if err := serveLogsRun(f, &ServeLogsOptions{IO: f.IO, Name: "web", LoadBalancer: true, Follow: true, Tail: -1}); err != nil {
+		t.Fatal(err)
+	}
+	l = api.ServeLogsBody{}
+	fa.body(t, "/serve/logs", &l)
+	if !l.LoadBalancer || l.ReplicaID != 0 || !l.Follow || l.Tail != 0 {
+		t.Errorf("lb logs body %+v", l)
+	}
+
+	fa.files["web/controller.log"] = "controller says hi\n"
+	fa.files["web/replica_1.log"] = "replica says hi\n"
+	out := f.IO.Out.(*strings.Builder)
+	out.Reset()
+	if err := serveLogsRun(f, &ServeLogsOptions{IO: f.IO, Name: "web", SyncDown: true, IDs: []int{1}, Controller: true}); err != nil {
+		t.Fatal(err)
+	}
+	var sd api.ServeSyncDownBody
+	fa.body(t, "/serve/sync-down-logs", &sd)
+	if sd.Name != "web" || !slices.Equal(sd.ReplicaIDs, []int{1}) || !sd.Controller {
+		t.Errorf("sync-down body %+v", sd)
+	}
+	home, _ := os.UserHomeDir()
+	dir := filepath.Join(home, "sky_logs", "service", "web")
+	if want := "\x1b[36mService web logs: " + dir + "\x1b[0m\n"; out.String() != want {
+		t.Errorf("sync-down printed %q, want %q", out, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "replica_1.log")); err != nil || string(b) != "replica says hi\n" {
+		t.Errorf("replica_1.log: %q %v", b, err)
+	}
+}
+
+// The spec shown before the prompt leaves out what may hold secrets.
+func TestWriteServiceSpecHidesProbeSecrets(t *testing.T) {
+	io, out, _ := testIO("", false)
+	writeServiceSpec(io, api.ServiceSpec{Port: 8080, Probe: api.ProbeSpec{Path: "/v1", PostData: `{"key":"s3cr3t"}`,
+		Headers: map[string]string{"Authorization": "Bearer s3cr3t"}}})
+	if strings.Contains(out.String(), "s3cr3t") || !strings.Contains(out.String(), "POST /v1") {
+		t.Errorf("spec:\n%s", out)
 	}
 }
