@@ -163,11 +163,13 @@ func TestServeChecksBeforeAnyRequest(t *testing.T) {
 	noService := writeFile(t, "job.yaml", "run: echo hi\n")
 	mixed := writeFile(t, "mixed.yaml", "service:\n  readiness_probe: /\nresources:\n  ports: 8080\n  any_of:\n    - use_spot: true\n    - use_spot: false\nrun: echo\n")
 	noPort := writeFile(t, "noport.yaml", "service:\n  readiness_probe: /\nrun: echo\n")
+	pool := writeFile(t, "pool.yaml", "pool:\n  workers: 1\nrun: echo\n")
 	tests := []struct {
 		args []string
 		want []string
 	}{
 		{[]string{"serve", "up", "-y", noService}, []string{"job.yaml", "Service section not found in the YAML file"}},
+		{[]string{"serve", "up", "-y", pool}, []string{"pool.yaml is a pool YAML", "sky jobs pool apply"}},
 		{[]string{"serve", "up", "-y", mixed}, []string{"mixed.yaml:3:", "Resources must either all use spot or none use spot"}},
 		{[]string{"serve", "update", "-y", "svc", noPort}, []string{"noport.yaml", "Must only specify one port in resources"}},
 		// The flag is applied before the check: --ports gives the port.

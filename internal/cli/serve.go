@@ -298,6 +298,9 @@ func prepareService(io *IOStreams, in *taskInput) (api.TaskSpec, api.ServiceSpec
 		return api.TaskSpec{}, api.ServiceSpec{}, flagErrorf("a service YAML is one task with a service: section; %s has %d tasks", in.Entry.YAMLPath, len(dag.Tasks))
 	}
 	t := dag.Tasks[0]
+	if t.Service == nil && t.Pool != nil {
+		return api.TaskSpec{}, api.ServiceSpec{}, flagErrorf("%s is a pool YAML (it has a pool: section, no service: section); apply it with `sky jobs pool apply %s`", in.Entry.YAMLPath, in.Entry.YAMLPath)
+	}
 	svc, err := task.ServiceSpecOf(t)
 	if err != nil {
 		return api.TaskSpec{}, api.ServiceSpec{}, err
