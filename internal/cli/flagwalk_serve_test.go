@@ -68,7 +68,13 @@ func replicaPython(t *testing.T) string {
 // It returns the file name in the work directory and the port.
 func (e *flagEnv) serviceYAML(t *testing.T, name, pre string, withPort bool) (string, int) {
 	t.Helper()
-	port := testutil.FreePort(t)
+	return e.serviceYAMLOn(t, name, pre, withPort, testutil.FreePort(t), "replicas: 1")
+}
+
+// serviceYAMLOn is serviceYAML on a given port (a new version keeps its
+// service's port) with the given replica count or policy.
+func (e *flagEnv) serviceYAMLOn(t *testing.T, name, pre string, withPort bool, port int, replicas string) (string, int) {
+	t.Helper()
 	res := ""
 	if withPort {
 		res = fmt.Sprintf("resources:\n  ports: %d\n", port)
@@ -82,11 +88,11 @@ func (e *flagEnv) serviceYAML(t *testing.T, name, pre string, withPort bool) (st
     initial_delay_seconds: 120
     endpoint_probe_interval_seconds: 1
     timeout_seconds: 2
-  replicas: 1
+  %s
 %srun: |
   %s
   exec %s -m http.server %d --bind 0.0.0.0
-`, res, pre, replicaPython(t), port)
+`, replicas, res, pre, replicaPython(t), port)
 	file := "svc-" + name + ".yaml"
 	if err := os.WriteFile(filepath.Join(e.dir, file), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -287,6 +293,7 @@ func serveFlagCases() []flagCase {
 				if len(name) > 30 {
 					name = name[:30]
 				}
+				// A new version keeps the service's port.
 				yaml, port := e.serviceYAML(t, name, pre, withPort)
 				fl := append([]string(nil), flags...)
 				for i, f := range fl {
@@ -297,7 +304,7 @@ func serveFlagCases() []flagCase {
 					check(t, e, name, id)
 					return
 				}
-				base, _ := e.serviceYAML(t, name+"-v1", "", true)
+				base, _ := e.serviceYAMLOn(t, name+"-v1", "", true, port, "replicas: 1")
 				e.upService(t, name, base)
 				check(t, e, name, e.updateService(t, name, yaml, fl...))
 			})
@@ -324,8 +331,13 @@ func serveFlagCases() []flagCase {
 		}
 	})
 	withFlag("num-nodes", "", true, []string{"--num-nodes", "2"}, func(t *testing.T, e *flagEnv, name string, id int) {
-		if n := e.statusOf(t, fmt.Sprintf("%s-%d", name, id))["num_nodes"]; n != 2.0 {
+		if n := e.statusOf(t, fmt.Sprintf("%s-%d", name, id))["nodes"]; n != 2.0 {
 			t.Errorf("replica cluster %s-%d has %v nodes, want 2", name, id, n)
+		}
+		for _, rep := range e.serviceRecord(t, name).Replicas {
+			if rep.ID == id && !strings.HasPrefix(rep.Resources, "2x") {
+				t.Errorf("replica %d resources %q, want 2 nodes", id, rep.Resources)
+			}
 		}
 	})
 	// What --cpus asks reaches the estimate; a request the machine meets
@@ -416,7 +428,10 @@ func serveFlagCases() []flagCase {
 	}
 	add("serve update --mode", func(t *testing.T, e *flagEnv) {
 		wantRefused(t, e.sky("serve", "update", "-y", "--mode", "sideways", "fws-none", "service.yaml"), "--mode")
-		yaml, _ := e.serviceYAML(t, "mode", "", true)
+		// Blue-green holds the old replica until the new one is READY:
+		// max_replicas leaves room for both.
+		yaml, _ := e.serviceYAMLOn(t, "mode", "", true, testutil.FreePort(t),
+			"replica_policy: {min_replicas: 1, max_replicas: 2, target_qps_per_replica: 1000}")
 		e.upService(t, "fws-mode", yaml)
 		r := e.sky("serve", "update", "-y", "--mode", "blue_green", "fws-mode", yaml)
 		wantWorks(t, r, "version 2 (blue_green update)")
@@ -449,7 +464,7 @@ func serveFlagCases() []flagCase {
 		if got := e.getVia(t, "fws-ep", "/"); !strings.Contains(got, "Directory listing") {
 			t.Errorf("GET through the endpoint: %q", got)
 		}
-		wantRefused(t, e.sky("serve", "status", "--endpoint", "fws-nope"), "fws-nope", "not found")
+		wantRefused(t, e.sky("serve", "status", "--endpoint", "fws-nope"), "fws-nope", "does not exist")
 		wantRefused(t, e.sky("serve", "status", "--endpoint"), "--endpoint needs exactly one SERVICE_NAME")
 	})
 	add("serve status --output", func(t *testing.T, e *flagEnv) {
@@ -602,13 +617,10 @@ func serveFlagCases() []flagCase {
 		dir := filepath.Join(e.home, "sky_logs", "service", "fws-sd")
 		wantWorks(t, e.sky("serve", "logs", "-s", "fws-sd"), "Service fws-sd logs: "+dir)
 		all := filesUnder(dir)
-		var text strings.Builder
-		for _, p := range all {
-			b, _ := os.ReadFile(p)
-			text.Write(b)
-		}
-		if len(all) < 3 || !strings.Contains(text.String(), "ENV=") {
-			t.Errorf("synced %v: want the controller's, the balancer's and the replica's logs, the replica's with its output", all)
+		for _, f := range []string{"controller.log", "load_balancer.log", fmt.Sprintf("replica_%d.log", id)} {
+			if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || len(b) == 0 {
+				t.Errorf("synced %v: %s missing or empty (%v)", all, f, err)
+			}
 		}
 		os.RemoveAll(dir)
 		wantWorks(t, e.sky("serve", "logs", "-s", "--controller", "fws-sd"))
