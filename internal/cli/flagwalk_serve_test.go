@@ -153,6 +153,9 @@ func readyReplica(rec *api.ServiceRecord, v int) int {
 func (e *flagEnv) waitReady(t *testing.T, name string, version int) (*api.ServiceRecord, int) {
 	t.Helper()
 	rec := e.waitService(t, name, fmt.Sprintf("READY with a READY replica of version %d", version), func(r *api.ServiceRecord) bool {
+		if r != nil && r.Status == api.ServiceFailed {
+			t.Fatalf("service %s FAILED (%s)", name, r.Reason)
+		}
 		return r != nil && r.Status == api.ServiceReady && readyReplica(r, version) > 0
 	})
 	return rec, readyReplica(rec, version)
@@ -330,7 +333,9 @@ func serveFlagCases() []flagCase {
 			}
 		}
 	})
-	withFlag("num-nodes", "", true, []string{"--num-nodes", "2"}, func(t *testing.T, e *flagEnv, name string, id int) {
+	// Only the head serves: without a network namespace per node the
+	// local nodes share the machine's ports.
+	withFlag("num-nodes", `[ "$SKYPILOT_NODE_RANK" = 0 ] || exec sleep 100000`, true, []string{"--num-nodes", "2"}, func(t *testing.T, e *flagEnv, name string, id int) {
 		if n := e.statusOf(t, fmt.Sprintf("%s-%d", name, id))["nodes"]; n != 2.0 {
 			t.Errorf("replica cluster %s-%d has %v nodes, want 2", name, id, n)
 		}
