@@ -64,7 +64,10 @@ func replicaPython(t *testing.T) string {
 
 // serviceYAML writes a service YAML whose replica runs pre (a shell
 // line, may be empty) and then serves its working directory on a free
-// port; port 0 leaves resources.ports out (the probe gives --ports).
+// port of its head node's address (local nodes without a network
+// namespace of their own share the machine's ports, and two replicas
+// are up together during an update); without withPort resources.ports
+// is left out (the probe gives --ports).
 // It returns the file name in the work directory and the port.
 func (e *flagEnv) serviceYAML(t *testing.T, name, pre string, withPort bool) (string, int) {
 	t.Helper()
@@ -91,7 +94,7 @@ func (e *flagEnv) serviceYAMLOn(t *testing.T, name, pre string, withPort bool, p
   %s
 %srun: |
   %s
-  exec %s -m http.server %d --bind 0.0.0.0
+  exec %s -m http.server %d --bind "$(echo "$SKYPILOT_NODE_IPS" | head -n1)"
 `, replicas, res, pre, replicaPython(t), port)
 	file := "svc-" + name + ".yaml"
 	if err := os.WriteFile(filepath.Join(e.dir, file), []byte(yaml), 0o600); err != nil {
