@@ -339,7 +339,7 @@ func writeServiceSpec(s *IOStreams, svc api.ServiceSpec) {
 		{"Readiness probe method:", method},
 		{"Readiness initial delay seconds:", fmt.Sprintf("%g", p.InitialDelaySeconds)},
 		{"Readiness probe timeout seconds:", fmt.Sprintf("%g", p.TimeoutSeconds)},
-		{"Replica autoscaling policy:", replicaPolicyString(svc)},
+		{"Replica autoscaling policy:", svc.PolicyString()},
 		{"Service port:", fmt.Sprintf("%d", svc.Port)},
 		{"TLS Certificates:", tls},
 		{"Spot Policy:", spotPolicyString(svc)},
@@ -348,31 +348,6 @@ func writeServiceSpec(s *IOStreams, svc api.ServiceSpec) {
 	for _, r := range rows {
 		fmt.Fprintf(s.Out, "%-34s%s\n", r[0], r[1])
 	}
-}
-
-// replicaPolicyString says how many replicas the service keeps, in the
-// words of SkyPilot's service spec.
-func replicaPolicyString(svc api.ServiceSpec) string {
-	rp := svc.ReplicaPolicy
-	if rp == nil || rp.MinReplicas == rp.MaxReplicas {
-		n := svc.MinReplicas()
-		plural := "s"
-		if n == 1 {
-			plural = ""
-		}
-		return fmt.Sprintf("Fixed %d replica%s", n, plural)
-	}
-	s := fmt.Sprintf("Autoscaling from %d to %d replicas", rp.MinReplicas, rp.MaxReplicas)
-	switch {
-	case rp.TargetQPS != nil:
-		s += fmt.Sprintf(" (target QPS per replica: %g)", *rp.TargetQPS)
-	case len(rp.TargetQPSPerAccelerator) > 0:
-		s += " (target QPS per accelerator)"
-	}
-	if rp.NumOverprovision > 0 {
-		s += fmt.Sprintf(", overprovisioning %d", rp.NumOverprovision)
-	}
-	return s
 }
 
 func spotPolicyString(svc api.ServiceSpec) string {

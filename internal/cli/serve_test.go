@@ -143,7 +143,7 @@ func TestServeDownConfirm(t *testing.T) {
 	}
 }
 
-func TestReplicaPolicyString(t *testing.T) {
+func TestPolicyString(t *testing.T) {
 	one, three := 1, 3
 	q := 2.5
 	cases := []struct {
@@ -157,7 +157,7 @@ func TestReplicaPolicyString(t *testing.T) {
 			"Autoscaling from 1 to 3 replicas (target QPS per replica: 2.5), overprovisioning 1"},
 	}
 	for _, c := range cases {
-		if got := replicaPolicyString(c.svc); got != c.want {
+		if got := c.svc.PolicyString(); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
