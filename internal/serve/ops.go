@@ -241,20 +241,7 @@ func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, e
 	return err
 }
 
-func policyString(sp api.ServiceSpec) string {
-	lo, hi := sp.MinReplicas(), sp.MaxReplicas()
-	if lo == hi {
-		if lo == 1 {
-			return "Fixed 1 replica"
-		}
-		return fmt.Sprintf("Fixed %d replicas", lo)
-	}
-	s := fmt.Sprintf("Autoscaling from %d to %d replicas", lo, hi)
-	if p := sp.ReplicaPolicy; p != nil && p.TargetQPS != nil {
-		s += fmt.Sprintf(" (target QPS per replica: %g)", *p.TargetQPS)
-	}
-	return s
-}
+func policyString(sp api.ServiceSpec) string { return sp.PolicyString() }
 
 // Status lists services (all the user may see when b names none).
 func (e *Env) Status(ctx context.Context, b api.ServeStatusBody, u api.User) ([]api.ServiceRecord, error) {
