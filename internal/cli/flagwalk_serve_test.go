@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,31 +24,6 @@ import (
 // resource flags are proven through the estimate `sky serve up` shows
 // before its prompt: it is the optimizer's answer for the very task the
 // service would launch.
-
-var (
-	serveOpsOnce    sync.Once
-	serveOpsMissing string
-)
-
-// needServeOps skips a probe that needs a working SkyServe: the serve.*
-// operations of the API server and the load balancer process.
-//
-// TODO(lead): remove this guard (and its calls) once the serve.*
-// operations and `sky serve-lb` are both merged: it exists only so that
-// the CLI branch, built without one or the other, keeps the walk green.
-func (e *flagEnv) needServeOps(t *testing.T) {
-	t.Helper()
-	serveOpsOnce.Do(func() {
-		if r := e.sky("serve", "status"); r.code != 0 && strings.Contains(r.errOut, "answered 404") {
-			serveOpsMissing = "the API server has no serve.* operations yet (404)"
-		} else if r := e.sky("serve-lb"); strings.Contains(r.errOut, `unknown command "serve-lb"`) {
-			serveOpsMissing = "this build has no load balancer (sky serve-lb) yet"
-		}
-	})
-	if serveOpsMissing != "" {
-		t.Skip(serveOpsMissing)
-	}
-}
 
 // replicaPython is the interpreter replicas serve HTTP with. The flag
 // walk's HOME is a temp directory, so a pyenv shim would not find its
@@ -177,7 +151,6 @@ func (e *flagEnv) waitGone(t *testing.T, name string) {
 // service is torn down when the probe ends.
 func (e *flagEnv) upService(t *testing.T, name, yaml string, flags ...string) (flagRun, int) {
 	t.Helper()
-	e.needServeOps(t)
 	r := e.sky(append(append([]string{"serve", "up", "-y", "-n", name}, flags...), yaml)...)
 	t.Cleanup(func() { e.sky("serve", "down", "-y", "--purge", name) })
 	wantWorks(t, r)
@@ -274,7 +247,6 @@ func serveFlagCases() []flagCase {
 			if !strings.Contains(r.out, verb) || !strings.Contains(r.out, "Service spec:") || !strings.Contains(r.out, "Considered resources") {
 				t.Errorf("without -y: want the spec, the estimate and the prompt: %s", r)
 			}
-			e.needServeOps(t)
 			if cmd == "up" {
 				if rec := e.serviceRecord(t, "fws-none"); rec != nil {
 					t.Errorf("a declined up made a service: %+v", rec)
@@ -385,7 +357,6 @@ func serveFlagCases() []flagCase {
 	for _, cmd := range []string{"up", "update"} {
 		cmd := cmd
 		add("serve "+cmd+" --async", func(t *testing.T, e *flagEnv) {
-			e.needServeOps(t)
 			yaml, _ := e.serviceYAML(t, "async-"+cmd, "", true)
 			name := "fws-async-" + cmd
 			if cmd == "update" {
@@ -453,7 +424,6 @@ func serveFlagCases() []flagCase {
 	})
 
 	add("serve status --config", func(t *testing.T, e *flagEnv) {
-		e.needServeOps(t)
 		configRefused("serve", "status")(t, e)
 	})
 	add("serve status --verbose", func(t *testing.T, e *flagEnv) {
@@ -488,7 +458,6 @@ func serveFlagCases() []flagCase {
 	})
 
 	add("serve down --config", func(t *testing.T, e *flagEnv) {
-		e.needServeOps(t)
 		configRefused("serve", "down", "-y", "fws-x")(t, e)
 	})
 	add("serve down --all", func(t *testing.T, e *flagEnv) {
@@ -501,7 +470,6 @@ func serveFlagCases() []flagCase {
 		e.waitGone(t, "fws-all2")
 	})
 	add("serve down --purge", func(t *testing.T, e *flagEnv) {
-		e.needServeOps(t)
 		if err := os.WriteFile(filepath.Join(e.dir, "svc-fail.yaml"), []byte("service:\n  readiness_probe: /\n  replicas: 1\nresources:\n  ports: 8080\nrun: exit 3\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -565,7 +533,6 @@ func serveFlagCases() []flagCase {
 	})
 
 	add("serve logs --config", func(t *testing.T, e *flagEnv) {
-		e.needServeOps(t)
 		configRefused("serve", "logs", "--no-follow", "fws-x", "1")(t, e)
 	})
 	add("serve logs --controller", func(t *testing.T, e *flagEnv) {
@@ -588,7 +555,6 @@ func serveFlagCases() []flagCase {
 		}
 	})
 	add("serve logs --follow", func(t *testing.T, e *flagEnv) {
-		e.needServeOps(t)
 		// A replica whose job ends: following its log ends with it.
 		if err := os.WriteFile(filepath.Join(e.dir, "svc-follow.yaml"), []byte("service:\n  readiness_probe: /\n  replicas: 1\nresources:\n  ports: 8080\nrun: echo FOLLOW-1; sleep 2; echo FOLLOW-2\n"), 0o600); err != nil {
 			t.Fatal(err)
