@@ -1,5 +1,7 @@
 package api
 
+import "fmt"
+
 // SkyServe: the bodies and results of /serve/up, /serve/update,
 // /serve/status, /serve/down, /serve/terminate-replica, /serve/logs and
 // /serve/sync-down-logs (spec/service.md). A service is a set of replica
@@ -132,6 +134,32 @@ func (s ServiceSpec) MaxReplicas() int {
 		return max(s.ReplicaPolicy.MaxReplicas, s.ReplicaPolicy.MinReplicas)
 	}
 	return s.MinReplicas()
+}
+
+// PolicyString says how many replicas the service keeps, in the words of
+// SkyPilot's service spec: "Fixed 2 replicas", "Autoscaling from 1 to 3
+// replicas (target QPS per replica: 5)".
+func (s ServiceSpec) PolicyString() string {
+	lo, hi := s.MinReplicas(), s.MaxReplicas()
+	if lo == hi {
+		if lo == 1 {
+			return "Fixed 1 replica"
+		}
+		return fmt.Sprintf("Fixed %d replicas", lo)
+	}
+	out := fmt.Sprintf("Autoscaling from %d to %d replicas", lo, hi)
+	if p := s.ReplicaPolicy; p != nil {
+		switch {
+		case p.TargetQPS != nil:
+			out += fmt.Sprintf(" (target QPS per replica: %g)", *p.TargetQPS)
+		case len(p.TargetQPSPerAccelerator) > 0:
+			out += " (target QPS per accelerator)"
+		}
+		if p.NumOverprovision > 0 {
+			out += fmt.Sprintf(", overprovisioning %d", p.NumOverprovision)
+		}
+	}
+	return out
 }
 
 // ServeUpBody is the body of /serve/up.

@@ -141,7 +141,7 @@ func TestNotAvailableYet(t *testing.T) {
 		args []string
 		line string
 	}{
-		{[]string{"serve", "status"}, "Error: sky serve status: SkyServe is not available in this build yet.\n"},
+		{[]string{"storage", "ls"}, "Error: sky storage ls: storage is not available in this build yet.\n"},
 	}
 	for _, tc := range tests {
 		out, errOut, code := runBinary(t, nil, tc.args...)
@@ -154,6 +154,45 @@ func TestNotAvailableYet(t *testing.T) {
 	_, errOut, code := runBinary(t, nil, "launch", bad)
 	if code != 1 || !strings.Contains(errOut, "bad.yaml:2:") || strings.Contains(errOut, "not available") {
 		t.Errorf("launch bad.yaml: exit %d stderr %q; want the loader's file:line error", code, errOut)
+	}
+}
+
+// `sky serve up` and `sky serve update` make SkyPilot's checks of
+// serve-up time before anything reaches a server, with the YAML's line.
+func TestServeChecksBeforeAnyRequest(t *testing.T) {
+	noService := writeFile(t, "job.yaml", "run: echo hi\n")
+	mixed := writeFile(t, "mixed.yaml", "service:\n  readiness_probe: /\nresources:\n  ports: 8080\n  any_of:\n    - use_spot: true\n    - use_spot: false\nrun: echo\n")
+	noPort := writeFile(t, "noport.yaml", "service:\n  readiness_probe: /\nrun: echo\n")
+	pool := writeFile(t, "pool.yaml", "pool:\n  workers: 1\nrun: echo\n")
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"serve", "up", "-y", noService}, []string{"job.yaml", "Service section not found in the YAML file"}},
+		{[]string{"serve", "up", "-y", pool}, []string{"pool.yaml is a pool YAML", "sky jobs pool apply"}},
+		{[]string{"serve", "up", "-y", mixed}, []string{"mixed.yaml:3:", "Resources must either all use spot or none use spot"}},
+		{[]string{"serve", "update", "-y", "svc", noPort}, []string{"noport.yaml", "Must only specify one port in resources"}},
+		// The flag is applied before the check: --ports gives the port.
+		{[]string{"serve", "up", "-y", "--use-spot", "--ports", "8080,8081", noPort}, []string{"got ports 8080-8081"}},
+		{[]string{"serve", "up", "-y", "-n", "1bad", noPort}, []string{"invalid service name \"1bad\""}},
+		{[]string{"serve", "status", "--endpoint"}, []string{"--endpoint needs exactly one SERVICE_NAME"}},
+		{[]string{"serve", "status", "-o", "yaml"}, []string{"-o/--output"}},
+		{[]string{"serve", "down", "-y", "--replica-id", "1", "a", "b"}, []string{"--replica-id needs exactly one SERVICE_NAME"}},
+		{[]string{"serve", "logs", "svc"}, []string{"choose exactly one of --controller, --load-balancer or a replica ID"}},
+	}
+	for _, tc := range tests {
+		out, errOut, code := runInProcess(t, tc.args...)
+		if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 && !strings.Contains(errOut, "--help") {
+			t.Errorf("sky %v: exit %d, stderr %q; want a one-line refusal", tc.args, code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("sky %v: stderr %q lacks %q", tc.args, errOut, w)
+			}
+		}
+		if out != "" {
+			t.Errorf("sky %v: stdout %q, want nothing", tc.args, out)
+		}
 	}
 }
 

@@ -141,6 +141,9 @@ func newFlagEnv(t *testing.T) *flagEnv {
 		"LANG=C.UTF-8",
 		fmt.Sprintf("SKYPILOT_API_SERVER_LOCAL_PORT=%d", testutil.FreePort(t)),
 		"SKYPILOT_CATALOG_DIR=" + testutil.CatalogDir(),
+		// Services decide every second, so the serve probes' replicas
+		// come and go within a probe.
+		"SKYGO_SERVE_DECISION_INTERVAL=1s",
 	}
 	files := map[string]string{
 		".sky/config.yaml":    "workspaces:\n  team: {}\n",
@@ -156,7 +159,7 @@ func newFlagEnv(t *testing.T) *flagEnv {
 		"work/key":            "not a key\n",
 		"work/volume.yaml":    "name: v\ntype: k8s-pvc\nsize: 1Gi\n",
 		"work/job.yaml":       "run: echo hi\n",
-		"work/service.yaml":   "service:\n  readiness_probe: /\n  replicas: 1\nrun: echo hi\n",
+		"work/service.yaml":   "service:\n  readiness_probe: /\n  replicas: 1\nresources:\n  ports: 8080\nrun: echo hi\n",
 		"work/pool.yaml":      "pool:\n  workers: 1\nrun: echo hi\n",
 		"work/poolsetup.yaml": "pool:\n  workers: 1\nsetup: cat hello.txt; echo ENV=$FOO FILE=$FROM_FILE SLEN=${#TOKEN} SFLEN=${#SECRET_FILE}\n",
 		"work/poolfail.yaml":  "pool:\n  workers: 1\nsetup: exit 3\n",
@@ -174,6 +177,7 @@ func newFlagEnv(t *testing.T) *flagEnv {
 	e.makeGitRepo(t)
 	t.Cleanup(func() {
 		e.sky("jobs", "pool", "down", "-a", "-y")
+		e.sky("serve", "down", "-a", "-y", "--purge")
 		e.sky("down", "-a", "-y")
 		e.sky("api", "stop")
 		os.RemoveAll(home)
@@ -647,13 +651,9 @@ func flagCases(e *flagEnv) []flagCase {
 		wantWorks(t, r, ":18080")
 		wantRefused(t, e.sky("status", "--endpoint", "18081", "fwport"), "Port 18081 is not exposed")
 	})
-	// This build has no services (those commands refuse as a whole), so
-	// the section these flags show or hide is empty either way: the flags
-	// must only not get in the way. The managed-jobs section is probed
-	// with the jobs commands, the pools section with the pool commands.
-	for _, f := range []string{"show-services", "no-show-services"} {
-		add("status --"+f, works([]string{"status", "--" + f}, "fw"))
-	}
+	// The managed-jobs section is probed with the jobs commands, the
+	// pools section with the pool commands, the services section with
+	// the serve commands.
 	add("status --all-users", works([]string{"status", "-u"}, "USER", "fw"))
 	add("status --output", func(t *testing.T, e *flagEnv) {
 		if s := e.statusOf(t, "fw")["status"]; s != "UP" {
@@ -960,14 +960,9 @@ func flagCases(e *flagEnv) []flagCase {
 
 	cs = append(cs, managedFlagCases()...)
 	cs = append(cs, poolFlagCases()...)
-	// Services, storage and volumes: this build refuses the
-	// commands as a whole.
+	cs = append(cs, serveFlagCases()...)
+	// Storage and volumes: this build refuses the commands as a whole.
 	cs = append(cs, wholeCommandRefused("jobs dashboard")...)
-	cs = append(cs, wholeCommandRefused("serve up", "service.yaml")...)
-	cs = append(cs, wholeCommandRefused("serve update", "s", "service.yaml")...)
-	cs = append(cs, wholeCommandRefused("serve status")...)
-	cs = append(cs, wholeCommandRefused("serve down", "s")...)
-	cs = append(cs, wholeCommandRefused("serve logs", "s", "1")...)
 	cs = append(cs, wholeCommandRefused("storage ls")...)
 	cs = append(cs, wholeCommandRefused("storage delete", "b")...)
 	cs = append(cs, wholeCommandRefused("volumes ls")...)

@@ -480,7 +480,7 @@ func serviceLogsCmd(f *Factory, runF func(*serviceLogsOptions) error, path, name
 	}
 	cmd := &cobra.Command{
 		Use:   "logs [flags] " + nameArg + " [" + idsArg + "]...",
-		Short: "Tail or download the logs of " + strings.TrimSuffix(what, "s"),
+		Short: "Tail or download the logs of a " + strings.TrimSuffix(what, "s"),
 		Args:  rangeArgs(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateConfigArgs(opts.Config); err != nil {

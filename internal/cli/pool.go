@@ -383,6 +383,14 @@ func poolSyncDown(f *Factory, opts *PoolLogsOptions) error {
 	if err := f.call("jobs.pool_sync-down-logs", b, &res, callOptions{}); err != nil {
 		return err
 	}
+	return downloadServiceLogs(f, opts.IO, res, "pools", "Pool "+opts.Name)
+}
+
+// downloadServiceLogs fetches the logs a pool's or a service's
+// sync-down request gathered into ~/sky_logs/<dir>/, one line per
+// directory, coloured like `sky logs --sync-down` (scripts cut the path
+// out up to the reset code).
+func downloadServiceLogs(f *Factory, io *IOStreams, res api.LogsDownload, dir, what string) error {
 	c, err := f.Client()
 	if err != nil {
 		return err
@@ -392,11 +400,11 @@ func poolSyncDown(f *Factory, opts *PoolLogsOptions) error {
 		return err
 	}
 	for _, j := range res.Jobs {
-		dir, err := writeJobLogs(context.Background(), c, res.RequestID, filepath.Join(home, "sky_logs", "pools"), j)
+		d, err := writeJobLogs(context.Background(), c, res.RequestID, filepath.Join(home, "sky_logs", dir), j)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.IO.Out, "\x1b[36mPool %s logs: %s\x1b[0m\n", opts.Name, dir)
+		fmt.Fprintf(io.Out, "\x1b[36m%s logs: %s\x1b[0m\n", what, d)
 	}
 	return nil
 }

@@ -104,10 +104,14 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 	if c, err := f.Client(); err == nil && c.Local {
 		defer noteSkyPilotClusters(context.Background(), opts.IO)
 	}
-	// SkyPilot lists in-progress managed jobs (then pools) under the
-	// clusters, unless the command asked about particular clusters.
+	// SkyPilot lists in-progress managed jobs, then services, then pools
+	// under the clusters, unless the command asked about particular
+	// clusters.
 	if opts.Pools && len(opts.Clusters) == 0 {
 		defer statusPools(f, opts)
+	}
+	if opts.Services && len(opts.Clusters) == 0 {
+		defer statusServices(f, opts)
 	}
 	if opts.ManagedJobs && len(opts.Clusters) == 0 {
 		defer statusManagedJobs(f, opts)

@@ -2,6 +2,10 @@ package core
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
@@ -58,4 +62,29 @@ func (e *Env) poolSyncDown(ctx context.Context, r *op.Request) (any, error) {
 		return nil, err
 	}
 	return copyLogFiles(r, b.Name, srcs)
+}
+
+// copyLogFiles copies a controller's log files into the request's files
+// directory as <dir>/<name>.
+func copyLogFiles(r *op.Request, dir string, srcs map[string]string) (api.LogsDownload, error) {
+	out := filepath.Join(r.Files, dir)
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		return api.LogsDownload{}, err
+	}
+	jl := api.JobLogs{RunTimestamp: dir, Files: []string{}}
+	for name, src := range srcs {
+		raw, err := os.ReadFile(src)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return api.LogsDownload{}, err
+		}
+		if err := os.WriteFile(filepath.Join(out, name), raw, 0o600); err != nil {
+			return api.LogsDownload{}, err
+		}
+		jl.Files = append(jl.Files, name)
+	}
+	sort.Strings(jl.Files)
+	return api.LogsDownload{RequestID: r.ID, Jobs: []api.JobLogs{jl}}, nil
 }

@@ -33,9 +33,10 @@ func TestAPIStatusOutput(t *testing.T) {
 	if strings.Contains(r.stdout, "Showing") {
 		t.Errorf("no limit was reached, yet:\n%s", r)
 	}
-	// Without its managed-jobs and pools sections, whose jobs.queue and
-	// jobs.pool_status requests would be the latest.
-	e.must("status", "--no-show-managed-jobs", "--no-show-pools")
+	// Without its managed-jobs, services and pools sections, whose
+	// jobs.queue, serve.status and jobs.pool_status requests would be the
+	// latest.
+	e.must("status", "--no-show-managed-jobs", "--no-show-services", "--no-show-pools")
 	r = e.must("api", "status", "-a", "-l", "1")
 	if !strings.HasSuffix(r.stdout, "\nShowing 1 requests. Use \"-l none\" or \"-l all\" to show all requests.\n") || !strings.Contains(r.stdout, "sky.status") {
 		t.Errorf("api status -a -l 1: want one row and the Showing footer:\n%s", r)

@@ -157,7 +157,8 @@ func fallback(v *state.ServiceVersion) (base int, dynamic, on bool) {
 //   - blue_green: traffic stays on the old version while new replicas
 //     come up; it switches once enough are READY (all of final, or as
 //     many as the cap allows while one old replica still serves), and
-//     the old replicas go at once.
+//     the old replicas go at once. With a cap of one the old replica
+//     goes first and requests are held meanwhile.
 //
 // If a replica of the newest version failed and that version was never
 // READY, nothing more is launched (the update is broken; `sky serve
@@ -237,7 +238,12 @@ func planReplicas(s *state.Service, final int) plan {
 			}
 			return p
 		}
-		if grow && newInFlight == 0 && len(oldReady) > 1 {
+		switch {
+		case grow && newInFlight == 0 && len(oldReady) > 1:
+			p.retire = append(p.retire, scaleDown(oldReady, 1)...)
+		case grow && newInFlight == 0 && len(newLive) == 0:
+			// A cap of one: the old replica makes room, and requests are
+			// held until the new one is READY.
 			p.retire = append(p.retire, scaleDown(oldReady, 1)...)
 		}
 		return p

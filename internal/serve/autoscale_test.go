@@ -98,6 +98,7 @@ func TestPlanStopsOnBrokenVersion(t *testing.T) {
 // never holds more than 2.
 func TestRollingUpdateNeverExceedsCap(t *testing.T) {
 	walkUpdate(t, api.UpdateRolling, fixed(2), fixed(2), 2)
+	walkUpdate(t, api.UpdateRolling, fixed(1), fixed(1), 1)
 	walkUpdate(t, api.UpdateRolling, scaling(2, 3, 10, 0, 0), scaling(2, 3, 10, 0, 0), 2)
 }
 
@@ -105,6 +106,7 @@ func TestRollingUpdateNeverExceedsCap(t *testing.T) {
 // is READY, then only version 2 serves.
 func TestBlueGreenSwitchesOnce(t *testing.T) {
 	walkUpdate(t, api.UpdateBlueGreen, fixed(2), fixed(2), 2)
+	walkUpdate(t, api.UpdateBlueGreen, fixed(1), fixed(1), 1)
 	walkUpdate(t, api.UpdateBlueGreen, scaling(2, 4, 10, 0, 0), scaling(2, 4, 10, 0, 0), 2)
 }
 
@@ -112,8 +114,11 @@ func TestBlueGreenSwitchesOnce(t *testing.T) {
 // brings one launching replica READY and removes the retired ones.
 func walkUpdate(t *testing.T, mode string, v1, v2 *state.ServiceVersion, final int) {
 	t.Helper()
-	s := svc(2, map[int]*state.ServiceVersion{1: v1, 2: v2}, rep(1, 1, api.ReplicaReady), rep(2, 1, api.ReplicaReady))
-	s.UpdateMode, s.ReadyVersion, s.NextReplicaID = mode, 1, 2
+	s := svc(2, map[int]*state.ServiceVersion{1: v1, 2: v2})
+	for id := 1; id <= final; id++ {
+		s.Replicas = append(s.Replicas, rep(id, 1, api.ReplicaReady))
+	}
+	s.UpdateMode, s.ReadyVersion, s.NextReplicaID = mode, 1, final
 	if mode == api.UpdateBlueGreen {
 		s.Active = 1
 	}

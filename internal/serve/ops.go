@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,20 +242,7 @@ func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, e
 	return err
 }
 
-func policyString(sp api.ServiceSpec) string {
-	lo, hi := sp.MinReplicas(), sp.MaxReplicas()
-	if lo == hi {
-		if lo == 1 {
-			return "Fixed 1 replica"
-		}
-		return fmt.Sprintf("Fixed %d replicas", lo)
-	}
-	s := fmt.Sprintf("Autoscaling from %d to %d replicas", lo, hi)
-	if p := sp.ReplicaPolicy; p != nil && p.TargetQPS != nil {
-		s += fmt.Sprintf(" (target QPS per replica: %g)", *p.TargetQPS)
-	}
-	return s
-}
+func policyString(sp api.ServiceSpec) string { return sp.PolicyString() }
 
 // Status lists services (all the user may see when b names none).
 func (e *Env) Status(ctx context.Context, b api.ServeStatusBody, u api.User) ([]api.ServiceRecord, error) {
@@ -522,10 +510,11 @@ func (e *Env) followFile(ctx context.Context, name, file string, tail int, follo
 	}
 }
 
-// LogFiles names the service's log files a sync-down copies (file name
-// -> path on the server): controller, load balancer and every replica's,
-// or only those asked for.
-func (e *Env) LogFiles(ctx context.Context, b api.ServeSyncDownBody, u api.User) (map[string]string, error) {
+// SyncDown writes the service's logs into dir — controller, load
+// balancer and every replica's, or only those asked for — and returns
+// the file names. A replica's file is what `sky serve logs` shows of
+// it: its launch log, then its job's output so far.
+func (e *Env) SyncDown(ctx context.Context, b api.ServeSyncDownBody, u api.User, dir string) ([]string, error) {
 	s, err := e.Store.GetService(ctx, b.Name)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && !mayTouch(s, u)) {
 		return nil, notFoundOp(b.Name)
@@ -534,13 +523,6 @@ func (e *Env) LogFiles(ctx context.Context, b api.ServeSyncDownBody, u api.User)
 		return nil, err
 	}
 	all := !b.Controller && !b.LoadBalancer && len(b.ReplicaIDs) == 0
-	out := map[string]string{}
-	if all || b.Controller {
-		out["controller.log"] = ControllerLogPath(e.Home, b.Name)
-	}
-	if all || b.LoadBalancer {
-		out["load_balancer.log"] = LBLogPath(e.Home, b.Name)
-	}
 	ids := b.ReplicaIDs
 	if all {
 		for _, r := range s.Replicas {
@@ -551,7 +533,44 @@ func (e *Env) LogFiles(ctx context.Context, b api.ServeSyncDownBody, u api.User)
 		if s.Replica(id) == nil {
 			return nil, valueErr("service %s has no replica %d; `sky serve status %s` lists its replicas", b.Name, id, b.Name)
 		}
-		out[fmt.Sprintf("replica_%d.log", id)] = ReplicaLogPath(e.Home, b.Name, id)
 	}
-	return out, nil
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var files []string
+	write := func(name string, fill func(w io.Writer) error) error {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		ferr := fill(f)
+		if err := f.Close(); ferr == nil {
+			ferr = err
+		}
+		files = append(files, name)
+		return ferr
+	}
+	copyFile := func(src string) func(io.Writer) error {
+		return func(w io.Writer) error { return ux.PrintTail(src, 0, w) }
+	}
+	if all || b.Controller {
+		if err := write("controller.log", copyFile(ControllerLogPath(e.Home, b.Name))); err != nil {
+			return nil, err
+		}
+	}
+	if all || b.LoadBalancer {
+		if err := write("load_balancer.log", copyFile(LBLogPath(e.Home, b.Name))); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		err := write(fmt.Sprintf("replica_%d.log", id), func(w io.Writer) error {
+			return e.Logs(ctx, api.ServeLogsBody{Name: b.Name, ReplicaID: id}, u, w)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(files)
+	return files, nil
 }
