@@ -117,7 +117,7 @@ func serveEnv(t testing.TB) *skyEnv {
 // (no namespace per node), as `sky check -v local` says.
 func (e *skyEnv) sharedNetwork() bool {
 	e.t.Helper()
-	return strings.Contains(e.must("check", "-v", "local").out(), "two nodes cannot listen on the same port")
+	return !strings.Contains(e.must("check", "-v", "local").out(), "each node has its own network namespace")
 }
 
 // sharedPorts is the service port of each HOME whose local nodes share
@@ -141,15 +141,12 @@ func (e *skyEnv) localYAML(bin string, version int, service string, extraEnvs ..
 	return svcYAML("local", bin, port, version, service, extraEnvs...)
 }
 
-// requireServe starts the server and skips the test when this build has
-// no SkyServe yet; it also makes sure every service is down before the
-// environment's own cleanup runs.
+// requireServe starts the server (with the environment's timings) and
+// makes sure every service is down, its replicas and load balancer gone,
+// before the environment's own cleanup runs.
 func (e *skyEnv) requireServe() {
 	e.t.Helper()
 	r := e.exec(cmdTimeout, nil, "serve", "status")
-	if strings.Contains(r.out(), "SkyServe is not available in this build") {
-		e.t.Skip("this build has no SkyServe: " + strings.TrimSpace(r.stderr))
-	}
 	if r.code != 0 {
 		e.t.Fatalf("%s\n%s", r, e.serverLogTail())
 	}
