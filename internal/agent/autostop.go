@@ -216,7 +216,10 @@ func startDetached(p paths, action, event string) error {
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// The action calls the API server, which may listen on this
+	// machine's loopback only: a node with a network namespace of its own
+	// runs it back in the server's.
+	if err := proc.StartIn(cmd, os.Getenv(proc.EnvHostNetNS)); err != nil {
 		return err
 	}
 	go func() { _ = cmd.Wait() }()

@@ -109,6 +109,11 @@ func enterSandbox(hide, keep string) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
+	// The copies of the nodes' network namespace handles this mount
+	// namespace got would keep a torn-down node's namespace alive for as
+	// long as the job runs; the job has no use for them. Nothing is
+	// mounted there when nodes share this machine's network.
+	_ = syscall.Unmount(NetNSDir, syscall.MNT_DETACH)
 	cwd, _ := os.Getwd()
 	// The cluster's directory is reached through this descriptor once the
 	// tmpfs covers its path.

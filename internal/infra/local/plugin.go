@@ -31,9 +31,16 @@ type Infra struct {
 }
 
 var (
-	_ infra.Capacity   = (*Infra)(nil)
-	_ infra.Operations = (*Infra)(nil)
+	_ infra.Capacity       = (*Infra)(nil)
+	_ infra.Operations     = (*Infra)(nil)
+	_ infra.CheckDescriber = (*Infra)(nil)
 )
+
+// DescribeCheck implements infra.CheckDescriber: whether nodes have ports
+// of their own.
+func (in *Infra) DescribeCheck(_ context.Context, r *check.Result) {
+	r.Details = append(r.Details, "network: "+in.P.network().Describe())
+}
 
 // Open opens the local infrastructure under the server user's
 // ~/.sky/skygo/local.
