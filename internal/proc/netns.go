@@ -16,24 +16,14 @@ import (
 // then thrown away (a goroutine that returns while locked ends its
 // thread), so no other goroutine ever runs in the node's network.
 
-// Environment variables a node's processes carry when the node has a
-// network namespace (see Runner.Env).
-const (
-	// EnvNetNS holds the path of the node's network namespace.
-	EnvNetNS = "SKYGO_NODE_NETNS"
-	// EnvHostNetNS holds the path of the network namespace the API server
-	// and the nodes' bridge live in: what a node's agent returns to for
-	// work that must reach the server on this machine's loopback (the
-	// autostop callback).
-	EnvHostNetNS = "SKYGO_HOST_NETNS"
-)
-
 // NetNSDir is where iproute2 keeps named network namespaces.
 const NetNSDir = "/run/netns"
 
 // HostNetNS names the namespace holding the nodes' bridge (the API
-// server's), so that a node's agent can come back to it; the local
-// infrastructure makes it beside the nodes' own.
+// server's), so that the agent of a node with a namespace of its own can
+// come back to it for work that must reach the server on this machine's
+// loopback (the autostop callback); the local infrastructure makes it
+// beside the nodes' own.
 const HostNetNS = NetNSDir + "/skygo-host"
 
 // NetNSPath is the path of the named network namespace ("" for "").

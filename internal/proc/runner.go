@@ -63,11 +63,7 @@ func (r *Runner) Home() string { return r.home }
 
 // Env is the environment of commands on this node; see NodeEnv.
 func (r *Runner) Env() []string {
-	env := NodeEnv(os.Environ(), r.home, r.ip)
-	if r.netns != "" {
-		env = append(env, EnvNetNS+"="+r.netns, EnvHostNetNS+"="+HostNetNS)
-	}
-	return env
+	return NodeEnv(os.Environ(), r.home, r.ip)
 }
 
 // defaultPath is the PATH of a node whose starter had none, the usual

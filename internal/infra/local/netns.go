@@ -86,11 +86,7 @@ func (n *Network) Describe() string {
 	if !n.PerNode() {
 		return "nodes share this machine's network (" + n.Why + "); two nodes cannot listen on the same port"
 	}
-	s := fmt.Sprintf("each node has its own network namespace (%s, bridge %s); ports are per node", n.Prefix, Bridge)
-	if n.Outbound == "" {
-		s += "; nodes reach only this machine and each other (install iptables for outbound access, or set " + EnvNetNS + "=0)"
-	}
-	return s
+	return fmt.Sprintf("each node has its own network namespace (%s, bridge %s); ports are per node", n.Prefix, Bridge)
 }
 
 var (
@@ -282,12 +278,18 @@ func usedPrefixes() ([]netip.Prefix, error) {
 // Each step is skipped when already done.
 func (n *Network) ensureBridge() error {
 	addr := netip.PrefixFrom(n.bridgeAddr(), n.Prefix.Bits()).String()
+	mac := macOf(0x42, n.bridgeAddr())
 	br, err := net.InterfaceByName(Bridge)
 	if err != nil {
-		if err := ipCmd("", "link", "add", Bridge, "type", "bridge"); err != nil && !interfaceExists(Bridge) {
+		if err := ipCmd("", "link", "add", Bridge, "address", mac, "type", "bridge"); err != nil && !interfaceExists(Bridge) {
 			return err
 		}
 		if br, err = net.InterfaceByName(Bridge); err != nil {
+			return err
+		}
+	}
+	if br.HardwareAddr.String() != mac {
+		if err := ipCmd("", "link", "set", Bridge, "address", mac); err != nil {
 			return err
 		}
 	}
@@ -382,6 +384,17 @@ type lease struct {
 	Cluster string    `json:"cluster"`
 	Node    int       `json:"node"`
 	Created time.Time `json:"created"`
+}
+
+// macOf is the MAC address of an interface holding ip, locally
+// administered, kind telling the bridge (0x42), a node's eth0 (0x4e) and
+// a veth's host end (0x48) apart. Fixed addresses keep every neighbour
+// cache right when an address is reused at once by a new node, or when
+// the bridge gains and loses ports (a bridge otherwise takes the lowest
+// MAC of its ports, so its own would change under the nodes' caches).
+func macOf(kind byte, ip netip.Addr) string {
+	b := ip.As4()
+	return net.HardwareAddr{0x02, kind, b[0], b[1], b[2], b[3]}.String()
 }
 
 func netnsName(ip netip.Addr) string {
@@ -505,8 +518,10 @@ func (n *Network) ensureNode(node provision.NodeInfo) error {
 	}
 	removeNet(node.NetNS, veth)
 	mtu := hostMTU()
-	host := fmt.Sprintf("netns add %[1]s\nlink add %[2]s mtu %[3]d type veth peer name eth0 mtu %[3]d netns %[1]s\nlink set %[2]s master %[4]s up\n",
-		node.NetNS, veth, mtu, Bridge)
+	// The host may still know the address by the MAC of a node that had
+	// it before (made by a build whose MACs were random): forgotten first.
+	host := fmt.Sprintf("neigh flush to %[7]s dev %[4]s\nnetns add %[1]s\nlink add %[2]s mtu %[3]d address %[5]s type veth peer name eth0 mtu %[3]d address %[6]s netns %[1]s\nlink set %[2]s master %[4]s up\n",
+		node.NetNS, veth, mtu, Bridge, macOf(0x48, ip), macOf(0x4e, ip), ip)
 	if err := ipCmd(host, "-batch", "-"); err != nil {
 		removeNet(node.NetNS, veth)
 		return fmt.Errorf("making the network of node %d: %w", node.Index, err)

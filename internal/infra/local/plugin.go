@@ -37,9 +37,18 @@ var (
 )
 
 // DescribeCheck implements infra.CheckDescriber: whether nodes have ports
-// of their own.
+// of their own, said on the local section's line, and a warning when
+// namespaced nodes cannot reach beyond this machine.
 func (in *Infra) DescribeCheck(_ context.Context, r *check.Result) {
-	r.Details = append(r.Details, "network: "+in.P.network().Describe())
+	n := in.P.network()
+	if r.Reason == "" {
+		r.Reason = n.Describe()
+	} else {
+		r.Reason += "; " + n.Describe()
+	}
+	if n.PerNode() && n.Outbound == "" {
+		r.Warnings = append(r.Warnings, "nodes reach only this machine and each other: install iptables for outbound access from their namespaces, or set "+EnvNetNS+"=0 in the API server's environment")
+	}
 }
 
 // Open opens the local infrastructure under the server user's
