@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
@@ -166,12 +169,19 @@ func ipCmd(stdin string, args ...string) error {
 	return nil
 }
 
+// probeNetNS makes a network namespace on a thread thrown away after: it
+// has no name, so a server killed midway leaves nothing behind.
 func probeNetNS() error {
-	name := fmt.Sprintf("skygo-probe-%d", os.Getpid())
-	if err := ipCmd("", "netns", "add", name); err != nil {
-		return err
-	}
-	return ipCmd("", "netns", "del", name)
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with its namespace
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			done <- fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
+			return
+		}
+		done <- nil
+	}()
+	return <-done
 }
 
 type netFile struct {
