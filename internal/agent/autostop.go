@@ -216,7 +216,14 @@ func startDetached(p paths, action, event string) error {
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// The action calls the API server, which may listen on this
+	// machine's loopback only: a node with a network namespace of its own
+	// runs it back in the server's.
+	host := ""
+	if c, err := loadConfig(p); err == nil && c.NodeIndex < len(c.Nodes) && c.Nodes[c.NodeIndex].NetNS != "" {
+		host = proc.HostNetNS
+	}
+	if err := proc.StartIn(cmd, host); err != nil {
 		return err
 	}
 	go func() { _ = cmd.Wait() }()

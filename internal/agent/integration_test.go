@@ -186,7 +186,7 @@ echo "info=$SKYPILOT_CLUSTER_INFO"`,
 		t.Errorf("job record = %+v", j)
 	}
 	ip0, ip1 := c.info.Nodes[0].InternalIP, c.info.Nodes[1].InternalIP
-	if ip0 == ip1 || !strings.HasPrefix(ip0, "127.0.0.") {
+	if ip0 == ip1 || !(strings.HasPrefix(ip0, "127.0.0.") || c.info.Nodes[0].NetNS != "") {
 		t.Fatalf("node IPs %s %s", ip0, ip1)
 	}
 	for rank, name := range []string{"0-head.log", "1-worker1.log"} {

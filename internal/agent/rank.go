@@ -255,7 +255,9 @@ type NodeRunner interface {
 // Transports maps Node.Transport to a constructor; "ssh" registers itself
 // in transport_ssh.go, others (Kubernetes) register the same way.
 var Transports = map[string]func(agentapi.Node) (NodeRunner, error){
-	"local": func(n agentapi.Node) (NodeRunner, error) { return proc.NewRunner(n.Home, n.IP), nil },
+	"local": func(n agentapi.Node) (NodeRunner, error) {
+		return proc.NewRunner(n.Home, n.IP).InNetNS(proc.NetNSPath(n.NetNS)), nil
+	},
 }
 
 func newNodeRunner(n agentapi.Node) (NodeRunner, error) {

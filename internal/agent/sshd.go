@@ -85,7 +85,13 @@ func (d *daemon) startSSH() error {
 	for _, i := range nodes {
 		n := d.cfg.Nodes[i]
 		addr := net.JoinHostPort(n.IP, strconv.Itoa(n.AgentSSHPort))
-		l, err := net.Listen("tcp", addr)
+		// A node with a network namespace of its own has its address
+		// there only; the socket made inside stays there.
+		var l net.Listener
+		err := proc.InNetNS(proc.NetNSPath(n.NetNS), func() (err error) {
+			l, err = net.Listen("tcp", addr)
+			return err
+		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ssh for node %d: %w", i, err))
 			continue
@@ -437,7 +443,7 @@ func (s *session) start(argv []string) error {
 			inW.Close()
 		}()
 	}
-	err := cmd.Start()
+	err := proc.StartIn(cmd, proc.NetNSPath(s.n.node.NetNS))
 	for _, f := range closeAfterStart {
 		f.Close()
 	}

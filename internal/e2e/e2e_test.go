@@ -55,9 +55,12 @@ run: |
 		if len(ips) != 2 || ips[0] == ips[1] {
 			t.Errorf("node %d: SKYPILOT_NODE_IPS=%q, want two distinct lines", node, env["SKYPILOT_NODE_IPS"])
 		}
+		if want, _ := e.nodeIPs("two"); strings.Join(ips, ",") != strings.Join(want, ",") {
+			t.Errorf("node %d: SKYPILOT_NODE_IPS holds %q, want the nodes' addresses %v", node, ips, want)
+		}
 		for _, ip := range ips {
-			if p := net.ParseIP(ip); p == nil || !p.IsLoopback() || p.To4() == nil {
-				t.Errorf("node %d: SKYPILOT_NODE_IPS holds %q, want 127.0.0.x addresses", node, ip)
+			if p := net.ParseIP(ip); p == nil || p.To4() == nil {
+				t.Errorf("node %d: SKYPILOT_NODE_IPS holds %q, want IPv4 addresses", node, ip)
 			}
 		}
 		if ips[0] != headIP {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/infra/local"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil"
 )
@@ -169,6 +170,31 @@ func (e *skyEnv) clusterDir(cluster string) string {
 // nodeHome is the HOME of node i of a local cluster.
 func (e *skyEnv) nodeHome(cluster string, i int) string {
 	return filepath.Join(e.clusterDir(cluster), fmt.Sprintf("node-%d", i))
+}
+
+// nodeIPs are the addresses of a local cluster's nodes, head first, as
+// its record holds them: 127.0.0.x on loopback, the nodes' own namespace
+// addresses where each node has a network namespace.
+func (e *skyEnv) nodeIPs(cluster string) (ips []string, netns bool) {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.clusterDir(cluster), "cluster.json"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var rec struct {
+		Nodes []struct {
+			InternalIP string `json:"internal_ip"`
+			NetNS      string `json:"netns"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, n := range rec.Nodes {
+		ips = append(ips, n.InternalIP)
+		netns = netns || n.NetNS != ""
+	}
+	return ips, netns
 }
 
 // writeFile writes a file under a fresh temp dir of the test and returns
@@ -340,6 +366,12 @@ func (e *skyEnv) cleanup() {
 		}
 		t.Errorf("cleanup: processes of HOME %s survived `sky down -a` and `sky api stop` (now killed):\n%s", e.home, strings.Join(lines, "\n"))
 		waitFor(5*time.Second, func() bool { return len(procsWithEnv(e.home)) == 0 })
+	}
+	// `sky down -a` removed every node's network namespace; what is left
+	// is reported and removed by the names its leases hold.
+	if left := local.Leftovers(e.home); len(left) > 0 {
+		t.Errorf("cleanup: network namespaces of HOME %s survived `sky down -a` (now removed): %v", e.home, left)
+		local.RemoveLeftovers(e.home)
 	}
 	if err := os.RemoveAll(e.home); err != nil {
 		t.Errorf("cleanup: removing %s: %v", e.home, err)

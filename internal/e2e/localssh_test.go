@@ -57,7 +57,8 @@ func TestLocalSSH(t *testing.T) {
 	if skyproc.SandboxAvailable() != nil {
 		visible = "\n" // no sandbox on this machine: `sky check` says so
 	}
-	if want := fmt.Sprintf("%s|%s|2|127.0.0.", home1, home1); out.code != 7 || !strings.HasPrefix(out.stdout, want) || !strings.HasSuffix(out.stdout, visible) {
+	ips, netns := e.nodeIPs("dev")
+	if want := fmt.Sprintf("%s|%s|2|%s,%s,", home1, home1, ips[0], ips[1]); out.code != 7 || !strings.HasPrefix(out.stdout, want) || !strings.HasSuffix(out.stdout, visible) {
 		t.Errorf("ssh dev-worker1: want exit 7 and %q..., only local/ visible in %s; got %s", want, paths.Root(e.home), out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.home, ".ssh", "config")); !strings.Contains(string(b), "Include ~/.sky/skygo/generated/ssh/*") {
@@ -119,20 +120,30 @@ func TestLocalSSH(t *testing.T) {
 		}
 	}
 
+	port := generatedPort(t, gen, "dev")
 	// Forwarding (ssh -W, as ssh -L and VS Code's tunnels): a connection
-	// from the node's side to the API server.
-	fw := runCmdStdin(t, 30*time.Second, e.env, "GET /api/health HTTP/1.0\r\n\r\n", "ssh",
-		"-F", gen, "-o", "BatchMode=yes", "-W", fmt.Sprintf("127.0.0.1:%d", e.port), "dev")
-	if !strings.HasPrefix(fw.stdout, "HTTP/1.0 200") {
-		t.Errorf("ssh -W to the API server through dev: %s", fw)
+	// from the node's side. On loopback the node's network is this
+	// machine's, so the API server answers; a node with a namespace of
+	// its own reaches its own addresses, where its agent serves ssh.
+	if netns {
+		fw := runCmdStdin(t, 30*time.Second, e.env, "", "ssh",
+			"-F", gen, "-o", "BatchMode=yes", "-W", net.JoinHostPort(ips[0], strconv.Itoa(port)), "dev")
+		if !strings.HasPrefix(fw.stdout, "SSH-2.0-SkyGo_agent") {
+			t.Errorf("ssh -W to the head's own ssh port through dev: %s", fw)
+		}
+	} else {
+		fw := runCmdStdin(t, 30*time.Second, e.env, "GET /api/health HTTP/1.0\r\n\r\n", "ssh",
+			"-F", gen, "-o", "BatchMode=yes", "-W", fmt.Sprintf("127.0.0.1:%d", e.port), "dev")
+		if !strings.HasPrefix(fw.stdout, "HTTP/1.0 200") {
+			t.Errorf("ssh -W to the API server through dev: %s", fw)
+		}
 	}
 
-	port := generatedPort(t, gen, "dev")
-	interactiveShell(t, e, "127.0.0.2:"+strconv.Itoa(port))
+	interactiveShell(t, e, net.JoinHostPort(ips[0], strconv.Itoa(port)))
 
 	// Stop ends the server with the nodes; start brings it back.
 	e.must("stop", "-y", "dev")
-	if portOpen("127.0.0.2", port) {
+	if portOpen(ips[0], port) {
 		t.Errorf("ssh port %d still open on a stopped cluster", port)
 	}
 	e.must("start", "-y", "dev")
@@ -148,7 +159,7 @@ func TestLocalSSH(t *testing.T) {
 	if _, err := os.Stat(paths.GeneratedKnownHosts(e.home, "dev")); !os.IsNotExist(err) {
 		t.Errorf("generated known_hosts survived down (%v)", err)
 	}
-	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
+	for _, ip := range ips {
 		if portOpen(ip, port) {
 			t.Errorf("ssh port %s:%d still open after down", ip, port)
 		}

@@ -22,7 +22,7 @@ import (
 const (
 	// EnvNode holds the node directory (the node's HOME).
 	EnvNode = "SKYGO_LOCAL_NODE"
-	// EnvNodeIP holds the node's loopback address.
+	// EnvNodeIP holds the node's address (its loopback or namespace address).
 	EnvNodeIP = "SKYGO_NODE_IP"
 )
 
@@ -32,15 +32,28 @@ const (
 // hands it out as the nodes' CommandRunner, and the head agent uses it to
 // reach the other nodes of a local cluster.
 type Runner struct {
-	home string
-	ip   string
+	home  string
+	ip    string
+	netns string // path of the node's network namespace; "" shares this machine's
 }
 
 var _ provision.CommandRunner = (*Runner)(nil)
 
 // NewRunner returns the runner of the node whose HOME is home and whose
-// loopback address is ip.
+// address is ip.
 func NewRunner(home, ip string) *Runner { return &Runner{home: home, ip: ip} }
+
+// InNetNS returns the runner of the same node whose commands start in the
+// network namespace at path (see NetNSPath); "" is this machine's.
+func (r *Runner) InNetNS(path string) *Runner {
+	c := *r
+	c.netns = path
+	return &c
+}
+
+// NetNS is the path of the node's network namespace ("" when the node
+// shares this machine's network).
+func (r *Runner) NetNS() string { return r.netns }
 
 // NodeIP implements provision.CommandRunner.
 func (r *Runner) NodeIP() string { return r.ip }
@@ -111,7 +124,7 @@ func (r *Runner) Run(ctx context.Context, cmd string, opts provision.RunOptions)
 	if opts.Stderr != nil {
 		c.Stderr = opts.Stderr
 	}
-	code, err := wait(ctx, c)
+	code, err := wait(ctx, c, r.netns)
 	return provision.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: code}, err
 }
 
@@ -119,13 +132,17 @@ func (r *Runner) Run(ctx context.Context, cmd string, opts provision.RunOptions)
 func (r *Runner) Stream(ctx context.Context, cmd string, stdout, stderr io.Writer) (int, error) {
 	c := r.command(ctx, cmd)
 	c.Stdout, c.Stderr = stdout, stderr
-	return wait(ctx, c)
+	return wait(ctx, c, r.netns)
 }
 
 // wait runs c and turns its end into (exit code, error); a non-zero exit is
-// not an error, a cancelled context or a failed start is.
-func wait(ctx context.Context, c *exec.Cmd) (int, error) {
-	err := c.Run()
+// not an error, a cancelled context or a failed start is. The command
+// starts in the network namespace at netns ("": this process's).
+func wait(ctx context.Context, c *exec.Cmd, netns string) (int, error) {
+	err := StartIn(c, netns)
+	if err == nil {
+		err = c.Wait()
+	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		// The command finished but a background child kept its output
 		// open; the command's own result is what counts.

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,15 @@ func enterSandbox(hide, keep string) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
+	// The copies of the nodes' network namespace handles this mount
+	// namespace got would keep a torn-down node's namespace alive for as
+	// long as the job runs; the job has no use for them. Nothing is
+	// mounted there when nodes share this machine's network.
+	inNode := inNodeNetNS()
+	_ = syscall.Unmount(NetNSDir, syscall.MNT_DETACH)
+	if inNode {
+		nodeResolvConf()
+	}
 	cwd, _ := os.Getwd()
 	// The cluster's directory is reached through this descriptor once the
 	// tmpfs covers its path.
@@ -194,4 +204,53 @@ func probe() error {
 		done <- nil
 	}()
 	return <-done
+}
+
+// inNodeNetNS reports whether this process is in a node's own network
+// namespace rather than in the one of the server and its bridge.
+func inNodeNetNS() bool {
+	var self, host syscall.Stat_t
+	if syscall.Stat(HostNetNS, &host) != nil || syscall.Stat("/proc/self/ns/net", &self) != nil {
+		return false
+	}
+	return self.Dev != host.Dev || self.Ino != host.Ino
+}
+
+// Where systemd-resolved lists the upstream servers its loopback stub
+// forwards to.
+const resolvedUpstream = "/run/systemd/resolve/resolv.conf"
+
+// nodeResolvConf gives a job in a node's own network namespace a resolver
+// it can reach: a machine whose /etc/resolv.conf names only a loopback
+// stub (systemd-resolved's 127.0.0.53) has no resolver on the node's
+// loopback, so the stub's upstream list is bound over it in the job's
+// mount namespace. Anything else is left as it is.
+func nodeResolvConf() {
+	cur, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil || !onlyLoopbackNameservers(cur) {
+		return
+	}
+	up, err := os.ReadFile(resolvedUpstream)
+	if err != nil || onlyLoopbackNameservers(up) {
+		return
+	}
+	_ = syscall.Mount(resolvedUpstream, "/etc/resolv.conf", "", syscall.MS_BIND, "")
+}
+
+// onlyLoopbackNameservers reports whether a resolv.conf names at least
+// one nameserver and every one is a loopback address.
+func onlyLoopbackNameservers(conf []byte) bool {
+	n := 0
+	for _, line := range strings.Split(string(conf), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		ip, err := netip.ParseAddr(f[1])
+		if err != nil || !ip.IsLoopback() {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }

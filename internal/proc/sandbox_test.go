@@ -117,3 +117,17 @@ func TestSandboxedJobHasNoCapabilitiesWithoutRoot(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyLoopbackNameservers(t *testing.T) {
+	for conf, want := range map[string]bool{
+		"nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n": true,
+		"nameserver 127.0.0.53\nnameserver ::1\n":                   true,
+		"nameserver 10.255.255.53\n":                                false,
+		"nameserver 127.0.0.53\nnameserver 8.8.8.8\n":               false,
+		"# nothing\n": false,
+	} {
+		if got := onlyLoopbackNameservers([]byte(conf)); got != want {
+			t.Errorf("onlyLoopbackNameservers(%q) = %v, want %v", conf, got, want)
+		}
+	}
+}

@@ -114,6 +114,10 @@ type NodeInfo struct {
 	// agent serves SSH for the node: infrastructures whose nodes have no
 	// sshd of their own (the local one) set it.
 	AgentSSHPort int `json:"agent_ssh_port,omitempty"`
+	// NetNS, when set, names the network namespace of a node on this
+	// machine (the local infrastructure's, when it gives each node its own
+	// network); its processes run inside it.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // ClusterInfo is the result of a successful Provision or Start.

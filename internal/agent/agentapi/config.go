@@ -52,6 +52,10 @@ type Node struct {
 	// node with transport "local"), makes the head's daemon serve SSH for
 	// that node on IP:AgentSSHPort, sessions running as the node's jobs do.
 	AgentSSHPort int `json:"agent_ssh_port,omitempty"`
+	// NetNS names the network namespace of a node with transport "local"
+	// that has one (provision.NodeInfo.NetNS): the head starts the node's
+	// commands, and listens for its SSH, inside it.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // Transports of Node: how the head reaches a node.
@@ -65,7 +69,7 @@ const (
 func ConfigFromCluster(info *provision.ClusterInfo, index int, transport string) Config {
 	c := Config{ClusterName: info.Name, Cloud: info.Cloud, Region: info.Region, Zone: info.Zone, NodeIndex: index}
 	for _, n := range info.Nodes {
-		c.Nodes = append(c.Nodes, Node{IP: n.InternalIP, Home: n.Home, Transport: transport, CPUs: n.CPUs, GPUs: n.GPUs, AgentSSHPort: n.AgentSSHPort})
+		c.Nodes = append(c.Nodes, Node{IP: n.InternalIP, Home: n.Home, Transport: transport, CPUs: n.CPUs, GPUs: n.GPUs, AgentSSHPort: n.AgentSSHPort, NetNS: n.NetNS})
 	}
 	return c
 }

@@ -3,14 +3,22 @@
 //
 // A node is a directory used as HOME (<root>/clusters/<cluster>/node-<i>/,
 // root defaulting to ~/.sky/local), so ~/sky_workdir and ~/sky_logs are per
-// node; a loopback address 127.0.0.x (x ≥ 2, distinct across all local
-// clusters; Linux routes all of 127/8 to lo); and the processes started
-// through its runner (proc.Runner), which all carry SKYGO_LOCAL_NODE=<node dir> in their
+// node; an address; and the processes started through its runner
+// (proc.Runner), which all carry SKYGO_LOCAL_NODE=<node dir> in their
 // environment. That marker is how Stop finds every process of a node
 // (agent daemon and jobs) without trusting PID files.
 //
+// Where the machine allows it (root with iproute2), each node has a network
+// namespace of its own on a host bridge, its address there (10.213.x.y),
+// and every process of the node runs inside it, so ports are per node
+// (netns.go). Otherwise, or with SKYGO_LOCAL_NETNS=0, the node's address is
+// a loopback address 127.0.0.x (x ≥ 2, distinct across all local clusters;
+// Linux routes all of 127/8 to lo) on this machine's shared network, and
+// two nodes cannot listen on the same port. `sky check` says which.
+//
 // The only record is <root>/clusters/<cluster>/cluster.json, written
-// atomically; IP allocation scans those records under a file lock. Every
+// atomically; loopback allocation scans those records under a file lock,
+// namespace addresses are leased machine-wide (netns.go). Every
 // operation is idempotent and converges after a crash at any point:
 // Provision recreates missing node directories, Terminate kills and removes
 // whatever is left.
@@ -55,6 +63,9 @@ type Provisioner struct {
 	MemoryGB float64
 	// StopGrace is how long stopped processes get after SIGTERM.
 	StopGrace time.Duration
+	// Net is how new nodes are networked; nil asks this machine
+	// (MachineNetwork) at the first launch.
+	Net *Network
 }
 
 var _ provision.Provisioner = (*Provisioner)(nil)
@@ -145,24 +156,12 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		if err := os.RemoveAll(p.ClusterDir(spec.Name)); err != nil {
 			return nil, fmt.Errorf("clearing leftovers of cluster %q: %w", spec.Name, err)
 		}
-		ips, err := p.allocateIPs(n)
-		if err != nil {
+		if rec, err = p.newRecord(spec, n); err != nil {
 			return nil, err
 		}
-		rec = &record{Name: spec.Name, CreatedAt: time.Now().UTC()}
-		cpus, mem := spec.Resources.CPUs, spec.Resources.MemoryGB
-		if cpus <= 0 {
-			cpus = p.CPUs
-		}
-		if mem <= 0 {
-			mem = p.MemoryGB
-		}
-		for i := 0; i < n; i++ {
-			rec.Nodes = append(rec.Nodes, provision.NodeInfo{
-				Index: i, ID: fmt.Sprintf("%s-node-%d", spec.Name, i), InternalIP: ips[i],
-				Home: p.NodeDir(spec.Name, i), CPUs: cpus, MemoryGB: mem,
-			})
-		}
+	}
+	if err := p.ensureNet(rec); err != nil {
+		return nil, err
 	}
 	if err := ensureSSHPort(rec); err != nil {
 		return nil, err
@@ -177,6 +176,124 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		}
 	}
 	return p.info(rec), nil
+}
+
+// newRecord allocates the addresses of a new cluster's n nodes and writes
+// its first record (status pending until Provision is done). With a
+// namespace per node, the leases and the record that makes them live are
+// written under the machine lock, so no other server reclaims them.
+func (p *Provisioner) newRecord(spec provision.ClusterSpec, n int) (*record, error) {
+	rec := &record{Name: spec.Name, Status: provision.NodePending, CreatedAt: time.Now().UTC()}
+	cpus, mem := spec.Resources.CPUs, spec.Resources.MemoryGB
+	if cpus <= 0 {
+		cpus = p.CPUs
+	}
+	if mem <= 0 {
+		mem = p.MemoryGB
+	}
+	for i := 0; i < n; i++ {
+		rec.Nodes = append(rec.Nodes, provision.NodeInfo{
+			Index: i, ID: fmt.Sprintf("%s-node-%d", spec.Name, i),
+			Home: p.NodeDir(spec.Name, i), CPUs: cpus, MemoryGB: mem,
+		})
+	}
+	net := p.network()
+	if !net.PerNode() {
+		ips, err := p.allocateIPs(n)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rec.Nodes {
+			rec.Nodes[i].InternalIP = ips[i]
+		}
+		return rec, nil
+	}
+	unlock, err := machineLock(net.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	leases, err := net.allocate(p.root, spec.Name, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range leases {
+		rec.Nodes[i].InternalIP, rec.Nodes[i].NetNS = l.IP, l.NetNS
+	}
+	if err := p.write(rec); err != nil {
+		for _, l := range leases {
+			net.remove(l)
+		}
+		return nil, err
+	}
+	return rec, nil
+}
+
+// network is how this provisioner networks new nodes.
+func (p *Provisioner) network() *Network {
+	if p.Net != nil {
+		return p.Net
+	}
+	return MachineNetwork()
+}
+
+// ensureNet makes the network namespace of every node of rec that has
+// one and lacks it (after a reboot, or a crash midway), re-leasing its
+// address if the lease went missing.
+func (p *Provisioner) ensureNet(rec *record) error {
+	var nodes []provision.NodeInfo
+	for _, n := range rec.Nodes {
+		if n.NetNS != "" {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	net := p.network()
+	if !net.PerNode() {
+		return &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q has a network namespace per node, which this server cannot make (%s); run `sky down %s` and launch it again", rec.Name, net.Why, rec.Name)}
+	}
+	unlock, err := machineLock(net.Dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err = net.claim(p.root, rec.Name, n); err != nil {
+			break
+		}
+	}
+	unlock()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := net.ensureNode(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releaseNet removes the namespaces and leases of a cluster being torn
+// down: those its leases name (a record may be gone after a crash) and
+// those of its recorded nodes.
+func (p *Provisioner) releaseNet(name string, nodes []provision.NodeInfo) error {
+	dir := DefaultNetDir
+	if p.Net != nil {
+		dir = p.Net.Dir
+	}
+	has := false
+	for _, n := range nodes {
+		has = has || n.NetNS != ""
+	}
+	if _, err := os.Stat(dir); err != nil && !has {
+		return nil
+	}
+	if os.Geteuid() != 0 && !has {
+		return nil
+	}
+	return (&Network{Dir: dir}).release(p.root, name, nodes)
 }
 
 func (p *Provisioner) checkCapacity(r provision.Resources) error {
@@ -255,6 +372,9 @@ func (p *Provisioner) Start(ctx context.Context, name string) (*provision.Cluste
 	if rec == nil {
 		return nil, &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q does not exist; launch it with `sky launch -c %s`", name, name)}
 	}
+	if err := p.ensureNet(rec); err != nil {
+		return nil, err
+	}
 	if err := ensureSSHPort(rec); err != nil {
 		return nil, err
 	}
@@ -275,10 +395,12 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	var nodes []provision.NodeInfo
 	if rec != nil {
 		if err := p.killNodes(rec, true); err != nil {
 			return err
 		}
+		nodes = rec.Nodes
 	} else {
 		// No record (crashed Terminate): still kill whatever carries a
 		// marker under the cluster directory.
@@ -288,6 +410,11 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 				return err
 			}
 		}
+	}
+	// The network goes before the record that would let a retried
+	// Terminate find it.
+	if err := p.releaseNet(name, nodes); err != nil {
+		return fmt.Errorf("removing the network of cluster %q: %w", name, err)
 	}
 	if err := removeTree(p.ClusterDir(name)); err != nil {
 		return fmt.Errorf("removing cluster %q: %w", name, err)
@@ -326,6 +453,8 @@ func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeS
 		st := rec.Status
 		if _, err := os.Stat(n.Home); err != nil {
 			st = provision.NodePending // directory lost: Provision will recreate it
+		} else if _, err := os.Stat(proc.NetNSPath(n.NetNS)); st == provision.NodeUp && n.NetNS != "" && err != nil {
+			st = provision.NodePending // namespace lost (a reboot): so is every process in it
 		}
 		out[i] = provision.NodeState{Index: n.Index, ID: n.ID, Status: st}
 	}
@@ -351,7 +480,7 @@ func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandR
 	}
 	out := make([]provision.CommandRunner, len(info.Nodes))
 	for i, n := range info.Nodes {
-		out[i] = &NodeRunner{proc.NewRunner(n.Home, n.InternalIP)}
+		out[i] = &NodeRunner{proc.NewRunner(n.Home, n.InternalIP).InNetNS(proc.NetNSPath(n.NetNS))}
 	}
 	return out, nil
 }

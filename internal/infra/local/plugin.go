@@ -31,9 +31,25 @@ type Infra struct {
 }
 
 var (
-	_ infra.Capacity   = (*Infra)(nil)
-	_ infra.Operations = (*Infra)(nil)
+	_ infra.Capacity       = (*Infra)(nil)
+	_ infra.Operations     = (*Infra)(nil)
+	_ infra.CheckDescriber = (*Infra)(nil)
 )
+
+// DescribeCheck implements infra.CheckDescriber: whether nodes have ports
+// of their own, said on the local section's line, and a warning when
+// namespaced nodes cannot reach beyond this machine.
+func (in *Infra) DescribeCheck(_ context.Context, r *check.Result) {
+	n := in.P.network()
+	if r.Reason == "" {
+		r.Reason = n.Describe()
+	} else {
+		r.Reason += "; " + n.Describe()
+	}
+	if n.PerNode() && n.Outbound == "" {
+		r.Warnings = append(r.Warnings, "nodes reach only this machine and each other: install iptables for outbound access from their namespaces, or set "+EnvNetNS+"=0 in the API server's environment")
+	}
+}
 
 // Open opens the local infrastructure under the server user's
 // ~/.sky/skygo/local.

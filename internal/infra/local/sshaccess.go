@@ -16,6 +16,7 @@ import (
 
 	"github.com/skygo/skygo/internal/agent"
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -53,7 +54,7 @@ func portUsable(nodes []provision.NodeInfo, port int) bool {
 	hostKey, _ := agent.HostPublicKey(nodes[0].Home)
 	for _, n := range nodes {
 		addr := net.JoinHostPort(n.InternalIP, strconv.Itoa(port))
-		l, err := net.Listen("tcp", addr)
+		l, err := listenOn(n, addr)
 		if err == nil {
 			l.Close()
 			continue
@@ -95,12 +96,22 @@ func servedByAgent(addr, hostKey string, timeout time.Duration) bool {
 	return matched && errors.Is(err, errStop)
 }
 
+// listenOn listens on addr where node n has it: in its network namespace
+// when it has one.
+func listenOn(n provision.NodeInfo, addr string) (l net.Listener, err error) {
+	err = proc.InNetNS(proc.NetNSPath(n.NetNS), func() error {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	return l, err
+}
+
 // freePort is a port free on every node's address: the kernel's pick on
 // the head's, checked on the others.
 func freePort(nodes []provision.NodeInfo) (int, error) {
 	var lastErr error
 	for range 20 {
-		l, err := net.Listen("tcp", net.JoinHostPort(nodes[0].InternalIP, "0"))
+		l, err := listenOn(nodes[0], net.JoinHostPort(nodes[0].InternalIP, "0"))
 		if err != nil {
 			return 0, fmt.Errorf("finding a free port for ssh on %s: %w", nodes[0].InternalIP, err)
 		}
@@ -108,7 +119,7 @@ func freePort(nodes []provision.NodeInfo) (int, error) {
 		held := []net.Listener{l}
 		ok := true
 		for _, n := range nodes[1:] {
-			l, err := net.Listen("tcp", net.JoinHostPort(n.InternalIP, strconv.Itoa(port)))
+			l, err := listenOn(n, net.JoinHostPort(n.InternalIP, strconv.Itoa(port)))
 			if err != nil {
 				ok, lastErr = false, err
 				break

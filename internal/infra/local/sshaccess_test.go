@@ -49,6 +49,12 @@ func startAgents(t testing.TB, p *Provisioner, info *provision.ClusterInfo) {
 // host key; the port stays across stop and start unless someone took it;
 // down removes the entries.
 func TestSSHAccess(t *testing.T) {
+	for _, m := range netModes(t) {
+		t.Run(m.name, func(t *testing.T) { testSSHAccess(t, m.net) })
+	}
+}
+
+func testSSHAccess(t *testing.T, mode *Network) {
 	ctx := context.Background()
 	home := t.TempDir()
 	p, err := New(filepath.Join(home, "local"))
@@ -56,11 +62,13 @@ func TestSSHAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.StopGrace = 200 * time.Millisecond
+	p.Net = mode
 	info, err := p.Provision(ctx, provision.ClusterSpec{Name: "c1", NumNodes: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Terminate(context.Background(), "c1") })
+	cleanupNet(t, p.Root())
 	port := info.Nodes[0].AgentSSHPort
 	if port == 0 || info.Nodes[1].AgentSSHPort != port {
 		t.Fatalf("ssh ports %d, %d: want one port for the cluster", port, info.Nodes[1].AgentSSHPort)
@@ -80,7 +88,7 @@ func TestSSHAccess(t *testing.T) {
 		t.Errorf("authorized_keys after two writes:\n%s", b)
 	}
 	gen, _ := os.ReadFile(infra.GeneratedConfigPath(home, "c1"))
-	for _, want := range []string{"Host c1\n  HostName 127.0.0.", "Host c1-worker1\n", "  Port " + strconv.Itoa(port) + "\n", "StrictHostKeyChecking yes"} {
+	for _, want := range []string{"Host c1\n  HostName " + info.Nodes[0].InternalIP + "\n", "Host c1-worker1\n", "  Port " + strconv.Itoa(port) + "\n", "StrictHostKeyChecking yes"} {
 		if !strings.Contains(string(gen), want) {
 			t.Errorf("generated config lacks %q:\n%s", want, gen)
 		}
@@ -128,7 +136,7 @@ func TestSSHAccess(t *testing.T) {
 	if err := p.Stop(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(info.Nodes[1].InternalIP, strconv.Itoa(port)))
+	l, err := listenOn(info.Nodes[1], net.JoinHostPort(info.Nodes[1].InternalIP, strconv.Itoa(port)))
 	if err != nil {
 		t.Fatal(err)
 	}
