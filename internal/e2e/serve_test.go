@@ -18,11 +18,11 @@ import (
 // with a new replica, READY, so the service has 2 again.
 func TestServeReplicaKill(t *testing.T) {
 	t.Parallel()
-	began := time.Now()
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
 	yaml := writeFile(t, "svc.yaml", e.localYAML(bin, 1, fastProbe(30)+"replicas: 2\n"))
+	began := time.Now()
 	r := e.serveUp("kill", yaml)
 	if !strings.Contains(r.out(), "Endpoint URL:") {
 		t.Errorf("sky serve up: no Endpoint URL line:\n%s", r)
