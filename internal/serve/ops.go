@@ -479,7 +479,7 @@ func (e *Env) Logs(ctx context.Context, b api.ServeLogsBody, u api.User, w io.Wr
 		return nil
 	}
 	fmt.Fprintf(w, "--- output of job %d on %s ---\n", r.JobID, r.Cluster)
-	err = e.Backend.CopyJobLog(ctx, r.Cluster, owner(s), r.JobID, b.Tail, b.Follow, w)
+	err = e.Backend.CopyJobLog(ctx, r.Cluster, owner(s), r.JobID, b.Tail, b.Follow, e.redacted(s, r, w))
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(w, "(the replica's job log is not available: %v)\n", firstLine(err.Error()))
 	}

@@ -393,7 +393,7 @@ func (e *Env) keepJobLog(ctx context.Context, s *state.Service, r *state.Replica
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	fmt.Fprintf(log, "--- output of job %d on %s ---\n", r.JobID, r.Cluster)
-	_ = e.Backend.CopyJobLog(cctx, r.Cluster, owner(s), r.JobID, 0, false, log)
+	_ = e.Backend.CopyJobLog(cctx, r.Cluster, owner(s), r.JobID, 0, false, e.redacted(s, r, log))
 }
 
 // retireReplica drains a SHUTTING_DOWN replica — the load balancer took

@@ -55,6 +55,9 @@ type Env struct {
 	// Plan returns the optimizer call for a launch body, printing plans
 	// to log (the core owns the enabled infras and the catalog).
 	Plan func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error)
+	// Redact wraps a writer so the given secret values never pass it (a
+	// replica may print its secrets; its log must not show them).
+	Redact func(w io.Writer, secrets map[string]string) io.Writer
 	// Sky is the sky binary the load balancers run as (`sky serve-lb`).
 	Sky string
 	// LBHost is the address load balancers listen on: the API server's
@@ -219,6 +222,15 @@ func filesDir(home, service string, version int) string {
 // note writes one timestamped line to a service's controller log.
 func (e *Env) note(service, format string, args ...any) {
 	ux.Note(ControllerLogPath(e.Home, service), format, args...)
+}
+
+// redacted wraps w so that no secret of the replica's version passes.
+func (e *Env) redacted(s *state.Service, r *state.Replica, w io.Writer) io.Writer {
+	v := s.Versions[r.Version]
+	if e.Redact == nil || v == nil || len(v.Task.Secrets) == 0 {
+		return w
+	}
+	return e.Redact(w, v.Task.Secrets)
 }
 
 func owner(s *state.Service) backend.User {
