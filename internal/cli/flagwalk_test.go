@@ -303,10 +303,30 @@ func (e *flagEnv) waitStatus(t *testing.T, name, want string, within time.Durati
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("cluster %s: status %v after %s, want %q", name, got, within, want)
+			t.Fatalf("cluster %s: status %v after %s, want %q%s", name, got, within, want, e.clusterDiagnostics(name))
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+// clusterDiagnostics is what a failed wait on a local cluster shows: its
+// head agent's autostop log, and the server log's lines naming it.
+func (e *flagEnv) clusterDiagnostics(name string) string {
+	var b strings.Builder
+	logs, _ := filepath.Glob(filepath.Join(e.home, ".sky", "skygo", "local", "clusters", name, "node-0", ".sky", "agent", "autostop.log"))
+	for _, l := range logs {
+		raw, _ := os.ReadFile(l)
+		fmt.Fprintf(&b, "\n--- %s:\n%s", l, raw)
+	}
+	if raw, err := os.ReadFile(filepath.Join(e.home, ".sky", "skygo", "api_server", "server.log")); err == nil {
+		fmt.Fprintf(&b, "\n--- server.log lines naming %s:\n", name)
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.Contains(line, name) {
+				b.WriteString(line + "\n")
+			}
+		}
+	}
+	return b.String()
 }
 
 // works runs args and wants exit 0 with each of want in the output.
