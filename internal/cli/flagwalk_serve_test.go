@@ -134,7 +134,13 @@ func (e *flagEnv) waitReady(t *testing.T, name string, version int) (*api.Servic
 	t.Helper()
 	rec := e.waitService(t, name, fmt.Sprintf("READY with a READY replica of version %d", version), func(r *api.ServiceRecord) bool {
 		if r != nil && r.Status == api.ServiceFailed {
-			t.Fatalf("service %s FAILED (%s)", name, r.Reason)
+			var logs strings.Builder
+			for _, rep := range r.Replicas {
+				if api.ReplicaFailedStatus(rep.Status) {
+					fmt.Fprintf(&logs, "\n--- sky serve logs %s %d:\n%s", name, rep.ID, e.sky("serve", "logs", "--no-follow", name, fmt.Sprint(rep.ID)).out)
+				}
+			}
+			t.Fatalf("service %s FAILED (%s)%s", name, r.Reason, logs.String())
 		}
 		return r != nil && r.Status == api.ServiceReady && readyReplica(r, version) > 0
 	})
