@@ -18,6 +18,8 @@ type autostopState struct {
 	cfg   agentapi.AutostopConfig
 	setAt time.Time
 	fired time.Time
+	// failed counts the actions in a row that ended in failure.
+	failed int
 }
 
 const metaAutostop = "autostop"
@@ -136,6 +138,7 @@ func (d *daemon) autostopDue(now time.Time) bool {
 func (d *daemon) fireAutostop() {
 	d.mu.Lock()
 	d.autostop.fired = time.Now()
+	fired := d.autostop.fired
 	cfg := d.autostop.cfg
 	event := d.autostopEvent()
 	d.mu.Unlock()
@@ -158,10 +161,32 @@ func (d *daemon) fireAutostop() {
 		d.log.Warn("autostop fired but no on_autostop action is configured")
 		return
 	}
-	if err := startDetached(d.p, action, event); err != nil {
+	err := startDetached(d.p, action, event, func(err error) {
+		// A stop or down that succeeds ends this daemon; one that
+		// failed (the server was busy launching the cluster it is
+		// asked to stop, or unreachable) is tried again soon, not in
+		// five minutes.
+		if err == nil {
+			return
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if !d.autostop.fired.Equal(fired) {
+			return
+		}
+		// 5 s, doubling, up to the five minutes of a fired action.
+		retry := min(autostopRetry<<min(d.autostop.failed, 6), 5*time.Minute)
+		d.autostop.failed++
+		d.autostop.fired = time.Now().Add(retry - 5*time.Minute)
+		d.log.Warn("autostop action failed; retrying", "err", err, "in", retry.String())
+	})
+	if err != nil {
 		d.log.Error("autostop action", "err", err)
 	}
 }
+
+// autostopRetry is how soon a failed autostop action is tried again.
+const autostopRetry = 5 * time.Second
 
 func runHook(p paths, event, hook string, timeout time.Duration) error {
 	path := p.hookLog(event)
@@ -192,7 +217,9 @@ func runHook(p paths, event, hook string, timeout time.Duration) error {
 	return err
 }
 
-func startDetached(p paths, action, event string) error {
+// startDetached starts the autostop action detached from the node;
+// exited is called with its result when it ends.
+func startDetached(p paths, action, event string, exited func(error)) error {
 	f, err := os.OpenFile(p.autostopLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -226,6 +253,6 @@ func startDetached(p paths, action, event string) error {
 	if err := proc.StartIn(cmd, host); err != nil {
 		return err
 	}
-	go func() { _ = cmd.Wait() }()
+	go func() { exited(cmd.Wait()) }()
 	return nil
 }

@@ -592,3 +592,27 @@ func TestAutostopRunsHookAndAction(t *testing.T) {
 		t.Errorf("hook log %q %v", b, err)
 	}
 }
+
+// TestAutostopRetriesFailedAction: an action that fails (the server was
+// busy with the cluster, say) is tried again within seconds, not after
+// the five minutes a fired action otherwise waits.
+func TestAutostopRetriesFailedAction(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	// Fails the first time, succeeds the second.
+	c.cfgs[0].OnAutostop = `n=$(cat ~/tries 2>/dev/null || echo 0); echo $((n+1)) > ~/tries; [ "$n" -ge 1 ] && touch ~/stopped || exit 1`
+	c.startAgents()
+	if out, code := c.agent(0, "", "set-autostop", "--json", "--idle-seconds", "1", "--wait-for", "none"); code != 0 {
+		t.Fatalf("set-autostop: %d %s", code, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(c.home(0), "stopped")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			tries, _ := os.ReadFile(filepath.Join(c.home(0), "tries"))
+			t.Fatalf("the failed autostop action was not retried within 20 s (tries: %q)", tries)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
