@@ -194,12 +194,6 @@ func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) 
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("starting the load balancer: %w", err)
 	}
-	e.mu.Lock()
-	if e.lbProcs == nil {
-		e.lbProcs = map[string]*os.Process{}
-	}
-	e.lbProcs[name] = cmd.Process
-	e.mu.Unlock()
 	go func() { _ = cmd.Wait() }() // reaped here; adopted by init after a restart
 	return cmd.Process.Pid, nil
 }

@@ -64,12 +64,9 @@ type Env struct {
 	// own bind host, so a service is reachable wherever its server is.
 	LBHost string
 
-	mu       sync.Mutex
-	services *controller.Controller
-	replicas *controller.Controller
-	// lbProcs are the load balancers this process started, reaped when
-	// they exit so none lingers as a zombie.
-	lbProcs   map[string]*os.Process
+	mu        sync.Mutex
+	services  *controller.Controller
+	replicas  *controller.Controller
 	lbClients map[string]*lb.Client
 }
 

@@ -58,7 +58,8 @@ type LoadBalancer struct {
 	// the last one it took. Pushed is the set of that generation.
 	Generation int64  `json:"generation,omitempty"`
 	Pushed     string `json:"pushed,omitempty"`
-	// Starts counts the load balancer's starts (a crash loop is seen).
+	// Starts counts the load balancer's starts, kept in the record for
+	// whoever diagnoses a crash loop (the controller log says each one).
 	Starts int `json:"starts,omitempty"`
 }
 
@@ -93,12 +94,10 @@ type Replica struct {
 	ReadyAt      float64 `json:"ready_at,omitempty"`
 	FailingSince float64 `json:"failing_since,omitempty"`
 	// RetiredAt is when the controller decided to tear the replica down
-	// (scale-down, an update's replacement: SHUTTING_DOWN); RetireGen the
-	// load balancer generation that no longer has it. Its cluster goes
-	// once the load balancer took that generation and the replica serves
-	// no request.
+	// (scale-down, an update's replacement: SHUTTING_DOWN). Its cluster
+	// goes once the load balancer took a ready set without it and it
+	// serves no request, or drainLimit after this.
 	RetiredAt float64 `json:"retired_at,omitempty"`
-	RetireGen int64   `json:"retire_gen,omitempty"`
 	// CleanedUp says a failed replica's cluster is gone (it stays listed
 	// to say why it failed).
 	CleanedUp bool   `json:"cleaned_up,omitempty"`
