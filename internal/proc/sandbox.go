@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
@@ -161,8 +162,8 @@ var (
 // SandboxAvailable reports whether this machine lets SandboxCommand build
 // a node sandbox; the answer is computed once per process. It runs no sky
 // binary (a test binary standing in for one would run its tests again):
-// as root it makes a mount namespace on a thread of its own and mounts a
-// tmpfs there; otherwise it starts true in the user and mount namespaces
+// as root it mounts a tmpfs in a new mount namespace (mount(8) in a
+// child); otherwise it starts true in the user and mount namespaces
 // with the capability the helper keeps, which fails where unprivileged
 // user namespaces are not allowed.
 func SandboxAvailable() error {
@@ -184,26 +185,15 @@ func probe() error {
 		return err
 	}
 	defer os.Remove(dir)
-	done := make(chan error, 1)
-	go func() {
-		// The thread's namespace dies with it: returning while locked
-		// makes the runtime end the thread instead of reusing it.
-		runtime.LockOSThread()
-		if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
-			done <- fmt.Errorf("unshare(CLONE_NEWNS): %w", err)
-			return
-		}
-		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-			done <- fmt.Errorf("making mounts private: %w", err)
-			return
-		}
-		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=4k"); err != nil {
-			done <- fmt.Errorf("mounting a tmpfs: %w", err)
-			return
-		}
-		done <- nil
-	}()
-	return <-done
+	// In a child, not on a thread of this process: a thread left to die
+	// in another namespace may be the main one, which the runtime parks
+	// instead (see netns.go). Go makes the child's mounts private.
+	c := exec.Command("mount", "-t", "tmpfs", "-o", "size=4k,nosuid,nodev", "tmpfs", dir)
+	c.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	if out, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("mounting a tmpfs in a new mount namespace: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // inNodeNetNS reports whether this process is in a node's own network

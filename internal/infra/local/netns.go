@@ -10,14 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
@@ -126,7 +122,7 @@ func detectNetwork(dir string) *Network {
 	defer unlock()
 	prefix, err := choosePrefix(dir)
 	if err == nil {
-		err = probeNetNS()
+		err = proc.CanMakeNetNS()
 	}
 	if err == nil {
 		n.Prefix = prefix
@@ -167,21 +163,6 @@ func ipCmd(stdin string, args ...string) error {
 		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return nil
-}
-
-// probeNetNS makes a network namespace on a thread thrown away after: it
-// has no name, so a server killed midway leaves nothing behind.
-func probeNetNS() error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with its namespace
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			done <- fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
-			return
-		}
-		done <- nil
-	}()
-	return <-done
 }
 
 type netFile struct {
@@ -336,21 +317,23 @@ func hasAddr(i *net.Interface, cidr string) bool {
 }
 
 // ensureHostHandle names this process's network namespace proc.HostNetNS
-// unless that name already is it.
+// unless that name already is it. "This process's" is where it started
+// (proc.OwnNetNS), not what /proc/self/ns/net says at this instant.
 func ensureHostHandle() error {
-	var self, cur syscall.Stat_t
-	if err := syscall.Stat("/proc/self/ns/net", &self); err != nil {
+	dev, ino, err := proc.OwnNetNS()
+	if err != nil {
 		return err
 	}
+	var cur syscall.Stat_t
 	if syscall.Stat(proc.HostNetNS, &cur) == nil {
-		if cur.Dev == self.Dev && cur.Ino == self.Ino {
+		if cur.Dev == dev && cur.Ino == ino {
 			return nil
 		}
 		if err := ipCmd("", "netns", "del", filepath.Base(proc.HostNetNS)); err != nil {
 			return err
 		}
 	}
-	return ipCmd("", "netns", "attach", filepath.Base(proc.HostNetNS), strconv.Itoa(os.Getpid()))
+	return proc.NameOwnNetNS(proc.HostNetNS)
 }
 
 // ensureNAT lets the nodes reach beyond this machine: forwarding on, and
