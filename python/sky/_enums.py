@@ -87,22 +87,41 @@ _MANAGED_TERMINAL = (ManagedJobStatus.SUCCEEDED, ManagedJobStatus.CANCELLED,
                      ManagedJobStatus.FAILED_CONTROLLER)
 
 
-class OptimizeTarget(_StrEnum):
-    """What the optimizer minimizes."""
-    COST = 'COST'
-    TIME = 'TIME'
+# The option enums live with the model (sky.utils.common); the client's
+# helpers below read them, or their names as strings.
+from sky.utils.common import AutostopWaitFor  # noqa: E402
+from sky.utils.common import OptimizeTarget  # noqa: E402
+from sky.utils.common import StatusRefreshMode  # noqa: E402
 
 
-class StatusRefreshMode(_StrEnum):
-    """Whether sky.status refreshes from the infra first."""
-    NONE = 'NONE'
-    AUTO = 'AUTO'
-    FORCE = 'FORCE'
+def optimize_time(target) -> bool:
+    """Whether target (an OptimizeTarget or its name) is TIME."""
+    if target is None:
+        return False
+    if isinstance(target, OptimizeTarget):
+        return target == OptimizeTarget.TIME
+    name = str(getattr(target, 'name', target)).upper()
+    if name not in ('COST', 'TIME'):
+        raise ValueError(f'optimize target {target!r}: choose COST or TIME')
+    return name == 'TIME'
 
 
-class AutostopWaitFor(_StrEnum):
-    """What resets a cluster's idleness timer."""
-    JOBS_AND_SSH = 'jobs_and_ssh'
-    JOBS = 'jobs'
-    NONE = 'none'
+def refresh_wanted(mode) -> bool:
+    """Whether a StatusRefreshMode (or bool, or name) asks to refresh."""
+    if isinstance(mode, bool):
+        return mode
+    if mode is None:
+        return False
+    name = str(getattr(mode, 'value', mode)).upper()
+    if name not in ('NONE', 'AUTO', 'FORCE'):
+        raise ValueError(f'refresh {mode!r}: choose NONE, AUTO or FORCE')
+    return name != 'NONE'
 
+
+def wait_for_value(wait_for):
+    """The API value of an AutostopWaitFor (or its name), or None."""
+    if wait_for is None:
+        return None
+    if isinstance(wait_for, AutostopWaitFor):
+        return wait_for.value
+    return AutostopWaitFor.from_str(str(wait_for)).value

@@ -475,10 +475,7 @@ def _entrypoint() -> str:
                     sys.argv[1:]) if sys.argv else 'python'
 
 
-def _wait_for_value(wait_for: Any) -> Optional[str]:
-    if wait_for is None:
-        return None
-    return _enums.AutostopWaitFor.parse(wait_for).value
+_wait_for_value = _enums.wait_for_value
 
 
 def _with_env(body: Dict[str, Any]) -> Dict[str, Any]:
@@ -533,10 +530,6 @@ def launch(task: Any, cluster_name: Optional[str] = None,
             'SkyGo has no launch context')
     _refuse('_include_credentials', _include_credentials, False,
             'the SkyGo server does not send credentials to clients')
-    if down and idle_minutes_to_autostop is None:
-        pass  # autodown after the jobs finish (the server's default wait)
-    target = _enums.OptimizeTarget.parse(optimize_target) or \
-        _enums.OptimizeTarget.COST
     task_yaml, upload_id = _one_task_yaml(task, True, 'sky.launch')
     body: Dict[str, Any] = {
         'task_yaml': task_yaml,
@@ -563,7 +556,7 @@ def launch(task: Any, cluster_name: Optional[str] = None,
         body['wait_for'] = w
     if retry_until_up:
         body['retry_until_up'] = True
-    if target == _enums.OptimizeTarget.TIME:
+    if _enums.optimize_time(optimize_target):
         body['optimize_time'] = True
     if _need_confirmation:
         body['plan_shown'] = False
@@ -667,12 +660,7 @@ def status(cluster_names: Optional[List[str]] = None,
     """Gets cluster records (list of dicts; see the seed's keys)."""
     _refuse('_include_credentials', _include_credentials, False,
             'the SkyGo server does not send credentials to clients')
-    if isinstance(refresh, bool):
-        do_refresh = refresh
-    else:
-        mode = _enums.StatusRefreshMode.parse(refresh) or \
-            _enums.StatusRefreshMode.NONE
-        do_refresh = mode != _enums.StatusRefreshMode.NONE
+    do_refresh = _enums.refresh_wanted(refresh)
     body: Dict[str, Any] = {}
     if cluster_names:
         body['cluster_names'] = list(cluster_names)
@@ -1011,11 +999,9 @@ def optimize(dag: Any, minimize: Any = _enums.OptimizeTarget.COST,
     plan (None from servers that only print it)."""
     _refuse('admin_policy_request_options', admin_policy_request_options,
             None, 'SkyGo has no admin policies')
-    target = _enums.OptimizeTarget.parse(minimize) or \
-        _enums.OptimizeTarget.COST
     text, _, _ = _dag_yaml(dag, upload=False)
     body: Dict[str, Any] = {'dag_yaml': text}
-    if target == _enums.OptimizeTarget.TIME:
+    if _enums.optimize_time(minimize):
         body['optimize_time'] = True
     return _submit('optimize', _with_env(body))
 
