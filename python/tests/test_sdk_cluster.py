@@ -220,3 +220,25 @@ def test_dryrun_and_validate(sky_server, workdir):
         sky.validate(sky.dag.as_dag(bad))
     with pytest.raises(ValueError, match='missing-src'):
         sky.validate(sky.Task(run='x', file_mounts={'/d': '/missing-src'}))
+
+
+def test_chain_dag_runs_in_order(sky_server):
+    with sky.Dag() as dag:
+        a = sky.Task(name='pre', run='sleep 0.5; echo pre-done')
+        b = sky.Task(name='train', run='echo train-done')
+        a >> b
+    job_id, handle = sky.get(sky.launch(dag, cluster_name='sdkpy-chain'))
+    assert handle.cluster_name == 'sdkpy-chain'
+    jobs = sorted(sky.get(sky.queue('sdkpy-chain')), key=lambda j: j['job_id'])
+    assert [j['job_name'] for j in jobs] == ['pre', 'train']
+    assert jobs[-1]['job_id'] == job_id
+    assert jobs[0]['end_at'] <= jobs[1]['submitted_at'] + 1
+    assert sky.tail_logs('sdkpy-chain', job_id, follow=True,
+                         output_stream=io.StringIO()) == 0
+    jobs = sky.get(sky.queue('sdkpy-chain'))
+    assert all(j['status'] == sky.JobStatus.SUCCEEDED for j in jobs)
+    out = io.StringIO()
+    assert sky.tail_provision_logs('sdkpy-chain', output_stream=out) == 0
+    logs = sky.download_logs('sdkpy-chain', [str(job_id)])
+    assert list(logs) == [str(job_id)] and os.listdir(logs[str(job_id)])
+    sky.get(sky.down('sdkpy-chain'))

@@ -530,10 +530,29 @@ def launch(task: Any, cluster_name: Optional[str] = None,
             'SkyGo has no launch context')
     _refuse('_include_credentials', _include_credentials, False,
             'the SkyGo server does not send credentials to clients')
+    _refuse('_need_confirmation', _need_confirmation, False,
+            'the SDK cannot prompt; call sky.optimize first to see the plan')
+    cluster_name = cluster_name or _generated_cluster_name()
+    opts = dict(retry_until_up=retry_until_up, dryrun=dryrun,
+                no_setup=no_setup, fast=fast,
+                optimize_time=_enums.optimize_time(optimize_target))
+    last = dict(idle_minutes_to_autostop=idle_minutes_to_autostop,
+                wait_for=_wait_for_value(wait_for), down=down)
+    dag = _as_dag(task)
+    if len(dag.tasks) <= 1:
+        return _submit('launch', _launch_body(dag, cluster_name, **opts,
+                                              **last))
+    return _launch_chain(dag, cluster_name, opts, last)
+
+
+def _launch_body(task: Any, cluster_name: str, *, retry_until_up: bool,
+                 dryrun: bool, no_setup: bool, fast: bool,
+                 optimize_time: bool, idle_minutes_to_autostop: Optional[int],
+                 wait_for: Optional[str], down: bool) -> Dict[str, Any]:
     task_yaml, upload_id = _one_task_yaml(task, True, 'sky.launch')
     body: Dict[str, Any] = {
         'task_yaml': task_yaml,
-        'cluster_name': cluster_name or _generated_cluster_name(),
+        'cluster_name': cluster_name,
         # The request ends once the job is submitted; its output is
         # sky.tail_logs's (SkyPilot's SDK does the same).
         'detach_run': True,
@@ -551,16 +570,60 @@ def launch(task: Any, cluster_name: Optional[str] = None,
         body['idle_minutes_to_autostop'] = int(idle_minutes_to_autostop)
     if down:
         body['down'] = True
-    w = _wait_for_value(wait_for)
-    if w:
-        body['wait_for'] = w
+    if wait_for:
+        body['wait_for'] = wait_for
     if retry_until_up:
         body['retry_until_up'] = True
-    if _enums.optimize_time(optimize_target):
+    if optimize_time:
         body['optimize_time'] = True
-    if _need_confirmation:
-        body['plan_shown'] = False
-    return _submit('launch', _with_env(body))
+    return _with_env(body)
+
+
+def _launch_chain(dag: Any, cluster_name: str, opts: Dict[str, Any],
+                  last: Dict[str, Any]) -> RequestId:
+    """A chain DAG on one cluster: its tasks are launched there in order,
+    each after the job of the one before SUCCEEDED. The first launch is
+    submitted now; :func:`get` on the returned id drives the rest (the
+    chain is the client's, so it advances while get runs), and returns
+    the last task's ``(job_id, handle)``. Autostop and down apply to the
+    last launch, so the cluster outlives the tasks before it."""
+    if not dag.is_chain():
+        raise exceptions.NotSupportedError(
+            f'sky.launch runs a single task or a chain of tasks; this DAG '
+            f'of {len(dag.tasks)} tasks is not a chain. Run it as a managed '
+            'job: sky.jobs.launch(dag)')
+    order = dag.topological_order()
+    none = dict(idle_minutes_to_autostop=None, wait_for=None, down=False)
+    first = _launch_body(order[0], cluster_name, **opts, **none)
+
+    def post(v: Any, body: Dict[str, Any]):
+        job_id, handle = _launch_result(v, body)
+        prev = order[0]
+        for i, t in enumerate(order[1:], start=1):
+            if job_id is not None:
+                st = _wait_job_end(cluster_name, job_id)
+                if st != _enums.JobStatus.SUCCEEDED:
+                    raise exceptions.SkyPilotError(
+                        f'task {prev.name or i - 1} (job {job_id} on '
+                        f'cluster {cluster_name}) ended {st}; the '
+                        f'{len(order) - i} task(s) after it were not run')
+            extra = last if i == len(order) - 1 else none
+            job_id, handle = get(_submit('launch', _launch_body(
+                t, cluster_name, **opts, **extra)))
+            prev = t
+        return job_id, handle
+
+    return _submit('launch', first, post)
+
+
+def _wait_job_end(cluster_name: str, job_id: int) -> Any:
+    wait = 0.2
+    while True:
+        st = get(job_status(cluster_name, [job_id])).get(job_id)
+        if st is None or st.is_terminal():
+            return st
+        time.sleep(wait)
+        wait = min(wait * 1.5, 2.0)
 
 
 def exec(  # pylint: disable=redefined-builtin
