@@ -437,6 +437,21 @@ def _as_dag(task: Any):
     return dag_lib.as_dag(task)
 
 
+def _require_task_yaml(op: str, func: str) -> None:
+    """Operations whose server side may predate YAML task bodies: the
+    server's OpenAPI document must list task_yaml for them, since a
+    server that ignores the field would run an empty task."""
+    path = '/' + op.replace('.', '/')
+    c = _client()
+    fields = c.body_fields(path)
+    if fields is None or 'task_yaml' not in fields:
+        raise exceptions.NotSupportedError(
+            f'{func} needs an API server that takes the task as YAML on '
+            f'{path}; the server at {c.endpoint} does not (its '
+            '/api/openapi.json lists no task_yaml there): upgrade the '
+            'server, or use the CLI for now')
+
+
 def _one_task_yaml(task: Any, mounts: bool, func: str) -> Tuple[str, str]:
     """The task_yaml and upload_id of a sky.Task or one-task sky.Dag."""
     dag = _as_dag(task)
