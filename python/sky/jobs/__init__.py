@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs ms at import
     from typing import Any, Dict, List, Optional, Union
