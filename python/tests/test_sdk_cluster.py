@@ -192,9 +192,9 @@ def test_stop_start_down_cost(sky_server, workdir):
     assert sky.get(sky.stop(name)) is None
     [r] = sky.get(sky.status([name]))
     assert r['status'] == sky.ClusterStatus.STOPPED
-    assert sky.get(sky.start(name)) is None
+    assert sky.get(sky.start(name, idle_minutes_to_autostop=45)) is None
     [r] = sky.get(sky.status([name], refresh=sky.StatusRefreshMode.AUTO))
-    assert r['status'] == sky.ClusterStatus.UP
+    assert r['status'] == sky.ClusterStatus.UP and r['autostop'] == 45
     assert sky.get(sky.down(name)) is None
     assert sky.get(sky.status([name])) == []
     with pytest.raises(exceptions.ClusterDoesNotExist):
@@ -242,3 +242,20 @@ def test_chain_dag_runs_in_order(sky_server):
     logs = sky.download_logs('sdkpy-chain', [str(job_id)])
     assert list(logs) == [str(job_id)] and os.listdir(logs[str(job_id)])
     sky.get(sky.down('sdkpy-chain'))
+
+
+def test_infra_queries(sky_server, capsys):
+    enabled = sky.get(sky.enabled_clouds())
+    assert 'Local' in enabled or 'local' in [e.lower() for e in enabled]
+    checked = sky.get(sky.check(None, False))
+    assert list(checked) == ['default'] and checked['default']
+    accs = sky.get(sky.list_accelerators(name_filter='A100'))
+    assert accs and all('A100' in name for name in accs)
+    info = next(iter(accs.values()))[0]
+    assert info.accelerator_name.startswith('A100') and info.cloud
+    counts = sky.get(sky.list_accelerator_counts(name_filter='A100'))
+    assert set(counts) == set(accs)
+    assert all(isinstance(c, int) for cs in counts.values() for c in cs)
+    assert sky.get(sky.optimize(sky.Task(run='x'))) is None
+    sky.api_server_logs(follow=False)
+    assert capsys.readouterr().out

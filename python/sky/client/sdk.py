@@ -674,20 +674,7 @@ def stop(cluster_name: str, purge: bool = False, graceful: bool = False,
         body['graceful'] = True
     if graceful_timeout is not None:
         body['graceful_timeout'] = int(graceful_timeout)
-    return _submit('stop', body, _missing_cluster_check(cluster_name))
-
-
-def _missing_cluster_check(name: str):
-    """stop/down/start of one cluster: the server acts on each name it
-    finds and returns those; a name it did not act on does not exist."""
-
-    def post(v: Any, body: Dict[str, Any]) -> None:
-        if isinstance(v, list) and name not in v:
-            raise exceptions.ClusterDoesNotExist(
-                f'Cluster {name!r} does not exist.')
-        return None
-
-    return post
+    return _submit('stop', body, _none)
 
 
 def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
@@ -703,14 +690,12 @@ def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
     if force:
         body['force'] = True
     rid = _client().submit('start', body)
-    post = _missing_cluster_check(cluster_name)
     if idle_minutes_to_autostop is None:
-        return _rid(rid, post)
+        return _rid(rid, _none)
 
     # The server's start sets no autostop: set it once the start is done,
     # as `sky start -i` does.
     def then_autostop(v: Any, b: Dict[str, Any]) -> None:
-        post(v, b)
         get(autostop(cluster_name, idle_minutes_to_autostop, wait_for,
                      down))
         return None
@@ -728,7 +713,7 @@ def down(cluster_name: str, purge: bool = False, graceful: bool = False,
         body['graceful'] = True
     if graceful_timeout is not None:
         body['graceful_timeout'] = int(graceful_timeout)
-    return _submit('down', body, _missing_cluster_check(cluster_name))
+    return _submit('down', body, _none)
 
 
 def status(cluster_names: Optional[List[str]] = None,
@@ -768,7 +753,7 @@ def autostop(cluster_name: str, idle_minutes: int,
     w = _wait_for_value(wait_for)
     if w:
         body['wait_for'] = w
-    return _submit('autostop', body, _missing_cluster_check(cluster_name))
+    return _submit('autostop', body, _none)
 
 
 def cost_report(days: Optional[int] = None) -> RequestId:
