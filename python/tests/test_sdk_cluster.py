@@ -35,20 +35,26 @@ def workdir(tmp_path_factory):
     (d / '.skyignore').write_text('ignored.txt\n')
     mount = tmp_path_factory.mktemp('mnt') / 'mounted.txt'
     mount.write_text('mounted-content\n')
-    return d, mount
+    mdir = tmp_path_factory.mktemp('mdir')
+    (mdir / 'inner.txt').write_text('dir-mount-content\n')
+    (mdir / 'skip.log').write_text('ignored by .gitignore\n')
+    (mdir / '.gitignore').write_text('*.log\n')
+    return d, mount, mdir
 
 
 @pytest.fixture(scope='module')
 def cluster(sky_server, workdir):
-    wd, mount = workdir
+    wd, mount, mdir = workdir
     task = sky.Task(
         name='hello',
         setup='echo setup-ran',
         run=('cat kept.txt; test ! -e ignored.txt && echo IGNORED-OK; '
-             'wc -c < data/big.bin; cat ~/m/mounted.txt; echo "env=$MYVAR"'),
+             'wc -c < data/big.bin; cat ~/m/mounted.txt; '
+             'cat ~/a-dir/inner.txt; test ! -e ~/a-dir/skip.log && '
+             'echo SKIPLOG-OK; echo "env=$MYVAR"'),
         envs={'MYVAR': 'v1'},
         workdir=str(wd),
-        file_mounts={'~/m/mounted.txt': str(mount)},
+        file_mounts={'~/m/mounted.txt': str(mount), '~/a-dir': str(mdir)},
     )
     task.set_resources(sky.Resources(infra='local', cpus='1+', ports=8080))
     out = io.StringIO()
@@ -75,6 +81,7 @@ def test_launch_uploads_and_logs(cluster):
     assert 'kept-content' in text and 'IGNORED-OK' in text
     assert str(3 << 20) in text
     assert 'mounted-content' in text and 'env=v1' in text
+    assert 'dir-mount-content' in text and 'SKIPLOG-OK' in text
 
 
 def test_status_record(cluster):
@@ -208,7 +215,7 @@ def test_stop_start_down_cost(sky_server, workdir):
 
 
 def test_dryrun_and_validate(sky_server, workdir):
-    wd, _ = workdir
+    wd = workdir[0]
     t = sky.Task(run='echo x', workdir=str(wd))
     assert sky.get(sky.launch(t, cluster_name='sdkpy-dry', dryrun=True)) == (
         None, None)

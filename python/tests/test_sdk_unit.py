@@ -367,9 +367,10 @@ def test_paths_made_absolute_and_checked(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match='missing.txt'):
         sdk._prepare_config({'file_mounts': {'/d': 'missing.txt'}}, True,
                             'task t')
-    _, roots = sdk._prepare_config({'workdir': 'wd', 'file_mounts': {
-        '/d': 'data.txt'}}, False, 'task t')
+    cfg, roots = sdk._prepare_config({'workdir': 'wd', 'file_mounts': {
+        '/d': 'data.txt', '/m': 'missing.txt'}}, False, 'task t')
     assert roots == [('workdir', str(tmp_path / 'wd'))]
+    assert cfg['file_mounts']['/m'] == str(tmp_path / 'missing.txt')
 
 
 def test_home_expanded_on_client(tmp_path, monkeypatch):

@@ -363,11 +363,10 @@ def stream_and_get(request_id: Optional[str] = None,
     got, lines = c.stream(str(request_id) if request_id else None,
                           follow=follow, tail=tail, log_path=log_path)
     _write_lines(lines, _out(output_stream))
-    if not follow or log_path:
-        return None
     rid = request_id if request_id is not None else RequestId(got)
-    rec = c.get_record(str(rid) if rid else got)
-    return _map_result(rid, rec)
+    if not follow or log_path or not rid:
+        return None
+    return _map_result(rid, c.get_record(str(rid)))
 
 
 # ---- tasks: YAML, local paths, uploads ----
@@ -404,7 +403,9 @@ def _prepare_config(config: Dict[str, Any], mounts: bool,
         for dst, src in fms.items():
             if isinstance(src, str) and not _is_url(src):
                 p = _abs_local(src)
-                if not os.path.exists(p):
+                # Without mounts (exec) the sources are not sent, so a
+                # missing one is no error here.
+                if mounts and not os.path.exists(p):
                     raise ValueError(
                         f'{what}: file_mounts {dst}: source {src!r} ({p}) '
                         'does not exist')
