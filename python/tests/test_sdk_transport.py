@@ -84,7 +84,9 @@ def test_stream_and_get_prints_request_log(sky_server):
     job_id, handle = sky.stream_and_get(
         sky.launch(t, cluster_name='sdkpy-sg'), output_stream=out)
     assert job_id == 1 and handle.cluster_name == 'sdkpy-sg'
-    assert 'Job submitted' in out.getvalue() or out.getvalue()
+    text = out.getvalue()
+    assert f'Job submitted, ID: {job_id}' in text, text
+    assert '\x1b_skygo-status' not in text  # stage lines are not for pipes
     assert sky.stream_and_get(sky.down('sdkpy-sg'),
                               output_stream=io.StringIO()) is None
 

@@ -5,6 +5,7 @@ server answers /api/health only)."""
 import base64
 import hashlib
 import http.server
+import io
 import json
 import os
 import threading
@@ -447,3 +448,25 @@ def test_batch_tar_entries(tmp_path):
         [m] = tf.getmembers()
         assert m.name == sha and m.size == 5 and m.mode == 0o640
         assert tf.extractfile(m).read() == b'hello'
+
+
+class _Tty(io.StringIO):
+
+    def isatty(self):
+        return True
+
+
+def test_stage_lines_dropped_into_a_pipe_drawn_on_a_tty():
+    st = '\x1b_skygo-status Provisioning dev...\x1b\\\n'
+    end = '\x1b_skygo-status \x1b\\\n'
+    lines = ['a\n', st, 'b\n', end, 'c\n']
+    pipe = io.StringIO()
+    sdk._write_lines(iter(lines), pipe)
+    assert pipe.getvalue() == 'a\nb\nc\n'
+    tty = _Tty()
+    sdk._write_lines(iter(lines), tty)
+    assert tty.getvalue() == ('a\n\r\x1b[KProvisioning dev...'
+                              '\r\x1b[Kb\nProvisioning dev...\r\x1b[Kc\n')
+    relay = io.StringIO()
+    sdk._write_lines(iter(lines), relay, relay=True)
+    assert relay.getvalue() == ''.join(lines)

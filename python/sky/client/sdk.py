@@ -339,13 +339,52 @@ def _out(output_stream) -> Any:
     return output_stream if output_stream is not None else sys.stdout
 
 
-def _write_lines(lines: Iterator[str], out) -> None:
-    for line in lines:
-        out.write(line)
-        try:
-            out.flush()
-        except Exception:  # pylint: disable=broad-except
-            pass
+# The server's stage lines ("Provisioning dev on Local (1 node)...") are
+# APC strings (internal/ux Status): the CLI draws the current one as a live
+# line on a terminal and drops them into a pipe; so does the SDK.
+_STATUS_OPEN = '\x1b_skygo-status '
+_STATUS_CLOSE = '\x1b\\'
+_CLEAR_LINE = '\r\x1b[K'
+
+
+def _status_of(line: str) -> Optional[str]:
+    body = line.rstrip('\n')
+    if body.startswith(_STATUS_OPEN) and body.endswith(_STATUS_CLOSE):
+        return body[len(_STATUS_OPEN):-len(_STATUS_CLOSE)]
+    return None
+
+
+def _is_tty(out) -> bool:
+    try:
+        return bool(out.isatty())
+    except Exception:  # pylint: disable=broad-except
+        return False
+
+
+def _write_lines(lines: Iterator[str], out, relay: bool = False) -> None:
+    """Writes a request log: plain lines as they are; stage lines drawn as
+    one live line on a terminal, dropped otherwise (relay: kept as the
+    server sent them, for a caller that renders them itself)."""
+    tty = _is_tty(out)
+    live = ''
+    try:
+        for line in lines:
+            msg = None if relay else _status_of(line)
+            if msg is not None:
+                if tty and (live or msg):
+                    out.write(_CLEAR_LINE + msg)
+                live = msg if tty else ''
+            elif live:
+                out.write(_CLEAR_LINE + line + live)
+            else:
+                out.write(line)
+            try:
+                out.flush()
+            except Exception:  # pylint: disable=broad-except
+                pass
+    finally:
+        if live:
+            out.write(_CLEAR_LINE)
 
 
 def stream_and_get(request_id: Optional[str] = None,
@@ -355,14 +394,12 @@ def stream_and_get(request_id: Optional[str] = None,
                    relay_rich_status: bool = False) -> Any:
     """Streams the log of a request (or of a log file on the server) and
     returns the request's result; with follow=False returns None."""
-    _refuse('relay_rich_status', relay_rich_status, False,
-            'the SkyGo server sends plain log lines, no rich status codes')
     if isinstance(request_id, LocalRequestId):
         return get(request_id)
     c = _client()
     got, lines = c.stream(str(request_id) if request_id else None,
                           follow=follow, tail=tail, log_path=log_path)
-    _write_lines(lines, _out(output_stream))
+    _write_lines(lines, _out(output_stream), relay=relay_rich_status)
     rid = request_id if request_id is not None else RequestId(got)
     if not follow or log_path or not rid:
         return None
@@ -845,7 +882,8 @@ def _iter_request(rid: str) -> Iterator[Optional[str]]:
     c = _client()
     _, lines = c.stream(rid, follow=True)
     for line in lines:
-        yield line
+        if _status_of(line) is None:  # stage lines are display, not log
+            yield line
     c.get_record(rid)  # raise the request's error, if any
     yield None
 
@@ -898,11 +936,13 @@ def tail_provision_logs(cluster_name: str, worker: Optional[int] = None,
     final = rec.get('status') in ('SUCCEEDED', 'FAILED', 'CANCELLED')
     _, lines = c.stream(rec['request_id'], follow=follow and not final,
                         tail=tail or None)
-    out = _out(output_stream)
-    for line in lines:
-        if 'Job submitted, ID:' in line:
-            break
-        out.write(line)
+    def until_job():
+        for line in lines:
+            if 'Job submitted, ID:' in line:
+                return
+            yield line
+
+    _write_lines(until_job(), _out(output_stream))
     return 0
 
 
