@@ -6,18 +6,28 @@ server runs is a chain (a pipeline, or a single task) or a job group (tasks
 run together, execution 'parallel'); to_yaml_configs() writes the YAML
 documents `sky jobs launch` accepts.
 """
+import threading
 from typing import Any, Dict, List, Optional, TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
     from sky.task import Task
 
-# Dags entered with `with`, innermost last.
-_dag_stack: List['Dag'] = []
+# Per thread, so that threads building Dags (e.g. a sweep) do not see each
+# other's `with` blocks.
+_context = threading.local()
+
+
+def _dag_stack() -> List['Dag']:
+    stack = getattr(_context, 'stack', None)
+    if stack is None:
+        stack = _context.stack = []
+    return stack
 
 
 def get_current_dag() -> Optional['Dag']:
     """The innermost Dag of an active `with sky.Dag():` block, if any."""
-    return _dag_stack[-1] if _dag_stack else None
+    stack = _dag_stack()
+    return stack[-1] if stack else None
 
 
 class Dag:
@@ -85,14 +95,15 @@ class Dag:
     # -- context manager --
 
     def __enter__(self) -> 'Dag':
-        _dag_stack.append(self)
+        _dag_stack().append(self)
         return self
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
         # Remove this Dag even if an inner `with` of it is still open.
-        for i in range(len(_dag_stack) - 1, -1, -1):
-            if _dag_stack[i] is self:
-                del _dag_stack[i]
+        stack = _dag_stack()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                del stack[i]
                 break
 
     # -- shape --

@@ -433,6 +433,13 @@ class Resources:
             'volumes': volumes,
         }
         given.update(internal)
+        if cloud is not None and not isinstance(cloud, str):
+            # A cloud object (SkyPilot's sky.AWS() style) by its name.
+            name = getattr(cloud, 'canonical_name', None)
+            if not callable(name):
+                raise ValueError(f'cloud must be a cloud name such as "aws", '
+                                 f'got {cloud!r}')
+            given['cloud'] = name()
         # The user's values, as given (what to_yaml_config writes).
         self._raw: Dict[str, Any] = {
             k: v for k, v in given.items() if v is not None

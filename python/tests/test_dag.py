@@ -183,3 +183,16 @@ def test_enums():
             'wait_for': 'jobs'
         }
     }
+
+
+def test_dag_context_is_per_thread():
+    import threading  # pylint: disable=import-outside-toplevel
+    seen = []
+    with Dag() as dag:
+        th = threading.Thread(
+            target=lambda: seen.append(dag_lib.get_current_dag()))
+        th.start()
+        th.join()
+        Task('mine', run='x')
+    assert seen == [None]
+    assert [t.name for t in dag.tasks] == ['mine']

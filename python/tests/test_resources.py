@@ -221,3 +221,15 @@ def test_repr():
                   use_spot=True)
     assert repr(r) == "AWS/us-east-1(p3.2xlarge, {'V100': 1}, cpus=8+, spot)"
     assert repr(Resources()) == 'Resources()'
+
+
+def test_cloud_object_by_name():
+
+    class AWS:
+
+        def canonical_name(self):
+            return 'aws'
+
+    assert Resources(cloud=AWS()).to_yaml_config() == {'cloud': 'aws'}
+    with pytest.raises(ValueError, match='cloud must be a cloud name'):
+        Resources(cloud=3)
