@@ -155,8 +155,9 @@ class Dag:
                        ) -> List[Dict[str, Any]]:
         """The YAML documents of this Dag, as `sky jobs launch` reads them.
 
-        One task -> [task]; a chain -> [{'name': dag name}, t1, t2, ...]
-        (header only when the Dag has a name); a job group
+        One task -> [task] (with a header {'name': dag name} first when the
+        Dag's name differs from the task's); a chain -> [{'name': dag name},
+        t1, t2, ...] (header only when the Dag has a name); a job group
         (execution 'parallel') -> [{'name', 'execution', ...}, job, ...].
         """
         if not self._tasks:
@@ -183,7 +184,7 @@ class Dag:
                 f'(t1 >> t2 >> ... , each task at most one predecessor and '
                 f'one successor) or as a job group (dag.execution = '
                 f'"parallel"); general DAGs are not supported')
-        if len(order) == 1:
+        if len(order) == 1 and self.name in (None, order[0].name):
             return configs(order)
         header = [{'name': self.name}] if self.name is not None else []
         return header + configs(order)

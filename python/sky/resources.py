@@ -43,7 +43,6 @@ _FIELDS = (
 # Written by SkyPilot when it serialises resources; accepted and passed on.
 _INTERNAL_FIELDS = (
     '_docker_login_config',
-    '_docker_username_for_runpod',
     '_is_image_managed',
     '_requires_fuse',
     '_cluster_config_overrides',
@@ -446,6 +445,7 @@ class Resources:
         }
         self._check()
         self._key = self._canonical()
+        self._accelerators_key = 'accelerators'
 
     # -- validation and normal forms --
 
@@ -571,7 +571,10 @@ class Resources:
                     fields[k] = v
         fields.update(override)
         infra = fields.pop('infra', None)
-        return Resources(infra, **fields)
+        r = Resources(infra, **fields)
+        if 'accelerators' not in override:
+            r._accelerators_key = self._accelerators_key  # pylint: disable=protected-access
+        return r
 
     # -- serialisation --
 
@@ -582,8 +585,10 @@ class Resources:
             if k not in self._raw:
                 continue
             v = self._raw[k]
-            if k == 'accelerators' and isinstance(v, (set, frozenset)):
-                v = {name: cnt for name, cnt in self._acc[1]}
+            if k == 'accelerators':
+                if isinstance(v, (set, frozenset)):
+                    v = {name: cnt for name, cnt in self._acc[1]}
+                k = self._accelerators_key
             out[k] = _plain(v)
         return out
 
@@ -783,7 +788,8 @@ def _from_yaml_config_ordered(
 
     def build(d: Dict[str, Any]) -> Resources:
         d = {k: v for k, v in d.items() if v is not None}
-        if 'gpus' in d:
+        gpus_alias = 'gpus' in d
+        if gpus_alias:
             if 'accelerators' in d:
                 raise ValueError(
                     'Cannot specify both gpus and accelerators in config.')
@@ -793,7 +799,10 @@ def _from_yaml_config_ordered(
                 raise ValueError(f'Invalid resources YAML: unknown field '
                                  f'{k!r}')
         infra = d.pop('infra', None)
-        return cls(infra, **d)
+        r = cls(infra, **d)
+        # Written back with the user's spelling.
+        r._accelerators_key = 'gpus' if gpus_alias else 'accelerators'  # pylint: disable=protected-access
+        return r
 
     for kind in ('any_of', 'ordered'):
         if kind not in config:

@@ -196,3 +196,13 @@ def test_dag_context_is_per_thread():
         Task('mine', run='x')
     assert seen == [None]
     assert [t.name for t in dag.tasks] == ['mine']
+
+
+def test_single_task_keeps_a_differing_dag_name():
+    d = dag_utils.load_chain_dag_from_yaml_str(
+        'name: dag-name\n---\nname: simple-task\nrun: echo\n')
+    assert d.name == 'dag-name'
+    assert d.to_yaml_configs() == [{'name': 'dag-name'},
+                                   {'name': 'simple-task', 'run': 'echo'}]
+    d.name = 'simple-task'
+    assert d.to_yaml_configs() == [{'name': 'simple-task', 'run': 'echo'}]

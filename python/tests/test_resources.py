@@ -233,3 +233,29 @@ def test_cloud_object_by_name():
     assert Resources(cloud=AWS()).to_yaml_config() == {'cloud': 'aws'}
     with pytest.raises(ValueError, match='cloud must be a cloud name'):
         Resources(cloud=3)
+
+
+def test_gpus_spelling_is_kept_and_item_null_clears_base():
+    (r,) = Resources.from_yaml_config({'gpus': 'H100:8', 'infra': 'gcp'})
+    assert r.accelerators == {'H100': 8}
+    assert r.to_yaml_config() == {'infra': 'gcp', 'gpus': 'H100:8'}
+    assert r.copy(cpus=4).to_yaml_config() == {
+        'infra': 'gcp',
+        'gpus': 'H100:8',
+        'cpus': 4
+    }
+    # An item's null replaces the base value (the corpus' gpt2 pipeline uses
+    # `image_id: null` to run its lambda candidate without the docker image).
+    rs = Resources.from_yaml_config({
+        'image_id': 'docker:cuda',
+        'any_of': [{
+            'infra': 'lambda',
+            'image_id': None
+        }, {
+            'infra': 'aws'
+        }]
+    })
+    assert rs == {
+        Resources(infra='lambda'),
+        Resources(infra='aws', image_id='docker:cuda')
+    }
