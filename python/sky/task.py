@@ -475,7 +475,12 @@ class Task:
             if ordered:
                 self._resources = items
             else:
-                self._resources = resources_lib._dedupe(items)  # pylint: disable=protected-access
+                # A set has no order, and its iteration order changes with
+                # the process's hash seed: sort so the YAML is the same on
+                # every run.
+                self._resources = sorted(
+                    resources_lib._dedupe(items),  # pylint: disable=protected-access
+                    key=lambda r: repr(r.to_yaml_config()))
             if len(self._resources) == 1:
                 self._resources_kind = 'single'
             else:

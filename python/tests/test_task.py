@@ -429,3 +429,25 @@ def test_model_import_loads_no_yaml():
          os.path.join(os.path.dirname(__file__), '..')],
         check=True, capture_output=True, text=True).stdout
     assert out.strip() == '[]'
+
+
+def test_set_resources_yaml_is_deterministic():
+    import subprocess  # pylint: disable=import-outside-toplevel
+    code = ('import sys; sys.path.insert(0, sys.argv[1]); '
+            'from sky.task import Task; from sky.resources import Resources; '
+            't = Task(run="x"); t.set_resources({Resources(infra=c) for c in '
+            '("aws", "gcp", "azure", "lambda", "kubernetes")}); '
+            'print(t.to_yaml_config())')
+    outs = set()
+    for seed in ('1', '2', '3', '4'):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        outs.add(
+            subprocess.run([
+                sys.executable, '-c', code,
+                os.path.join(os.path.dirname(__file__), '..')
+            ],
+                           check=True,
+                           capture_output=True,
+                           text=True,
+                           env=env).stdout)
+    assert len(outs) == 1, outs
