@@ -532,9 +532,12 @@ class Resources:
                 norm[k] = r[k].lower()
         if 'job_recovery' in r:
             norm['job_recovery'] = _freeze(self.job_recovery)
+        if r.get('use_spot') is False:
+            norm['use_spot'] = None  # on-demand is the default: same as unset
         for k, v in r.items():
             if k not in norm and k not in ('infra', 'cloud', 'region', 'zone'):
                 norm[k] = _freeze(_plain(v))
+        norm = {k: v for k, v in norm.items() if v is not None}
         self._norm = norm
         return tuple(sorted((k, repr(v)) for k, v in norm.items()))
 

@@ -144,6 +144,7 @@ def test_equality_and_set():
     })
     assert len({a, b, Resources(infra='gcp')}) == 2
     assert Resources(use_spot=True) != Resources()
+    assert Resources(use_spot=False) == Resources()
 
 
 def test_copy():
