@@ -113,6 +113,18 @@ def _freeze(v: Any) -> Any:
     return v
 
 
+def _copy_value(v: Any) -> Any:
+    """A copy of containers (so a caller's later edits cannot change a
+    Resources, whose hash depends on them); sets stay sets."""
+    if isinstance(v, dict):
+        return {k: _copy_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_copy_value(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return set(v)
+    return v
+
+
 def _plain(v: Any) -> Any:
     """A copy with YAML-dumpable containers only (sets/tuples -> lists)."""
     if isinstance(v, dict):
@@ -441,7 +453,7 @@ class Resources:
             given['cloud'] = name()
         # The user's values, as given (what to_yaml_config writes).
         self._raw: Dict[str, Any] = {
-            k: v for k, v in given.items() if v is not None
+            k: _copy_value(v) for k, v in given.items() if v is not None
         }
         self._check()
         self._key = self._canonical()
@@ -637,7 +649,7 @@ class Resources:
 
     @property
     def accelerator_args(self) -> Optional[Dict[str, Any]]:
-        return self._raw.get('accelerator_args')
+        return _copy_value(self._raw.get('accelerator_args'))
 
     @property
     def cpus(self) -> Optional[str]:
@@ -707,7 +719,7 @@ class Resources:
 
     @property
     def labels(self) -> Optional[Dict[str, str]]:
-        return self._raw.get('labels')
+        return _copy_value(self._raw.get('labels'))
 
     @property
     def image_id(self) -> Optional[Dict[Optional[str], str]]:
@@ -715,7 +727,7 @@ class Resources:
         v = self._raw.get('image_id')
         if isinstance(v, str):
             return {self.region: v}
-        return v
+        return _copy_value(v)
 
     @property
     def autostop(self) -> Any:
@@ -731,7 +743,7 @@ class Resources:
 
     @property
     def volumes(self) -> Optional[List[Dict[str, Any]]]:
-        return self._raw.get('volumes')
+        return _copy_value(self._raw.get('volumes'))
 
     # -- value semantics --
 

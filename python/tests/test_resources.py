@@ -260,3 +260,11 @@ def test_gpus_spelling_is_kept_and_item_null_clears_base():
         Resources(infra='lambda'),
         Resources(infra='aws', image_id='docker:cuda')
     }
+
+
+def test_callers_later_edits_do_not_change_a_resources():
+    labels = {'a': '1'}
+    r = Resources(labels=labels)
+    h = hash(r)
+    labels['b'] = '2'
+    assert r.labels == {'a': '1'} and hash(r) == h
