@@ -68,20 +68,36 @@ class Dag:
             raise ValueError('a task cannot depend on itself')
         self.add(op1)
         self.add(op2)
+        if self._reaches(op2, op1):
+            raise ValueError(f'{op1.name or "task"} >> {op2.name or "task"} '
+                             f'would make a cycle')
         if not any(t is op2 for t in self._succ[id(op1)]):
             self._succ[id(op1)].append(op2)
             self._pred[id(op2)].append(op1)
 
+    def _reaches(self, src: 'Task', dst: 'Task') -> bool:
+        seen, todo = set(), [src]
+        while todo:
+            t = todo.pop()
+            if t is dst:
+                return True
+            if id(t) not in seen:
+                seen.add(id(t))
+                todo.extend(self._succ[id(t)])
+        return False
+
     @property
     def tasks(self) -> List['Task']:
-        """The tasks in the order they were added."""
-        return list(self._tasks)
+        """The tasks in execution order: every task after the ones it
+        depends on, otherwise in the order they were added. For a chain this
+        is the order of to_yaml_configs()'s task documents."""
+        return self.topological_order()
 
     def __len__(self) -> int:
         return len(self._tasks)
 
     def __iter__(self):
-        return iter(list(self._tasks))
+        return iter(self.tasks)
 
     def __contains__(self, task: object) -> bool:
         return any(t is task for t in self._tasks)

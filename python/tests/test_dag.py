@@ -49,9 +49,12 @@ def test_chaining_order_follows_edges_not_creation():
         a = Task('a', run='a')
         b = Task('b', run='b')
         a >> b >> c  # pylint: disable=pointless-statement
-    assert dag.tasks == [c, a, b]
+    # tasks is the execution order, the order of the YAML task documents.
+    assert dag.tasks == [a, b, c]
     assert [d['name'] for d in dag.to_yaml_configs()] == ['p', 'a', 'b', 'c']
-    assert dag.topological_order() == [a, b, c]
+    with pytest.raises(ValueError, match='cycle'):
+        dag.add_edge(c, a)
+    assert dag.is_chain()
 
 
 def test_non_chain_is_rejected():
