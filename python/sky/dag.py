@@ -6,18 +6,28 @@ server runs is a chain (a pipeline, or a single task) or a job group (tasks
 run together, execution 'parallel'); to_yaml_configs() writes the YAML
 documents `sky jobs launch` accepts.
 """
+import threading
 from typing import Any, Dict, List, Optional, TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
     from sky.task import Task
 
-# Dags entered with `with`, innermost last.
-_dag_stack: List['Dag'] = []
+# Per thread, so that threads building Dags (e.g. a sweep) do not see each
+# other's `with` blocks.
+_context = threading.local()
+
+
+def _dag_stack() -> List['Dag']:
+    stack = getattr(_context, 'stack', None)
+    if stack is None:
+        stack = _context.stack = []
+    return stack
 
 
 def get_current_dag() -> Optional['Dag']:
     """The innermost Dag of an active `with sky.Dag():` block, if any."""
-    return _dag_stack[-1] if _dag_stack else None
+    stack = _dag_stack()
+    return stack[-1] if stack else None
 
 
 class Dag:
@@ -58,20 +68,36 @@ class Dag:
             raise ValueError('a task cannot depend on itself')
         self.add(op1)
         self.add(op2)
+        if self._reaches(op2, op1):
+            raise ValueError(f'{op1.name or "task"} >> {op2.name or "task"} '
+                             f'would make a cycle')
         if not any(t is op2 for t in self._succ[id(op1)]):
             self._succ[id(op1)].append(op2)
             self._pred[id(op2)].append(op1)
 
+    def _reaches(self, src: 'Task', dst: 'Task') -> bool:
+        seen, todo = set(), [src]
+        while todo:
+            t = todo.pop()
+            if t is dst:
+                return True
+            if id(t) not in seen:
+                seen.add(id(t))
+                todo.extend(self._succ[id(t)])
+        return False
+
     @property
     def tasks(self) -> List['Task']:
-        """The tasks in the order they were added."""
-        return list(self._tasks)
+        """The tasks in execution order: every task after the ones it
+        depends on, otherwise in the order they were added. For a chain this
+        is the order of to_yaml_configs()'s task documents."""
+        return self.topological_order()
 
     def __len__(self) -> int:
         return len(self._tasks)
 
     def __iter__(self):
-        return iter(list(self._tasks))
+        return iter(self.tasks)
 
     def __contains__(self, task: object) -> bool:
         return any(t is task for t in self._tasks)
@@ -85,14 +111,15 @@ class Dag:
     # -- context manager --
 
     def __enter__(self) -> 'Dag':
-        _dag_stack.append(self)
+        _dag_stack().append(self)
         return self
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
         # Remove this Dag even if an inner `with` of it is still open.
-        for i in range(len(_dag_stack) - 1, -1, -1):
-            if _dag_stack[i] is self:
-                del _dag_stack[i]
+        stack = _dag_stack()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                del stack[i]
                 break
 
     # -- shape --
@@ -144,8 +171,9 @@ class Dag:
                        ) -> List[Dict[str, Any]]:
         """The YAML documents of this Dag, as `sky jobs launch` reads them.
 
-        One task -> [task]; a chain -> [{'name': dag name}, t1, t2, ...]
-        (header only when the Dag has a name); a job group
+        One task -> [task] (with a header {'name': dag name} first when the
+        Dag's name differs from the task's); a chain -> [{'name': dag name},
+        t1, t2, ...] (header only when the Dag has a name); a job group
         (execution 'parallel') -> [{'name', 'execution', ...}, job, ...].
         """
         if not self._tasks:
@@ -172,7 +200,7 @@ class Dag:
                 f'(t1 >> t2 >> ... , each task at most one predecessor and '
                 f'one successor) or as a job group (dag.execution = '
                 f'"parallel"); general DAGs are not supported')
-        if len(order) == 1:
+        if len(order) == 1 and self.name in (None, order[0].name):
             return configs(order)
         header = [{'name': self.name}] if self.name is not None else []
         return header + configs(order)

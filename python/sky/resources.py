@@ -43,7 +43,6 @@ _FIELDS = (
 # Written by SkyPilot when it serialises resources; accepted and passed on.
 _INTERNAL_FIELDS = (
     '_docker_login_config',
-    '_docker_username_for_runpod',
     '_is_image_managed',
     '_requires_fuse',
     '_cluster_config_overrides',
@@ -111,6 +110,18 @@ def _freeze(v: Any) -> Any:
         return ('[]', tuple(_freeze(x) for x in v))
     if isinstance(v, (set, frozenset)):
         return ('set', tuple(sorted(repr(_freeze(x)) for x in v)))
+    return v
+
+
+def _copy_value(v: Any) -> Any:
+    """A copy of containers (so a caller's later edits cannot change a
+    Resources, whose hash depends on them); sets stay sets."""
+    if isinstance(v, dict):
+        return {k: _copy_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_copy_value(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return set(v)
     return v
 
 
@@ -433,12 +444,20 @@ class Resources:
             'volumes': volumes,
         }
         given.update(internal)
+        if cloud is not None and not isinstance(cloud, str):
+            # A cloud object (SkyPilot's sky.AWS() style) by its name.
+            name = getattr(cloud, 'canonical_name', None)
+            if not callable(name):
+                raise ValueError(f'cloud must be a cloud name such as "aws", '
+                                 f'got {cloud!r}')
+            given['cloud'] = name()
         # The user's values, as given (what to_yaml_config writes).
         self._raw: Dict[str, Any] = {
-            k: v for k, v in given.items() if v is not None
+            k: _copy_value(v) for k, v in given.items() if v is not None
         }
         self._check()
         self._key = self._canonical()
+        self._accelerators_key = 'accelerators'
 
     # -- validation and normal forms --
 
@@ -525,9 +544,12 @@ class Resources:
                 norm[k] = r[k].lower()
         if 'job_recovery' in r:
             norm['job_recovery'] = _freeze(self.job_recovery)
+        if r.get('use_spot') is False:
+            norm['use_spot'] = None  # on-demand is the default: same as unset
         for k, v in r.items():
             if k not in norm and k not in ('infra', 'cloud', 'region', 'zone'):
                 norm[k] = _freeze(_plain(v))
+        norm = {k: v for k, v in norm.items() if v is not None}
         self._norm = norm
         return tuple(sorted((k, repr(v)) for k, v in norm.items()))
 
@@ -564,7 +586,10 @@ class Resources:
                     fields[k] = v
         fields.update(override)
         infra = fields.pop('infra', None)
-        return Resources(infra, **fields)
+        r = Resources(infra, **fields)
+        if 'accelerators' not in override:
+            r._accelerators_key = self._accelerators_key  # pylint: disable=protected-access
+        return r
 
     # -- serialisation --
 
@@ -575,8 +600,10 @@ class Resources:
             if k not in self._raw:
                 continue
             v = self._raw[k]
-            if k == 'accelerators' and isinstance(v, (set, frozenset)):
-                v = {name: cnt for name, cnt in self._acc[1]}
+            if k == 'accelerators':
+                if isinstance(v, (set, frozenset)):
+                    v = {name: cnt for name, cnt in self._acc[1]}
+                k = self._accelerators_key
             out[k] = _plain(v)
         return out
 
@@ -622,7 +649,7 @@ class Resources:
 
     @property
     def accelerator_args(self) -> Optional[Dict[str, Any]]:
-        return self._raw.get('accelerator_args')
+        return _copy_value(self._raw.get('accelerator_args'))
 
     @property
     def cpus(self) -> Optional[str]:
@@ -692,7 +719,7 @@ class Resources:
 
     @property
     def labels(self) -> Optional[Dict[str, str]]:
-        return self._raw.get('labels')
+        return _copy_value(self._raw.get('labels'))
 
     @property
     def image_id(self) -> Optional[Dict[Optional[str], str]]:
@@ -700,7 +727,7 @@ class Resources:
         v = self._raw.get('image_id')
         if isinstance(v, str):
             return {self.region: v}
-        return v
+        return _copy_value(v)
 
     @property
     def autostop(self) -> Any:
@@ -716,7 +743,7 @@ class Resources:
 
     @property
     def volumes(self) -> Optional[List[Dict[str, Any]]]:
-        return self._raw.get('volumes')
+        return _copy_value(self._raw.get('volumes'))
 
     # -- value semantics --
 
@@ -776,7 +803,8 @@ def _from_yaml_config_ordered(
 
     def build(d: Dict[str, Any]) -> Resources:
         d = {k: v for k, v in d.items() if v is not None}
-        if 'gpus' in d:
+        gpus_alias = 'gpus' in d
+        if gpus_alias:
             if 'accelerators' in d:
                 raise ValueError(
                     'Cannot specify both gpus and accelerators in config.')
@@ -786,7 +814,10 @@ def _from_yaml_config_ordered(
                 raise ValueError(f'Invalid resources YAML: unknown field '
                                  f'{k!r}')
         infra = d.pop('infra', None)
-        return cls(infra, **d)
+        r = cls(infra, **d)
+        # Written back with the user's spelling.
+        r._accelerators_key = 'gpus' if gpus_alias else 'accelerators'  # pylint: disable=protected-access
+        return r
 
     for kind in ('any_of', 'ordered'):
         if kind not in config:

@@ -11,7 +11,6 @@ num_nodes, the shapes of fields) and the client-side checks of local paths
 time (from_yaml / from_yaml_config) from envs and inline secrets, as
 SkyPilot's loader does; a Task built in Python keeps what it was given.
 """
-import copy as copy_lib
 import os
 import re
 from typing import (Any, Dict, Iterable, List, Optional, Set, Tuple, Union)
@@ -112,8 +111,27 @@ def _substitute(obj: Any, values: Dict[str, str]) -> Any:
     return obj
 
 
-def _is_cloud_uri(s: str) -> bool:
+def _clone(v: Any) -> Any:
+    """A copy of a YAML value (dicts and lists copied, scalars shared)."""
+    if isinstance(v, dict):
+        return {k: _clone(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clone(x) for x in v]
+    return v
+
+
+def is_cloud_uri(s: str) -> bool:
+    """True for 's3://b/x', 'gs://b', 'https://acct.blob.core.windows.net/c'
+    ...: a file-mount source that is not a local path."""
     return bool(_URI_RE.match(s))
+
+
+def is_local_source(src: Any) -> bool:
+    """A file-mount / storage source string that names a local path (to be
+    uploaded): neither a cloud URI nor a `skypilot:` placeholder."""
+    return (isinstance(src, str) and not is_cloud_uri(src) and
+            not src.startswith('skypilot:'))
+
 
 
 def _not_supported(msg: str) -> Exception:
@@ -354,13 +372,13 @@ class Task:
         if not isinstance(dst, str) or not dst:
             raise ValueError(f'file_mounts: destination {dst!r} must be a '
                              f'non-empty path string')
-        if _is_cloud_uri(dst):
+        if is_cloud_uri(dst):
             raise ValueError(f'File mount destination paths cannot be cloud '
                              f'storage: {dst!r}')
         if dst.endswith('/') and dst != '/':
             raise ValueError(f'Mount paths cannot end with a slash: {dst!r}')
         if isinstance(src, str):
-            if src.endswith('/') and src != '/' and not _is_cloud_uri(src):
+            if src.endswith('/') and src != '/' and not is_cloud_uri(src):
                 raise ValueError(f'Mount paths cannot end with a slash: '
                                  f'{src!r}')
         elif not isinstance(src, dict):
@@ -385,7 +403,7 @@ class Task:
                              f'got {file_mounts!r}')
         for dst, src in file_mounts.items():
             self._check_mount(dst, src)
-            self._mounts[dst] = copy_lib.deepcopy(src)
+            self._mounts[dst] = _clone(src)
         return self
 
     def set_storage_mounts(
@@ -413,7 +431,7 @@ class Task:
                     f'task YAML file_mounts; sky.Storage objects are not '
                     f'available in this client')
             self._check_mount(dst, st)
-            self._mounts[dst] = copy_lib.deepcopy(st)
+            self._mounts[dst] = _clone(st)
         return self
 
     # ---- resources ----
@@ -457,7 +475,12 @@ class Task:
             if ordered:
                 self._resources = items
             else:
-                self._resources = resources_lib._dedupe(items)  # pylint: disable=protected-access
+                # A set has no order, and its iteration order changes with
+                # the process's hash seed: sort so the YAML is the same on
+                # every run.
+                self._resources = sorted(
+                    resources_lib._dedupe(items),  # pylint: disable=protected-access
+                    key=lambda r: repr(r.to_yaml_config()))
             if len(self._resources) == 1:
                 self._resources_kind = 'single'
             else:
@@ -490,7 +513,7 @@ class Task:
             if self._pool is not None:
                 raise ValueError(
                     'Cannot set both service and pool in the same task.')
-        self._service = copy_lib.deepcopy(service)
+        self._service = _clone(service)
         return self
 
     @property
@@ -506,8 +529,28 @@ class Task:
             if self._service is not None:
                 raise ValueError(
                     'Cannot set both service and pool in the same task.')
-        self._pool = copy_lib.deepcopy(pool)
+        self._pool = _clone(pool)
         return self
+
+    # ---- optimizer hints ----
+
+    def set_inputs(self, inputs: str,
+                   estimated_size_gigabytes: float) -> 'Task':
+        """The task's input data (a cloud URI) and its size, used by the
+        optimizer for egress estimates (YAML `inputs: {uri: GB}`)."""
+        self.inputs = {inputs: estimated_size_gigabytes}
+        return self
+
+    def set_outputs(self, outputs: str,
+                    estimated_size_gigabytes: float) -> 'Task':
+        """Like set_inputs, for the data the task writes."""
+        self.outputs = {outputs: estimated_size_gigabytes}
+        return self
+
+    def set_time_estimator(self, func: Any) -> 'Task':
+        raise _not_supported(
+            'set_time_estimator: a Python function cannot be sent to the API '
+            'server; the optimizer assumes 1 hour per task')
 
     # ---- YAML ----
 
@@ -524,7 +567,7 @@ class Task:
         if not isinstance(config, dict):
             raise ValueError(f'YAML loaded as {type(config).__name__}, not '
                              f'as dict: a task YAML is a mapping')
-        config = copy_lib.deepcopy(
+        config = _clone(
             {k: v for k, v in config.items() if v is not None})
 
         envs = config.pop('envs', None) or {}
@@ -646,7 +689,7 @@ class Task:
 
         def put(key: str, value: Any) -> None:
             if value is not None:
-                out[key] = copy_lib.deepcopy(value)
+                out[key] = _clone(value)
 
         put('name', self.name)
         put('workdir', self._workdir)
@@ -668,7 +711,7 @@ class Task:
                 }
         put('managed_secrets', self.managed_secrets)
         if self._mounts:
-            out['file_mounts'] = copy_lib.deepcopy(self._mounts)
+            out['file_mounts'] = _clone(self._mounts)
         put('volumes', self.volumes)
         put('setup', self._setup)
         put('run', self._run)
@@ -712,8 +755,7 @@ class Task:
                 s = src.get('source')
                 local = s if isinstance(s, list) else ([s] if s else [])
             for p in local:
-                if not isinstance(p, str) or _is_cloud_uri(p) or \
-                        p.startswith('skypilot:'):
+                if not is_local_source(p):
                     continue
                 if not os.path.exists(os.path.expanduser(p)):
                     raise ValueError(f'File mount source {p!r} (for {dst}) '

@@ -49,9 +49,12 @@ def test_chaining_order_follows_edges_not_creation():
         a = Task('a', run='a')
         b = Task('b', run='b')
         a >> b >> c  # pylint: disable=pointless-statement
-    assert dag.tasks == [c, a, b]
+    # tasks is the execution order, the order of the YAML task documents.
+    assert dag.tasks == [a, b, c]
     assert [d['name'] for d in dag.to_yaml_configs()] == ['p', 'a', 'b', 'c']
-    assert dag.topological_order() == [a, b, c]
+    with pytest.raises(ValueError, match='cycle'):
+        dag.add_edge(c, a)
+    assert dag.is_chain()
 
 
 def test_non_chain_is_rejected():
@@ -183,3 +186,26 @@ def test_enums():
             'wait_for': 'jobs'
         }
     }
+
+
+def test_dag_context_is_per_thread():
+    import threading  # pylint: disable=import-outside-toplevel
+    seen = []
+    with Dag() as dag:
+        th = threading.Thread(
+            target=lambda: seen.append(dag_lib.get_current_dag()))
+        th.start()
+        th.join()
+        Task('mine', run='x')
+    assert seen == [None]
+    assert [t.name for t in dag.tasks] == ['mine']
+
+
+def test_single_task_keeps_a_differing_dag_name():
+    d = dag_utils.load_chain_dag_from_yaml_str(
+        'name: dag-name\n---\nname: simple-task\nrun: echo\n')
+    assert d.name == 'dag-name'
+    assert d.to_yaml_configs() == [{'name': 'dag-name'},
+                                   {'name': 'simple-task', 'run': 'echo'}]
+    d.name = 'simple-task'
+    assert d.to_yaml_configs() == [{'name': 'simple-task', 'run': 'echo'}]

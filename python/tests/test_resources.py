@@ -144,6 +144,7 @@ def test_equality_and_set():
     })
     assert len({a, b, Resources(infra='gcp')}) == 2
     assert Resources(use_spot=True) != Resources()
+    assert Resources(use_spot=False) == Resources()
 
 
 def test_copy():
@@ -221,3 +222,49 @@ def test_repr():
                   use_spot=True)
     assert repr(r) == "AWS/us-east-1(p3.2xlarge, {'V100': 1}, cpus=8+, spot)"
     assert repr(Resources()) == 'Resources()'
+
+
+def test_cloud_object_by_name():
+
+    class AWS:
+
+        def canonical_name(self):
+            return 'aws'
+
+    assert Resources(cloud=AWS()).to_yaml_config() == {'cloud': 'aws'}
+    with pytest.raises(ValueError, match='cloud must be a cloud name'):
+        Resources(cloud=3)
+
+
+def test_gpus_spelling_is_kept_and_item_null_clears_base():
+    (r,) = Resources.from_yaml_config({'gpus': 'H100:8', 'infra': 'gcp'})
+    assert r.accelerators == {'H100': 8}
+    assert r.to_yaml_config() == {'infra': 'gcp', 'gpus': 'H100:8'}
+    assert r.copy(cpus=4).to_yaml_config() == {
+        'infra': 'gcp',
+        'gpus': 'H100:8',
+        'cpus': 4
+    }
+    # An item's null replaces the base value (the corpus' gpt2 pipeline uses
+    # `image_id: null` to run its lambda candidate without the docker image).
+    rs = Resources.from_yaml_config({
+        'image_id': 'docker:cuda',
+        'any_of': [{
+            'infra': 'lambda',
+            'image_id': None
+        }, {
+            'infra': 'aws'
+        }]
+    })
+    assert rs == {
+        Resources(infra='lambda'),
+        Resources(infra='aws', image_id='docker:cuda')
+    }
+
+
+def test_callers_later_edits_do_not_change_a_resources():
+    labels = {'a': '1'}
+    r = Resources(labels=labels)
+    h = hash(r)
+    labels['b'] = '2'
+    assert r.labels == {'a': '1'} and hash(r) == h

@@ -388,3 +388,66 @@ def test_validate_local_paths(tmp_path):
     t.name = '-bad-'
     with pytest.raises(ValueError, match='Invalid task name'):
         t.validate_name()
+
+
+def test_optimizer_hints_and_unsendable_things():
+    t = Task(run='x').set_inputs('s3://data', 10).set_outputs('gs://out', 2.5)
+    assert t.to_yaml_config() == {
+        'run': 'x',
+        'inputs': {'s3://data': 10},
+        'outputs': {'gs://out': 2.5}
+    }
+    with pytest.raises(Exception, match='cannot be sent'):
+        t.set_time_estimator(lambda r: 3600)
+
+
+def test_local_sources():
+    from sky.task import is_local_source  # pylint: disable=import-outside-toplevel
+    assert is_local_source('~/data') and is_local_source('./x')
+    assert not is_local_source('s3://bucket/x')
+    assert not is_local_source('https://acct.blob.core.windows.net/c')
+    assert not is_local_source('skypilot:placeholder')
+
+
+def test_missing_pyyaml_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'yaml', None)  # import yaml fails
+    with pytest.raises(ImportError, match='pip install PyYAML, or apt '
+                       'install python3-yaml'):
+        Task.from_yaml_str('run: x')
+    # Building and serialising tasks needs no YAML library.
+    assert Task(run='x').to_yaml_config() == {'run': 'x'}
+
+
+def test_model_import_loads_no_yaml():
+    # (sky/__init__ may load json and the client; the model adds no YAML.)
+    import subprocess  # pylint: disable=import-outside-toplevel
+    code = ('import sys; sys.path.insert(0, sys.argv[1]); import sky.task, '
+            'sky.dag, sky.resources, sky.utils.common, sky.utils.dag_utils; '
+            'print(sorted(m for m in ("yaml", "requests") if m in sys.modules))')
+    out = subprocess.run(
+        [sys.executable, '-c', code,
+         os.path.join(os.path.dirname(__file__), '..')],
+        check=True, capture_output=True, text=True).stdout
+    assert out.strip() == '[]'
+
+
+def test_set_resources_yaml_is_deterministic():
+    import subprocess  # pylint: disable=import-outside-toplevel
+    code = ('import sys; sys.path.insert(0, sys.argv[1]); '
+            'from sky.task import Task; from sky.resources import Resources; '
+            't = Task(run="x"); t.set_resources({Resources(infra=c) for c in '
+            '("aws", "gcp", "azure", "lambda", "kubernetes")}); '
+            'print(t.to_yaml_config())')
+    outs = set()
+    for seed in ('1', '2', '3', '4'):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        outs.add(
+            subprocess.run([
+                sys.executable, '-c', code,
+                os.path.join(os.path.dirname(__file__), '..')
+            ],
+                           check=True,
+                           capture_output=True,
+                           text=True,
+                           env=env).stdout)
+    assert len(outs) == 1, outs
