@@ -44,6 +44,14 @@ def test_autostart_local_server(monkeypatch):
         c = transport.Client(auto_start=False)
         with pytest.raises(sky.exceptions.ApiServerConnectionError):
             c.submit('status', {})
+        pid = None
+        sky.api_start()
+        with open(pid_file, encoding='utf-8') as f:
+            pid = int(f.read().strip())
+        assert sky.api_info()['status'] == 'healthy'
+        with pytest.raises(sky.exceptions.NotSupportedError, match='metrics'):
+            sky.api_start(metrics=True)
+        sky.api_stop()
     finally:
         if pid:
             _kill_pid(pid)
