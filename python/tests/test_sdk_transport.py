@@ -14,14 +14,13 @@ import sky
 from sky import _upload
 from sky.client import transport
 
-from conftest import free_port, sky_binary, _kill_pid
+from conftest import free_port, no_binary_reason, sky_binary, _kill_pid
 
 
 def test_autostart_local_server(monkeypatch):
     binary = sky_binary()
     if binary is None:
-        pytest.skip('no SkyGo binary: run `make build` or set '
-                    'SKYGO_TEST_BINARY')
+        pytest.skip(no_binary_reason())
     home = tempfile.mkdtemp(prefix='skypy-as-', dir='/tmp')
     port = free_port()
     for k in ('SKYPILOT_API_SERVER_ENDPOINT',
