@@ -73,6 +73,11 @@ type PoolApplyBody struct {
 	// Mode is rolling (default) or blue_green.
 	Mode    string `json:"mode,omitempty"`
 	Workers *int   `json:"workers,omitempty"`
+	// TaskYAML, instead of Task and Policy, is the pool YAML (one task
+	// with its pool: section) as the Python SDK sends it; its local
+	// files were uploaded to UploadID.
+	TaskYAML string `json:"task_yaml,omitempty"`
+	UploadID string `json:"upload_id,omitempty"`
 	// EnvVars are the client's settings for this request (ClientEnv).
 	EnvVars map[string]string `json:"env_vars,omitempty"`
 }

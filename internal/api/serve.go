@@ -169,6 +169,11 @@ type ServeUpBody struct {
 	Name    string      `json:"service_name,omitempty"`
 	Task    TaskSpec    `json:"task"`
 	Service ServiceSpec `json:"service"`
+	// TaskYAML, instead of Task and Service, is the service YAML (one
+	// task with its service: section) as the Python SDK sends it; its
+	// local files were uploaded to UploadID.
+	TaskYAML string `json:"task_yaml,omitempty"`
+	UploadID string `json:"upload_id,omitempty"`
 	// EnvVars are the client's settings for this request (ClientEnv).
 	EnvVars map[string]string `json:"env_vars,omitempty"`
 }
@@ -186,8 +191,11 @@ type ServeUpdateBody struct {
 	Task    TaskSpec    `json:"task"`
 	Service ServiceSpec `json:"service"`
 	// Mode is rolling (default) or blue_green.
-	Mode    string            `json:"mode,omitempty"`
-	EnvVars map[string]string `json:"env_vars,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// TaskYAML and UploadID are as in ServeUpBody.
+	TaskYAML string            `json:"task_yaml,omitempty"`
+	UploadID string            `json:"upload_id,omitempty"`
+	EnvVars  map[string]string `json:"env_vars,omitempty"`
 }
 
 // ServeUpdateResult is what /serve/update returns.

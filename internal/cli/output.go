@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/skygo/skygo/internal/task"
 )
 
 // Exit codes. Commands return errors; Execute turns them into these codes in
@@ -46,6 +48,16 @@ func (e *FlagError) Unwrap() error { return e.Err }
 // flagErrorf builds a FlagError from a format string.
 func flagErrorf(format string, a ...any) error {
 	return &FlagError{Err: fmt.Errorf(format, a...)}
+}
+
+// kindAsFlagError reports a YAML of the wrong kind for the command as a
+// usage error; other errors pass unchanged.
+func kindAsFlagError(err error) error {
+	var ke *task.KindError
+	if errors.As(err, &ke) {
+		return &FlagError{Err: err}
+	}
+	return err
 }
 
 // errAborted is returned when the user answers "no" to a confirmation (or

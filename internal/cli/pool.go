@@ -192,23 +192,11 @@ func poolApplyRun(f *Factory, opts *PoolApplyOptions) error {
 		for _, w := range dag.Warnings {
 			fmt.Fprintln(io.ErrOut, io.Yellow("Warning: ")+w)
 		}
-		if len(dag.Tasks) != 1 {
-			return flagErrorf("a pool YAML is one task with a pool: section; %s has %d tasks", opts.Task.Entry.YAMLPath, len(dag.Tasks))
-		}
-		t := dag.Tasks[0]
-		if t.Pool == nil {
-			return flagErrorf("%s has no pool: section, so it is not a pool YAML; add one (e.g. pool: {workers: 2})", opts.Task.Entry.YAMLPath)
-		}
-		spec, err := task.Spec(t)
+		spec, policy, err := task.PoolSubmission(dag, opts.Task.Entry.YAMLPath)
 		if err != nil {
-			return err
+			return kindAsFlagError(err)
 		}
-		if ports, ok := spec.Resources["ports"]; ok && ports != nil {
-			return flagErrorf("Cannot specify ports in a pool.")
-		}
-		body.Policy = &api.PoolPolicy{Workers: t.Pool.Workers, MinWorkers: t.Pool.MinWorkers, MaxWorkers: t.Pool.MaxWorkers,
-			QueueLengthThreshold: t.Pool.QueueLengthThreshold, UpscaleDelaySeconds: t.Pool.UpscaleDelaySeconds,
-			DownscaleDelaySeconds: t.Pool.DownscaleDelaySeconds}
+		body.Policy = &policy
 		what := "a new pool"
 		if opts.Pool != "" {
 			what = "pool '" + opts.Pool + "'"

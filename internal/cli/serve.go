@@ -294,26 +294,9 @@ func prepareService(io *IOStreams, in *taskInput) (api.TaskSpec, api.ServiceSpec
 	for _, w := range dag.Warnings {
 		fmt.Fprintln(io.ErrOut, io.Yellow("Warning: ")+w)
 	}
-	if len(dag.Tasks) != 1 {
-		return api.TaskSpec{}, api.ServiceSpec{}, flagErrorf("a service YAML is one task with a service: section; %s has %d tasks", in.Entry.YAMLPath, len(dag.Tasks))
-	}
-	t := dag.Tasks[0]
-	if t.Service == nil && t.Pool != nil {
-		return api.TaskSpec{}, api.ServiceSpec{}, flagErrorf("%s is a pool YAML (it has a pool: section, no service: section); apply it with `sky jobs pool apply %s`", in.Entry.YAMLPath, in.Entry.YAMLPath)
-	}
-	svc, err := task.ServiceSpecOf(t)
+	spec, svc, err := task.ServiceSubmission(dag, in.Entry.YAMLPath, task.ValidateForLaunch)
 	if err != nil {
-		return api.TaskSpec{}, api.ServiceSpec{}, err
-	}
-	if err := task.ValidateForLaunch(t); err != nil {
-		return api.TaskSpec{}, api.ServiceSpec{}, err
-	}
-	if err := task.CheckRunnable(t); err != nil {
-		return api.TaskSpec{}, api.ServiceSpec{}, err
-	}
-	spec, err := task.Spec(t)
-	if err != nil {
-		return api.TaskSpec{}, api.ServiceSpec{}, err
+		return api.TaskSpec{}, api.ServiceSpec{}, kindAsFlagError(err)
 	}
 	return spec, svc, nil
 }

@@ -19,6 +19,9 @@ func (e *Env) poolApply(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	if err := submittedPool(&b); err != nil {
+		return nil, err
+	}
 	cfg, err := e.requestConfig(r)
 	if err != nil {
 		return nil, err

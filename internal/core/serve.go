@@ -28,6 +28,10 @@ func (e *Env) serveUp(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	if err := submittedService(&b.Task, &b.Service, b.TaskYAML, b.UploadID); err != nil {
+		return nil, err
+	}
+	b.TaskYAML, b.UploadID = "", ""
 	cfg, err := e.requestConfig(r)
 	if err != nil {
 		return nil, err
@@ -40,6 +44,10 @@ func (e *Env) serveUpdate(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	if err := submittedService(&b.Task, &b.Service, b.TaskYAML, b.UploadID); err != nil {
+		return nil, err
+	}
+	b.TaskYAML, b.UploadID = "", ""
 	cfg, err := e.requestConfig(r)
 	if err != nil {
 		return nil, err

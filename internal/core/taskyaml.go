@@ -141,3 +141,68 @@ func submittedJobs(b *api.JobsLaunchBody) error {
 	b.DAGYAML, b.UploadIDs = "", nil
 	return nil
 }
+
+// kindOrValueError gives a submission error its request error type.
+func kindOrValueError(err error) error {
+	var oe *op.Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return &op.Error{Type: "ValueError", Message: err.Error()}
+}
+
+// submittedService resolves the task_yaml of serve.up or serve.update
+// into the task and service they carry.
+func submittedService(spec *api.TaskSpec, svc *api.ServiceSpec, text, uploadID string) error {
+	if text == "" {
+		if uploadID != "" {
+			return &op.Error{Type: "ValueError", Message: "upload_id is given without task_yaml: put the upload id in task.upload_id, or send the service as task_yaml"}
+		}
+		return nil
+	}
+	if !reflect.ValueOf(*spec).IsZero() || !reflect.ValueOf(*svc).IsZero() {
+		return &op.Error{Type: "ValueError", Message: "the body has both task/service and task_yaml: send one of them"}
+	}
+	dag, err := loadSubmitted(taskYAMLName, text)
+	if err != nil {
+		return err
+	}
+	s, sv, err := task.ServiceSubmission(dag, taskYAMLName, task.ValidateSubmitted)
+	if err != nil {
+		return kindOrValueError(err)
+	}
+	s.UploadID = uploadID
+	*spec, *svc = s, sv
+	return nil
+}
+
+// submittedPool resolves the task_yaml of jobs.pool_apply into the
+// workers' task and the pool's policy.
+func submittedPool(b *api.PoolApplyBody) error {
+	if b.TaskYAML == "" {
+		if b.UploadID != "" {
+			return &op.Error{Type: "ValueError", Message: "upload_id is given without task_yaml: put the upload id in task.upload_id, or send the pool as task_yaml"}
+		}
+		return nil
+	}
+	if b.Task != nil || b.Policy != nil {
+		return &op.Error{Type: "ValueError", Message: "the body has both task/policy and task_yaml: send one of them"}
+	}
+	dag, err := loadSubmitted(taskYAMLName, b.TaskYAML)
+	if err != nil {
+		return err
+	}
+	s, policy, err := task.PoolSubmission(dag, taskYAMLName)
+	if err != nil {
+		return kindOrValueError(err)
+	}
+	// A pool's workers run setup only: no run to check, but the paths
+	// must be the client's absolute ones as for any submitted task.
+	if err := task.ValidateSubmitted(dag.Tasks[0]); err != nil {
+		return &op.Error{Type: "ValueError", Message: err.Error()}
+	}
+	s.UploadID = b.UploadID
+	b.Task, b.Policy = &s, &policy
+	b.TaskYAML, b.UploadID = "", ""
+	return nil
+}

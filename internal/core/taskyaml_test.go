@@ -212,3 +212,67 @@ run: echo h
 		}
 	}
 }
+
+// serve.up/update and jobs.pool_apply take the service or pool YAML as
+// task_yaml and resolve it as `sky serve up` / `sky jobs pool apply`
+// resolve the same file.
+func TestSubmittedServiceAndPool(t *testing.T) {
+	svcYAML := `service:
+  readiness_probe: /health
+  replicas: 2
+resources: {infra: local, ports: 8080}
+run: python3 -m http.server 8080
+`
+	dag, err := task.LoadBytes("svc.yaml", []byte(svcYAML), task.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTask, wantSvc, err := task.ServiceSubmission(dag, "svc.yaml", task.ValidateForLaunch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTask.UploadID = "u1"
+	up := api.ServeUpBody{Name: "web", TaskYAML: svcYAML, UploadID: "u1"}
+	if err := submittedService(&up.Task, &up.Service, up.TaskYAML, up.UploadID); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(up.Task, wantTask) || !reflect.DeepEqual(up.Service, wantSvc) {
+		t.Errorf("serve.up from task_yaml:\n got %+v\n     %+v\nwant %+v\n     %+v", up.Task, up.Service, wantTask, wantSvc)
+	}
+	if up.Service.Replicas == nil || *up.Service.Replicas != 2 || up.Service.Probe.Path != "/health" {
+		t.Errorf("service section not carried: %+v", up.Service)
+	}
+
+	poolYAML := "pool: {workers: 3}\nresources: {infra: local}\nsetup: echo ready\n"
+	pb := api.PoolApplyBody{Name: "p", TaskYAML: poolYAML}
+	if err := submittedPool(&pb); err != nil {
+		t.Fatal(err)
+	}
+	if pb.Task == nil || pb.Policy == nil || pb.Policy.Workers == nil || *pb.Policy.Workers != 3 || pb.Task.Setup != "echo ready" || pb.TaskYAML != "" {
+		t.Errorf("pool_apply from task_yaml: %+v", pb)
+	}
+
+	for _, tc := range []struct {
+		name, yaml, want string
+		pool             bool
+	}{
+		{"pool YAML to serve up", poolYAML, "is a pool YAML", false},
+		{"service without pool section", svcYAML, "has no pool: section", true},
+		{"pool with ports", "pool: {workers: 1}\nresources: {ports: 8080}\nsetup: x\n", "Cannot specify ports in a pool", true},
+		{"relative workdir", "pool: {workers: 1}\nworkdir: ./src\nsetup: x\n", "not an absolute path", true},
+		{"bad YAML", "service: [\n", "<task_yaml>", false},
+	} {
+		var err error
+		if tc.pool {
+			b := api.PoolApplyBody{TaskYAML: tc.yaml}
+			err = submittedPool(&b)
+		} else {
+			var ts api.TaskSpec
+			var sv api.ServiceSpec
+			err = submittedService(&ts, &sv, tc.yaml, "")
+		}
+		if oe := opErrorOf(t, err); !strings.Contains(oe.Message, tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+}

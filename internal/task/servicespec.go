@@ -214,3 +214,61 @@ func singlePort(ports []string) (int, bool) {
 	}
 	return a, true
 }
+
+// KindError says a YAML is not the kind the command takes (a pipeline
+// given to serve up, a pool YAML without its pool: section...): the
+// CLI reports it as a usage error, the server as a ValueError.
+type KindError struct{ Msg string }
+
+func (e *KindError) Error() string { return e.Msg }
+
+func kindErrorf(format string, a ...any) error { return &KindError{Msg: fmt.Sprintf(format, a...)} }
+
+// ServiceSubmission is what serve.up and serve.update send for a loaded
+// service YAML: the task and its service: section. check is the caller's
+// pre-launch check (the CLI looks at local paths, the server does not).
+// name stands for the YAML in messages.
+func ServiceSubmission(dag *DAG, name string, check func(*Task) error) (api.TaskSpec, api.ServiceSpec, error) {
+	if len(dag.Tasks) != 1 {
+		return api.TaskSpec{}, api.ServiceSpec{}, kindErrorf("a service YAML is one task with a service: section; %s has %d tasks", name, len(dag.Tasks))
+	}
+	t := dag.Tasks[0]
+	if t.Service == nil && t.Pool != nil {
+		return api.TaskSpec{}, api.ServiceSpec{}, kindErrorf("%s is a pool YAML (it has a pool: section, no service: section); apply it with `sky jobs pool apply`", name)
+	}
+	svc, err := ServiceSpecOf(t)
+	if err != nil {
+		return api.TaskSpec{}, api.ServiceSpec{}, err
+	}
+	if err := check(t); err != nil {
+		return api.TaskSpec{}, api.ServiceSpec{}, err
+	}
+	if err := CheckRunnable(t); err != nil {
+		return api.TaskSpec{}, api.ServiceSpec{}, err
+	}
+	spec, err := Spec(t)
+	return spec, svc, err
+}
+
+// PoolSubmission is what jobs.pool_apply sends for a loaded pool YAML:
+// the workers' task and the pool: section as the policy.
+func PoolSubmission(dag *DAG, name string) (api.TaskSpec, api.PoolPolicy, error) {
+	if len(dag.Tasks) != 1 {
+		return api.TaskSpec{}, api.PoolPolicy{}, kindErrorf("a pool YAML is one task with a pool: section; %s has %d tasks", name, len(dag.Tasks))
+	}
+	t := dag.Tasks[0]
+	if t.Pool == nil {
+		return api.TaskSpec{}, api.PoolPolicy{}, kindErrorf("%s has no pool: section, so it is not a pool YAML; add one (e.g. pool: {workers: 2})", name)
+	}
+	spec, err := Spec(t)
+	if err != nil {
+		return api.TaskSpec{}, api.PoolPolicy{}, err
+	}
+	if ports, ok := spec.Resources["ports"]; ok && ports != nil {
+		return api.TaskSpec{}, api.PoolPolicy{}, kindErrorf("Cannot specify ports in a pool.")
+	}
+	p := t.Pool
+	return spec, api.PoolPolicy{Workers: p.Workers, MinWorkers: p.MinWorkers, MaxWorkers: p.MaxWorkers,
+		QueueLengthThreshold: p.QueueLengthThreshold, UpscaleDelaySeconds: p.UpscaleDelaySeconds,
+		DownscaleDelaySeconds: p.DownscaleDelaySeconds}, nil
+}
