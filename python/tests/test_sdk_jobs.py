@@ -82,9 +82,33 @@ def test_pools(sky_server):
     assert sky.get(sky.jobs.pool_status()) == []
     fields = sky.client.transport.get_client().body_fields(
         '/jobs/pool_apply') or set()
-    if 'task_yaml' not in fields:
-        with pytest.raises(sky.exceptions.NotSupportedError,
-                           match='pool_apply'):
-            sky.jobs.pool_apply(sky.Task(run='true'), 'p1')
+    assert 'task_yaml' in fields, fields
+    pool = sky.Task.from_yaml_config({
+        'pool': {'workers': 1},
+        'resources': {'infra': 'local'},
+        'setup': 'echo worker-ready',
+    })
+    res = sky.get(sky.jobs.pool_apply(pool, 'sdkpool'))
+    assert res['pool_name'] == 'sdkpool' and res['created'] is True, res
+    deadline = time.time() + 120
+    rec = None
+    while time.time() < deadline:
+        [rec] = sky.get(sky.jobs.pool_status('sdkpool'))
+        if rec['status'] == 'READY':
+            break
+        time.sleep(0.5)
+    assert rec['status'] == 'READY' and rec['policy']['workers'] == 1, rec
+    job_id = sky.get(sky.jobs.launch(sky.Task(run='echo on-the-pool'),
+                                     pool='sdkpool'))
+    _wait_managed(job_id, {sky.jobs.ManagedJobStatus.SUCCEEDED})
+    out = io.StringIO()
+    assert sky.jobs.tail_logs(job_id=job_id, follow=False,
+                              output_stream=out) == 0
+    assert 'on-the-pool' in out.getvalue()
+    sky.get(sky.jobs.pool_down('sdkpool'))
+    deadline = time.time() + 120
+    while time.time() < deadline and sky.get(sky.jobs.pool_status()):
+        time.sleep(0.5)
+    assert sky.get(sky.jobs.pool_status()) == []
     with pytest.raises(ValueError, match='pool_names or all'):
         sky.jobs.pool_down()
