@@ -118,3 +118,18 @@ type CostRecord struct {
 	Priority         *int    `json:"priority"`
 	PriorityClass    *string `json:"priority_class"`
 }
+
+// ClusterJobSpecBody is the body of /cluster_job_spec.
+type ClusterJobSpecBody struct {
+	ClusterName string `json:"cluster_name"`
+	JobID       int    `json:"job_id"`
+}
+
+// ClusterJobSpec is what /cluster_job_spec returns (null when the cluster
+// does not exist or the job's spec was not recorded).
+type ClusterJobSpec struct {
+	// TaskYAML is the task YAML, secrets redacted.
+	TaskYAML string `json:"task_yaml"`
+	// Entrypoint is the command that submitted the job.
+	Entrypoint string `json:"entrypoint"`
+}

@@ -155,7 +155,8 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		fmt.Fprintln(log, "Run commands not specified or empty.")
 		return result, nil
 	}
-	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, &launchRef{c, h, body.Managed}, log)
+	rec := jobRecord{clusterHash: c.ClusterHash, entrypoint: body.Command}
+	return result, b.submitAndFollow(ctx, runners[0], &t, setup, res, user, body.Detach, result, unlock, &launchRef{c, h, body.Managed}, rec, log)
 }
 
 // writeSSHConfig writes the cluster's `ssh <cluster>` entries, for the
@@ -288,7 +289,8 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if body.Managed != nil {
 		ref = &launchRef{managed: body.Managed}
 	}
-	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, unlock, ref, log)
+	rec := jobRecord{clusterHash: c.ClusterHash, entrypoint: body.Command}
+	return result, b.submitAndFollow(ctx, runners[0], &t, "", res, user, body.Detach, result, unlock, ref, rec, log)
 }
 
 // checkFits refuses a task that the existing cluster cannot run.
@@ -874,7 +876,14 @@ func (b *Backend) applyLaunchAutostop(ctx context.Context, c *state.Cluster, h *
 // following it. A launch passes its cluster as launch, so that a
 // relaunch after a server crash finds its job (see launchJob); exec
 // passes nil.
-func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launch *launchRef, log io.Writer) error {
+// jobRecord is what the server keeps of a submitted job besides the
+// node's job table: the spec it was submitted with (sky.cluster_job_spec).
+type jobRecord struct {
+	clusterHash string
+	entrypoint  string
+}
+
+func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRunner, t *api.TaskSpec, setup string, r *resources.Resources, user User, detach bool, result *api.LaunchResult, submitted func(), launch *launchRef, rec jobRecord, log io.Writer) error {
 	spec := agentapi.JobSpec{Name: t.Name, Setup: setup, Run: t.Run, Envs: t.Envs, Secrets: t.Secrets, NumNodes: t.NumNodes,
 		User: user.Name, UserHash: user.Hash}
 	if t.GitCommit != "" {
@@ -918,6 +927,15 @@ func (b *Backend) submitAndFollow(ctx context.Context, head provision.CommandRun
 		submitted()
 	}
 	result.JobID = out.JobID
+	if rec.clusterHash != "" {
+		// A record lost here costs sky.cluster_job_spec its answer, not
+		// the job: say so in the log and go on.
+		err := b.Store.PutClusterJobSpec(ctx, state.ClusterJobSpec{ClusterHash: rec.clusterHash, ClusterName: result.ClusterName,
+			JobID: out.JobID, TaskYAML: t.YAML, Entrypoint: rec.entrypoint})
+		if err != nil {
+			fmt.Fprintf(log, "Warning: could not record job %d's spec: %v\n", out.JobID, err)
+		}
+	}
 	if adopted > 0 {
 		fmt.Fprintf(log, "Job %d of an earlier launch of this task, cut off by an API server restart, is still on the cluster: following it instead of submitting another.\n", adopted)
 	}

@@ -576,3 +576,25 @@ func (b *Backend) removeSSHConfig(h *Handle, name string, log io.Writer) {
 		}
 	}
 }
+
+// JobSpec is the task YAML and entrypoint job jobID of cluster name was
+// submitted with; nil when the cluster does not exist or the job's spec
+// was not recorded (it predates the record, or the job id is unknown).
+func (b *Backend) JobSpec(ctx context.Context, name string, user User, jobID int) (*api.ClusterJobSpec, error) {
+	c, _, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
+	var ce *ClusterError
+	if errors.As(err, &ce) && ce.Type == "ClusterDoesNotExist" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	j, err := b.Store.GetClusterJobSpec(ctx, c.ClusterHash, jobID)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &api.ClusterJobSpec{TaskYAML: j.TaskYAML, Entrypoint: j.Entrypoint}, nil
+}

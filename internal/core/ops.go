@@ -896,3 +896,23 @@ func (e *Env) costRecord(ctx context.Context, h *state.History, now time.Time) a
 	}
 	return rec
 }
+
+// clusterJobSpec is sky.cluster_job_spec: the task YAML (secrets
+// redacted) and entrypoint a cluster job was submitted with, or null.
+func (e *Env) clusterJobSpec(ctx context.Context, r *op.Request) (any, error) {
+	var b api.ClusterJobSpecBody
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	if b.ClusterName == "" || b.JobID <= 0 {
+		return nil, &op.Error{Type: "ValueError", Message: "cluster_job_spec needs a cluster_name and a job_id (a positive integer)"}
+	}
+	spec, err := e.Backend.JobSpec(ctx, b.ClusterName, userOf(r), b.JobID)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	if spec == nil {
+		return nil, nil
+	}
+	return spec, nil
+}

@@ -193,6 +193,20 @@ var migrations = []migration{
 			version BIGINT NOT NULL DEFAULT 1
 		)`,
 	}},
+	{10, "the task YAML and entrypoint of each cluster job", []string{
+		// Keyed by the cluster's hash, not its name: a cluster downed
+		// and launched again under the same name numbers its jobs from
+		// 1 again, and those are other jobs.
+		`CREATE TABLE cluster_job_specs (
+			cluster_hash TEXT NOT NULL,
+			job_id BIGINT NOT NULL,
+			cluster_name TEXT NOT NULL DEFAULT '',
+			task_yaml TEXT NOT NULL DEFAULT '',
+			entrypoint TEXT NOT NULL DEFAULT '',
+			created_at DOUBLE PRECISION NOT NULL,
+			PRIMARY KEY (cluster_hash, job_id)
+		)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

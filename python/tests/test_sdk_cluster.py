@@ -115,6 +115,21 @@ def test_queue_and_job_status(cluster):
         cluster: sky.JobStatus.SUCCEEDED, 9999: None}
 
 
+def test_cluster_job_spec(cluster):
+    task = sky.Task(name='spec-job', run='echo $MODE',
+                    envs={'MODE': 'fast'}, secrets={'TOKEN': 's3cr3t-val'})
+    job_id, _ = sky.get(sky.exec(task, cluster_name=CLUSTER))
+    spec = sky.get(sky.cluster_job_spec(CLUSTER, job_id))
+    assert set(spec) == {'task_yaml', 'entrypoint'}, spec
+    assert 'echo $MODE' in spec['task_yaml'] and 'MODE: fast' in \
+        spec['task_yaml'], spec
+    assert 'TOKEN' in spec['task_yaml'] and 's3cr3t-val' not in \
+        spec['task_yaml'], spec
+    assert spec['entrypoint'], spec
+    assert sky.get(sky.cluster_job_spec(CLUSTER, 9999)) is None
+    assert sky.get(sky.cluster_job_spec('sdkpy-no-such', 1)) is None
+
+
 def test_exec_exit_codes_and_cancel(cluster):
     fail = sky.Task(run='echo failing; exit 3')
     job_id, handle = sky.get(sky.exec(fail, cluster_name=CLUSTER))

@@ -848,8 +848,11 @@ def job_status(cluster_name: str,
 
 
 def cluster_job_spec(cluster_name: str, job_id: int) -> RequestId:
-    raise _not_supported('sky.cluster_job_spec',
-                         'the server keeps no per-job task YAML endpoint')
+    """Request returns {'task_yaml', 'entrypoint'} (secrets redacted) of
+    the job, or None when the cluster does not exist or the job's spec
+    was not recorded."""
+    return _submit('cluster_job_spec', {'cluster_name': cluster_name,
+                                        'job_id': int(job_id)})
 
 
 def cancel(cluster_name: str, all: bool = False,  # pylint: disable=redefined-builtin
