@@ -229,7 +229,7 @@ def step_10_dag_workflow(srv):
         assert j['status'] == 'SUCCEEDED', j
         logs += job_log(srv, 'pipeline', j['job_id'])
     # preprocess >> train: both ran, preprocess first.
-    a = logs.find('preprocess.py (seed-example fixture): wrote /tmp/data')
+    a = logs.find('preprocess.py (seed-example fixture): --output /tmp/data')
     b = logs.find('train.py (seed-example fixture): --data /tmp/data')
     assert 0 <= a < b, logs
     srv.sky('down', '-y', 'pipeline')

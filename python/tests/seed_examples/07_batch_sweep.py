@@ -12,17 +12,17 @@ configs = [
 request_ids = []
 for i, cfg in enumerate(configs):
     task = sky.Task(
-    name=f'sweep-{i}',
-    setup='pip install torch transformers',
-    run=f'python train.py --lr {cfg["lr"]} --batch-size {cfg["batch_size"]}',
+        name=f'sweep-{i}',
+        setup='pip install torch transformers',
+        run=f'python train.py --lr {cfg["lr"]} --batch-size {cfg["batch_size"]}',
     )
     task.set_resources(sky.Resources())
 
     request_id = sky.launch(
-    task,
-    cluster_name=f'sweep-{i}',
-    idle_minutes_to_autostop=10,
-    down=True, # Auto-teardown after idle
+        task,
+        cluster_name=f'sweep-{i}',
+        idle_minutes_to_autostop=10,
+        down=True, # Auto-teardown after idle
     )
     request_ids.append(request_id)
     print(f'Launched sweep-{i}: {request_id}')

@@ -10,8 +10,8 @@ task = sky.Task(
 )
 task.set_resources(sky.Resources(
     job_recovery={
-    'strategy': 'EAGER_NEXT_REGION',
-    'max_restarts_on_errors': 3,
+        'strategy': 'EAGER_NEXT_REGION',
+        'max_restarts_on_errors': 3,
     },
 ))
 

@@ -7,17 +7,17 @@ import sky
 with sky.Dag() as dag:
     # Step 1: Data preprocessing
     preprocess = sky.Task(
-    name='preprocess',
-    setup='pip install pandas pyarrow',
-    run='python preprocess.py --output /tmp/data',
+        name='preprocess',
+        setup='pip install pandas pyarrow',
+        run='python preprocess.py --output /tmp/data',
     )
     preprocess.set_resources(sky.Resources(cpus='1+', memory='1+'))
 
     # Step 2: Training (depends on preprocessing)
     train = sky.Task(
-    name='train',
-    setup='pip install torch transformers',
-    run='python train.py --data /tmp/data',
+        name='train',
+        setup='pip install torch transformers',
+        run='python train.py --data /tmp/data',
     )
     train.set_resources(sky.Resources())
 
