@@ -43,12 +43,18 @@ type TaskSpec struct {
 
 // LaunchBody is the body of /launch.
 type LaunchBody struct {
-	Task        TaskSpec `json:"task"`
-	ClusterName string   `json:"cluster_name"`
-	Dryrun      bool     `json:"dryrun,omitempty"`
-	Detach      bool     `json:"detach_run,omitempty"`
-	NoSetup     bool     `json:"no_setup,omitempty"`
-	Fast        bool     `json:"fast,omitempty"`
+	Task TaskSpec `json:"task"`
+	// TaskYAML, instead of Task, is one task as YAML (the Python SDK
+	// sends it): the server loads, checks and resolves it as the CLI
+	// does a file, into Task. Its local paths are the client's, absolute;
+	// UploadID names the tree their contents were uploaded to.
+	TaskYAML    string `json:"task_yaml,omitempty"`
+	UploadID    string `json:"upload_id,omitempty"`
+	ClusterName string `json:"cluster_name"`
+	Dryrun      bool   `json:"dryrun,omitempty"`
+	Detach      bool   `json:"detach_run,omitempty"`
+	NoSetup     bool   `json:"no_setup,omitempty"`
+	Fast        bool   `json:"fast,omitempty"`
 	// IdleMinutes < 0 means not set.
 	IdleMinutes *int `json:"idle_minutes_to_autostop,omitempty"`
 	Down        bool `json:"down,omitempty"`
@@ -85,6 +91,13 @@ type ManagedLaunch struct {
 // MetaManagedTag is the agent job metadata key holding ManagedLaunch.Tag.
 const MetaManagedTag = "skygo_managed"
 
+// OptimizeBody is the body of /optimize: a launch body (task or
+// task_yaml), or DAGYAML, whose every task is planned in turn.
+type OptimizeBody struct {
+	LaunchBody
+	DAGYAML string `json:"dag_yaml,omitempty"`
+}
+
 // LaunchResult is what /launch and /exec return.
 type LaunchResult struct {
 	ClusterName string `json:"cluster_name"`
@@ -101,11 +114,14 @@ type LaunchResult struct {
 
 // ExecBody is the body of /exec.
 type ExecBody struct {
-	Task        TaskSpec `json:"task"`
-	ClusterName string   `json:"cluster_name"`
-	Detach      bool     `json:"detach_run,omitempty"`
-	Dryrun      bool     `json:"dryrun,omitempty"`
-	Command     string   `json:"entrypoint_command,omitempty"`
+	Task TaskSpec `json:"task"`
+	// TaskYAML and UploadID are as in LaunchBody.
+	TaskYAML    string `json:"task_yaml,omitempty"`
+	UploadID    string `json:"upload_id,omitempty"`
+	ClusterName string `json:"cluster_name"`
+	Detach      bool   `json:"detach_run,omitempty"`
+	Dryrun      bool   `json:"dryrun,omitempty"`
+	Command     string `json:"entrypoint_command,omitempty"`
 	// Managed is set by the managed-jobs controller (never by a client)
 	// for a job it runs on a pool worker: the job carries the tag, and a
 	// submit repeated after a cut-off lands once.
@@ -222,8 +238,12 @@ type CostReportBody struct {
 // needs none of the client's files. Secrets travel as a map so that
 // request records redact them.
 type ValidateBody struct {
-	Name    string            `json:"name"`
-	YAML    string            `json:"yaml"`
+	Name string `json:"name"`
+	YAML string `json:"yaml"`
+	// DAGYAML, instead of YAML, is a DAG as the Python SDK sends it: its
+	// local paths are the client's, absolute, and are checked to be so
+	// (their existence is the client's to check).
+	DAGYAML string            `json:"dag_yaml,omitempty"`
 	Env     []string          `json:"env,omitempty"`
 	Secrets map[string]string `json:"secrets,omitempty"`
 }

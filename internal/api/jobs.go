@@ -59,6 +59,13 @@ const (
 // included); the resources of each carry priority and job_recovery.
 type JobsLaunchBody struct {
 	Tasks []TaskSpec `json:"tasks"`
+	// DAGYAML, instead of Tasks, is what `sky jobs launch` accepts as a
+	// file (one task, a pipeline or a job group), as the Python SDK sends
+	// it: the server loads and resolves it into Tasks and the header
+	// fields, as the CLI does. UploadIDs has one entry per task, in
+	// document order ("" for a task with no local files).
+	DAGYAML   string   `json:"dag_yaml,omitempty"`
+	UploadIDs []string `json:"upload_ids,omitempty"`
 	// Name is the DAG's name (-n wins over the YAML).
 	Name string `json:"name,omitempty"`
 	// Execution is "serial" (one task or a pipeline) or "parallel" (a

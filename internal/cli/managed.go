@@ -35,43 +35,6 @@ func (f *Factory) stdoutForIDs() *Factory {
 	return &g
 }
 
-// managedJobName is the DAG's name: -n wins, then the YAML's (the header
-// of a pipeline or job group, else the one task's), else a generated
-// one like an unnamed cluster's.
-func managedJobName(dag *task.DAG, flagName string) string {
-	switch {
-	case flagName != "":
-		return flagName
-	case dag.Name != "":
-		return dag.Name
-	case len(dag.Tasks) == 1 && dag.Tasks[0].Name != "":
-		return dag.Tasks[0].Name
-	}
-	return generatedClusterName()
-}
-
-// nameTasks fills the task names SkyPilot infers: a single task shares
-// the job's name (which -n sets); an unnamed pipeline task i is
-// "<job>-<i>". Cluster names and the queue's TASK rows come from these.
-func nameTasks(dag *task.DAG, name string, flagName string) {
-	if len(dag.Tasks) == 1 {
-		if t := dag.Tasks[0]; t.Name == "" || flagName != "" {
-			t.Name = name
-		}
-		return
-	}
-	for i, t := range dag.Tasks {
-		if t.Name == "" {
-			t.Name = fmt.Sprintf("%s-%d", name, i)
-		}
-	}
-}
-
-// delaySeconds is a termination delay as the API takes it ("30s").
-func delaySeconds(d time.Duration) string {
-	return strconv.FormatInt(int64(d.Round(time.Second)/time.Second), 10) + "s"
-}
-
 // prepareManagedJob loads the DAG of a `sky jobs launch` command line
 // and builds its request body; it returns the loader's warnings to print.
 func prepareManagedJob(opts *JobsLaunchOptions, lookup func(string) (string, bool)) (api.JobsLaunchBody, []string, error) {
@@ -83,8 +46,11 @@ func prepareManagedJob(opts *JobsLaunchOptions, lookup func(string) (string, boo
 	if err != nil {
 		return api.JobsLaunchBody{}, nil, err
 	}
-	name := managedJobName(dag, opts.Task.Name)
-	nameTasks(dag, name, opts.Task.Name)
+	name := task.ManagedJobName(dag, opts.Task.Name)
+	if name == "" {
+		name = generatedClusterName()
+	}
+	task.NameTasks(dag, name, opts.Task.Name)
 	b, err := jobsLaunchBody(dag, opts, name, lookup)
 	return b, dag.Warnings, err
 }
@@ -93,23 +59,9 @@ func prepareManagedJob(opts *JobsLaunchOptions, lookup func(string) (string, boo
 // of jobs.launch (uploads not yet done). lookup reads the caller's
 // environment, for the job group a job launched inside one joins.
 func jobsLaunchBody(dag *task.DAG, opts *JobsLaunchOptions, name string, lookup func(string) (string, bool)) (api.JobsLaunchBody, error) {
-	b := api.JobsLaunchBody{Name: name, Execution: "serial", Pool: opts.Pool, DependsOn: opts.DependsOn,
-		EnvVars: api.ClientEnv()}
-	if dag.IsJobGroup() {
-		if opts.Pool != "" {
-			return b, flagErrorf("a job group (execution: parallel) cannot run on a pool: drop -p/--pool %s", opts.Pool)
-		}
-		b.Execution = "parallel"
-		b.PrimaryTasks = dag.PrimaryTasks
-		if td := dag.TerminationDelay; td.Default != 0 || len(td.PerJob) > 0 {
-			b.TerminationDelay = map[string]string{}
-			if td.Default != 0 {
-				b.TerminationDelay["default"] = delaySeconds(td.Default)
-			}
-			for k, v := range td.PerJob {
-				b.TerminationDelay[k] = delaySeconds(v)
-			}
-		}
+	b := api.JobsLaunchBody{Name: name, Pool: opts.Pool, DependsOn: opts.DependsOn, EnvVars: api.ClientEnv()}
+	if dag.IsJobGroup() && opts.Pool != "" {
+		return b, flagErrorf("a job group (execution: parallel) cannot run on a pool: drop -p/--pool %s", opts.Pool)
 	}
 	if opts.NumJobs > 1 {
 		b.NumJobs = opts.NumJobs
@@ -120,31 +72,21 @@ func jobsLaunchBody(dag *task.DAG, opts *JobsLaunchOptions, name string, lookup 
 			b.JobGroup = strings.TrimSpace(v)
 		}
 	}
-	var secrets []string
-	for _, t := range dag.Tasks {
-		if err := task.ValidateForLaunch(t); err != nil {
-			return b, err
-		}
-		if err := task.CheckRunnable(t); err != nil {
-			return b, err
-		}
-		spec, err := taskSpec(t)
-		if err != nil {
-			return b, err
-		}
-		for _, v := range spec.Secrets {
-			secrets = append(secrets, v)
-		}
-		b.Tasks = append(b.Tasks, spec)
-	}
-	// The DAG as loaded, not the file's bytes: its secret values are
-	// redacted wherever they appear, however short.
-	if y, err := dag.ToYAML(); err == nil {
-		b.YAML = string(y)
+	secrets, err := task.FillJobsLaunch(dag, &b, launchChecks)
+	if err != nil {
+		return b, err
 	}
 	argv := os.Args[1:]
 	b.Command = task.RedactCommandLine("sky "+strings.Join(argv, " "), secrets...)
 	return b, nil
+}
+
+// launchChecks are the checks a task passes before the CLI sends it.
+func launchChecks(t *task.Task) error {
+	if err := task.ValidateForLaunch(t); err != nil {
+		return err
+	}
+	return task.CheckRunnable(t)
 }
 
 func jobsLaunchRun(f *Factory, opts *JobsLaunchOptions) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/task"
 )
 
 // `sky jobs pool apply/status/down/logs`: pools of worker clusters that
@@ -198,7 +199,7 @@ func poolApplyRun(f *Factory, opts *PoolApplyOptions) error {
 		if t.Pool == nil {
 			return flagErrorf("%s has no pool: section, so it is not a pool YAML; add one (e.g. pool: {workers: 2})", opts.Task.Entry.YAMLPath)
 		}
-		spec, err := taskSpec(t)
+		spec, err := task.Spec(t)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -143,9 +142,6 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	return err
 }
 
-// taskSpec turns a loaded task into what the server runs: absolute paths,
-// resources in canonical form, secrets revealed for transport (the server
-// redacts them in its records).
 // recordedCommand is the command line the server stores as the cluster's
 // last use and shows in status and the request list: it must not carry
 // the values given with --secret, nor those read from --secret-file or
@@ -156,59 +152,6 @@ func recordedCommand(args []string, secrets map[string]string) string {
 		vals = append(vals, v)
 	}
 	return task.RedactCommandLine("sky "+strings.Join(args, " "), vals...)
-}
-
-func taskSpec(t *task.Task) (api.TaskSpec, error) {
-	s := api.TaskSpec{Name: t.Name, NumNodes: t.NumNodes, Envs: t.Envs, Setup: t.Setup, Run: t.Run,
-		WaitForSchedulingTimeout: t.WaitForSchedulingTimeout.Seconds()}
-	if t.Resources != nil {
-		s.Resources = t.Resources.ToMap()
-	}
-	if len(t.Secrets) > 0 {
-		s.Secrets = map[string]string{}
-		for k, v := range t.Secrets {
-			s.Secrets[k] = v.Reveal()
-		}
-	}
-	if w := t.Workdir; w != nil {
-		if w.URL != "" {
-			s.WorkdirGit, s.WorkdirRef = w.URL, w.Ref
-		} else if w.Path != "" {
-			p, err := absPath(w.Path)
-			if err != nil {
-				return s, err
-			}
-			s.Workdir = p
-		}
-	}
-	for dst, fm := range t.FileMounts {
-		if fm.Storage != nil || task.IsCloudURI(fm.Source) {
-			return s, fmt.Errorf("file_mounts %s: bucket and cloud storage mounts are not available in this build yet; mount a local path instead", dst)
-		}
-		p, err := absPath(fm.Source)
-		if err != nil {
-			return s, err
-		}
-		if s.FileMounts == nil {
-			s.FileMounts = map[string]string{}
-		}
-		s.FileMounts[dst] = p
-	}
-	if y, err := t.ToYAML(); err == nil {
-		s.YAML = string(y)
-	}
-	return s, nil
-}
-
-func absPath(p string) (string, error) {
-	if strings.HasPrefix(p, "~/") {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		p = filepath.Join(home, p[2:])
-	}
-	return filepath.Abs(p)
 }
 
 // singleTask loads a task command line that must describe exactly one task.
@@ -273,7 +216,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	if a := opts.Autostop; a.WaitFor != "" && a.IdleMinutes == nil && !a.Down && (t.Resources == nil || t.Resources.Autostop == nil) {
 		return flagErrorf("--wait-for sets what resets the autostop idle timer: give -i/--idle-minutes-to-autostop (or --down, or resources.autostop in the YAML) too")
 	}
-	spec, err := taskSpec(t)
+	spec, err := task.Spec(t)
 	if err != nil {
 		return err
 	}
@@ -375,7 +318,7 @@ func execRunRemote(f *Factory, opts *ExecOptions) error {
 	if err != nil {
 		return err
 	}
-	spec, err := taskSpec(t)
+	spec, err := task.Spec(t)
 	if err != nil {
 		return err
 	}

@@ -311,7 +311,7 @@ func prepareService(io *IOStreams, in *taskInput) (api.TaskSpec, api.ServiceSpec
 	if err := task.CheckRunnable(t); err != nil {
 		return api.TaskSpec{}, api.ServiceSpec{}, err
 	}
-	spec, err := taskSpec(t)
+	spec, err := task.Spec(t)
 	if err != nil {
 		return api.TaskSpec{}, api.ServiceSpec{}, err
 	}

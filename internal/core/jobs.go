@@ -22,6 +22,9 @@ func (e *Env) jobsLaunch(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	if err := submittedJobs(&b); err != nil {
+		return nil, err
+	}
 	cfg, err := e.requestConfig(r)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -32,7 +33,14 @@ func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
 	for k, v := range b.Secrets {
 		opts.Secrets = append(opts.Secrets, k+"="+v)
 	}
-	dag, err := task.LoadBytes(b.Name, []byte(b.YAML), opts)
+	name, text := b.Name, b.YAML
+	if b.DAGYAML != "" {
+		if b.YAML != "" {
+			return nil, &op.Error{Type: "ValueError", Message: "the body has both yaml and dag_yaml: send one of them"}
+		}
+		name, text = dagYAMLName, b.DAGYAML
+	}
+	dag, err := task.LoadBytes(name, []byte(text), opts)
 	if err != nil {
 		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
@@ -40,6 +48,13 @@ func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
 	for _, t := range dag.Tasks {
 		if err := task.ValidateName(t); err != nil {
 			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+		}
+		// The SDK's paths are the client's: they must at least be
+		// absolute, or the launch would refuse them.
+		if b.DAGYAML != "" {
+			if err := task.ValidateSubmitted(t); err != nil {
+				return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+			}
 		}
 		rs := "-"
 		if t.Resources != nil {
@@ -176,6 +191,9 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	if err := submittedLaunch(&b); err != nil {
+		return nil, err
+	}
 	cfg, err := e.requestConfig(r)
 	if err != nil {
 		return nil, err
@@ -244,21 +262,41 @@ func describeTask(t api.TaskSpec) string {
 // optimize prints the optimizer's table for a launch body without
 // launching: the client shows it before asking to provision.
 func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
-	var b api.LaunchBody
-	if err := r.Decode(&b); err != nil {
+	var ob api.OptimizeBody
+	if err := r.Decode(&ob); err != nil {
 		return nil, err
+	}
+	b := ob.LaunchBody
+	if err := submittedLaunch(&b); err != nil {
+		return nil, err
+	}
+	specs := []api.TaskSpec{b.Task}
+	if ob.DAGYAML != "" {
+		if ob.TaskYAML != "" || !reflect.ValueOf(ob.Task).IsZero() {
+			return nil, &op.Error{Type: "ValueError", Message: "the body has dag_yaml and a task: send one of them"}
+		}
+		// Planned as `sky jobs launch` shows a DAG before asking: each
+		// task in turn.
+		jb := api.JobsLaunchBody{DAGYAML: ob.DAGYAML}
+		if err := submittedJobs(&jb); err != nil {
+			return nil, err
+		}
+		specs = jb.Tasks
 	}
 	b.PlanShown = false
-	plan, err := e.planner(ctx, b, r.Log)
-	if err != nil {
-		return nil, err
-	}
-	res, err := resources.Parse(b.Task.Resources)
-	if err != nil {
-		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
-	}
-	if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
-		return nil, err
+	for _, spec := range specs {
+		b.Task = spec
+		plan, err := e.planner(ctx, b, r.Log)
+		if err != nil {
+			return nil, err
+		}
+		res, err := resources.Parse(b.Task.Resources)
+		if err != nil {
+			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+		}
+		if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
+			return nil, err
+		}
 	}
 	return nil, nil
 }
@@ -268,6 +306,10 @@ func (e *Env) exec(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	if err := submittedTask(&b.Task, b.TaskYAML, b.UploadID); err != nil {
+		return nil, err
+	}
+	b.TaskYAML, b.UploadID = "", ""
 	if _, err := e.requestConfig(r); err != nil {
 		return nil, err
 	}

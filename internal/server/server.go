@@ -844,6 +844,10 @@ func redactCommand(fields map[string]any, body []byte) []byte {
 	}
 	var vals []string
 	walkBody(fields, func(_ map[string]any, k string, sub any) bool {
+		if y, ok := sub.(string); ok && yamlKeys[k] {
+			vals = append(vals, yamlSecretValues(y)...)
+			return true
+		}
 		m, ok := sub.(map[string]any)
 		if !ok || k != "secrets" {
 			return false
@@ -894,11 +898,21 @@ func walkBody(v any, visit func(parent map[string]any, key string, sub any) bool
 	}
 }
 
+// yamlKeys are the body fields that hold a task YAML as the client sent
+// it: `sky validate`'s file, the SDK's task_yaml and dag_yaml.
+var yamlKeys = map[string]bool{"yaml": true, "task_yaml": true, "dag_yaml": true}
+
 // redactYAMLSecrets returns a task YAML as a client sent it (`sky
 // validate` sends the user's file unresolved) with the values of its
 // secrets: sections replaced wherever they appear in the text. Text that
 // is not YAML has no section to find and is kept.
 func redactYAMLSecrets(y string) string {
+	return task.NewRedactor(yamlSecretValues(y)...).Redact(y)
+}
+
+// yamlSecretValues are the values of the secrets: sections of every
+// document of a task YAML.
+func yamlSecretValues(y string) []string {
 	var vals []string
 	dec := yaml.NewDecoder(strings.NewReader(y))
 	for {
@@ -922,7 +936,7 @@ func redactYAMLSecrets(y string) string {
 			}
 		}
 	}
-	return task.NewRedactor(vals...).Redact(y)
+	return vals
 }
 
 // redactSecrets is the body as it is recorded: every value under a
@@ -939,7 +953,7 @@ func redactSecrets(fields map[string]any, body []byte) string {
 			}
 			return true
 		}
-		if y, ok := sub.(string); ok && k == "yaml" {
+		if y, ok := sub.(string); ok && yamlKeys[k] {
 			parent[k] = redactYAMLSecrets(y)
 			return true
 		}

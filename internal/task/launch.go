@@ -47,7 +47,21 @@ func nameError(t *Task) *Error {
 // (the "validate" phase): the task name pattern, mount paths without a
 // trailing slash, and that local workdir and file mount sources exist.
 // Catalog checks of resources belong to the optimizer, not here.
-func ValidateForLaunch(t *Task) error {
+func ValidateForLaunch(t *Task) error { return validateForLaunch(t, true) }
+
+// ValidateSubmitted is ValidateForLaunch for a task a client sent to the
+// API server as YAML (the SDK): its local paths name the client's files,
+// which the server never reads, so their existence is the client's to
+// check; they must be absolute instead, since a relative path would mean
+// the server's working directory.
+func ValidateSubmitted(t *Task) error { return validateForLaunch(t, false) }
+
+// notAbsolute is the error of a submitted task's relative local path.
+const notAbsolute = "%s %q is not an absolute path: a task sent to the API server as YAML names its local files by absolute path (the client expands ~ and resolves relative paths before sending)"
+
+// validateForLaunch checks that local paths exist (local) or are
+// absolute (!local).
+func validateForLaunch(t *Task, local bool) error {
 	src := t.source()
 	var errs ErrorList
 	fail := func(path string, preferKey bool, format string, args ...any) {
@@ -64,7 +78,11 @@ func ValidateForLaunch(t *Task) error {
 	for _, k := range t.MissingSecrets {
 		fail(joinKey("secrets", k), true, "Secret '%s' is None. Please set a value for it in task YAML or with --secret flag (e.g. --secret %s=<value>).", k, k)
 	}
-	if w := t.Workdir; w != nil && !w.IsGit() {
+	if w := t.Workdir; w != nil && !w.IsGit() && !local {
+		if !filepath.IsAbs(w.Path) {
+			fail("workdir", false, notAbsolute, "workdir", w.Path)
+		}
+	} else if w != nil && !w.IsGit() {
 		fi, err := os.Stat(expandHome(w.Path))
 		if err != nil || !fi.IsDir() {
 			fail("workdir", false, "Workdir must be a valid directory (or a symlink to a directory). %s not found.", w.Path)
@@ -82,6 +100,10 @@ func ValidateForLaunch(t *Task) error {
 			case strings.HasSuffix(src, "/") && src != "/":
 				fail(path, false, "Mount paths cannot end with a slash (try %q): %q", strings.TrimRight(src, "/"), src)
 			case IsCloudURI(src), strings.HasPrefix(src, "skypilot:"):
+			case !local:
+				if !filepath.IsAbs(src) {
+					fail(path, false, notAbsolute, "file mount source", src)
+				}
 			default:
 				if _, err := os.Stat(expandHome(src)); err != nil {
 					fail(path, false, "File mount source '%s' does not exist locally. To fix: check if it exists, and correct the path.", src)
@@ -100,6 +122,12 @@ func ValidateForLaunch(t *Task) error {
 			}
 			if strings.HasSuffix(s, "/") && s != "/" {
 				fail(sp, false, "Storage source paths cannot end with a slash (try %q): %q", strings.TrimRight(s, "/"), s)
+				continue
+			}
+			if !local {
+				if !filepath.IsAbs(s) {
+					fail(sp, false, notAbsolute, "storage source", s)
+				}
 				continue
 			}
 			fi, err := os.Stat(expandHome(s))

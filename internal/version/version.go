@@ -6,8 +6,9 @@ var (
 	Version = "0.1.0-dev"
 	// Commit is the git commit the binary was built from.
 	Commit = "unknown"
-	// APIVersion is the API server protocol version (see spec/api.md).
-	APIVersion = 1
+	// APIVersion is the API server protocol version (docs/api.md). 2 added
+	// tasks sent as YAML (task_yaml, dag_yaml) and /api/openapi.json.
+	APIVersion = 2
 )
 
 // ServerHeaderPrefix starts the Server header of every SkyGo API server

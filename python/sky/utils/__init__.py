@@ -1,0 +1,1 @@
+"""Helpers of the sky package that belong to no single public module."""
