@@ -28,6 +28,7 @@ sys.path.insert(0, EXAMPLES)
 import extract  # noqa: E402
 
 MANIFEST = extract.load_manifest()
+STATUS_LINE = '\x1b_skygo-status'
 STATUS_NAMES = ('INIT|PENDING|SETTING_UP|RUNNING|SUCCEEDED|FAILED|FAILED_SETUP|'
                 'FAILED_DRIVER|CANCELLED')
 MANAGED_NAMES = ('PENDING|SUBMITTED|STARTING|RUNNING|RECOVERING|SUCCEEDED|'
@@ -54,6 +55,10 @@ def run_example(srv, name, timeout=300):
                        env=srv.env, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, ('%s exited %d\n--- stdout:\n%s\n--- stderr:\n%s\n%s'
                                % (name, r.returncode, r.stdout, r.stderr, srv.server_log_tail()))
+    # The server's status lines (internal/ux Status: "Provisioning ...")
+    # are a live line on a terminal; into a pipe, as SkyPilot prints no
+    # spinner there, nothing of them may come out.
+    assert STATUS_LINE not in r.stdout + r.stderr, '%s printed raw status lines:\n%r' % (name, r.stdout)
     return r.stdout
 
 
