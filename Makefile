@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk fuzz clean catalog-snapshot
+.PHONY: build test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk fuzz clean catalog-snapshot openapi
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
@@ -15,6 +15,12 @@ test: vet staticcheck unit pytest
 
 vet:
 	$(GO) vet ./...
+
+# openapi: regenerate docs/openapi.json, the API description built from
+# the Go types of the server's operations (cmd/openapigen; its test fails
+# while the committed file is stale).
+openapi:
+	$(GO) run ./cmd/openapigen -o docs/openapi.json
 
 staticcheck:
 	$(GO) tool staticcheck ./...

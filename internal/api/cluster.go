@@ -66,6 +66,14 @@ func (iv Interval) MarshalJSON() ([]byte, error) {
 	return json.Marshal([]any{iv.Start, iv.End})
 }
 
+// OpenAPISchema describes the [start, end-or-null] pair for the API's
+// description.
+func (Interval) OpenAPISchema() map[string]any {
+	return map[string]any{"type": "array", "minItems": 2, "maxItems": 2,
+		"description": "[start, end]: epoch seconds; end null while the cluster is up",
+		"items":       map[string]any{"type": "integer", "nullable": true}}
+}
+
 // UnmarshalJSON reads [start, end-or-null].
 func (iv *Interval) UnmarshalJSON(b []byte) error {
 	var pair []*int64

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
@@ -127,38 +128,38 @@ func (e *Env) Ops() []op.Op {
 
 func (e *Env) ops() []op.Op {
 	return append([]op.Op{
-		{Name: "validate", Schedule: op.Short, Run: e.validate},
-		{Name: "check", Schedule: op.Short, Run: e.check},
-		{Name: "list_accelerators", Schedule: op.Short, Run: e.listAccelerators},
-		{Name: "launch", Schedule: op.Long, Run: e.launch},
-		{Name: "optimize", Schedule: op.Short, Run: e.optimize},
-		{Name: "exec", Schedule: op.Long, Run: e.exec},
-		{Name: "status", Schedule: op.Short, Run: e.status},
-		{Name: "stop", Schedule: op.Short, Run: e.stop},
-		{Name: "start", Schedule: op.Long, Run: e.start},
-		{Name: "down", Schedule: op.Short, Run: e.down},
-		{Name: "autostop", Schedule: op.Short, Run: e.autostop},
-		{Name: "queue", Schedule: op.Short, Run: e.queue},
-		{Name: "cancel", Schedule: op.Short, Run: e.cancel},
+		{Name: "validate", Schedule: op.Short, Body: api.ValidateBody{}, Result: api.ValidateResult{}, Run: e.validate},
+		{Name: "check", Schedule: op.Short, Body: api.CheckBody{}, Result: []check.Result{}, Run: e.check},
+		{Name: "list_accelerators", Schedule: op.Short, Body: api.GPUsBody{}, Result: api.GPUsResult{}, Run: e.listAccelerators},
+		{Name: "launch", Schedule: op.Long, Body: api.LaunchBody{}, Result: api.LaunchResult{}, Run: e.launch},
+		{Name: "optimize", Schedule: op.Short, Body: api.OptimizeBody{}, Result: op.Null{}, Run: e.optimize},
+		{Name: "exec", Schedule: op.Long, Body: api.ExecBody{}, Result: api.LaunchResult{}, Run: e.exec},
+		{Name: "status", Schedule: op.Short, Body: api.ClustersBody{}, Result: []api.ClusterRecord{}, Run: e.status},
+		{Name: "stop", Schedule: op.Short, Body: api.ClustersBody{}, Result: []string{}, Run: e.stop},
+		{Name: "start", Schedule: op.Long, Body: api.ClustersBody{}, Result: []string{}, Run: e.start},
+		{Name: "down", Schedule: op.Short, Body: api.ClustersBody{}, Result: []string{}, Run: e.down},
+		{Name: "autostop", Schedule: op.Short, Body: api.AutostopBody{}, Result: []string{}, Run: e.autostop},
+		{Name: "queue", Schedule: op.Short, Body: api.ClustersBody{}, Result: map[string][]agentapi.Job{}, Run: e.queue},
+		{Name: "cancel", Schedule: op.Short, Body: api.CancelBody{}, Result: agentapi.CancelResult{}, Run: e.cancel},
 		// A log tail is only of use to the client reading it: it runs
 		// beside, not among, the workers of launch and down, and ends
 		// with its client.
-		{Name: "logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.logs},
-		{Name: "job_status", Schedule: op.Short, Run: e.jobStatus},
-		{Name: "download_logs", Schedule: op.Short, Run: e.downloadLogs},
-		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Run: e.hookLogs},
-		{Name: "cost_report", Schedule: op.Short, Run: e.costReport},
-		{Name: "endpoints", Schedule: op.Short, Run: e.endpoints},
-		{Name: "jobs.launch", Schedule: op.Short, Run: e.jobsLaunch},
-		{Name: "jobs.queue", Schedule: op.Short, Run: e.jobsQueue},
-		{Name: "jobs.cancel", Schedule: op.Short, Run: e.jobsCancel},
-		{Name: "jobs.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.jobsLogs},
-		{Name: "jobs.download_logs", Schedule: op.Short, Run: e.jobsDownloadLogs},
-		{Name: "jobs.pool_apply", Schedule: op.Long, Run: e.poolApply},
-		{Name: "jobs.pool_status", Schedule: op.Short, Run: e.poolStatus},
-		{Name: "jobs.pool_down", Schedule: op.Long, Run: e.poolDown},
-		{Name: "jobs.pool_logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.poolLogs},
-		{Name: "jobs.pool_sync-down-logs", Schedule: op.Short, Run: e.poolSyncDown},
+		{Name: "logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.LogsBody{}, Result: api.JobStatusResult{}, Run: e.logs},
+		{Name: "job_status", Schedule: op.Short, Body: api.LogsBody{}, Result: api.JobStatusResult{}, Run: e.jobStatus},
+		{Name: "download_logs", Schedule: op.Short, Body: api.LogsBody{}, Result: api.LogsDownload{}, Run: e.downloadLogs},
+		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Body: api.LogsBody{}, Result: op.Null{}, Run: e.hookLogs},
+		{Name: "cost_report", Schedule: op.Short, Body: api.CostReportBody{}, Result: []api.CostRecord{}, Run: e.costReport},
+		{Name: "endpoints", Schedule: op.Short, Body: api.EndpointsBody{}, Result: map[string]string{}, Run: e.endpoints},
+		{Name: "jobs.launch", Schedule: op.Short, Body: api.JobsLaunchBody{}, Result: api.JobsLaunchResult{}, Run: e.jobsLaunch},
+		{Name: "jobs.queue", Schedule: op.Short, Body: api.JobsQueueBody{}, Result: api.JobsQueueResult{}, Run: e.jobsQueue},
+		{Name: "jobs.cancel", Schedule: op.Short, Body: api.JobsCancelBody{}, Result: api.JobsCancelResult{}, Run: e.jobsCancel},
+		{Name: "jobs.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.JobsLogsBody{}, Result: api.JobsLogsResult{}, Run: e.jobsLogs},
+		{Name: "jobs.download_logs", Schedule: op.Short, Body: api.JobsDownloadBody{}, Result: api.LogsDownload{}, Run: e.jobsDownloadLogs},
+		{Name: "jobs.pool_apply", Schedule: op.Long, Body: api.PoolApplyBody{}, Result: api.PoolApplyResult{}, Run: e.poolApply},
+		{Name: "jobs.pool_status", Schedule: op.Short, Body: api.PoolStatusBody{}, Result: []api.PoolRecord{}, Run: e.poolStatus},
+		{Name: "jobs.pool_down", Schedule: op.Long, Body: api.PoolDownBody{}, Result: api.PoolDownResult{}, Run: e.poolDown},
+		{Name: "jobs.pool_logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.PoolLogsBody{}, Result: op.Null{}, Run: e.poolLogs},
+		{Name: "jobs.pool_sync-down-logs", Schedule: op.Short, Body: api.PoolSyncDownBody{}, Result: api.LogsDownload{}, Run: e.poolSyncDown},
 	}, append(e.serveOps(), e.Backend.Infras.Ops()...)...) // then `sky ssh up`, `sky local down`, ...
 }
 

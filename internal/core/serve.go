@@ -13,13 +13,13 @@ import (
 
 func (e *Env) serveOps() []op.Op {
 	return []op.Op{
-		{Name: "serve.up", Schedule: op.Long, Run: e.serveUp},
-		{Name: "serve.update", Schedule: op.Long, Run: e.serveUpdate},
-		{Name: "serve.status", Schedule: op.Short, Run: e.serveStatus},
-		{Name: "serve.down", Schedule: op.Long, Run: e.serveDown},
-		{Name: "serve.terminate-replica", Schedule: op.Short, Run: e.serveTerminateReplica},
-		{Name: "serve.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Run: e.serveLogs},
-		{Name: "serve.sync-down-logs", Schedule: op.Short, Run: e.serveSyncDown},
+		{Name: "serve.up", Schedule: op.Long, Body: api.ServeUpBody{}, Result: api.ServeUpResult{}, Run: e.serveUp},
+		{Name: "serve.update", Schedule: op.Long, Body: api.ServeUpdateBody{}, Result: api.ServeUpdateResult{}, Run: e.serveUpdate},
+		{Name: "serve.status", Schedule: op.Short, Body: api.ServeStatusBody{}, Result: []api.ServiceRecord{}, Run: e.serveStatus},
+		{Name: "serve.down", Schedule: op.Long, Body: api.ServeDownBody{}, Result: api.ServeDownResult{}, Run: e.serveDown},
+		{Name: "serve.terminate-replica", Schedule: op.Short, Body: api.ServeTerminateReplicaBody{}, Result: op.Null{}, Run: e.serveTerminateReplica},
+		{Name: "serve.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.ServeLogsBody{}, Result: op.Null{}, Run: e.serveLogs},
+		{Name: "serve.sync-down-logs", Schedule: op.Short, Body: api.ServeSyncDownBody{}, Result: api.LogsDownload{}, Run: e.serveSyncDown},
 	}
 }
 

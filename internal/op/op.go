@@ -53,12 +53,26 @@ func (s Schedule) String() string {
 // when no client comes to follow it at all, so a killed client never
 // leaves it running. Operations that change the world (launch, down...)
 // leave it false and keep running when their client leaves.
+//
+// Body and Result are values of the Go types of the POSTed body and of
+// the request's return_value (zero values will do): the server describes
+// its API from them (GET /api/openapi.json, docs/openapi.json), so the
+// description is the code's and cannot drift from it. Every op sets
+// both; an op whose return_value is always null says Null{}, one that
+// takes no fields NoBody{}.
 type Op struct {
 	Name                 string
 	Schedule             Schedule
 	CancelWhenUnfollowed bool
+	Body, Result         any
 	Run                  func(ctx context.Context, r *Request) (any, error)
 }
+
+// Null is the Result of an op whose return_value is always null.
+type Null struct{}
+
+// NoBody is the Body of an op that reads no field of its body ({}).
+type NoBody struct{}
 
 // Request is what an operation sees of the API request it serves.
 type Request struct {

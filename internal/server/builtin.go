@@ -13,13 +13,11 @@ import (
 // `sleep` so tests (and operators) can prove that cancelling a request
 // kills the work it started.
 func builtinOps() []op.Op {
-	return []op.Op{{Name: "debug.sleep", Schedule: op.Long, Run: debugSleep}}
+	return []op.Op{{Name: "debug.sleep", Schedule: op.Long, Body: debugSleepBody{}, Result: debugSleepResult{}, Run: debugSleep}}
 }
 
 func debugSleep(ctx context.Context, r *op.Request) (any, error) {
-	var b struct {
-		Seconds float64 `json:"seconds"`
-	}
+	var b debugSleepBody
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
@@ -39,5 +37,15 @@ func debugSleep(ctx context.Context, r *op.Request) (any, error) {
 		return nil, fmt.Errorf("sleep: %w", err)
 	}
 	fmt.Fprintln(r.Log, "done sleeping")
-	return map[string]any{"slept_seconds": b.Seconds}, nil
+	return debugSleepResult{Slept: b.Seconds}, nil
+}
+
+// debugSleepBody is the body of /debug/sleep (`sky api debug-sleep`).
+type debugSleepBody struct {
+	Seconds float64 `json:"seconds"`
+}
+
+// debugSleepResult is what /debug/sleep returns.
+type debugSleepResult struct {
+	Slept float64 `json:"slept_seconds"`
 }

@@ -173,6 +173,15 @@ type Server struct {
 	// id names this server among those sharing a database: host:port, so
 	// the same server restarted recognises the requests it left behind.
 	id string
+	// openapi is the API description, built on first GET /api/openapi.json.
+	openapi struct {
+		once sync.Once
+		doc  []byte
+		err  error
+	}
+	// patterns are the fixed routes routes() registered, which the API
+	// description must all describe.
+	patterns []string
 }
 
 // isLoopback reports whether host only accepts local connections.
@@ -527,27 +536,33 @@ func (s *Server) checkVersion(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for name, o := range s.ops {
-		path := "/" + strings.ReplaceAll(strings.TrimPrefix(name, "sky."), ".", "/")
-		mux.Handle("POST "+path, s.wrap(s.submitHandler(name, o)))
+		mux.Handle("POST "+opPath(name), s.wrap(s.submitHandler(name, o)))
 	}
-	mux.HandleFunc("GET /api/health", s.handleHealth)
-	mux.Handle("GET /api/get", s.wrap(s.handleGet))
-	mux.Handle("GET /api/stream", s.wrap(s.handleStream))
-	mux.Handle("GET /api/status", s.wrap(s.handleStatus))
-	mux.Handle("GET /api/download", s.wrap(s.handleDownload))
-	mux.Handle("POST /api/cancel", s.wrap(s.handleCancel))
-	mux.Handle("GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
+	s.handle(mux, "GET /api/health", http.HandlerFunc(s.handleHealth))
+	s.handle(mux, "GET "+PathOpenAPI, s.wrap(s.handleOpenAPI))
+	s.handle(mux, "GET /api/get", s.wrap(s.handleGet))
+	s.handle(mux, "GET /api/stream", s.wrap(s.handleStream))
+	s.handle(mux, "GET /api/status", s.wrap(s.handleStatus))
+	s.handle(mux, "GET /api/download", s.wrap(s.handleDownload))
+	s.handle(mux, "POST /api/cancel", s.wrap(s.handleCancel))
+	s.handle(mux, "GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil, nil
 	}))
 	s.uploadRoutes(mux)
-	mux.Handle("GET /users", s.wrap(s.handleListUsers))
-	mux.Handle("POST /users/create", s.wrap(s.handleCreateUser))
-	mux.Handle("POST /users/delete", s.wrap(s.handleDeleteUser))
-	mux.Handle("GET /users/service-account-tokens", s.wrap(s.handleListTokens))
-	mux.Handle("POST /users/service-account-tokens", s.wrap(s.handleCreateToken))
-	mux.Handle("POST /users/service-account-tokens/delete", s.wrap(s.handleDeleteToken))
+	s.handle(mux, "GET /users", s.wrap(s.handleListUsers))
+	s.handle(mux, "POST /users/create", s.wrap(s.handleCreateUser))
+	s.handle(mux, "POST /users/delete", s.wrap(s.handleDeleteUser))
+	s.handle(mux, "GET /users/service-account-tokens", s.wrap(s.handleListTokens))
+	s.handle(mux, "POST /users/service-account-tokens", s.wrap(s.handleCreateToken))
+	s.handle(mux, "POST /users/service-account-tokens/delete", s.wrap(s.handleDeleteToken))
 	return mux
+}
+
+// handle registers a fixed route (not an op) and remembers its pattern.
+func (s *Server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	mux.Handle(pattern, h)
 }
 
 // maxBody bounds a request body; tasks travel as YAML strings, uploads go
@@ -730,13 +745,14 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, u api.User
 	return recs, nil
 }
 
-type cancelBody struct {
+// requestCancelBody is the body of POST /api/cancel.
+type requestCancelBody struct {
 	RequestIDs []string `json:"request_ids"`
 	AllUsers   bool     `json:"all_users"`
 }
 
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
-	var b cancelBody
+	var b requestCancelBody
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b); err != nil && !errors.Is(err, io.EOF) {
 		return nil, errf(http.StatusBadRequest, "cancel body: %v", err)
 	}

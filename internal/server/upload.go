@@ -48,14 +48,14 @@ func newUploadMetrics(reg prometheus.Registerer) *uploadMetrics {
 }
 
 func (s *Server) uploadRoutes(mux *http.ServeMux) {
-	mux.Handle("GET "+api.PathUploadLimits, s.wrap(func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
+	s.handle(mux, "GET "+api.PathUploadLimits, s.wrap(func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		return s.uploads.Limits(), nil
 	}))
-	mux.Handle("POST "+api.PathUpload, s.wrap(s.handleUploadNeeds))
-	mux.Handle("GET "+api.PathUploadBlob, s.wrap(s.handleBlobHave))
-	mux.Handle("PUT "+api.PathUploadBlob, s.wrap(s.handleBlobChunk))
-	mux.Handle("PUT "+api.PathUploadBatch, s.wrap(s.handleUploadBatch))
-	mux.Handle("POST "+api.PathUploadCommit, s.wrap(s.handleUploadCommit))
+	s.handle(mux, "POST "+api.PathUpload, s.wrap(s.handleUploadNeeds))
+	s.handle(mux, "GET "+api.PathUploadBlob, s.wrap(s.handleBlobHave))
+	s.handle(mux, "PUT "+api.PathUploadBlob, s.wrap(s.handleBlobChunk))
+	s.handle(mux, "PUT "+api.PathUploadBatch, s.wrap(s.handleUploadBatch))
+	s.handle(mux, "POST "+api.PathUploadCommit, s.wrap(s.handleUploadCommit))
 }
 
 func decodeManifest(r *http.Request) (api.UploadManifest, error) {

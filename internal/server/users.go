@@ -44,11 +44,7 @@ func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request, u api.
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}
-	var b struct {
-		Username string `json:"username"`
-		Password string `json:"password"`
-		Role     string `json:"role"`
-	}
+	var b createUserBody
 	if err := decodeBody(r, &b); err != nil {
 		return nil, err
 	}
@@ -79,9 +75,7 @@ func (s *Server) handleDeleteUser(w http.ResponseWriter, r *http.Request, u api.
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}
-	var b struct {
-		UserID string `json:"user_id"`
-	}
+	var b deleteUserBody
 	if err := decodeBody(r, &b); err != nil {
 		return nil, err
 	}
@@ -106,11 +100,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, u api
 	if !s.opts.ServiceAccounts {
 		return nil, errf(http.StatusBadRequest, "service accounts are disabled on this server; start it with ENABLE_SERVICE_ACCOUNTS=true")
 	}
-	var b struct {
-		TokenName     string `json:"token_name"`
-		ExpiresInDays int    `json:"expires_in_days"`
-		Role          string `json:"role"`
-	}
+	var b createTokenBody
 	if err := decodeBody(r, &b); err != nil {
 		return nil, err
 	}
@@ -144,9 +134,7 @@ func (s *Server) handleDeleteToken(w http.ResponseWriter, r *http.Request, u api
 	if err := s.requireAdmin(u); err != nil {
 		return nil, err
 	}
-	var b struct {
-		TokenID string `json:"token_id"`
-	}
+	var b deleteTokenBody
 	if err := decodeBody(r, &b); err != nil {
 		return nil, err
 	}
@@ -155,4 +143,28 @@ func (s *Server) handleDeleteToken(w http.ResponseWriter, r *http.Request, u api
 	}
 	s.auth.flush() // revoke now, not after the cache TTL
 	return map[string]string{"token_id": b.TokenID}, nil
+}
+
+// createUserBody is the body of POST /users/create; role defaults to user.
+type createUserBody struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Role     string `json:"role,omitempty"`
+}
+
+// deleteUserBody is the body of POST /users/delete.
+type deleteUserBody struct {
+	UserID string `json:"user_id"`
+}
+
+// createTokenBody is the body of POST /users/service-account-tokens.
+type createTokenBody struct {
+	TokenName     string `json:"token_name"`
+	ExpiresInDays int    `json:"expires_in_days,omitempty"`
+	Role          string `json:"role,omitempty"`
+}
+
+// deleteTokenBody is the body of POST /users/service-account-tokens/delete.
+type deleteTokenBody struct {
+	TokenID string `json:"token_id"`
 }

@@ -213,8 +213,8 @@ def _file_entry(name: str, st: os.stat_result) -> Dict[str, Any]:
 def _walk_root(name: str, source: str,
                add: Callable[[Dict[str, Any], str, int], None]) -> None:
     try:
-        src = os.path.realpath(source, strict=True)
-        st = os.stat(src)
+        st = os.stat(source)  # follows links: a missing target fails here
+        src = os.path.realpath(source)
     except OSError as e:
         raise ValueError(f'{source}: {e.strerror or e}') from e
     if not stat.S_ISDIR(st.st_mode):

@@ -35,20 +35,26 @@ def workdir(tmp_path_factory):
     (d / '.skyignore').write_text('ignored.txt\n')
     mount = tmp_path_factory.mktemp('mnt') / 'mounted.txt'
     mount.write_text('mounted-content\n')
-    return d, mount
+    mdir = tmp_path_factory.mktemp('mdir')
+    (mdir / 'inner.txt').write_text('dir-mount-content\n')
+    (mdir / 'skip.log').write_text('ignored by .gitignore\n')
+    (mdir / '.gitignore').write_text('*.log\n')
+    return d, mount, mdir
 
 
 @pytest.fixture(scope='module')
 def cluster(sky_server, workdir):
-    wd, mount = workdir
+    wd, mount, mdir = workdir
     task = sky.Task(
         name='hello',
         setup='echo setup-ran',
         run=('cat kept.txt; test ! -e ignored.txt && echo IGNORED-OK; '
-             'wc -c < data/big.bin; cat ~/m/mounted.txt; echo "env=$MYVAR"'),
+             'wc -c < data/big.bin; cat ~/m/mounted.txt; '
+             'cat ~/a-dir/inner.txt; test ! -e ~/a-dir/skip.log && '
+             'echo SKIPLOG-OK; echo "env=$MYVAR"'),
         envs={'MYVAR': 'v1'},
         workdir=str(wd),
-        file_mounts={'~/m/mounted.txt': str(mount)},
+        file_mounts={'~/m/mounted.txt': str(mount), '~/a-dir': str(mdir)},
     )
     task.set_resources(sky.Resources(infra='local', cpus='1+', ports=8080))
     out = io.StringIO()
@@ -75,6 +81,7 @@ def test_launch_uploads_and_logs(cluster):
     assert 'kept-content' in text and 'IGNORED-OK' in text
     assert str(3 << 20) in text
     assert 'mounted-content' in text and 'env=v1' in text
+    assert 'dir-mount-content' in text and 'SKIPLOG-OK' in text
 
 
 def test_status_record(cluster):
@@ -192,9 +199,9 @@ def test_stop_start_down_cost(sky_server, workdir):
     assert sky.get(sky.stop(name)) is None
     [r] = sky.get(sky.status([name]))
     assert r['status'] == sky.ClusterStatus.STOPPED
-    assert sky.get(sky.start(name)) is None
+    assert sky.get(sky.start(name, idle_minutes_to_autostop=45)) is None
     [r] = sky.get(sky.status([name], refresh=sky.StatusRefreshMode.AUTO))
-    assert r['status'] == sky.ClusterStatus.UP
+    assert r['status'] == sky.ClusterStatus.UP and r['autostop'] == 45
     assert sky.get(sky.down(name)) is None
     assert sky.get(sky.status([name])) == []
     with pytest.raises(exceptions.ClusterDoesNotExist):
@@ -208,7 +215,7 @@ def test_stop_start_down_cost(sky_server, workdir):
 
 
 def test_dryrun_and_validate(sky_server, workdir):
-    wd, _ = workdir
+    wd = workdir[0]
     t = sky.Task(run='echo x', workdir=str(wd))
     assert sky.get(sky.launch(t, cluster_name='sdkpy-dry', dryrun=True)) == (
         None, None)
@@ -220,3 +227,42 @@ def test_dryrun_and_validate(sky_server, workdir):
         sky.validate(sky.dag.as_dag(bad))
     with pytest.raises(ValueError, match='missing-src'):
         sky.validate(sky.Task(run='x', file_mounts={'/d': '/missing-src'}))
+
+
+def test_chain_dag_runs_in_order(sky_server):
+    with sky.Dag() as dag:
+        a = sky.Task(name='pre', run='sleep 0.5; echo pre-done')
+        b = sky.Task(name='train', run='echo train-done')
+        a >> b
+    job_id, handle = sky.get(sky.launch(dag, cluster_name='sdkpy-chain'))
+    assert handle.cluster_name == 'sdkpy-chain'
+    jobs = sorted(sky.get(sky.queue('sdkpy-chain')), key=lambda j: j['job_id'])
+    assert [j['job_name'] for j in jobs] == ['pre', 'train']
+    assert jobs[-1]['job_id'] == job_id
+    assert jobs[0]['end_at'] <= jobs[1]['submitted_at'] + 1
+    assert sky.tail_logs('sdkpy-chain', job_id, follow=True,
+                         output_stream=io.StringIO()) == 0
+    jobs = sky.get(sky.queue('sdkpy-chain'))
+    assert all(j['status'] == sky.JobStatus.SUCCEEDED for j in jobs)
+    out = io.StringIO()
+    assert sky.tail_provision_logs('sdkpy-chain', output_stream=out) == 0
+    logs = sky.download_logs('sdkpy-chain', [str(job_id)])
+    assert list(logs) == [str(job_id)] and os.listdir(logs[str(job_id)])
+    sky.get(sky.down('sdkpy-chain'))
+
+
+def test_infra_queries(sky_server, capsys):
+    enabled = sky.get(sky.enabled_clouds())
+    assert 'Local' in enabled or 'local' in [e.lower() for e in enabled]
+    checked = sky.get(sky.check(None, False))
+    assert list(checked) == ['default'] and checked['default']
+    accs = sky.get(sky.list_accelerators(name_filter='A100'))
+    assert accs and all('A100' in name for name in accs)
+    info = next(iter(accs.values()))[0]
+    assert info.accelerator_name.startswith('A100') and info.cloud
+    counts = sky.get(sky.list_accelerator_counts(name_filter='A100'))
+    assert set(counts) == set(accs)
+    assert all(isinstance(c, int) for cs in counts.values() for c in cs)
+    assert sky.get(sky.optimize(sky.Task(run='x'))) is None
+    sky.api_server_logs(follow=False)
+    assert capsys.readouterr().out

@@ -5,6 +5,7 @@ server answers /api/health only)."""
 import base64
 import hashlib
 import http.server
+import io
 import json
 import os
 import threading
@@ -367,9 +368,10 @@ def test_paths_made_absolute_and_checked(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match='missing.txt'):
         sdk._prepare_config({'file_mounts': {'/d': 'missing.txt'}}, True,
                             'task t')
-    _, roots = sdk._prepare_config({'workdir': 'wd', 'file_mounts': {
-        '/d': 'data.txt'}}, False, 'task t')
+    cfg, roots = sdk._prepare_config({'workdir': 'wd', 'file_mounts': {
+        '/d': 'data.txt', '/m': 'missing.txt'}}, False, 'task t')
     assert roots == [('workdir', str(tmp_path / 'wd'))]
+    assert cfg['file_mounts']['/m'] == str(tmp_path / 'missing.txt')
 
 
 def test_home_expanded_on_client(tmp_path, monkeypatch):
@@ -446,3 +448,25 @@ def test_batch_tar_entries(tmp_path):
         [m] = tf.getmembers()
         assert m.name == sha and m.size == 5 and m.mode == 0o640
         assert tf.extractfile(m).read() == b'hello'
+
+
+class _Tty(io.StringIO):
+
+    def isatty(self):
+        return True
+
+
+def test_stage_lines_dropped_into_a_pipe_drawn_on_a_tty():
+    st = '\x1b_skygo-status Provisioning dev...\x1b\\\n'
+    end = '\x1b_skygo-status \x1b\\\n'
+    lines = ['a\n', st, 'b\n', end, 'c\n']
+    pipe = io.StringIO()
+    sdk._write_lines(iter(lines), pipe)
+    assert pipe.getvalue() == 'a\nb\nc\n'
+    tty = _Tty()
+    sdk._write_lines(iter(lines), tty)
+    assert tty.getvalue() == ('a\n\r\x1b[KProvisioning dev...'
+                              '\r\x1b[Kb\nProvisioning dev...\r\x1b[Kc\n')
+    relay = io.StringIO()
+    sdk._write_lines(iter(lines), relay, relay=True)
+    assert relay.getvalue() == ''.join(lines)

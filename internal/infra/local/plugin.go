@@ -111,8 +111,8 @@ func (l capacity) Feasible(_ context.Context, req optimizer.Request, numNodes in
 // Ops implements infra.Operations: `sky local up` and `sky local down`.
 func (in *Infra) Ops() []op.Op {
 	return []op.Op{
-		{Name: "local_up", Schedule: op.Long, Run: in.up},
-		{Name: "local_down", Schedule: op.Long, Run: in.down},
+		{Name: "local_up", Schedule: op.Long, Body: op.NoBody{}, Result: map[string]bool{}, Run: in.up},
+		{Name: "local_down", Schedule: op.Long, Body: op.NoBody{}, Result: map[string]bool{}, Run: in.down},
 	}
 }
 

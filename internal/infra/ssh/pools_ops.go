@@ -450,7 +450,7 @@ func (in *Infra) Capacity() optimizer.CapacityInfra { return capacity{in} }
 // Ops implements infra.Operations: `sky ssh up` and `sky ssh down`.
 func (in *Infra) Ops() []op.Op {
 	return []op.Op{
-		{Name: "ssh_up", Schedule: op.Long, Run: in.up},
-		{Name: "ssh_down", Schedule: op.Long, Run: in.down},
+		{Name: "ssh_up", Schedule: op.Long, Body: api.SSHUpBody{}, Result: []*PoolRecord{}, Run: in.up},
+		{Name: "ssh_down", Schedule: op.Long, Body: api.SSHDownBody{}, Result: []string{}, Run: in.down},
 	}
 }

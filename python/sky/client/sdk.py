@@ -339,13 +339,52 @@ def _out(output_stream) -> Any:
     return output_stream if output_stream is not None else sys.stdout
 
 
-def _write_lines(lines: Iterator[str], out) -> None:
-    for line in lines:
-        out.write(line)
-        try:
-            out.flush()
-        except Exception:  # pylint: disable=broad-except
-            pass
+# The server's stage lines ("Provisioning dev on Local (1 node)...") are
+# APC strings (internal/ux Status): the CLI draws the current one as a live
+# line on a terminal and drops them into a pipe; so does the SDK.
+_STATUS_OPEN = '\x1b_skygo-status '
+_STATUS_CLOSE = '\x1b\\'
+_CLEAR_LINE = '\r\x1b[K'
+
+
+def _status_of(line: str) -> Optional[str]:
+    body = line.rstrip('\n')
+    if body.startswith(_STATUS_OPEN) and body.endswith(_STATUS_CLOSE):
+        return body[len(_STATUS_OPEN):-len(_STATUS_CLOSE)]
+    return None
+
+
+def _is_tty(out) -> bool:
+    try:
+        return bool(out.isatty())
+    except Exception:  # pylint: disable=broad-except
+        return False
+
+
+def _write_lines(lines: Iterator[str], out, relay: bool = False) -> None:
+    """Writes a request log: plain lines as they are; stage lines drawn as
+    one live line on a terminal, dropped otherwise (relay: kept as the
+    server sent them, for a caller that renders them itself)."""
+    tty = _is_tty(out)
+    live = ''
+    try:
+        for line in lines:
+            msg = None if relay else _status_of(line)
+            if msg is not None:
+                if tty and (live or msg):
+                    out.write(_CLEAR_LINE + msg)
+                live = msg if tty else ''
+            elif live:
+                out.write(_CLEAR_LINE + line + live)
+            else:
+                out.write(line)
+            try:
+                out.flush()
+            except Exception:  # pylint: disable=broad-except
+                pass
+    finally:
+        if live:
+            out.write(_CLEAR_LINE)
 
 
 def stream_and_get(request_id: Optional[str] = None,
@@ -355,19 +394,16 @@ def stream_and_get(request_id: Optional[str] = None,
                    relay_rich_status: bool = False) -> Any:
     """Streams the log of a request (or of a log file on the server) and
     returns the request's result; with follow=False returns None."""
-    _refuse('relay_rich_status', relay_rich_status, False,
-            'the SkyGo server sends plain log lines, no rich status codes')
     if isinstance(request_id, LocalRequestId):
         return get(request_id)
     c = _client()
     got, lines = c.stream(str(request_id) if request_id else None,
                           follow=follow, tail=tail, log_path=log_path)
-    _write_lines(lines, _out(output_stream))
-    if not follow or log_path:
-        return None
+    _write_lines(lines, _out(output_stream), relay=relay_rich_status)
     rid = request_id if request_id is not None else RequestId(got)
-    rec = c.get_record(str(rid) if rid else got)
-    return _map_result(rid, rec)
+    if not follow or log_path or not rid:
+        return None
+    return _map_result(rid, c.get_record(str(rid)))
 
 
 # ---- tasks: YAML, local paths, uploads ----
@@ -404,7 +440,9 @@ def _prepare_config(config: Dict[str, Any], mounts: bool,
         for dst, src in fms.items():
             if isinstance(src, str) and not _is_url(src):
                 p = _abs_local(src)
-                if not os.path.exists(p):
+                # Without mounts (exec) the sources are not sent, so a
+                # missing one is no error here.
+                if mounts and not os.path.exists(p):
                     raise ValueError(
                         f'{what}: file_mounts {dst}: source {src!r} ({p}) '
                         'does not exist')
@@ -435,6 +473,21 @@ def _to_yaml_text(configs: List[Dict[str, Any]]) -> str:
 def _as_dag(task: Any):
     from sky import dag as dag_lib  # pylint: disable=import-outside-toplevel
     return dag_lib.as_dag(task)
+
+
+def _require_task_yaml(op: str, func: str) -> None:
+    """Operations whose server side may predate YAML task bodies: the
+    server's OpenAPI document must list task_yaml for them, since a
+    server that ignores the field would run an empty task."""
+    path = '/' + op.replace('.', '/')
+    c = _client()
+    fields = c.body_fields(path)
+    if fields is None or 'task_yaml' not in fields:
+        raise exceptions.NotSupportedError(
+            f'{func} needs an API server that takes the task as YAML on '
+            f'{path}; the server at {c.endpoint} does not (its '
+            '/api/openapi.json lists no task_yaml there): upgrade the '
+            'server, or use the CLI for now')
 
 
 def _one_task_yaml(task: Any, mounts: bool, func: str) -> Tuple[str, str]:
@@ -530,10 +583,29 @@ def launch(task: Any, cluster_name: Optional[str] = None,
             'SkyGo has no launch context')
     _refuse('_include_credentials', _include_credentials, False,
             'the SkyGo server does not send credentials to clients')
+    _refuse('_need_confirmation', _need_confirmation, False,
+            'the SDK cannot prompt; call sky.optimize first to see the plan')
+    cluster_name = cluster_name or _generated_cluster_name()
+    opts = dict(retry_until_up=retry_until_up, dryrun=dryrun,
+                no_setup=no_setup, fast=fast,
+                optimize_time=_enums.optimize_time(optimize_target))
+    last = dict(idle_minutes_to_autostop=idle_minutes_to_autostop,
+                wait_for=_wait_for_value(wait_for), down=down)
+    dag = _as_dag(task)
+    if len(dag.tasks) <= 1:
+        return _submit('launch', _launch_body(dag, cluster_name, **opts,
+                                              **last))
+    return _launch_chain(dag, cluster_name, opts, last)
+
+
+def _launch_body(task: Any, cluster_name: str, *, retry_until_up: bool,
+                 dryrun: bool, no_setup: bool, fast: bool,
+                 optimize_time: bool, idle_minutes_to_autostop: Optional[int],
+                 wait_for: Optional[str], down: bool) -> Dict[str, Any]:
     task_yaml, upload_id = _one_task_yaml(task, True, 'sky.launch')
     body: Dict[str, Any] = {
         'task_yaml': task_yaml,
-        'cluster_name': cluster_name or _generated_cluster_name(),
+        'cluster_name': cluster_name,
         # The request ends once the job is submitted; its output is
         # sky.tail_logs's (SkyPilot's SDK does the same).
         'detach_run': True,
@@ -551,16 +623,60 @@ def launch(task: Any, cluster_name: Optional[str] = None,
         body['idle_minutes_to_autostop'] = int(idle_minutes_to_autostop)
     if down:
         body['down'] = True
-    w = _wait_for_value(wait_for)
-    if w:
-        body['wait_for'] = w
+    if wait_for:
+        body['wait_for'] = wait_for
     if retry_until_up:
         body['retry_until_up'] = True
-    if _enums.optimize_time(optimize_target):
+    if optimize_time:
         body['optimize_time'] = True
-    if _need_confirmation:
-        body['plan_shown'] = False
-    return _submit('launch', _with_env(body))
+    return _with_env(body)
+
+
+def _launch_chain(dag: Any, cluster_name: str, opts: Dict[str, Any],
+                  last: Dict[str, Any]) -> RequestId:
+    """A chain DAG on one cluster: its tasks are launched there in order,
+    each after the job of the one before SUCCEEDED. The first launch is
+    submitted now; :func:`get` on the returned id drives the rest (the
+    chain is the client's, so it advances while get runs), and returns
+    the last task's ``(job_id, handle)``. Autostop and down apply to the
+    last launch, so the cluster outlives the tasks before it."""
+    if not dag.is_chain():
+        raise exceptions.NotSupportedError(
+            f'sky.launch runs a single task or a chain of tasks; this DAG '
+            f'of {len(dag.tasks)} tasks is not a chain. Run it as a managed '
+            'job: sky.jobs.launch(dag)')
+    order = dag.topological_order()
+    none = dict(idle_minutes_to_autostop=None, wait_for=None, down=False)
+    first = _launch_body(order[0], cluster_name, **opts, **none)
+
+    def post(v: Any, body: Dict[str, Any]):
+        job_id, handle = _launch_result(v, body)
+        prev = order[0]
+        for i, t in enumerate(order[1:], start=1):
+            if job_id is not None:
+                st = _wait_job_end(cluster_name, job_id)
+                if st != _enums.JobStatus.SUCCEEDED:
+                    raise exceptions.SkyPilotError(
+                        f'task {prev.name or i - 1} (job {job_id} on '
+                        f'cluster {cluster_name}) ended {st}; the '
+                        f'{len(order) - i} task(s) after it were not run')
+            extra = last if i == len(order) - 1 else none
+            job_id, handle = get(_submit('launch', _launch_body(
+                t, cluster_name, **opts, **extra)))
+            prev = t
+        return job_id, handle
+
+    return _submit('launch', first, post)
+
+
+def _wait_job_end(cluster_name: str, job_id: int) -> Any:
+    wait = 0.2
+    while True:
+        st = get(job_status(cluster_name, [job_id])).get(job_id)
+        if st is None or st.is_terminal():
+            return st
+        time.sleep(wait)
+        wait = min(wait * 1.5, 2.0)
 
 
 def exec(  # pylint: disable=redefined-builtin
@@ -596,20 +712,7 @@ def stop(cluster_name: str, purge: bool = False, graceful: bool = False,
         body['graceful'] = True
     if graceful_timeout is not None:
         body['graceful_timeout'] = int(graceful_timeout)
-    return _submit('stop', body, _missing_cluster_check(cluster_name))
-
-
-def _missing_cluster_check(name: str):
-    """stop/down/start of one cluster: the server acts on each name it
-    finds and returns those; a name it did not act on does not exist."""
-
-    def post(v: Any, body: Dict[str, Any]) -> None:
-        if isinstance(v, list) and name not in v:
-            raise exceptions.ClusterDoesNotExist(
-                f'Cluster {name!r} does not exist.')
-        return None
-
-    return post
+    return _submit('stop', body, _none)
 
 
 def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
@@ -625,14 +728,12 @@ def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
     if force:
         body['force'] = True
     rid = _client().submit('start', body)
-    post = _missing_cluster_check(cluster_name)
     if idle_minutes_to_autostop is None:
-        return _rid(rid, post)
+        return _rid(rid, _none)
 
     # The server's start sets no autostop: set it once the start is done,
     # as `sky start -i` does.
     def then_autostop(v: Any, b: Dict[str, Any]) -> None:
-        post(v, b)
         get(autostop(cluster_name, idle_minutes_to_autostop, wait_for,
                      down))
         return None
@@ -650,7 +751,7 @@ def down(cluster_name: str, purge: bool = False, graceful: bool = False,
         body['graceful'] = True
     if graceful_timeout is not None:
         body['graceful_timeout'] = int(graceful_timeout)
-    return _submit('down', body, _missing_cluster_check(cluster_name))
+    return _submit('down', body, _none)
 
 
 def status(cluster_names: Optional[List[str]] = None,
@@ -690,7 +791,7 @@ def autostop(cluster_name: str, idle_minutes: int,
     w = _wait_for_value(wait_for)
     if w:
         body['wait_for'] = w
-    return _submit('autostop', body, _missing_cluster_check(cluster_name))
+    return _submit('autostop', body, _none)
 
 
 def cost_report(days: Optional[int] = None) -> RequestId:
@@ -781,7 +882,8 @@ def _iter_request(rid: str) -> Iterator[Optional[str]]:
     c = _client()
     _, lines = c.stream(rid, follow=True)
     for line in lines:
-        yield line
+        if _status_of(line) is None:  # stage lines are display, not log
+            yield line
     c.get_record(rid)  # raise the request's error, if any
     yield None
 
@@ -834,11 +936,13 @@ def tail_provision_logs(cluster_name: str, worker: Optional[int] = None,
     final = rec.get('status') in ('SUCCEEDED', 'FAILED', 'CANCELLED')
     _, lines = c.stream(rec['request_id'], follow=follow and not final,
                         tail=tail or None)
-    out = _out(output_stream)
-    for line in lines:
-        if 'Job submitted, ID:' in line:
-            break
-        out.write(line)
+    def until_job():
+        for line in lines:
+            if 'Job submitted, ID:' in line:
+                return
+            yield line
+
+    _write_lines(until_job(), _out(output_stream))
     return 0
 
 

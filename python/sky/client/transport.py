@@ -294,6 +294,7 @@ class Client:
         self._checked = False  # health (own server, API version) seen
         self._lock = threading.Lock()
         self._opener = None
+        self._openapi: Optional[Dict[str, Any]] = None
 
     # ---- low level ----
 
@@ -625,6 +626,39 @@ class Client:
         body = {'request_ids': list(request_ids) if request_ids else None,
                 'all_users': all_users}
         return self.call_json('POST', '/api/cancel', body=body) or []
+
+    def body_fields(self, path: str) -> Optional[set]:
+        """The JSON fields the server's POST path takes, from its OpenAPI
+        document (GET /api/openapi.json, fetched once); None when the
+        server publishes none or does not have the path."""
+        if self._openapi is None:
+            try:
+                self._openapi = self.call_json('GET', '/api/openapi.json')
+            except exceptions.ApiServerError as e:
+                if e.status_code != 404:
+                    raise
+                self._openapi = {}
+        doc = self._openapi or {}
+        try:
+            schema = doc['paths'][path]['post']['requestBody']['content'][
+                'application/json']['schema']
+        except (KeyError, TypeError):
+            return None
+        fields: set = set()
+
+        def walk(sc: Any, depth: int = 0) -> None:
+            if not isinstance(sc, dict) or depth > 8:
+                return
+            ref = sc.get('$ref')
+            if isinstance(ref, str) and ref.startswith('#/components/schemas/'):
+                walk(doc.get('components', {}).get('schemas', {}).get(
+                    ref.rsplit('/', 1)[1]), depth + 1)
+            fields.update((sc.get('properties') or {}).keys())
+            for sub in sc.get('allOf') or []:
+                walk(sub, depth + 1)
+
+        walk(schema)
+        return fields
 
     def download(self, request_id: str, path: str) -> Response:
         return self.request('GET', '/api/download',

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs ms at import
     from typing import Any, Dict, List, Optional, Union
@@ -152,6 +151,7 @@ def pool_apply(task: Optional[Any], pool_name: str, mode: Any = 'rolling',
     section (or, with task None, resizes it to workers)."""
     body: Dict[str, Any] = {'pool_name': pool_name}
     if task is not None:
+        _sdk._require_task_yaml('jobs.pool_apply', 'sky.jobs.pool_apply')  # pylint: disable=protected-access
         text, upload_id = _sdk._one_task_yaml(task, True, 'sky.jobs.pool_apply')  # pylint: disable=protected-access
         body['task_yaml'] = text
         if upload_id:

@@ -35,6 +35,7 @@ def up(task: Any, service_name: Optional[str] = None,
        _need_confirmation: bool = False) -> _sdk.RequestId:
     """Starts a service from a task with a ``service:`` section. Request
     returns ``(service_name, endpoint)``."""
+    _sdk._require_task_yaml('serve.up', 'sky.serve.up')  # pylint: disable=protected-access
     text, upload_id = _sdk._one_task_yaml(task, True, 'sky.serve.up')  # pylint: disable=protected-access
     body: Dict[str, Any] = {'task_yaml': text}
     if upload_id:
@@ -54,6 +55,7 @@ def update(task: Any, service_name: str,
            _need_confirmation: bool = False) -> _sdk.RequestId:
     """Updates a service to a new version of the task. Request returns
     None."""
+    _sdk._require_task_yaml('serve.update', 'sky.serve.update')  # pylint: disable=protected-access
     text, upload_id = _sdk._one_task_yaml(task, True, 'sky.serve.update')  # pylint: disable=protected-access
     body: Dict[str, Any] = {'task_yaml': text, 'service_name': service_name,
                             'mode': str(getattr(mode, 'value', mode))}

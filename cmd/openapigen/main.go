@@ -1,0 +1,56 @@
+// Command openapigen writes the API server's OpenAPI description, built
+// from the Go types of its operations (internal/server.OpenAPI), to
+// docs/openapi.json or the file given with -o ("-" for stdout). `make
+// openapi` runs it; its test fails while the committed file is stale.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/skygo/skygo/internal/core"
+	"github.com/skygo/skygo/internal/server"
+	"github.com/skygo/skygo/internal/state"
+)
+
+func main() {
+	out := flag.String("o", "docs/openapi.json", "where to write the document (- for stdout)")
+	flag.Parse()
+	doc, err := generate()
+	if err == nil {
+		if *out == "-" {
+			_, err = os.Stdout.Write(doc)
+		} else {
+			err = os.WriteFile(*out, doc, 0o644)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "openapigen:", err)
+		os.Exit(1)
+	}
+}
+
+// generate builds the operations as `sky api start` does, over a private
+// empty home (the op table does not depend on the machine), and describes
+// them.
+func generate() ([]byte, error) {
+	home, err := os.MkdirTemp("", "openapigen-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
+	ctx := context.Background()
+	st, err := state.Open(ctx, "", filepath.Join(home, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	env, err := core.New(core.Options{Home: home, Store: st, Sky: "sky"})
+	if err != nil {
+		return nil, err
+	}
+	return server.OpenAPI(env.Ops())
+}
