@@ -25,7 +25,6 @@ Run ``python3 extract.py`` to print the classification and ``--check`` to
 compare with the committed copies (needs the seeds: SKYGO_SHARED or
 ../shared beside the checkout).
 """
-import ast
 import json
 import os
 import re
