@@ -75,3 +75,34 @@ func TestRecordRedactsYAMLSecrets(t *testing.T) {
 		t.Errorf("text that is not YAML changed: %q", got)
 	}
 }
+
+// A task sent as YAML (the SDK's task_yaml, dag_yaml) carries its secrets
+// in the text: the recorded body and command line hold none of them, and
+// the op still gets the YAML as sent.
+func TestRedactTaskYAML(t *testing.T) {
+	dag := "name: p\n---\nsecrets: {TOKEN: dagsecret-41q}\nrun: echo\n---\nrun: echo\n"
+	body, _ := json.Marshal(map[string]any{
+		"task_yaml":          "secrets:\n  KEY: yamlsecret-83z\nrun: echo\n",
+		"dag_yaml":           dag,
+		"entrypoint_command": "python run.py yamlsecret-83z dagsecret-41q",
+	})
+	var fields map[string]any
+	if err := json.Unmarshal(body, &fields); err != nil {
+		t.Fatal(err)
+	}
+	out := redactCommand(fields, body)
+	var got struct {
+		Command string `json:"entrypoint_command"`
+		DAG     string `json:"dag_yaml"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Command != "python run.py <redacted> <redacted>" || got.DAG != dag {
+		t.Errorf("command %q, dag_yaml %q", got.Command, got.DAG)
+	}
+	rec := redactSecrets(fields, out)
+	if strings.Contains(rec, "yamlsecret-83z") || strings.Contains(rec, "dagsecret-41q") || !strings.Contains(rec, "run: echo") {
+		t.Errorf("recorded body: %s", rec)
+	}
+}

@@ -29,6 +29,9 @@ _LAZY = {
     'Resources': ('sky.resources', 'Resources'),
     'Dag': ('sky.dag', 'Dag'),
     'jobs': ('sky.jobs', None),
+    'dag': ('sky.dag', None),
+    'task': ('sky.task', None),
+    'resources': ('sky.resources', None),
     'serve': ('sky.serve', None),
 }
 

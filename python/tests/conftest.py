@@ -42,6 +42,14 @@ def sky_binary():
     return p if os.path.isfile(p) and os.access(p, os.X_OK) else None
 
 
+def no_binary_reason() -> str:
+    env = os.environ.get('SKYGO_TEST_BINARY')
+    if env:
+        return f'SKYGO_TEST_BINARY={env} is not an executable file'
+    return ('no SkyGo binary: run `make build` (bin/sky) or set '
+            'SKYGO_TEST_BINARY=/path/to/sky')
+
+
 class SkyServer:
     """A running server: its HOME, port, endpoint, binary and env."""
 
@@ -126,8 +134,7 @@ def _kill_pid(pid: int) -> None:
 def sky_server():
     binary = sky_binary()
     if binary is None:
-        pytest.skip('no SkyGo binary: run `make build` (bin/sky) or set '
-                    'SKYGO_TEST_BINARY=/path/to/sky')
+        pytest.skip(no_binary_reason())
     srv = SkyServer(binary)
     saved = {k: os.environ.get(k) for k in _SDK_ENV}
     try:

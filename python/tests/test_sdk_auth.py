@@ -8,15 +8,14 @@ import pytest
 import sky
 from sky.client import transport
 
-from conftest import SkyServer, sky_binary, _SDK_ENV
+from conftest import SkyServer, no_binary_reason, sky_binary, _SDK_ENV
 
 
 @pytest.fixture(scope='module')
 def auth_server():
     binary = sky_binary()
     if binary is None:
-        pytest.skip('no SkyGo binary: run `make build` or set '
-                    'SKYGO_TEST_BINARY')
+        pytest.skip(no_binary_reason())
     srv = SkyServer(binary)
     srv.env.update({'ENABLE_SERVICE_ACCOUNTS': 'true',
                     'SKYPILOT_INITIAL_BASIC_AUTH': 'admin:pw-Secret1'})

@@ -76,3 +76,15 @@ def test_jobs_not_found(sky_server):
     assert sky.jobs.tail_logs(job_id=99999, follow=False,
                               output_stream=io.StringIO()) == 102
     assert sky.get(sky.jobs.queue(job_ids=[99999])) == []
+
+
+def test_pools(sky_server):
+    assert sky.get(sky.jobs.pool_status()) == []
+    fields = sky.client.transport.get_client().body_fields(
+        '/jobs/pool_apply') or set()
+    if 'task_yaml' not in fields:
+        with pytest.raises(sky.exceptions.NotSupportedError,
+                           match='pool_apply'):
+            sky.jobs.pool_apply(sky.Task(run='true'), 'p1')
+    with pytest.raises(ValueError, match='pool_names or all'):
+        sky.jobs.pool_down()

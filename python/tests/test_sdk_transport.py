@@ -14,14 +14,13 @@ import sky
 from sky import _upload
 from sky.client import transport
 
-from conftest import free_port, sky_binary, _kill_pid
+from conftest import free_port, no_binary_reason, sky_binary, _kill_pid
 
 
 def test_autostart_local_server(monkeypatch):
     binary = sky_binary()
     if binary is None:
-        pytest.skip('no SkyGo binary: run `make build` or set '
-                    'SKYGO_TEST_BINARY')
+        pytest.skip(no_binary_reason())
     home = tempfile.mkdtemp(prefix='skypy-as-', dir='/tmp')
     port = free_port()
     for k in ('SKYPILOT_API_SERVER_ENDPOINT',
@@ -44,6 +43,14 @@ def test_autostart_local_server(monkeypatch):
         c = transport.Client(auto_start=False)
         with pytest.raises(sky.exceptions.ApiServerConnectionError):
             c.submit('status', {})
+        pid = None
+        sky.api_start()
+        with open(pid_file, encoding='utf-8') as f:
+            pid = int(f.read().strip())
+        assert sky.api_info()['status'] == 'healthy'
+        with pytest.raises(sky.exceptions.NotSupportedError, match='metrics'):
+            sky.api_start(metrics=True)
+        sky.api_stop()
     finally:
         if pid:
             _kill_pid(pid)
