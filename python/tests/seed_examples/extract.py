@@ -25,6 +25,7 @@ Run ``python3 extract.py`` to print the classification and ``--check`` to
 compare with the committed copies (needs the seeds: SKYGO_SHARED or
 ../shared beside the checkout).
 """
+import difflib
 import json
 import os
 import re
@@ -162,8 +163,9 @@ def check(shared):
                 continue
             got = normalize(committed_body(e['file']))
             if want != got:
-                problems.append('%s:%d: %s differs from the seed (with its rewrites):\n  seed: %s\n  file: %s'
-                                % (place + (e['file'], want, got)))
+                diff = difflib.unified_diff(want, got, 'seed (with its rewrites)', e['file'], lineterm='', n=1)
+                problems.append('%s:%d: %s differs from the seed:\n  %s'
+                                % (place + (e['file'], '\n  '.join(diff))))
         else:
             o = other.get(place)
             if o is None or o['kind'] != b['kind']:
