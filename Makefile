@@ -3,13 +3,15 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit vet staticcheck bench bench-managed bench-serve fuzz clean catalog-snapshot openapi
+.PHONY: build test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk fuzz clean catalog-snapshot openapi
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
 
-# test: what CI runs. vet, staticcheck, then every test with the race detector.
-test: vet staticcheck unit
+# test: what CI runs. vet, staticcheck, every Go test with the race
+# detector, then the Python SDK's tests with Debian's interpreter (its
+# pytest and PyYAML come from apt: .ci/run).
+test: vet staticcheck unit pytest
 
 vet:
 	$(GO) vet ./...
@@ -31,6 +33,12 @@ unit: build
 	@[ -d "$(SHARED)/corpus" ] || echo "SkyPilot corpus compatibility suite skipped: ../shared/corpus not found (set SKYGO_SHARED to a folder holding corpus/ and catalog/)"
 	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 
+# pytest: the Python SDK's tests (python/tests) against bin/sky, with the
+# interpreter CI has (PYTHON overrides it).
+PYTHON ?= /usr/bin/python3
+pytest: build
+	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -rs python/tests
+
 # bench: benchmarks that print ratios against a baseline measured in the same run.
 bench: build
 	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./...
@@ -48,6 +56,13 @@ bench-managed: build
 # SKYGO_BENCH_LB_ENV="GOMAXPROCS=1" adds environment to the load balancer.
 bench-serve: build
 	SKYGO_BENCH_SERVE=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ServeLB' -benchtime 1x -count 1 -v ./internal/serve/lb
+
+# bench-sdk: the Python SDK: `python3 -c 'import sky'` against
+# `python3 -c pass`, and sky.get(sky.status()) against a direct GET
+# /api/health from the same process, for python3 on PATH and
+# /usr/bin/python3; SKYGO_BENCH_SDK_RUNS sets the runs (default 21).
+bench-sdk: build
+	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) python3 python/bench/bench_sdk.py
 
 # fuzz: the YAML loader fuzzer; FUZZTIME=5m make fuzz
 FUZZTIME ?= 60s
