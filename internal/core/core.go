@@ -132,7 +132,7 @@ func (e *Env) ops() []op.Op {
 		{Name: "check", Schedule: op.Short, Body: api.CheckBody{}, Result: []check.Result{}, Run: e.check},
 		{Name: "list_accelerators", Schedule: op.Short, Body: api.GPUsBody{}, Result: api.GPUsResult{}, Run: e.listAccelerators},
 		{Name: "launch", Schedule: op.Long, Body: api.LaunchBody{}, Result: api.LaunchResult{}, Run: e.launch},
-		{Name: "optimize", Schedule: op.Short, Body: api.OptimizeBody{}, Result: op.Null{}, Run: e.optimize},
+		{Name: "optimize", Schedule: op.Short, Body: api.OptimizeBody{}, Result: "", Run: e.optimize},
 		{Name: "exec", Schedule: op.Long, Body: api.ExecBody{}, Result: api.LaunchResult{}, Run: e.exec},
 		{Name: "status", Schedule: op.Short, Body: api.ClustersBody{}, Result: []api.ClusterRecord{}, Run: e.status},
 		{Name: "stop", Schedule: op.Short, Body: api.ClustersBody{}, Result: []string{}, Run: e.stop},

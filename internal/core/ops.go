@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
@@ -284,6 +286,7 @@ func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
 		specs = jb.Tasks
 	}
 	b.PlanShown = false
+	var docs []string
 	for _, spec := range specs {
 		b.Task = spec
 		plan, err := e.planner(ctx, b, r.Log)
@@ -294,11 +297,51 @@ func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
 		if err != nil {
 			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
-		if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
+		p, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil)
+		if err != nil {
 			return nil, err
 		}
+		doc, err := optimizedTask(spec, p)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, doc)
 	}
-	return nil, nil
+	return strings.Join(docs, "---\n"), nil
+}
+
+// optimizedTask is a task's YAML (secrets redacted) with its resources
+// replaced by what the optimizer chose: sky.optimize's "optimized DAG".
+func optimizedTask(spec api.TaskSpec, p *optimizer.Plan) (string, error) {
+	doc := map[string]any{}
+	if err := yaml.Unmarshal([]byte(spec.YAML), &doc); err != nil || doc == nil {
+		doc = map[string]any{}
+	}
+	if len(p.Tasks) == 0 {
+		return "", fmt.Errorf("the optimizer returned no plan")
+	}
+	c := p.Tasks[0].Chosen
+	chosen := map[string]any{"infra": resources.Infra{Cloud: c.Cloud, Region: c.Region, Zone: c.Zone}.String()}
+	if c.InstanceType != "" {
+		chosen["instance_type"] = c.InstanceType
+	}
+	if c.AccName != "" {
+		chosen["accelerators"] = map[string]any{c.AccName: c.AccCount}
+	}
+	if c.UseSpot {
+		chosen["use_spot"] = true
+	}
+	if old, ok := doc["resources"].(map[string]any); ok {
+		// What the optimizer does not choose stays as asked.
+		for _, k := range []string{"ports", "disk_size", "disk_tier", "image_id", "labels", "autostop", "job_recovery"} {
+			if v, ok := old[k]; ok {
+				chosen[k] = v
+			}
+		}
+	}
+	doc["resources"] = chosen
+	out, err := yaml.Marshal(doc)
+	return string(out), err
 }
 
 func (e *Env) exec(ctx context.Context, r *op.Request) (any, error) {

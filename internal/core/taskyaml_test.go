@@ -10,6 +10,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/task"
 )
 
@@ -273,6 +274,22 @@ run: python3 -m http.server 8080
 		}
 		if oe := opErrorOf(t, err); !strings.Contains(oe.Message, tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// sky.optimize returns each task's YAML with the resources chosen; what
+// the optimizer does not choose (ports) stays as asked.
+func TestOptimizedTask(t *testing.T) {
+	spec := api.TaskSpec{YAML: "name: t\nresources:\n  accelerators: A100:8\n  ports: 8080\nrun: train\n"}
+	p := &optimizer.Plan{Tasks: []optimizer.TaskPlan{{Chosen: optimizer.Candidate{Cloud: "aws", Region: "us-east-1", InstanceType: "p4d.24xlarge", AccName: "A100", AccCount: 8, UseSpot: true}}}}
+	got, err := optimizedTask(spec, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"infra: aws/us-east-1", "instance_type: p4d.24xlarge", "A100: 8", "use_spot: true", "ports: 8080", "run: train", "name: t"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("optimized task lacks %q:\n%s", want, got)
 		}
 	}
 }

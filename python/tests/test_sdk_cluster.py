@@ -278,6 +278,10 @@ def test_infra_queries(sky_server, capsys):
     counts = sky.get(sky.list_accelerator_counts(name_filter='A100'))
     assert set(counts) == set(accs)
     assert all(isinstance(c, int) for cs in counts.values() for c in cs)
-    assert sky.get(sky.optimize(sky.Task(run='x'))) is None
+    t = sky.Task(name='opt', run='x')
+    t.set_resources(sky.Resources(infra='local', ports=8080))
+    optimized = sky.get(sky.optimize(t))
+    assert 'infra: local' in optimized and 'run: x' in optimized, optimized
+    assert '8080' in optimized, optimized
     sky.api_server_logs(follow=False)
     assert capsys.readouterr().out

@@ -1101,9 +1101,9 @@ def realtime_kubernetes_gpu_availability(
 
 def optimize(dag: Any, minimize: Any = _enums.OptimizeTarget.COST,
              admin_policy_request_options: Optional[Any] = None) -> RequestId:
-    """Plans the DAG's tasks; the plan table is the request's log (see
-    sky.stream_and_get). Request returns what the server returns for the
-    plan (None from servers that only print it)."""
+    """Plans the DAG's tasks. Request returns the optimized DAG as YAML
+    text (each task with the resources the optimizer chose); the plan
+    table is the request's log (see sky.stream_and_get)."""
     _refuse('admin_policy_request_options', admin_policy_request_options,
             None, 'SkyGo has no admin policies')
     text, _, _ = _dag_yaml(dag, upload=False)
