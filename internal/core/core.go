@@ -146,6 +146,7 @@ func (e *Env) ops() []op.Op {
 		// with its client.
 		{Name: "logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.LogsBody{}, Result: api.JobStatusResult{}, Run: e.logs},
 		{Name: "job_status", Schedule: op.Short, Body: api.LogsBody{}, Result: api.JobStatusResult{}, Run: e.jobStatus},
+		{Name: "workspaces", Schedule: op.Short, Body: op.NoBody{}, Result: map[string]any{}, Run: e.workspaces},
 		{Name: "cluster_job_spec", Schedule: op.Short, Body: api.ClusterJobSpecBody{}, Result: api.ClusterJobSpec{}, Run: e.clusterJobSpec},
 		{Name: "download_logs", Schedule: op.Short, Body: api.LogsBody{}, Result: api.LogsDownload{}, Run: e.downloadLogs},
 		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Body: api.LogsBody{}, Result: op.Null{}, Run: e.hookLogs},

@@ -19,6 +19,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
+	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
@@ -958,4 +959,24 @@ func (e *Env) clusterJobSpec(ctx context.Context, r *op.Request) (any, error) {
 		return nil, nil
 	}
 	return spec, nil
+}
+
+// workspaces is sky.workspaces: each workspace the server defines (its
+// workspaces: section, "default" always among them) with its settings.
+func (e *Env) workspaces(ctx context.Context, r *op.Request) (any, error) {
+	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
+	if err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
+	defined, _ := cfg.Get("workspaces")
+	m, _ := defined.(map[string]any)
+	out := map[string]any{}
+	for _, name := range cfg.WorkspaceNames() {
+		ws, _ := m[name].(map[string]any)
+		if ws == nil {
+			ws = map[string]any{}
+		}
+		out[name] = ws
+	}
+	return out, nil
 }

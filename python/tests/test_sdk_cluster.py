@@ -283,5 +283,18 @@ def test_infra_queries(sky_server, capsys):
     optimized = sky.get(sky.optimize(t))
     assert 'infra: local' in optimized and 'run: x' in optimized, optimized
     assert '8080' in optimized, optimized
+    assert sky.get(sky.workspaces()) == {'default': {}}
     sky.api_server_logs(follow=False)
     assert capsys.readouterr().out
+
+
+def test_workspaces_lists_the_servers(sky_server):
+    cfg = os.path.join(sky_server.home, '.sky', 'config.yaml')
+    assert not os.path.exists(cfg)
+    with open(cfg, 'w') as f:
+        f.write('workspaces:\n  team-a:\n    private: true\n')
+    try:
+        assert sky.get(sky.workspaces()) == {
+            'default': {}, 'team-a': {'private': True}}
+    finally:
+        os.remove(cfg)

@@ -1316,9 +1316,9 @@ def dashboard(starting_page: Optional[str] = None) -> None:
 
 
 def workspaces() -> RequestId:
-    raise _not_supported('sky.workspaces',
-                         'there is no workspaces operation (set '
-                         'active_workspace in ~/.sky/config.yaml)')
+    """Request returns {workspace name: its settings} as the server's
+    config defines them (workspaces:), 'default' always among them."""
+    return _submit('workspaces', {})
 
 
 def set_preferred_workspace(preferred: Optional[str]) -> Dict[str, Any]:
