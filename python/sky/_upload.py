@@ -196,6 +196,8 @@ class Scanned:
         self.local: Dict[str, str] = {}
         self.files = 0
         self.bytes = 0
+        # Files read to hash them; the others the cache knew unchanged.
+        self.hashed = 0
 
     @property
     def manifest(self) -> Dict[str, Any]:
@@ -272,10 +274,76 @@ def hash_file(path: str) -> str:
     return h.hexdigest()
 
 
-def scan(roots: List[Tuple[str, str]], limit: int = 0) -> Scanned:
+class HashCache:
+    """The sha256 of local files by what stat says of them (size, mtime,
+    ctime, inode), so that a re-launch of unchanged files hashes nothing.
+    It is the Go client's cache (internal/upload/cache.go): the same file
+    under ~/.sky/skygo and the same format, so a file the CLI hashed is
+    not hashed again by the SDK, nor the other way round. Any write moves
+    the ctime, so a changed file is never taken for its old self."""
+
+    KEEP_SECONDS = 30 * 24 * 3600
+    MAX_ENTRIES = 300_000
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.m: Dict[str, Dict[str, Any]] = {}
+        try:
+            import json  # pylint: disable=import-outside-toplevel
+            with open(path, encoding='utf-8') as f:
+                m = json.load(f)
+            if isinstance(m, dict):
+                self.m = m
+        except (OSError, ValueError):
+            pass  # only a cache: missing or broken is empty
+
+    @staticmethod
+    def _key(st: os.stat_result) -> Dict[str, Any]:
+        return {'s': st.st_size, 'm': st.st_mtime_ns, 'c': st.st_ctime_ns,
+                'i': st.st_ino}
+
+    def lookup(self, path: str, st: os.stat_result) -> Optional[str]:
+        e = self.m.get(path)
+        if not isinstance(e, dict) or not e.get('h'):
+            return None
+        k = self._key(st)
+        if any(e.get(f) != v for f, v in k.items()):
+            return None
+        e['t'] = int(time.time())
+        return e['h']
+
+    def store(self, path: str, st: os.stat_result, sha: str) -> None:
+        e = self._key(st)
+        e['h'], e['t'] = sha, int(time.time())
+        self.m[path] = e
+
+    def save(self) -> None:
+        """Writes the cache atomically (entries no scan met for a month
+        dropped, the most recently met kept past the size bound)."""
+        import json  # pylint: disable=import-outside-toplevel
+        old = int(time.time()) - self.KEEP_SECONDS
+        m = {p: e for p, e in self.m.items()
+             if isinstance(e, dict) and int(e.get('t') or 0) >= old}
+        if len(m) > self.MAX_ENTRIES:
+            keep = sorted(m, key=lambda p: m[p].get('t') or 0,
+                          reverse=True)[:self.MAX_ENTRIES]
+            m = {p: m[p] for p in keep}
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            tmp = f'{self.path}.{os.getpid()}.tmp'
+            with open(tmp, 'w', encoding='utf-8') as f:
+                json.dump(m, f, separators=(',', ':'))
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a launch does not fail for want of a cache
+
+
+def scan(roots: List[Tuple[str, str]], limit: int = 0,
+         cache: Optional[HashCache] = None) -> Scanned:
     """Walks the roots (ignore rules applied, symlinks kept as links),
     refuses more than limit bytes (0: no limit) before reading a file,
-    then hashes the files."""
+    then hashes the files the cache does not know unchanged."""
     s = Scanned()
     files: List[Tuple[int, str]] = []
     largest = ['', -1]
@@ -302,7 +370,13 @@ def scan(roots: List[Tuple[str, str]], limit: int = 0) -> Scanned:
             f"the server's limit ({ENV_LIMIT}=8GiB where `sky api start` "
             'runs)')
     for idx, src in files:
-        sha = hash_file(src)
+        st = os.stat(src) if cache is not None else None
+        sha = cache.lookup(src, st) if cache is not None else None
+        if sha is None:
+            sha = hash_file(src)
+            s.hashed += 1
+            if cache is not None:
+                cache.store(src, st, sha)
         s.entries[idx]['sha256'] = sha
         s.local[sha] = src
     return s
@@ -400,7 +474,7 @@ def _send_blob(client, path: str, b: Dict[str, Any], chunk: int) -> int:
 
 def upload(client, roots: List[Tuple[str, str]]) -> Dict[str, Any]:
     """Sends the local sources of roots (name, absolute path) and returns
-    {'id', 'files', 'bytes', 'sent', 'sent_bytes', 'took'}."""
+    {'id', 'files', 'bytes', 'sent', 'sent_bytes', 'hashed', 'took'}."""
     start = time.monotonic()
     try:
         limits = client.call_json('GET', PATH_LIMITS) or {}
@@ -411,7 +485,10 @@ def upload(client, roots: List[Tuple[str, str]]) -> Dict[str, Any]:
                 '(it predates uploads); upgrade it to send a workdir or '
                 'local file mounts') from e
         raise
-    s = scan(roots, int(limits.get('max_bytes') or 0))
+    from sky.client import transport  # pylint: disable=import-outside-toplevel
+    cache = HashCache(transport.upload_hashes_path(client.home))
+    s = scan(roots, int(limits.get('max_bytes') or 0), cache)
+    cache.save()
     needs = client.call_json('POST', PATH_UPLOAD, body=s.manifest) or {}
     missing = needs.get('missing') or []
     chunk = int(limits.get('chunk_bytes') or 0) or DEFAULT_CHUNK_BYTES
@@ -459,5 +536,6 @@ def upload(client, roots: List[Tuple[str, str]]) -> Dict[str, Any]:
         sent += sum(per_blob.get(b['sha256'], 0) for b in blobs)
     res = client.call_json('POST', PATH_COMMIT, body=s.manifest) or {}
     return {'id': res.get('id', ''), 'files': s.files, 'bytes': s.bytes,
+            'hashed': s.hashed,
             'sent': sent, 'sent_bytes': sent_bytes,
             'took': time.monotonic() - start}

@@ -340,7 +340,7 @@ def test_refused_parameters():
                        match='not available on a SkyGo server'):
         sky.storage_ls()
     with pytest.raises(exceptions.NotSupportedError):
-        sky.workspaces()
+        sky.get_user_workspace()
     with pytest.raises(ValueError, match='not both'):
         sky.api_cancel(['x'], all_users=True)
 
@@ -433,6 +433,36 @@ def test_scan_manifest(tmp_path):
     assert [e['path'] for e in f.entries] == ['mounts/0']
     with pytest.raises(ValueError, match='more than its limit'):
         _upload.scan([('workdir', str(root))], limit=5)
+
+
+def test_hash_cache_is_the_go_clients(tmp_path):
+    """The SDK reads and writes the CLI's cache file in its format: an
+    unchanged file is not read again, a rewritten one is."""
+    root = tmp_path / 'w'
+    root.mkdir()
+    (root / 'a.txt').write_text('one')
+    cache_path = str(tmp_path / 'upload_hashes.json')
+    c = _upload.HashCache(cache_path)
+    s = _upload.scan([('workdir', str(root))], cache=c)
+    assert s.hashed == 1
+    c.save()
+    with open(cache_path) as f:
+        saved = json.load(f)
+    e = saved[str(root / 'a.txt')]
+    st = os.stat(root / 'a.txt')
+    assert e == {'s': 3, 'm': st.st_mtime_ns, 'c': st.st_ctime_ns,
+                 'i': st.st_ino, 'h': hashlib.sha256(b'one').hexdigest(),
+                 't': e['t']}
+    again = _upload.scan([('workdir', str(root))],
+                         cache=_upload.HashCache(cache_path))
+    assert again.hashed == 0
+    assert again.entries == s.entries
+    (root / 'a.txt').write_text('two')
+    changed = _upload.scan([('workdir', str(root))],
+                           cache=_upload.HashCache(cache_path))
+    assert changed.hashed == 1
+    sha = {x['path']: x.get('sha256') for x in changed.entries}
+    assert sha['workdir/a.txt'] == hashlib.sha256(b'two').hexdigest()
 
 
 def test_batch_tar_entries(tmp_path):
