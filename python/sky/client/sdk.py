@@ -62,6 +62,15 @@ def _submit(op: str, body: Dict[str, Any], post=None) -> RequestId:
     return _rid(_client().submit(op, body), post)
 
 
+def _set(body: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
+    """Adds the fields that are set: None and False stay out of the body
+    (the server's defaults), while 0 is a value (idle_minutes=0)."""
+    for k, v in fields.items():
+        if v is not None and v is not False:
+            body[k] = v
+    return body
+
+
 def _not_supported(what: str, missing: str) -> exceptions.NotSupportedError:
     return exceptions.NotSupportedError(
         f'{what} is not available on a SkyGo server yet: {missing}')
@@ -611,24 +620,13 @@ def _launch_body(task: Any, cluster_name: str, *, retry_until_up: bool,
         'detach_run': True,
         'entrypoint_command': _entrypoint(),
     }
-    if upload_id:
-        body['upload_id'] = upload_id
-    if dryrun:
-        body['dryrun'] = True
-    if no_setup:
-        body['no_setup'] = True
-    if fast:
-        body['fast'] = True
-    if idle_minutes_to_autostop is not None:
-        body['idle_minutes_to_autostop'] = int(idle_minutes_to_autostop)
-    if down:
-        body['down'] = True
-    if wait_for:
-        body['wait_for'] = wait_for
-    if retry_until_up:
-        body['retry_until_up'] = True
-    if optimize_time:
-        body['optimize_time'] = True
+    _set(body, upload_id=upload_id or None, dryrun=bool(dryrun),
+         no_setup=bool(no_setup), fast=bool(fast),
+         idle_minutes_to_autostop=None if idle_minutes_to_autostop is None
+         else int(idle_minutes_to_autostop),
+         down=bool(down), wait_for=wait_for or None,
+         retry_until_up=bool(retry_until_up),
+         optimize_time=bool(optimize_time))
     return _with_env(body)
 
 
@@ -705,14 +703,16 @@ def exec(  # pylint: disable=redefined-builtin
 def stop(cluster_name: str, purge: bool = False, graceful: bool = False,
          graceful_timeout: Optional[int] = None) -> RequestId:
     """Stops a cluster. Request returns None."""
-    body: Dict[str, Any] = {'cluster_names': [cluster_name]}
-    if purge:
-        body['purge'] = True
-    if graceful:
-        body['graceful'] = True
-    if graceful_timeout is not None:
-        body['graceful_timeout'] = int(graceful_timeout)
-    return _submit('stop', body, _none)
+    return _submit('stop', _teardown_body(cluster_name, purge, graceful,
+                                          graceful_timeout), _none)
+
+
+def _teardown_body(cluster_name: str, purge: bool, graceful: bool,
+                   graceful_timeout: Optional[int]) -> Dict[str, Any]:
+    return _set({'cluster_names': [cluster_name]}, purge=purge or None,
+                graceful=graceful or None,
+                graceful_timeout=None if graceful_timeout is None
+                else int(graceful_timeout))
 
 
 def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
@@ -744,14 +744,8 @@ def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
 def down(cluster_name: str, purge: bool = False, graceful: bool = False,
          graceful_timeout: Optional[int] = None) -> RequestId:
     """Tears a cluster down. Request returns None."""
-    body: Dict[str, Any] = {'cluster_names': [cluster_name]}
-    if purge:
-        body['purge'] = True
-    if graceful:
-        body['graceful'] = True
-    if graceful_timeout is not None:
-        body['graceful_timeout'] = int(graceful_timeout)
-    return _submit('down', body, _none)
+    return _submit('down', _teardown_body(cluster_name, purge, graceful,
+                                          graceful_timeout), _none)
 
 
 def status(cluster_names: Optional[List[str]] = None,

@@ -80,21 +80,13 @@ def cancel(name: Optional[str] = None, job_ids: Optional[List[int]] = None,
     if len(chosen) != 1:
         raise ValueError('sky.jobs.cancel: give exactly one of name, '
                          'job_ids, pool, all=True or all_users=True')
-    body: Dict[str, Any] = {}
-    if name:
-        body['name'] = name
-    if job_ids:
-        body['job_ids'] = [int(i) for i in job_ids]
-    if pool:
-        body['pool'] = pool
-    if all:
-        body['all'] = True
-    if all_users:
-        body['all_users'] = True
-    if graceful:
-        body['graceful'] = True
-    if graceful_timeout is not None:
-        body['graceful_timeout'] = int(graceful_timeout)
+    body = _sdk._set(  # pylint: disable=protected-access
+        {}, name=name or None,
+        job_ids=[int(i) for i in job_ids] if job_ids else None,
+        pool=pool or None, all=bool(all), all_users=bool(all_users),
+        graceful=bool(graceful),
+        graceful_timeout=None if graceful_timeout is None
+        else int(graceful_timeout))
     return _sdk._submit('jobs.cancel', body)  # pylint: disable=protected-access
 
 
