@@ -71,6 +71,18 @@ def _set(body: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
     return body
 
 
+def _names_body(key: str, names: Any, all: bool = False,  # pylint: disable=redefined-builtin
+                purge: bool = False, required: bool = False) -> Dict[str, Any]:
+    """The body of a status or down of pools or services: the names (one
+    name or a list) under key, and all/purge when set. required: a down
+    names what it takes down, or says all."""
+    names = [names] if isinstance(names, str) else names
+    if required and not names and not all:
+        raise ValueError(f'give {key} or all=True')
+    return _set({}, **{key: list(names) if names else None},
+                all=bool(all), purge=bool(purge))
+
+
 def _not_supported(what: str, missing: str) -> exceptions.NotSupportedError:
     return exceptions.NotSupportedError(
         f'{what} is not available on a SkyGo server yet: {missing}')

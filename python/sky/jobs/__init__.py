@@ -158,25 +158,12 @@ def pool_apply(task: Optional[Any], pool_name: str, mode: Any = 'rolling',
 def pool_status(pool_names: Optional[Union[str, List[str]]] = None
                 ) -> _sdk.RequestId:
     """Request returns the pools' records (list of dicts)."""
-    names = [pool_names] if isinstance(pool_names, str) else pool_names
-    body: Dict[str, Any] = {}
-    if names:
-        body['pool_names'] = list(names)
-    return _sdk._submit('jobs.pool_status', body)  # pylint: disable=protected-access
+    return _sdk._submit('jobs.pool_status', _sdk._names_body('pool_names', pool_names))  # pylint: disable=protected-access
 
 
 def pool_down(pool_names: Optional[Union[str, List[str]]] = None,
               all: bool = False,  # pylint: disable=redefined-builtin
               purge: bool = False) -> _sdk.RequestId:
     """Tears pools down. Request returns None."""
-    names = [pool_names] if isinstance(pool_names, str) else pool_names
-    if not names and not all:
-        raise ValueError('give pool_names or all=True')
-    body: Dict[str, Any] = {}
-    if names:
-        body['pool_names'] = list(names)
-    if all:
-        body['all'] = True
-    if purge:
-        body['purge'] = True
+    body = _sdk._names_body('pool_names', pool_names, all, purge, required=True)  # pylint: disable=protected-access
     return _sdk._submit('jobs.pool_down', body, _sdk._none)  # pylint: disable=protected-access

@@ -66,29 +66,14 @@ def update(task: Any, service_name: str,
 
 def status(service_names: Optional[Union[str, List[str]]]) -> _sdk.RequestId:
     """Request returns the services' records (list of dicts)."""
-    names = [service_names] if isinstance(service_names, str) else \
-        service_names
-    body: Dict[str, Any] = {}
-    if names:
-        body['service_names'] = list(names)
-    return _sdk._submit('serve.status', body)  # pylint: disable=protected-access
+    return _sdk._submit('serve.status', _sdk._names_body('service_names', service_names))  # pylint: disable=protected-access
 
 
 def down(service_names: Optional[Union[str, List[str]]],
          all: bool = False,  # pylint: disable=redefined-builtin
          purge: bool = False) -> _sdk.RequestId:
     """Tears services down. Request returns None."""
-    names = [service_names] if isinstance(service_names, str) else \
-        service_names
-    if not names and not all:
-        raise ValueError('give service_names or all=True')
-    body: Dict[str, Any] = {}
-    if names:
-        body['service_names'] = list(names)
-    if all:
-        body['all'] = True
-    if purge:
-        body['purge'] = True
+    body = _sdk._names_body('service_names', service_names, all, purge, required=True)  # pylint: disable=protected-access
     return _sdk._submit('serve.down', body, _sdk._none)  # pylint: disable=protected-access
 
 
