@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -20,20 +19,7 @@ import (
 // tryJobsQueue is `sky jobs queue -a -u -v -o json` once; ok is false
 // when the command failed (a server killed under it).
 func (e *skyEnv) tryJobsQueue() (map[int]mjob, result, bool) {
-	r := e.exec(cmdTimeout, nil, "jobs", "queue", "-a", "-u", "-v", "-o", "json")
-	if r.code != 0 {
-		return nil, r, false
-	}
-	var rows []mjob
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
-		e.t.Errorf("sky jobs queue -o json: %v:\n%s", err, r.stdout)
-		return nil, r, false
-	}
-	out := map[int]mjob{}
-	for _, j := range rows {
-		out[j.JobID] = j
-	}
-	return out, r, true
+	return tryJSONRows(e, func(j mjob) int { return j.JobID }, "jobs", "queue", "-a", "-u", "-v", "-o", "json")
 }
 
 // queueByID is tryJobsQueue retried while a just-killed server is being

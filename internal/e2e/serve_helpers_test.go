@@ -188,18 +188,25 @@ func (e *skyEnv) requireServe() {
 // tryServeStatus is `sky serve status -o json [NAMES]` once, by name; ok
 // is false when the command failed.
 func (e *skyEnv) tryServeStatus(names ...string) (map[string]svcRecord, result, bool) {
-	r := e.exec(cmdTimeout, nil, append([]string{"serve", "status", "-o", "json"}, names...)...)
+	return tryJSONRows(e, func(s svcRecord) string { return s.Name }, append([]string{"serve", "status", "-o", "json"}, names...)...)
+}
+
+// tryJSONRows runs a sky command that prints a JSON list once and keys
+// its rows; ok is false when the command failed (a server killed under
+// it) or printed no such list.
+func tryJSONRows[K comparable, T any](e *skyEnv, key func(T) K, args ...string) (map[K]T, result, bool) {
+	r := e.exec(cmdTimeout, nil, args...)
 	if r.code != 0 {
 		return nil, r, false
 	}
-	var recs []svcRecord
-	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
-		e.t.Errorf("sky serve status -o json: %v:\n%s", err, r.stdout)
+	var rows []T
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		e.t.Errorf("sky %s: %v:\n%s", strings.Join(args, " "), err, r.stdout)
 		return nil, r, false
 	}
-	out := map[string]svcRecord{}
-	for _, s := range recs {
-		out[s.Name] = s
+	out := map[K]T{}
+	for _, row := range rows {
+		out[key(row)] = row
 	}
 	return out, r, true
 }
