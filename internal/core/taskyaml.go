@@ -54,20 +54,28 @@ func specOf(t *task.Task) (api.TaskSpec, error) {
 	return s, nil
 }
 
+// loadTaskYAML loads the task_yaml of an op that also takes its parts
+// as JSON: nil when none was sent (an upload_id then has nothing to
+// belong to). what names the YAML's kind, parts the JSON fields it
+// replaces; withParts says the body carries them too.
+func loadTaskYAML(text, uploadID, what, parts string, withParts bool) (*task.DAG, error) {
+	if text == "" {
+		if uploadID != "" {
+			return nil, &op.Error{Type: "ValueError", Message: "upload_id is given without task_yaml: put the upload id in task.upload_id, or send the " + what + " as task_yaml"}
+		}
+		return nil, nil
+	}
+	if withParts {
+		return nil, &op.Error{Type: "ValueError", Message: "the body has both " + parts + " and task_yaml: send one of them"}
+	}
+	return loadSubmitted(taskYAMLName, text)
+}
+
 // submittedTask resolves the task_yaml of /launch, /exec or /optimize
 // into *spec; without task_yaml, *spec is the client's and stays.
 func submittedTask(spec *api.TaskSpec, text, uploadID string) error {
-	if text == "" {
-		if uploadID != "" {
-			return &op.Error{Type: "ValueError", Message: "upload_id is given without task_yaml: put the upload id in task.upload_id, or send the task as task_yaml"}
-		}
-		return nil
-	}
-	if !reflect.ValueOf(*spec).IsZero() {
-		return &op.Error{Type: "ValueError", Message: "the body has both task and task_yaml: send one of them"}
-	}
-	dag, err := loadSubmitted(taskYAMLName, text)
-	if err != nil {
+	dag, err := loadTaskYAML(text, uploadID, "task", "task", !reflect.ValueOf(*spec).IsZero())
+	if dag == nil || err != nil {
 		return err
 	}
 	if len(dag.Tasks) != 1 {
@@ -154,17 +162,8 @@ func kindOrValueError(err error) error {
 // submittedService resolves the task_yaml of serve.up or serve.update
 // into the task and service they carry.
 func submittedService(spec *api.TaskSpec, svc *api.ServiceSpec, text, uploadID string) error {
-	if text == "" {
-		if uploadID != "" {
-			return &op.Error{Type: "ValueError", Message: "upload_id is given without task_yaml: put the upload id in task.upload_id, or send the service as task_yaml"}
-		}
-		return nil
-	}
-	if !reflect.ValueOf(*spec).IsZero() || !reflect.ValueOf(*svc).IsZero() {
-		return &op.Error{Type: "ValueError", Message: "the body has both task/service and task_yaml: send one of them"}
-	}
-	dag, err := loadSubmitted(taskYAMLName, text)
-	if err != nil {
+	dag, err := loadTaskYAML(text, uploadID, "service", "task/service", !reflect.ValueOf(*spec).IsZero() || !reflect.ValueOf(*svc).IsZero())
+	if dag == nil || err != nil {
 		return err
 	}
 	s, sv, err := task.ServiceSubmission(dag, taskYAMLName, task.ValidateSubmitted)
@@ -179,17 +178,8 @@ func submittedService(spec *api.TaskSpec, svc *api.ServiceSpec, text, uploadID s
 // submittedPool resolves the task_yaml of jobs.pool_apply into the
 // workers' task and the pool's policy.
 func submittedPool(b *api.PoolApplyBody) error {
-	if b.TaskYAML == "" {
-		if b.UploadID != "" {
-			return &op.Error{Type: "ValueError", Message: "upload_id is given without task_yaml: put the upload id in task.upload_id, or send the pool as task_yaml"}
-		}
-		return nil
-	}
-	if b.Task != nil || b.Policy != nil {
-		return &op.Error{Type: "ValueError", Message: "the body has both task/policy and task_yaml: send one of them"}
-	}
-	dag, err := loadSubmitted(taskYAMLName, b.TaskYAML)
-	if err != nil {
+	dag, err := loadTaskYAML(b.TaskYAML, b.UploadID, "pool", "task/policy", b.Task != nil || b.Policy != nil)
+	if dag == nil || err != nil {
 		return err
 	}
 	s, policy, err := task.PoolSubmission(dag, taskYAMLName)
