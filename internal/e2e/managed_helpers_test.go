@@ -150,20 +150,15 @@ func (e *skyEnv) waitManaged(ids []int, timeout time.Duration, what string, ok f
 }
 
 // preemptNode does to a local node what a cloud preemption does to a VM:
-// the cluster's directory disappears and every process of the node (its
-// agent daemon and its jobs, found by the SKYGO_LOCAL_NODE marker they all
-// carry) dies by SIGKILL, all at once. It returns how many processes it
-// killed.
+// every process of the node (its agent daemon and its jobs, found by the
+// SKYGO_LOCAL_NODE marker they all carry) dies by SIGKILL, all at once, and
+// then the cluster's directory disappears. (Removing the directory first
+// would let the server see the cluster gone and launch its replacement,
+// whose processes carry the same marker, while the kills still land.) It
+// returns how many processes it killed.
 func (e *skyEnv) preemptNode(cluster string) int {
 	e.t.Helper()
 	marker := "SKYGO_LOCAL_NODE=" + e.nodeHome(cluster, 0) + "\x00"
-	// The machine goes first: with its directory gone, nothing (the
-	// server's agent check, say) can start a process on it while the
-	// signals below land.
-	gone := e.clusterDir(cluster) + ".preempted"
-	if err := os.Rename(e.clusterDir(cluster), gone); err != nil {
-		e.t.Fatalf("removing the cluster directory of %s: %v", cluster, err)
-	}
 	killed := 0
 	// A node dies at once: every process is stopped before any is
 	// killed, so that none runs a line more because another died first
@@ -189,7 +184,7 @@ func (e *skyEnv) preemptNode(cluster string) int {
 	if ps := procsWithEnv(marker); len(ps) > 0 {
 		e.t.Fatalf("processes of node %s survive SIGKILL: %v", cluster, ps)
 	}
-	if err := os.RemoveAll(gone); err != nil {
+	if err := os.RemoveAll(e.clusterDir(cluster)); err != nil {
 		e.t.Fatalf("removing the cluster directory of %s: %v", cluster, err)
 	}
 	return killed
