@@ -17,8 +17,9 @@
 #             (sshd SetEnv), so host 1 serves as the login node.
 # Env: SLURM_CPUS_PER_NODE (4) SLURM_MEM_PER_NODE_MB (4096) SLURM_GPUS_PER_NODE
 #      (4; 0 = no GRES, gpu partition then has no GPUs) SLURM_GPU_TYPE (fake)
-#      SLURM_ACCOUNTING (0; 1 = also MariaDB on 127.0.0.1:3307 + slurmdbd on
-#      :6819, so sacct/sacctmgr work; adds ~30 s of apt on a fresh machine)
+#      SLURM_ACCOUNTING (0; 1 = also MariaDB on 127.0.0.1:$SLURM_DB_PORT and
+#      slurmdbd at the controller address, so sacct/sacctmgr work on every
+#      node; adds ~10 s of apt on a fresh machine)
 #      SLURM_KEEP_STATE (0; 1 = keep slurmctld state across restarts)
 #      SLURM_CTLD_PORT (6817) SLURM_SLURMD_PORT (6818) SLURM_DBD_PORT (6819)
 #      SLURM_DB_PORT (3307: MariaDB). munged is machine-wide (/run/munge) and

@@ -339,3 +339,19 @@ func (c *Cluster) WriteSlurmConfig(home, alias string) error {
 	}
 	return f.Close()
 }
+
+// CancelAll cancels every job of User and waits until none is left, so
+// that a test's allocations do not hold nodes the next test needs.
+func (c *Cluster) CancelAll(t testing.TB) {
+	t.Helper()
+	c.Run(t, "scancel -u "+c.User)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if strings.TrimSpace(c.Run(t, "squeue -h -u "+c.User+" -o %i")) == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs of %s still queued 30s after scancel:\n%s", c.User, c.Run(t, "squeue -u "+c.User))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -91,6 +91,10 @@ func TestSlurmClusterWorks(t *testing.T) {
 	if len(lines) != 2 || len(seen) != 2 {
 		t.Errorf("job output %q: want one line from each of 2 distinct nodes", lines)
 	}
+
+	// An allocation left behind is cancelled.
+	c.Run(t, "sbatch -N3 -p cpu --wrap 'sleep 600'")
+	c.CancelAll(t)
 }
 
 // TestWriteSlurmConfig checks the client-side files a SkyGo test HOME gets.
