@@ -1,6 +1,7 @@
 package slurmtest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skygo/skygo/internal/paths"
+	skyssh "github.com/skygo/skygo/internal/infra/ssh"
 )
 
 func TestMain(m *testing.M) {
@@ -92,31 +93,79 @@ func TestSlurmClusterWorks(t *testing.T) {
 		t.Errorf("job output %q: want one line from each of 2 distinct nodes", lines)
 	}
 
+	// SkyGo's model: an allocation that sleeps, and commands reaching one
+	// of its nodes through srun --overlap from the login node.
+	alloc := strings.TrimSpace(c.Run(t, fmt.Sprintf("sbatch --parsable -D %s -o /dev/null -N2 -p gpu --gres=gpu:%s:2 --wrap 'sleep 600'", dir, c.GPUType)))
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		st := strings.TrimSpace(c.Run(t, "squeue -h -j "+alloc+" -o %T"))
+		if st == "RUNNING" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("allocation %s is %q after 30s", alloc, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	allocNodes := strings.Fields(c.Run(t, "scontrol show hostnames $(squeue -h -j "+alloc+" -o %N)"))
+	if len(allocNodes) != 2 {
+		t.Fatalf("allocation %s nodes %q", alloc, allocNodes)
+	}
+	step := strings.Fields(c.Run(t, fmt.Sprintf(
+		`srun --overlap --jobid=%s --nodelist=%s --nodes=1 --ntasks=1 --quiet bash -c 'hostname; echo "$CUDA_VISIBLE_DEVICES"'`, alloc, allocNodes[1])))
+	if len(step) != 2 || step[0] != allocNodes[1] || step[1] == "" {
+		t.Errorf("srun --overlap on %s printed %q, want its hostname and CUDA_VISIBLE_DEVICES", allocNodes[1], step)
+	}
+
 	// An allocation left behind is cancelled.
-	c.Run(t, "sbatch -N3 -p cpu --wrap 'sleep 600'")
 	c.CancelAll(t)
+	if out := c.Run(t, "squeue -h"); out != "" {
+		t.Errorf("squeue after CancelAll: %s", out)
+	}
 }
 
-// TestWriteSlurmConfig checks the client-side files a SkyGo test HOME gets.
+// TestWriteSlurmConfig checks that SkyGo's own SSH code (the OpenSSH
+// config reader, the Dialer with ~/.sky's known_hosts) reaches the login
+// node from the files WriteSlurmConfig writes, trusting the recorded host
+// key rather than accepting a new one.
 func TestWriteSlurmConfig(t *testing.T) {
 	c := Get(t)
 	home := t.TempDir()
 	if err := c.WriteSlurmConfig(home, "testcluster"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := os.ReadFile(filepath.Join(home, ".slurm", "config"))
+	cfg, err := skyssh.LoadConfig(filepath.Join(home, ".slurm", "config"), home)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Host testcluster\n", "HostName " + c.LoginAddr + "\n", "User sky\n", "IdentityFile " + c.Key + "\n"} {
-		if !strings.Contains(string(cfg), want) {
-			t.Errorf("~/.slurm/config lacks %q:\n%s", want, cfg)
-		}
+	hc := cfg.Lookup("testcluster", home)
+	if hc.HostName != c.LoginAddr || hc.User != c.User || hc.Port != "22" || !slices.Equal(hc.IdentityFiles, []string{c.Key}) {
+		t.Fatalf("~/.slurm/config says %+v", hc)
 	}
-	// The known_hosts line must let the system ssh in with strict checking.
-	x := *c
-	x.KnownHosts = paths.KnownHosts(home)
-	if got := strings.TrimSpace(x.Run(t, "hostname")); got != c.Nodes[0] {
-		t.Errorf("login node hostname = %q, want %q", got, c.Nodes[0])
+	kh := skyssh.DefaultKnownHosts(home)
+	before, err := os.ReadFile(kh.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := skyssh.NewDialer(kh)
+	defer d.Close()
+	ep := skyssh.Endpoint{Name: "testcluster", Addr: hc.HostName, Port: 22, User: hc.User, IdentityFiles: hc.IdentityFiles}
+	cl, err := d.Client(context.Background(), ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := cl.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	out, err := sess.Output("sinfo -h -o %P")
+	if err != nil {
+		t.Fatalf("sinfo over SkyGo's ssh: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); !slices.Equal(got, []string{"cpu*", "gpu"}) {
+		t.Errorf("sinfo partitions over SkyGo's ssh = %q", got)
+	}
+	if after, _ := os.ReadFile(kh.File); string(after) != string(before) {
+		t.Errorf("the Dialer appended to %s, so the recorded key did not match:\n%s", kh.File, after)
 	}
 }
