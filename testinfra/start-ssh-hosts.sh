@@ -10,6 +10,8 @@
 #        it names the namespaces, the bridge and the veths, so sets of hosts
 #        with different names and prefixes can run side by side)
 #        SSH_TEST_USER (default sky) SSH_HOSTS_SHARED_HOME (0) SSH_HOSTS_KEEP_STATE (0)
+#        SSH_HOSTS_SETENV ("NAME=VALUE ..." set in every ssh session on the
+#        hosts, through sshd's SetEnv; start-slurm.sh sets SLURM_CONF so)
 # Writes $TESTINFRA_STATE/ssh-hosts/:
 #   info.env            shell-sourceable summary (SSH_HOSTS="ip ip ...", key, ...)
 #   hosts.txt           one "NAME IP" line per host
@@ -40,6 +42,10 @@ TEST_USER="${SSH_TEST_USER:-sky}"
 # home on a real cluster; the Slurm set-up uses this); 0 (default): per-host.
 # It applies to hosts started after it is set: stop-ssh-hosts.sh to change it.
 SHARED_HOME="${SSH_HOSTS_SHARED_HOME:-0}"
+SETENV="${SSH_HOSTS_SETENV:-}"
+for kv in $SETENV; do
+  [[ "$kv" =~ ^[A-Za-z_][A-Za-z0-9_]*=[^\"\']*$ ]] || die "SSH_HOSTS_SETENV: \"$kv\" is not NAME=VALUE (no quotes, no spaces)"
+done
 D="$TESTINFRA_STATE/ssh-hosts"
 mkdir -p "$D"; chmod 700 "$D"
 t0=$(date +%s.%N)
@@ -102,6 +108,8 @@ start_host() { # i
   [[ "$(ip netns exec "$ns" ip -4 -o addr show dev eth0)" == *" $ip/24 "* ]] \
     || ip netns exec "$ns" ip addr add "$ip/24" dev eth0
   [ -f "$H/ssh_host_ed25519_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$H/ssh_host_ed25519_key"
+  local old=""
+  [ -f "$H/sshd_config" ] && old="$(cat "$H/sshd_config")"
   cat > "$H/sshd_config" <<EOF
 Port 22
 ListenAddress $ip
@@ -123,6 +131,13 @@ MaxSessions 100
 AcceptEnv LANG LC_*
 Subsystem sftp /usr/lib/openssh/sftp-server
 EOF
+  # sessions get these whatever the client sends (a login node's SLURM_CONF)
+  [ -n "$SETENV" ] && echo "SetEnv $SETENV" >> "$H/sshd_config"
+  /usr/sbin/sshd -t -f "$H/sshd_config" || die "bad sshd_config for $ns"
+  if pid_alive "$H/sshd.pid" && [ "$old" != "$(cat "$H/sshd_config")" ]; then
+    # sshd re-executes itself on HUP (same pid) and so rereads its config
+    kill -HUP "$(cat "$H/sshd.pid")"
+  fi
   if ! pid_alive "$H/sshd.pid"; then
     # a host that (re)starts gets fresh /root, /home and /tmp views, unless
     # SSH_HOSTS_KEEP_STATE=1; its host key is kept.
@@ -185,6 +200,7 @@ done
   echo "SSH_BRIDGE=$BR"
   echo "SSH_SUBNET=$PFX.0/24"
   echo "SSH_HOSTS_SHARED_HOME=$SHARED_HOME"
+  echo "SSH_HOSTS_SETENV=\"$SETENV\""
 } > "$D/info.env"
 {
   echo "testpool:"

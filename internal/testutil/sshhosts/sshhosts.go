@@ -38,6 +38,7 @@ type Set struct {
 	Name   string // host name prefix, e.g. "sgssh" -> sgssh1, sgssh2, ...
 	Prefix string // first three octets of the subnet, e.g. "10.200.57"
 	N      int    // number of hosts
+	Options
 
 	once    sync.Once
 	hosts   *Hosts
@@ -63,28 +64,63 @@ type Hosts struct {
 	Name, Prefix string
 }
 
-func stateGlob(name string) string { return "/var/tmp/skygo-sshhosts-" + name + "-*" }
-
-// scriptEnv is the environment the testinfra scripts of state dir run with.
-func (s *Set) scriptEnv(state string) []string {
-	return append(os.Environ(), "TESTINFRA_STATE="+state, "SSH_HOSTS_NAME="+s.name,
-		"SSH_HOSTS_PREFIX="+s.prefix, "SSH_HOSTS_KEEP_STATE=0", "SSH_HOSTS_SHARED_HOME=0")
+// Options are the start-ssh-hosts.sh modes a set of hosts may ask for.
+type Options struct {
+	// SharedHome: /home is the machine's /home on every host, as an NFS
+	// home on a cluster (SSH_HOSTS_SHARED_HOME=1).
+	SharedHome bool
+	// SetEnv are NAME=VALUE pairs every ssh session on the hosts gets
+	// (sshd SetEnv; SSH_HOSTS_SETENV), e.g. a login node's SLURM_CONF.
+	SetEnv []string
 }
 
-// script is one of the project's testinfra scripts.
-func script(name string) string {
+func stateGlob(name string) string { return "/var/tmp/skygo-sshhosts-" + name + "-*" }
+
+// Env is the environment the testinfra scripts run with for hosts named
+// name on subnet prefix, with state dir state.
+func Env(state, name, prefix string, o Options) []string {
+	shared := "0"
+	if o.SharedHome {
+		shared = "1"
+	}
+	return append(os.Environ(), "TESTINFRA_STATE="+state, "SSH_HOSTS_NAME="+name,
+		"SSH_HOSTS_PREFIX="+prefix, "SSH_HOSTS_KEEP_STATE=0", "SSH_HOSTS_SHARED_HOME="+shared,
+		"SSH_HOSTS_SETENV="+strings.Join(o.SetEnv, " "))
+}
+
+func (s *Set) scriptEnv(state string) []string { return Env(state, s.name, s.prefix, s.Options) }
+
+// Script is one of the project's testinfra scripts.
+func Script(name string) string {
 	return filepath.Join(testutil.Root(), "testinfra", name)
 }
 
-// stop stops the hosts and loopback sshd of one state dir.
-func (s *Set) stop(state string) {
-	for _, name := range []string{"stop-ssh-hosts.sh", "stop-sshd.sh"} {
-		c := exec.Command("bash", script(name))
-		c.Env = s.scriptEnv(state)
+// RunScripts runs testinfra scripts in turn with env, each with its
+// output on stderr when it fails; for stop scripts, which must all run.
+func RunScripts(env []string, names ...string) {
+	for _, name := range names {
+		c := exec.Command("bash", Script(name))
+		c.Env = env
 		if out, err := c.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n%s", name, err, out)
 		}
 	}
+}
+
+// stop stops the hosts and loopback sshd of one state dir.
+func (s *Set) stop(state string) {
+	RunScripts(s.scriptEnv(state), "stop-ssh-hosts.sh", "stop-sshd.sh")
+}
+
+// FreePort is a TCP port free on 127.0.0.1 now (for the loopback sshd
+// that start-ssh-hosts.sh also starts).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Stop stops the set's hosts, if started, removes its state and releases
@@ -167,20 +203,17 @@ func (s *Set) start() (*Hosts, error) {
 	if s.state, err = os.MkdirTemp("/var/tmp", "skygo-sshhosts-"+s.name+"-"); err != nil {
 		return nil, err
 	}
-	// start-ssh-hosts.sh also starts a loopback sshd: give it a free port.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	c := exec.Command("bash", script("start-ssh-hosts.sh"), fmt.Sprint(s.N))
+	c := exec.Command("bash", Script("start-ssh-hosts.sh"), fmt.Sprint(s.N))
 	c.Env = append(s.scriptEnv(s.state), fmt.Sprintf("SSHD_PORT=%d", port))
 	s.started = true
 	if out, err := c.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("start-ssh-hosts.sh %d failed (%v):\n%s", s.N, err, out)
 	}
-	h, err := s.readInfo(filepath.Join(s.state, "ssh-hosts", "info.env"))
+	h, err := ReadInfo(s.state, s.N)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +221,9 @@ func (s *Set) start() (*Hosts, error) {
 	return h, nil
 }
 
-func (s *Set) readInfo(path string) (*Hosts, error) {
+// ReadEnvFile reads an info.env the testinfra scripts write
+// (KEY=VALUE or KEY="VALUE" lines).
+func ReadEnvFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -201,9 +236,20 @@ func (s *Set) readInfo(path string) (*Hosts, error) {
 			kv[k] = strings.Trim(v, `"`)
 		}
 	}
+	return kv, sc.Err()
+}
+
+// ReadInfo reads the hosts that start-ssh-hosts.sh started in state dir
+// state, which must be n. State is filled in; Name and Prefix are not.
+func ReadInfo(state string, n int) (*Hosts, error) {
+	path := filepath.Join(state, "ssh-hosts", "info.env")
+	kv, err := ReadEnvFile(path)
+	if err != nil {
+		return nil, err
+	}
 	h := &Hosts{IPs: strings.Fields(kv["SSH_HOSTS"]), Names: strings.Fields(kv["SSH_HOST_NAMES"]),
-		Key: kv["SSH_KEY"], User: kv["SSH_USER"], KnownHosts: kv["SSH_KNOWN_HOSTS"]}
-	if len(h.IPs) != s.N || len(h.Names) != s.N || h.Key == "" {
+		Key: kv["SSH_KEY"], User: kv["SSH_USER"], KnownHosts: kv["SSH_KNOWN_HOSTS"], State: state}
+	if len(h.IPs) != n || len(h.Names) != n || h.Key == "" {
 		return nil, fmt.Errorf("%s: unexpected content %v", path, kv)
 	}
 	return h, nil
