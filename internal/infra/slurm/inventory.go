@@ -121,6 +121,10 @@ func ParseSinfoNodes(out string) ([]Node, error) {
 		index[n.Name] = len(nodes)
 		nodes = append(nodes, n)
 	}
+	// sinfo's line order varies between calls.
+	for i := range nodes {
+		sort.Strings(nodes[i].Partitions)
+	}
 	return nodes, nil
 }
 
