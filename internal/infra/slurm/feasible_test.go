@@ -118,6 +118,28 @@ func TestFitMixed(t *testing.T) {
 	}
 }
 
+// The acceptance setup: the test cluster's GRES are gpu:fake:4, and
+// gpu_partition_map sends H100 to partition gpu with untyped --gres.
+func TestFitTestClusterH100ViaMap(t *testing.T) {
+	nodes, err := ParseSinfoNodes(fixture(t, "sinfo-testcluster.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Settings{Cluster: "tc", GPUPartitionMap: map[string][]string{"H100": {"gpu"}}}
+	req := DefaultSizes(Request{CPUs: 1, GPU: "H100", GPUCount: 2, NumNodes: 2})
+	fit, gres, reason := Fit(nodes, "gpu", req, s)
+	if reason != "" || gres != "gpu:2" || len(fit) != 3 {
+		t.Fatalf("%s %q %q", names(fit), gres, reason)
+	}
+	if _, _, reason := Fit(nodes, "cpu", req, s); !strings.Contains(reason, "not in slurm gpu_partition_map for H100 (gpu)") {
+		t.Fatalf("cpu partition: %q", reason)
+	}
+	// Without the map, H100 matches nothing there.
+	if _, _, reason := Fit(nodes, "gpu", req, Settings{Cluster: "tc"}); !strings.HasPrefix(reason, "No GPU nodes matching 'H100' (count>=2)") {
+		t.Fatalf("no map: %q", reason)
+	}
+}
+
 func TestFitPartitionMaps(t *testing.T) {
 	nodes := gpuNodes(t)
 	s := Settings{Cluster: "big", GPUPartitionMap: map[string][]string{"H100": {"gpu"}, "Legacy": {"legacy"}}, CPUPartition: []string{"cpu"}}

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -183,5 +184,48 @@ func TestCanonicalGPU(t *testing.T) {
 		if got := CanonicalGPU(raw); got != want {
 			t.Errorf("CanonicalGPU(%q) = %q, want %q", raw, got, want)
 		}
+	}
+}
+
+func TestGPUAvailability(t *testing.T) {
+	nodes, err := ParseSinfoNodes(fixture(t, "sinfo-testcluster.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, err := ParseGresUsed(fixture(t, "gresused-testcluster.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(used["tihost1"], []GRES{{Type: "fake", Count: 2}}) || !reflect.DeepEqual(used["tihost3"], []GRES{{Type: "fake", Count: 0}}) {
+		t.Fatalf("used %+v", used)
+	}
+	got := GPUAvailabilityByPartition(nodes, used)
+	want := []GPUAvailability{
+		{Partition: "cpu", Name: "FAKE", RawType: "fake", Free: 8, Total: 12, Counts: []int{1, 2, 4}},
+		{Partition: "gpu", Name: "FAKE", RawType: "fake", Free: 8, Total: 12, Counts: []int{1, 2, 4}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+
+	mixed := gpuNodes(t)
+	rows := GPUAvailabilityByPartition(mixed, nil)
+	var gpuRows []string
+	for _, r := range rows {
+		if r.Partition == "gpu" {
+			gpuRows = append(gpuRows, fmt.Sprintf("%s %d/%d %v", r.Name, r.Free, r.Total, r.Counts))
+		}
+	}
+	// h100-03 (drain) and h100-04 (down*) are left out.
+	if want := []string{"A100-80GB 16/16 [1 2 4 8]", "H100-80GB 16/16 [1 2 4 8]"}; !reflect.DeepEqual(gpuRows, want) {
+		t.Fatalf("gpu rows %q", gpuRows)
+	}
+	for _, r := range rows {
+		if r.Partition == "legacy" && (r.Name != "GPU" || r.Total != 8) {
+			t.Fatalf("untyped: %+v", r)
+		}
+	}
+	if _, err := ParseGresUsed("tihost1 gpu:fake:2\n"); err == nil {
+		t.Fatal("want a separator error")
 	}
 }

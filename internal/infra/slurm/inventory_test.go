@@ -51,10 +51,10 @@ func TestParsePartitionsOrder(t *testing.T) {
 	if p := byName["gpu"]; p.MaxTime != "2-00:00:00" || p.DefaultTime != "04:00:00" || p.Nodes != "h100-[01-04],a100-[01-02]" || !p.Up() {
 		t.Fatalf("gpu: %+v", p)
 	}
-	if p := byName["legacy"]; p.Up() || p.State != "DOWN" {
+	if p := byName["legacy"]; p.Up() || p.State != "DOWN" || p.Unavailable("big") != "Partition 'legacy' of Slurm cluster 'big' is DOWN." {
 		t.Fatalf("legacy: %+v", p)
 	}
-	if p := byName["inference"]; p.MaxTime != "30:00" {
+	if p := byName["inference"]; p.MaxTime != "30:00" || p.Unavailable("big") != "" {
 		t.Fatalf("inference: %+v", p)
 	}
 }

@@ -21,7 +21,10 @@ on_all_nodes() {
 }
 
 cleanup() {
-  trap - EXIT TERM
+  # A second TERM (scancel again, the time limit) must not cut the
+  # cleanup short; Slurm's KillWait still bounds it.
+  trap - EXIT
+  trap '' TERM
   rm -f "$READY_FILE"
   [ -n "${HOLD_PID:-}" ] && kill "$HOLD_PID" 2>/dev/null
   # The agent's rank processes run in their own sessions and would outlive
