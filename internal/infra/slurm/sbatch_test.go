@@ -140,6 +140,8 @@ func TestScriptValidate(t *testing.T) {
 		"partition":  func(s *Script) { s.Partition = "" },
 		"base":       func(s *Script) { s.Base = "home/alice" },
 		"runtime":    func(s *Script) { s.RuntimeDir = "~/x" },
+		"shared tmp": func(s *Script) { s.RuntimeDir = "/tmp" },
+		"root":       func(s *Script) { s.RuntimeDir = "/" },
 		"nodes":      func(s *Script) { s.NumNodes = 0 },
 		"cpus":       func(s *Script) { s.CPUsPerTask = 0 },
 		"newline":    func(s *Script) { s.Options = map[string]string{"comment": "a\nb"} },
@@ -154,6 +156,7 @@ func TestScriptValidate(t *testing.T) {
 	}
 	s := ok
 	s.JobName = strings.Repeat("a", 120)
+	s.RuntimeDir = NodeRuntimeDir("", s.JobName)
 	if err := s.Validate(); err != nil {
 		t.Errorf("120 chars: %v", err)
 	}
@@ -301,7 +304,7 @@ exec bash -c "$last"
 		t.Error("stale agent state survived")
 	}
 	srunArgs, _ := os.ReadFile(srunLog)
-	if !strings.HasPrefix(string(srunArgs), "--overlap --nodes=1 --ntasks=1 --ntasks-per-node=1 ") {
+	if !strings.HasPrefix(string(srunArgs), "--overlap --nodes=1 --ntasks=1 --ntasks-per-node=1 --export=ALL ") {
 		t.Errorf("srun args %q", srunArgs)
 	}
 

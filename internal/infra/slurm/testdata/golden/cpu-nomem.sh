@@ -14,10 +14,11 @@ READY_FILE=/shared/users/bob/.sky_clusters/train-cpu/.sky_sbatch_ready
 export SKY_RUNTIME_DIR=/scratch/local/train-cpu
 
 # Runs a bash script once on every node of the allocation, next to the
-# steps SkyGo starts later (--overlap).
+# steps SkyGo starts later (--overlap), with this environment whatever
+# export mode the user's sbatch options chose.
 on_all_nodes() {
   srun --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" \
-    --ntasks-per-node=1 --quiet --unbuffered --kill-on-bad-exit=1 bash -c "$1"
+    --ntasks-per-node=1 --export=ALL --quiet --unbuffered --kill-on-bad-exit=1 bash -c "$1"
 }
 
 cleanup() {
@@ -35,7 +36,7 @@ cleanup() {
       [ -f "$f" ] && kill -TERM -- "-$(cat "$f")" 2>/dev/null
     done
     [ -f "$d/daemon.pid" ] && kill -TERM "$(cat "$d/daemon.pid")" 2>/dev/null
-    rm -rf "$SKY_RUNTIME_DIR"
+    rm -rf "${SKY_RUNTIME_DIR:?}"
     true' || true
   rm -rf "$CLUSTER_HOME"
 }
@@ -51,7 +52,7 @@ printf '%s\n' "$SKY_PROCTRACK_TYPE" > "$CLUSTER_HOME/.sky_proctrack_type"
 # A directory left by an earlier allocation of the same name (one killed
 # before its cleanup ran) would hand its agent state to this cluster.
 if ! on_all_nodes '
-    rm -rf "$SKY_RUNTIME_DIR" &&
+    rm -rf "${SKY_RUNTIME_DIR:?}" &&
     mkdir -p "$SKY_RUNTIME_DIR/sky_logs" "$SKY_RUNTIME_DIR/sky_workdir" "$SKY_RUNTIME_DIR/.sky" &&
     touch "$SKY_RUNTIME_DIR/.sky_slurm_cluster" "$SKY_RUNTIME_DIR/.hushlogin" &&
     printf "%s\n" "$SKY_PROCTRACK_TYPE" > "$SKY_RUNTIME_DIR/.sky_proctrack_type"'; then
