@@ -32,7 +32,10 @@ func DefaultSizes(req Request) Request {
 			req.CPUs = 2
 		}
 	}
-	if !req.MemorySet && req.MemoryGB <= 0 {
+	if req.MemoryGB > 0 {
+		req.MemorySet = true
+	}
+	if !req.MemorySet {
 		perCPU := 1.0
 		if req.GPUCount > 0 {
 			perCPU = 4
@@ -111,8 +114,9 @@ func Fit(nodes []Node, partition string, req Request, s Settings) (fitting []Nod
 		}
 	}
 
-	// Each node is charged to the first check it fails, so the reason
-	// counts every node once.
+	// Each node is charged to the first check it fails (state, GPUs, CPUs,
+	// memory), so the reason counts every node once; "largest" is among
+	// the nodes that failed that check.
 	var unusable []string
 	var fewCPUs, littleMem, fewGPUs, maxCPUs, maxMemMB, maxGPUs int
 	memMB := int(req.MemoryGB * 1024)
@@ -121,29 +125,20 @@ func Fit(nodes []Node, partition string, req Request, s Settings) (fitting []Nod
 			unusable = append(unusable, n.Name+": "+why)
 			continue
 		}
-		if n.CPUs > maxCPUs {
-			maxCPUs = n.CPUs
+		if have := n.GPUs(rawType); req.GPUCount > 0 && have < req.GPUCount { // rawType "" (map hit) counts every GPU
+			fewGPUs++
+			maxGPUs = max(maxGPUs, have)
+			continue
 		}
 		if float64(n.CPUs) < req.CPUs {
 			fewCPUs++
+			maxCPUs = max(maxCPUs, n.CPUs)
 			continue
-		}
-		if n.MemoryMB > maxMemMB {
-			maxMemMB = n.MemoryMB
 		}
 		if req.MemoryGB > 0 && n.MemoryMB < memMB {
 			littleMem++
+			maxMemMB = max(maxMemMB, n.MemoryMB)
 			continue
-		}
-		if req.GPUCount > 0 {
-			have := n.GPUs(rawType) // rawType "" (map hit) counts every GPU
-			if have > maxGPUs {
-				maxGPUs = have
-			}
-			if have < req.GPUCount {
-				fewGPUs++
-				continue
-			}
 		}
 		fitting = append(fitting, n)
 	}
@@ -164,12 +159,6 @@ func Fit(nodes []Node, partition string, req Request, s Settings) (fitting []Nod
 		}
 		why = append(why, fmt.Sprintf("%s cannot take jobs (%s)", nodeCount(len(unusable)), strings.Join(shown, ", ")))
 	}
-	if fewCPUs > 0 {
-		why = append(why, fmt.Sprintf("%s %s fewer than %s CPUs (largest: %d)", nodeCount(fewCPUs), have(fewCPUs), formatFigure(req.CPUs), maxCPUs))
-	}
-	if littleMem > 0 {
-		why = append(why, fmt.Sprintf("%s %s less than %s GB of memory (largest: %s GB)", nodeCount(littleMem), have(littleMem), formatFigure(req.MemoryGB), formatFigure(float64(maxMemMB)/1024)))
-	}
 	if fewGPUs > 0 {
 		name := req.GPU
 		if rawType != "" {
@@ -177,11 +166,21 @@ func Fit(nodes []Node, partition string, req Request, s Settings) (fitting []Nod
 		}
 		why = append(why, fmt.Sprintf("%s %s fewer than %d %s GPUs (largest: %d)", nodeCount(fewGPUs), have(fewGPUs), req.GPUCount, name, maxGPUs))
 	}
+	if fewCPUs > 0 {
+		why = append(why, fmt.Sprintf("%s %s fewer than %s CPUs (largest: %d)", nodeCount(fewCPUs), have(fewCPUs), formatFigure(req.CPUs), maxCPUs))
+	}
+	if littleMem > 0 {
+		why = append(why, fmt.Sprintf("%s %s less than %s GB of memory (largest: %s GB)", nodeCount(littleMem), have(littleMem), formatFigure(req.MemoryGB), formatFigure(float64(maxMemMB)/1024)))
+	}
+	detail := ""
+	if len(why) > 0 {
+		detail = ": " + strings.Join(why, "; ")
+	}
 	want := describeRequest(req)
 	if need > 1 {
-		return fitting, gres, fmt.Sprintf("%s has %d of the %d nodes needed that fit %s: %s.", capitalise(where), len(fitting), need, want, strings.Join(why, "; "))
+		return fitting, gres, fmt.Sprintf("%s has %d of the %d nodes needed that fit %s%s.", capitalise(where), len(fitting), need, want, detail)
 	}
-	return nil, gres, fmt.Sprintf("No node in %s fits %s: %s.", where, want, strings.Join(why, "; "))
+	return nil, gres, fmt.Sprintf("No node in %s fits %s%s.", where, want, detail)
 }
 
 // matchMessage is the spec's text of a MatchGPU error, without the
@@ -196,6 +195,9 @@ func matchMessage(err error) string {
 
 func describeRequest(req Request) string {
 	s := formatFigure(req.CPUs) + " CPUs"
+	if req.CPUs == 1 {
+		s = "1 CPU"
+	}
 	if req.MemoryGB > 0 {
 		s += ", " + formatFigure(req.MemoryGB) + " GB memory"
 	}

@@ -324,3 +324,111 @@ func runJoins(segs []string, want string) bool {
 	}
 	return false
 }
+
+// SinfoGresUsedFormat is the -O format ParseGresUsed reads, for
+// `sinfo -h --Node -O <format>`: node name and GresUsed, separated by the
+// unit separator (raw 0x1f bytes; pass it single-quoted).
+const SinfoGresUsedFormat = "NodeList:\x1f,GresUsed:"
+
+// ParseGresUsed parses `sinfo -h --Node -O SinfoGresUsedFormat` into node
+// name -> GPUs in use (GresUsed, e.g. "gpu:fake:2(IDX:0-1)").
+func ParseGresUsed(out string) (map[string][]GRES, error) {
+	used := map[string][]GRES{}
+	for i, line := range strings.Split(out, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		name, gres, ok := strings.Cut(line, "\x1f")
+		if !ok {
+			return nil, fmt.Errorf("sinfo GresUsed: line %d has no separator: %q", i+1, clip(line))
+		}
+		used[strings.TrimSpace(name)] = ParseGRES(strings.TrimSpace(gres))
+	}
+	return used, nil
+}
+
+// GPUAvailability is one row of `sky gpus list --infra slurm`: a GPU type
+// in a partition, with GPUs free and in total over its usable nodes.
+type GPUAvailability struct {
+	Partition string
+	Name      string // CanonicalGPU of the raw type
+	RawType   string
+	Free      int
+	Total     int
+	// Counts are the per-node request sizes that fit on some node
+	// (1, 2, 4, ... up to the largest node), as the listing shows them.
+	Counts []int
+}
+
+// GPUAvailabilityByPartition totals each partition's GPUs by type. used
+// is ParseGresUsed's result (nil = nothing known to be in use). Nodes that
+// cannot take jobs (Node.Usable) count neither as free nor in the total.
+func GPUAvailabilityByPartition(nodes []Node, used map[string][]GRES) []GPUAvailability {
+	type key struct{ part, raw string }
+	rows := map[key]*GPUAvailability{}
+	maxPerNode := map[key]int{}
+	for _, n := range nodes {
+		if ok, _ := n.Usable(); !ok {
+			continue
+		}
+		for _, raw := range gpuTypesOf(n) {
+			total := n.GPUs(raw)
+			inUse := 0
+			for _, g := range used[n.Name] {
+				if g.Type == raw {
+					inUse += g.Count
+				}
+			}
+			free := max(total-inUse, 0)
+			for _, p := range n.Partitions {
+				k := key{p, raw}
+				r := rows[k]
+				if r == nil {
+					r = &GPUAvailability{Partition: p, Name: CanonicalGPU(raw), RawType: raw}
+					rows[k] = r
+				}
+				r.Total += total
+				r.Free += free
+				maxPerNode[k] = max(maxPerNode[k], total)
+			}
+		}
+	}
+	out := make([]GPUAvailability, 0, len(rows))
+	for k, r := range rows {
+		for c := 1; c <= maxPerNode[k]; c *= 2 {
+			r.Counts = append(r.Counts, c)
+		}
+		if m := maxPerNode[k]; m > 0 && !containsInt(r.Counts, m) {
+			r.Counts = append(r.Counts, m)
+		}
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// gpuTypesOf lists a node's distinct GPU types, "" for untyped GRES.
+func gpuTypesOf(n Node) []string {
+	var out []string
+	for _, g := range n.GRES {
+		if !contains(out, g.Type) {
+			out = append(out, g.Type)
+		}
+	}
+	return out
+}
+
+func containsInt(list []int, v int) bool {
+	for _, e := range list {
+		if e == v {
+			return true
+		}
+	}
+	return false
+}

@@ -54,6 +54,15 @@ func ParsePartitions(out string) ([]Partition, error) {
 // state, from output that lacks the field, counts as up).
 func (p Partition) Up() bool { return p.State == "" || strings.EqualFold(p.State, "UP") }
 
+// Unavailable is why no job can start in the partition now ("" when it
+// is up): DOWN, DRAIN and INACTIVE partitions queue or refuse jobs.
+func (p Partition) Unavailable(cluster string) string {
+	if p.Up() {
+		return ""
+	}
+	return fmt.Sprintf("Partition '%s' of Slurm cluster '%s' is %s.", p.Name, cluster, p.State)
+}
+
 // Node is one compute node from sinfo, merged over its partitions.
 type Node struct {
 	Name       string
@@ -120,6 +129,10 @@ func ParseSinfoNodes(out string) ([]Node, error) {
 		}
 		index[n.Name] = len(nodes)
 		nodes = append(nodes, n)
+	}
+	// sinfo's line order varies between calls.
+	for i := range nodes {
+		sort.Strings(nodes[i].Partitions)
 	}
 	return nodes, nil
 }

@@ -80,8 +80,9 @@ func (s Script) Validate() error {
 		return fmt.Errorf("slurm job %s: no partition", s.JobName)
 	case !path.IsAbs(s.Base):
 		return fmt.Errorf("slurm workdir %q must be an absolute path on a shared filesystem", s.Base)
-	case !path.IsAbs(s.RuntimeDir):
-		return fmt.Errorf("slurm tmpdir runtime directory %q must be an absolute path", s.RuntimeDir)
+	case !path.IsAbs(s.RuntimeDir) || path.Base(path.Clean(s.RuntimeDir)) != s.JobName:
+		// The script removes it on every node: it must be the cluster's own.
+		return fmt.Errorf("slurm runtime directory %q must be an absolute <tmpdir>/%s", s.RuntimeDir, s.JobName)
 	case strings.ContainsAny(s.Base+s.RuntimeDir+s.Gres+s.Time, "\n\r"):
 		return fmt.Errorf("slurm job %s: paths and options must not contain newlines", s.JobName)
 	case s.NumNodes < 1 || s.CPUsPerTask < 1 || s.MemMB < 0:
@@ -138,14 +139,18 @@ READY_FILE=%[3]s
 export SKY_RUNTIME_DIR=%[4]s
 
 # Runs a bash script once on every node of the allocation, next to the
-# steps SkyGo starts later (--overlap).
+# steps SkyGo starts later (--overlap), with this environment whatever
+# export mode the user's sbatch options chose.
 on_all_nodes() {
   srun --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" \
-    --ntasks-per-node=1 --quiet --unbuffered --kill-on-bad-exit=1 bash -c "$1"
+    --ntasks-per-node=1 --export=ALL --quiet --unbuffered --kill-on-bad-exit=1 bash -c "$1"
 }
 
 cleanup() {
-  trap - EXIT TERM
+  # A second TERM (scancel again, the time limit) must not cut the
+  # cleanup short; Slurm's KillWait still bounds it.
+  trap - EXIT
+  trap '' TERM
   rm -f "$READY_FILE"
   [ -n "${HOLD_PID:-}" ] && kill "$HOLD_PID" 2>/dev/null
   # The agent's rank processes run in their own sessions and would outlive
@@ -156,7 +161,7 @@ cleanup() {
       [ -f "$f" ] && kill -TERM -- "-$(cat "$f")" 2>/dev/null
     done
     [ -f "$d/daemon.pid" ] && kill -TERM "$(cat "$d/daemon.pid")" 2>/dev/null
-    rm -rf "$SKY_RUNTIME_DIR"
+    rm -rf "${SKY_RUNTIME_DIR:?}"
     true' || true
   rm -rf "$CLUSTER_HOME"
 }
@@ -172,7 +177,7 @@ printf '%%s\n' "$SKY_PROCTRACK_TYPE" > "$CLUSTER_HOME/.sky_proctrack_type"
 # A directory left by an earlier allocation of the same name (one killed
 # before its cleanup ran) would hand its agent state to this cluster.
 if ! on_all_nodes '
-    rm -rf "$SKY_RUNTIME_DIR" &&
+    rm -rf "${SKY_RUNTIME_DIR:?}" &&
     mkdir -p "$SKY_RUNTIME_DIR/sky_logs" "$SKY_RUNTIME_DIR/sky_workdir" "$SKY_RUNTIME_DIR/.sky" &&
     touch "$SKY_RUNTIME_DIR/.sky_slurm_cluster" "$SKY_RUNTIME_DIR/.hushlogin" &&
     printf "%%s\n" "$SKY_PROCTRACK_TYPE" > "$SKY_RUNTIME_DIR/.sky_proctrack_type"'; then
