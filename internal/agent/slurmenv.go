@@ -9,35 +9,58 @@ import (
 	"github.com/skygo/skygo/internal/agent/agentapi"
 )
 
-// Slurm's environment inside an allocation comes in two scopes. The
-// job-scoped variables (SLURM_JOB_ID, SLURM_JOB_NODELIST, SLURM_NNODES,
-// SLURM_GPUS_ON_NODE, ...) describe the allocation and are what user
-// scripts read; they are kept. The step-scoped ones describe the step a
-// process was started in (SkyGo's own `srun --overlap` step): its task
-// ids, CPU binding, task counts and the srun it reports to. A nested
-// `srun` in the user's script would inherit that step's shape from them,
-// and a rank would see the wrong SLURM_PROCID, so they are removed before
-// user code runs and before the head starts steps on other nodes.
+// User code runs inside a job step SkyGo started (srun --overlap, one task
+// on one node). Slurm gives that step's processes two kinds of SLURM_*
+// variables: facts about the job's allocation, which scripts read and which
+// must stay (seed §4), and the shape of SkyGo's own step, which a nested
+// `srun` in user code would read as its input (srun man page, INPUT
+// ENVIRONMENT VARIABLES) and so be confined to one task on one node with
+// SkyGo's binding. The lists below classify the variables of the sbatch and
+// srun man pages (OUTPUT ENVIRONMENT VARIABLES, Slurm 22.05), plus the srun
+// input variables a launching srun may have exported.
 
-// stepScopedExact are step-scoped names that have no common prefix.
-var stepScopedExact = map[string]bool{
-	"SLURM_PROCID": true, "SLURM_LOCALID": true, "SLURM_NODEID": true, "SLURM_GTIDS": true,
-	"SLURM_TASK_PID": true, "SLURM_NTASKS": true, "SLURM_NPROCS": true, "SLURM_NTASKS_PER_NODE": true,
-	"SLURM_TASKS_PER_NODE": true, "SLURM_CPUS_PER_TASK": true, "SLURM_DISTRIBUTION": true,
-	"SLURM_LAUNCH_NODE_IPADDR": true, "SLURM_UMASK": true, "SLURM_PRIO_PROCESS": true,
-	"SLURM_OVERLAP": true, "SLURM_CPUS_ON_NODE": true, "SLURM_UNBUFFEREDIO": true,
-	"SLURM_LABELIO": true, "SLURM_EXCLUSIVE": true, "SLURM_MEM_BIND": true, "SLURM_MEM_BIND_LIST": true,
-	"SLURM_MEM_BIND_PREFER": true, "SLURM_MEM_BIND_SORT": true, "SLURM_MEM_BIND_TYPE": true,
-	"SLURM_MEM_BIND_VERBOSE": true, "SLURM_JOB_NAME": false, "SLURM_NNODES": false,
+// stepScoped are exact names that describe the step or its task.
+var stepScopedNames = map[string]bool{
+	// The task's identity within SkyGo's step: every node's rank is 0 in a
+	// one-task step, which would mislead rank-based scripts.
+	"SLURM_PROCID": true, "SLURM_LOCALID": true, "SLURM_NODEID": true,
+	"SLURM_GTIDS": true, "SLURM_TASK_PID": true,
+	// Task counts and layout of the step; srun reads SLURM_NTASKS,
+	// SLURM_NPROCS and SLURM_NTASKS_PER_* as its own -n / --ntasks-per-*.
+	"SLURM_NTASKS": true, "SLURM_NPROCS": true, "SLURM_TASKS_PER_NODE": true,
+	"SLURM_NTASKS_PER_NODE": true, "SLURM_NTASKS_PER_CORE": true,
+	"SLURM_NTASKS_PER_GPU": true, "SLURM_NTASKS_PER_SOCKET": true,
+	"SLURM_DISTRIBUTION": true, "SLURM_DIST_PLANESIZE": true,
+	// Per-task resources of the step (srun inputs: -c, --mem*, --gpus*,
+	// --threads-per-core, --hint, --exclusive, --overlap, ...).
+	"SLURM_CPUS_PER_TASK": true, "SRUN_CPUS_PER_TASK": true, "SLURM_CPUS_PER_GPU": true,
+	"SLURM_MEM_PER_NODE": true, "SLURM_MEM_PER_CPU": true, "SLURM_MEM_PER_GPU": true,
+	"SLURM_GPUS": true, "SLURM_GPUS_PER_NODE": true, "SLURM_GPUS_PER_TASK": true,
+	"SLURM_GPUS_PER_SOCKET": true, "SLURM_GPU_BIND": true, "SLURM_GPU_FREQ": true,
+	"SLURM_CPU_FREQ_REQ": true, "SLURM_TRES_PER_TASK": true, "SLURM_GRES": true,
+	"SLURM_THREADS_PER_CORE": true, "SLURM_HINT": true, "SLURM_OVERCOMMIT": true,
+	"SLURM_EXCLUSIVE": true, "SLURM_EXACT": true, "SLURM_OVERLAP": true,
+	"SLURM_CONTAINER": true,
+	// The srun that launched the step: its I/O channel, its host, its
+	// output/kill/export modes and the process attributes it propagated.
+	"SLURM_SRUN_COMM_HOST": true, "SLURM_SRUN_COMM_PORT": true,
+	"SLURM_LAUNCH_NODE_IPADDR": true, "SLURM_UNBUFFEREDIO": true, "SLURM_LABELIO": true,
+	"SLURM_KILL_BAD_EXIT": true, "SLURM_EXPORT_ENV": true, "SRUN_EXPORT_ENV": true,
+	"SLURM_UMASK": true, "SLURM_PRIO_PROCESS": true, "SLURM_OPEN_MODE": true,
+	"SLURM_STDINMODE": true, "SLURM_STDOUTMODE": true, "SLURM_STDERRMODE": true,
+	"SLURM_WAIT": true, "SLURM_NO_KILL": true, "SLURM_MPI_TYPE": true,
+	"SLURM_STEPID": true,
 }
 
-// stepScopedPrefixes are the families of step-scoped names.
-var stepScopedPrefixes = []string{"SLURM_STEP", "SLURM_CPU_BIND", "SLURM_SRUN_COMM_", "SLURM_TOPOLOGY_ADDR", "SLURM_PTY_"}
+// stepScopedPrefixes cover families: SLURM_STEP_* (id, node list, counts,
+// GPUs, launcher port), CPU and memory binding (SLURM_CPU_BIND,
+// _TYPE/_LIST/_VERBOSE, SLURM_MEM_BIND*).
+var stepScopedPrefixes = []string{"SLURM_STEP_", "SLURM_CPU_BIND", "SLURM_MEM_BIND"}
 
 // stepScoped reports whether name is a step-scoped Slurm variable.
 func stepScoped(name string) bool {
-	if v, ok := stepScopedExact[name]; ok {
-		return v
+	if stepScopedNames[name] {
+		return true
 	}
 	for _, p := range stepScopedPrefixes {
 		if strings.HasPrefix(name, p) {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/optimizer"
+	"github.com/skygo/skygo/internal/provision"
 )
 
 // Capacity implements infra.Capacity: each partition of each allowed
@@ -208,7 +208,8 @@ func (in *Infra) checkCluster(ctx context.Context, cluster string) (detail, warn
 }
 
 // GPUs implements infra.GPULister: the GPUs of every allowed cluster's
-// partitions, live from sinfo (total GRES and GRES in use).
+// partitions and nodes, live (the node list and the GRES in use are read
+// again on each call).
 func (in *Infra) GPUs(ctx context.Context, region string) ([]infra.GPUUsage, error) {
 	clusters, _, err := in.clusters()
 	if err != nil {
@@ -219,86 +220,43 @@ func (in *Infra) GPUs(ctx context.Context, region string) ([]infra.GPUUsage, err
 	}
 	var out []infra.GPUUsage
 	for _, cl := range clusters {
+		_, nodes, _, err := in.inventoryOf(ctx, cl, true)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", cl, err)
+		}
 		login, err := in.login(cl)
 		if err != nil {
 			return nil, err
 		}
-		raw, err := loginCommand(ctx, login, `sinfo -h -N -O 'NodeList:|,Partition:|,Gres:|,GresUsed:|,StateCompact:|'`)
+		raw, err := loginCommand(ctx, login, "sinfo -h --Node -O "+provision.Quote(SinfoGresUsedFormat))
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", cl, err)
 		}
-		out = append(out, gpuUsage(cl, raw)...)
+		used, err := ParseGresUsed(raw)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", cl, err)
+		}
+		for _, a := range GPUAvailabilityByPartition(nodes, used) {
+			out = append(out, infra.GPUUsage{Region: cl, Zone: a.Partition, GPU: a.Name, Total: a.Total, Free: a.Free, Requestable: a.Counts})
+		}
+		for _, n := range nodes {
+			ok, _ := n.Usable()
+			for _, t := range gpuTypesOf(n) {
+				total, inUse := n.GPUs(t), 0
+				for _, g := range used[n.Name] {
+					if g.Type == t {
+						inUse += g.Count
+					}
+				}
+				free := max(total-inUse, 0)
+				if !ok {
+					free = 0
+				}
+				out = append(out, infra.GPUUsage{Region: cl, Node: n.Name, GPU: CanonicalGPU(t), Total: total, Free: free, Requestable: []int{total}})
+			}
+		}
 	}
 	return out, nil
-}
-
-// gpuUsage folds `sinfo -N -O NodeList,Partition,Gres,GresUsed,StateCompact`
-// into one row per partition and GPU type, and one per node.
-func gpuUsage(cluster, raw string) []infra.GPUUsage {
-	type key struct{ part, gpu string }
-	agg := map[key]*infra.GPUUsage{}
-	var nodes []infra.GPUUsage
-	seenNode := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) < 5 {
-			continue
-		}
-		node, part, state := strings.TrimSpace(f[0]), strings.TrimSuffix(strings.TrimSpace(f[1]), "*"), strings.TrimSpace(f[4])
-		used := map[string]int{}
-		for _, g := range ParseGRES(f[3]) {
-			used[g.Type] += g.Count
-		}
-		usable := !strings.ContainsAny(state, "*~#!%$@^") && !strings.HasPrefix(state, "drain") && !strings.HasPrefix(state, "down") && !strings.HasPrefix(state, "fail")
-		for _, g := range ParseGRES(f[2]) {
-			name := CanonicalGPU(g.Type)
-			free := g.Count - used[g.Type]
-			if !usable || free < 0 {
-				free = 0
-			}
-			k := key{part, name}
-			a := agg[k]
-			if a == nil {
-				a = &infra.GPUUsage{Region: cluster, Zone: part, GPU: name}
-				agg[k] = a
-			}
-			a.Total += g.Count
-			a.Free += free
-			if !containsInt(a.Requestable, g.Count) {
-				a.Requestable = append(a.Requestable, g.Count)
-			}
-			if !seenNode[node+"\x00"+name] {
-				seenNode[node+"\x00"+name] = true
-				nodes = append(nodes, infra.GPUUsage{Region: cluster, Node: node, GPU: name, Total: g.Count, Free: free, Requestable: []int{g.Count}})
-			}
-		}
-	}
-	var out []infra.GPUUsage
-	keys := make([]key, 0, len(agg))
-	for k := range agg {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].part != keys[j].part {
-			return keys[i].part < keys[j].part
-		}
-		return keys[i].gpu < keys[j].gpu
-	})
-	for _, k := range keys {
-		a := agg[k]
-		sort.Ints(a.Requestable)
-		out = append(out, *a)
-	}
-	return append(out, nodes...)
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 var _ infra.GPULister = (*Infra)(nil)

@@ -61,6 +61,9 @@ if ! on_all_nodes '
   exit 1
 fi
 
+# The allocation's job-scoped variables as the batch script sees them:
+# steps pinned to one node see some of them rewritten to the step's.
+env | grep '^SLURM_' > "$CLUSTER_HOME/slurm_job.env" || true
 printf '%s\n' "$SLURM_JOB_ID" > "$READY_FILE"
 sleep infinity &
 HOLD_PID=$!
