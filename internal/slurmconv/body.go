@@ -264,6 +264,9 @@ func (c *conv) body(lines []string, t *task) error {
 		case cBlank:
 			run = append(run, runPart{text, false, true})
 		case cEnv:
+			if w := splitWords(text); len(w) > 0 && (w[0].text == "module" || w[0].text == "ml") {
+				c.usesModule = true
+			}
 			rw := c.rewriteVars(text, s.line)
 			setup = append(setup, rw)
 			run = append(run, runPart{rw, false, true})
@@ -314,7 +317,11 @@ func (c *conv) body(lines []string, t *task) error {
 		}
 	}
 	if len(gatedWork) > 0 {
-		c.note(gatedWork[0], "commands outside srun ran once, on the first node of the allocation; SkyPilot runs `run` on every node, so they are guarded to run on rank 0 only (lines %s)", joinInts(gatedWork))
+		what := "line " + joinInts(gatedWork)
+		if len(gatedWork) > 1 {
+			what = "lines " + joinInts(gatedWork)
+		}
+		c.note(gatedWork[0], "commands outside srun ran once, on the first node of the allocation; SkyPilot runs `run` on every node, so they are guarded to run on rank 0 only (%s)", what)
 	}
 
 	// Assemble run: consecutive guarded parts share one guard.
@@ -336,6 +343,11 @@ func (c *conv) body(lines []string, t *task) error {
 		rb = append(rb, "fi")
 	}
 	var pre []string
+	if c.usesModule {
+		// Batch scripts get `module` from the login profile (#!/bin/bash -l
+		// or the site's sbatch setup); setup and run are plain bash.
+		pre = append(pre, "type module >/dev/null 2>&1 || source /etc/profile")
+	}
 	if sp.chdir != "" {
 		pre = append(pre, "cd "+shellQuote(sp.chdir))
 		c.note(sp.lines["chdir"], "--chdir=%s became `cd %s` at the top of setup and run", sp.chdir, shellQuote(sp.chdir))

@@ -100,6 +100,7 @@ type conv struct {
 	varLines    map[string]int // unmapped SLURM_* variable -> first line
 	once        map[string]bool
 	usesArrayID bool
+	usesModule  bool
 	usedTasks   bool   // an #SBATCH task count reached a kept srun
 	masterAddr  string // the last value run assigned to MASTER_ADDR
 }
