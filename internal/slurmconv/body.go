@@ -213,7 +213,17 @@ const rank0 = `if [ "$SKYPILOT_NODE_RANK" == "0" ]; then`
 // envs.
 func (c *conv) body(lines []string, t *task) error {
 	sp := c.spec
-	headerDone := false
+	// The comments of the header block, up to the last #SBATCH line of
+	// it, describe the job for sbatch; they are dropped with it.
+	headerEnd := -1
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "#SBATCH") {
+			headerEnd = i
+		} else if l != "" && !strings.HasPrefix(l, "#") {
+			break
+		}
+	}
 	skip := func(i int) bool {
 		l := strings.TrimSpace(lines[i])
 		if i == 0 && strings.HasPrefix(l, "#!") {
@@ -222,15 +232,7 @@ func (c *conv) body(lines []string, t *task) error {
 		if strings.HasPrefix(l, "#SBATCH") {
 			return true
 		}
-		if !headerDone {
-			// The comments of the header block describe the job for
-			// sbatch; they are dropped with it.
-			if l == "" || strings.HasPrefix(l, "#") {
-				return true
-			}
-			headerDone = true
-		}
-		return false
+		return i <= headerEnd && (l == "" || strings.HasPrefix(l, "#"))
 	}
 	stmts := splitStatements(lines, skip)
 	var setup []string
@@ -262,7 +264,9 @@ func (c *conv) body(lines []string, t *task) error {
 		cl := classify(text)
 		switch cl {
 		case cBlank:
-			run = append(run, runPart{text, false, true})
+			if len(run) > 0 || strings.TrimSpace(text) != "" {
+				run = append(run, runPart{text, false, true})
+			}
 		case cEnv:
 			if w := splitWords(text); len(w) > 0 && (w[0].text == "module" || w[0].text == "ml") {
 				c.usesModule = true
