@@ -2,6 +2,7 @@ package slurmconv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -528,5 +529,41 @@ func TestLateDirectiveIgnored(t *testing.T) {
 	m, r := convertText(t, "echo start\n#SBATCH --nodes=4\necho\n", Options{})
 	if field(m, "num_nodes") != nil || !hasNote(r, false, "sbatch ignored it") {
 		t.Errorf("%s %v", r.YAML, r.Notes)
+	}
+}
+
+// The run of a multi-node script, executed as SkyPilot would on rank 0
+// and rank 1, with stand-ins for the programs: srun's work runs on every
+// node, the rest of the batch script on rank 0 only, and variables
+// resolve to SkyPilot's.
+func TestRunExecutes(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --array=3-4\n" +
+		"echo start\n" +
+		"HEAD=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)\n" +
+		"srun python train.py --node $SLURM_NODEID --head $HEAD --idx $SLURM_ARRAY_TASK_ID\n" +
+		"srun -N1 python once.py\n" +
+		"python report.py\n"
+	m, _ := convertText(t, script, Options{})
+	run := field(m, "run").(string)
+	bin := t.TempDir()
+	stub := "#!/bin/sh\necho \"python $*\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "python"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for rank, want := range map[string]string{
+		"0": "start\npython train.py --node 0 --head 10.0.0.1 --idx 4\npython once.py\npython report.py\n",
+		"1": "start\npython train.py --node 1 --head 10.0.0.1 --idx 4\n",
+	} {
+		cmd := exec.Command(bash, "-c", run)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "SKYPILOT_NODE_RANK=" + rank, "SKYPILOT_NODE_IPS=10.0.0.1\n10.0.0.2",
+			"SKYPILOT_NUM_NODES=2", "SKYPILOT_JOB_RANK=1", "SKYPILOT_NUM_JOBS=2"}
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != want {
+			t.Errorf("rank %s: %v\n%s\nwant:\n%s\nrun:\n%s", rank, err, out, want, run)
+		}
 	}
 }

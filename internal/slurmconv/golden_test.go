@@ -3,6 +3,7 @@ package slurmconv
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,8 +95,29 @@ func TestGolden(t *testing.T) {
 					t.Errorf("%s differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", tc.name, p, got, want)
 				}
 			}
-			loadsAsTask(t, tc.name+".yaml", r.YAML)
+			dag := loadsAsTask(t, tc.name+".yaml", r.YAML)
+			for _, tk := range dag.Tasks {
+				bashSyntaxOK(t, tk.Name+" setup", tk.Setup)
+				bashSyntaxOK(t, tk.Name+" run", tk.Run)
+			}
 		})
+	}
+}
+
+// bashSyntaxOK has bash parse a setup or run without running it.
+func bashSyntaxOK(t *testing.T, what, script string) {
+	t.Helper()
+	if script == "" {
+		return
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	cmd := exec.Command(bash, "-n")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%s is not valid bash: %v\n%s\n%s", what, err, out, script)
 	}
 }
 
