@@ -644,6 +644,13 @@ func (c *conv) mapVar(name string, line int) (string, bool) {
 	case "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE":
 		c.noteOnce(name, line, "$%s became $(nproc), the CPUs this node's job step may use (SkyPilot has no CPU-count variable)", name)
 		return "$(nproc)", true
+	case "SLURM_JOB_NAME":
+		// cleanName makes the name safe to paste into shell words.
+		c.noteOnce(name, line, "$SLURM_JOB_NAME became the task name, %s", c.name)
+		return "=" + c.name, true
+	case "SLURM_SUBMIT_DIR":
+		c.noteOnce(name, line, "$SLURM_SUBMIT_DIR became $HOME/sky_workdir, where `workdir: .` syncs the directory you launch from")
+		return "=$HOME/sky_workdir", true
 	case "SLURM_JOB_NODELIST", "SLURM_NODELIST":
 		c.noteOnce(name, line, "$%s became $SKYPILOT_NODE_IPS: IP addresses one per line, not a Slurm hostlist expression", name)
 	}

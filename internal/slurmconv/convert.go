@@ -99,6 +99,7 @@ type conv struct {
 
 	varLines    map[string]int // unmapped SLURM_* variable -> first line
 	once        map[string]bool
+	name        string // the task's name
 	usesArrayID bool
 	usesModule  bool
 	usedTasks   bool   // an #SBATCH task count reached a kept srun
@@ -257,6 +258,7 @@ func (c *conv) convert(s Script) (*task, error) {
 		c.note(sp.lines["job-name"], "job name %q is not a valid SkyPilot task name; using %q", t.name, clean)
 		t.name = clean
 	}
+	c.name = t.name
 	c.numNodes = max(sp.nodes, 1)
 	if sp.nodes > 1 {
 		t.numNodes = sp.nodes

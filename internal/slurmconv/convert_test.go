@@ -424,7 +424,7 @@ squeue -u $USER
 	m, r := convertText(t, script, Options{})
 	want := `echo $SKYPILOT_NODE_IPS ${SKYPILOT_NUM_NODES} $SKYPILOT_NUM_NODES $SKYPILOT_NODE_RANK $SKYPILOT_NODE_RANK
 echo $SKYPILOT_NUM_GPUS_PER_NODE $SKYPILOT_TASK_ID ${SKYPILOT_TASK_ID} $(nproc) ${SKYPILOT_NUM_NODES:-1}
-echo $SLURM_LOCALID $SLURM_SUBMIT_DIR $SLURM_LOCALID
+echo $SLURM_LOCALID $HOME/sky_workdir $SLURM_LOCALID
 HEAD=$(echo "$SKYPILOT_NODE_IPS" | head -n1)
 ALL=$(echo "$SKYPILOT_NODE_IPS")
 if [ "$SKYPILOT_NODE_RANK" == "0" ]; then
@@ -434,10 +434,13 @@ fi
 	if got := field(m, "run"); got != want {
 		t.Errorf("run:\n%s\nwant:\n%s", got, want)
 	}
-	for _, sub := range []string{"$SLURM_LOCALID has no SkyPilot equivalent", "$SLURM_SUBMIT_DIR has no SkyPilot equivalent", "`squeue` talks to Slurm"} {
+	for _, sub := range []string{"$SLURM_LOCALID has no SkyPilot equivalent", "`squeue` talks to Slurm"} {
 		if !hasNote(r, true, sub) {
 			t.Errorf("no unmapped note %q: %v", sub, r.Notes)
 		}
+	}
+	if !hasNote(r, false, "$SLURM_SUBMIT_DIR became $HOME/sky_workdir") {
+		t.Errorf("no note on SLURM_SUBMIT_DIR: %v", r.Notes)
 	}
 	n := 0
 	for _, note := range r.Notes {
