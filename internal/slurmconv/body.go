@@ -207,6 +207,11 @@ const headIPs = `$(echo "$SKYPILOT_NODE_IPS" | head -n1)`
 
 var masterRE = regexp.MustCompile(`(?m)^\s*(?:export\s+)?MASTER_ADDR=(.*)$`)
 
+var nodeVarRE = regexp.MustCompile(`^\$\{?[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\}?$`)
+
+// myIP is this node's address in SkyPilot's node list.
+const myIP = `$(echo "$SKYPILOT_NODE_IPS" | sed -n "$((SKYPILOT_NODE_RANK + 1))p")`
+
 const rank0 = `if [ "$SKYPILOT_NODE_RANK" == "0" ]; then`
 
 // body converts everything after the #SBATCH block into setup, run and
@@ -305,7 +310,7 @@ func (c *conv) body(lines []string, t *task) error {
 			if m := masterRE.FindStringSubmatch(rw); m != nil {
 				c.masterAddr = strings.Trim(m[1], `"`)
 			}
-			if prelude && strings.HasPrefix(strings.TrimSpace(text), "export ") && !strings.Contains(text, "SLURM") && !strings.Contains(text, "scontrol") {
+			if prelude && strings.HasPrefix(strings.TrimSpace(text), "export ") && strings.Contains(text, "=") && !strings.Contains(text, "SLURM") && !strings.Contains(text, "scontrol") {
 				setup = append(setup, rw)
 			}
 			run = append(run, runPart{rw, false, !s.heredoc})
@@ -514,6 +519,8 @@ var (
 	scontrolRE = regexp.MustCompile(`scontrol\s+show\s+hostnames?(?:\s+"?\$\{?SLURM_(?:JOB_)?NODELIST\}?"?|(\s*)([|)` + "`" + `]|$))`)
 	ipLookupRE = regexp.MustCompile(`\$\(\s*srun\b[^)]*?(?:-w\s*|--nodelist[= ])"?\$\{?(\w+)\}?"?[^)]*\bhostname\s+(?:--ip-address|-i|-I)[^)]*\)`)
 	headRE     = regexp.MustCompile(`echo "\$SKYPILOT_NODE_IPS"\s*\|\s*head\s+(?:-n\s*1|-1)\b`)
+	arithRE    = regexp.MustCompile(`\$\(\([^)]*\)\)`)
+	bareVarRE  = regexp.MustCompile(`\bSLURMD?_[A-Za-z0-9_]*\b`)
 	slurmVarRE = regexp.MustCompile(`\$\{(SLURMD?_[A-Za-z0-9_]*)([^}]*)\}|\$(SLURMD?_[A-Za-z0-9_]*)`)
 	slurmCmdRE = regexp.MustCompile(`(^|[\s;|&(` + "`" + `])(scontrol|squeue|sacct|sinfo|scancel|sbatch|sstat|salloc|srun)\s`)
 )
@@ -535,6 +542,24 @@ func (c *conv) rewriteVars(text string, line int) string {
 		return "${" + v + "}"
 	})
 	out = headRE.ReplaceAllLiteralString(out, `echo "$SKYPILOT_NODE_IPS" | head -n1`)
+	// Inside $(( )) variables are named without "$".
+	out = arithRE.ReplaceAllStringFunc(out, func(m string) string {
+		return bareVarRE.ReplaceAllStringFunc(m, func(name string) string {
+			repl, ok := c.mapVar(name, line)
+			switch {
+			case !ok:
+				if _, seen := c.varLines[name]; !seen {
+					c.varLines[name] = line
+				}
+				return name
+			case strings.HasPrefix(repl, "="):
+				return repl[1:]
+			case strings.HasPrefix(repl, "$("):
+				return repl
+			}
+			return repl
+		})
+	})
 	out = slurmVarRE.ReplaceAllStringFunc(out, func(m string) string {
 		sub := slurmVarRE.FindStringSubmatch(m)
 		name, suffix, braced := sub[3], "", false
@@ -838,7 +863,13 @@ func (c *conv) translateSrun(text string, line int) string {
 		return c.emitMPI(s, line, hasNTPN || hasN)
 	}
 	body := s.prefix + c.rewriteVars(s.progText, line)
-	_, hasList := s.named["nodelist"]
+	list, hasList := s.named["nodelist"]
+	if hasList && nodeVarRE.MatchString(list) {
+		// A node picked from the node list, which now holds IP addresses:
+		// run where this node's own address is that one.
+		c.note(line, "`srun -w %s` became a guard on this node's address ($SKYPILOT_NODE_IPS line $SKYPILOT_NODE_RANK+1)", list)
+		return fmt.Sprintf("%sif [ \"%s\" == \"%s\" ]; then\n%s  %s\n%sfi", s.indent, list, myIP, s.indent, body, s.indent)
+	}
 	switch {
 	case hasList:
 		c.unmapped(line, "srun --nodelist=%s picks Slurm nodes by name; SkyPilot has no node names, so it runs on rank 0", s.named["nodelist"])

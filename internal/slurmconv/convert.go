@@ -74,17 +74,6 @@ type Result struct {
 	SlurmOnly bool
 }
 
-// Unmapped returns the notes about what could not be converted.
-func (r *Result) Unmapped() []Note {
-	var out []Note
-	for _, n := range r.Notes {
-		if n.Unmapped {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // conv is the state of converting one script.
 type conv struct {
 	script    string
@@ -169,6 +158,7 @@ func ConvertPipeline(scripts []Script, opts Options) (*Result, error) {
 	var notes []Note
 	slurmOnly := false
 	used := map[string]int{}
+	seenWhole := map[string]bool{}
 	for i, s := range scripts {
 		c := &conv{opts: opts}
 		t, err := c.convert(s)
@@ -194,7 +184,13 @@ func ConvertPipeline(scripts []Script, opts Options) (*Result, error) {
 			}
 		}
 		for _, n := range sortedNotes(c.notes) {
-			n.Script = path.Base(s.Path)
+			if n.Line == 0 && seenWhole[n.Text] {
+				continue // said once for the whole pipeline
+			}
+			seenWhole[n.Text] = n.Line == 0
+			if n.Line > 0 {
+				n.Script = path.Base(s.Path)
+			}
 			notes = append(notes, n)
 		}
 		slurmOnly = slurmOnly || c.slurmOnly

@@ -570,3 +570,21 @@ func TestRunExecutes(t *testing.T) {
 		}
 	}
 }
+
+func TestArithmeticAndNodeList(t *testing.T) {
+	m, r := convertText(t, "#SBATCH -N 3\n#SBATCH --tasks-per-node=1\nW=$((SLURM_JOB_NUM_NODES - 1 + SLURM_LOCALID))\nsrun -w \"$node\" ray start\nsrun -w node07 hostname\n", Options{})
+	want := `W=$((SKYPILOT_NUM_NODES - 1 + SLURM_LOCALID))
+if [ "$node" == "$(echo "$SKYPILOT_NODE_IPS" | sed -n "$((SKYPILOT_NODE_RANK + 1))p")" ]; then
+  ray start
+fi
+if [ "$SKYPILOT_NODE_RANK" == "0" ]; then
+  hostname
+fi
+`
+	if got := field(m, "run"); got != want {
+		t.Errorf("run:\n%s\nwant:\n%s", got, want)
+	}
+	if field(m, "config") != nil || !hasNote(r, true, "$SLURM_LOCALID has no") || !hasNote(r, true, "node07") {
+		t.Errorf("%s\n%v", r.YAML, r.Notes)
+	}
+}

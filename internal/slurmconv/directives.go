@@ -93,6 +93,9 @@ func parseDirectives(lines []string, c *conv) []directive {
 				c.note(i+1, "%q in an #SBATCH line is not an option; not converted", w)
 				continue
 			}
+			if d.name == "tasks-per-node" { // sbatch's alias
+				d.name = "ntasks-per-node"
+			}
 			d.raw = "--" + d.name
 			if d.hasValue {
 				d.raw += "=" + d.value

@@ -32,6 +32,7 @@ var goldenCases = []struct {
 	{"array-sweep", []string{"array-sweep.sbatch"}, Options{Cluster: "hpc", GPUType: "L40S"}},
 	{"torchrun-multinode", []string{"torchrun-multinode.sbatch"}, Options{Cluster: "hpc"}},
 	{"conda-exclusive", []string{"conda-exclusive.sbatch"}, Options{Hosts: []string{"hpc"}}},
+	{"ray-cluster", []string{"ray-cluster.sbatch"}, Options{Cluster: "hpc", GPUType: "L4"}},
 }
 
 func convertFiles(t *testing.T, files []string, opts Options) *Result {
