@@ -207,6 +207,8 @@ const headIPs = `$(echo "$SKYPILOT_NODE_IPS" | head -n1)`
 
 var masterRE = regexp.MustCompile(`(?m)^\s*(?:export\s+)?MASTER_ADDR=(.*)$`)
 
+var continuationRE = regexp.MustCompile(`[ \t]*\\\n[ \t]*`)
+
 var nodeVarRE = regexp.MustCompile(`^\$\{?[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\}?$`)
 
 // myIP is this node's address in SkyPilot's node list.
@@ -1025,8 +1027,9 @@ func (c *conv) emitLauncher(s *srunCall, l *launcherKind, line int) string {
 	for _, f := range append(flags, kept...) {
 		b.WriteString(in + "  " + f + " \\\n")
 	}
-	tail := strings.TrimSpace(strings.ReplaceAll(c.rewriteVars(s.rest(k), line), "\\\n", " "))
-	tail = regexp.MustCompile(`[ \t]+`).ReplaceAllString(tail, " ")
+	// The script's arguments go on one line: their continuations joined,
+	// quoted text left alone.
+	tail := strings.TrimSpace(continuationRE.ReplaceAllString(c.rewriteVars(s.rest(k), line), " "))
 	b.WriteString(in + "  " + tail)
 	return b.String()
 }

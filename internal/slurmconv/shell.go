@@ -162,9 +162,11 @@ var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=`)
 // isAssignment reports whether a word is a shell variable assignment.
 func isAssignment(w string) bool { return assignRE.MatchString(w) }
 
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
 // shellQuote quotes a word for bash when it needs it.
 func shellQuote(s string) string {
-	if s != "" && regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`).MatchString(s) {
+	if s != "" && shellSafe.MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
