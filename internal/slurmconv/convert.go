@@ -5,6 +5,17 @@
 // become setup; the work becomes run, with srun translated by what it was
 // for and SLURM_* variables replaced by SkyPilot's. It is pure: text in,
 // text and notes out.
+//
+// Decisions the guide leaves open, so that what is emitted runs:
+//   - setup and run are separate shells, so module loads and environment
+//     activation go to setup and also stay in run where they were; package
+//     installs before the first command of the work go to setup only.
+//   - literal `export K=V` before the work become envs (setup sees them
+//     too); exports that expand something stay in the scripts.
+//   - an sbatch script runs on the first node only, and srun fans out; run
+//     runs on every node, so on multi-node jobs the commands outside srun
+//     are guarded to rank 0.
+//   - a job without --job-name is named after its script, as sbatch does.
 package slurmconv
 
 import (

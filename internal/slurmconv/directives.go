@@ -210,9 +210,9 @@ type kv struct {
 
 var timeRE = regexp.MustCompile(`^(\d+|\d+:\d+|\d+:\d+:\d+|\d+-\d+|\d+-\d+:\d+|\d+-\d+:\d+:\d+)$`)
 
-// ValidTime reports whether s is a Slurm time limit in one of the forms
+// validTime reports whether s is a Slurm time limit in one of the forms
 // SkyPilot accepts for sbatch_options.time.
-func ValidTime(s string) bool { return timeRE.MatchString(s) }
+func validTime(s string) bool { return timeRE.MatchString(s) }
 
 func buildSpec(ds []directive, c *conv) (*spec, error) {
 	s := &spec{nodes: 0, memMB: -1, memPerCPUMB: -1, memPerGPUMB: -1, lines: map[string]int{}}
@@ -374,7 +374,7 @@ func buildSpec(ds []directive, c *conv) (*spec, error) {
 				c.note(d.line, "--time=%s dropped: without a time, SkyPilot uses the partition's MaxTime", d.value)
 				continue
 			}
-			if !ValidTime(d.value) {
+			if !validTime(d.value) {
 				return nil, fmt.Errorf("line %d: --time=%s is not a Slurm time limit (m, m:s, h:m:s, d-h, d-h:m or d-h:m:s)", d.line, d.value)
 			}
 			set("time", d.value)
