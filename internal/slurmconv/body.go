@@ -123,13 +123,60 @@ var harmless = map[string]bool{
 	"sleep": true, "date": true, "hostname": true, "nvidia-smi": true, "true": true, ":": true,
 	"unset": true, "alias": true, "declare": true, "local": true, "readonly": true,
 	"export": true, "pwd": true, "which": true, "whoami": true, "exit": true, "typeset": true,
+	"[": true, "[[": true, "test": true, "read": true, "return": true, "shift": true, "break": true, "continue": true,
 }
 
 var pythonRE = regexp.MustCompile(`^python[0-9.]*$`)
 
-// classify looks at a simple statement's words.
-func classify(text string) class {
-	ws := splitWords(text)
+// classify is classifyWords, with calls of the script's own functions
+// that run srun counted as srun.
+func (c *conv) classify(text string) class {
+	cl := classifyWords(text)
+	if cl == cWork {
+		ws := splitWords(text)
+		i := 0
+		for i < len(ws) && isAssignment(ws[i].text) {
+			i++
+		}
+		if i < len(ws) && c.srunFuncs[ws[i].value()] {
+			return cHarmless
+		}
+	}
+	return cl
+}
+
+// classifyWords looks at a statement's words: the class of its first
+// command, unless a later command of a pipeline or list is work.
+func classifyWords(text string) class {
+	all := splitWords(text)
+	first := -1
+	for i, w := range all {
+		if operators[w.text] {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return classifySimple(all, text)
+	}
+	cl := classifySimple(all[:first], text)
+	if cl == cSrun || cl == cWork {
+		return cl
+	}
+	start := first + 1
+	for i := start; i <= len(all); i++ {
+		if i == len(all) || operators[all[i].text] {
+			if i > start && classifySimple(all[start:i], text) >= cSrun {
+				return cWork
+			}
+			start = i + 1
+		}
+	}
+	return cl
+}
+
+// classifySimple looks at one simple command's words.
+func classifySimple(ws []token, text string) class {
 	i := 0
 	for i < len(ws) && isAssignment(ws[i].text) {
 		i++
@@ -205,6 +252,8 @@ func classify(text string) class {
 
 const headIPs = `$(echo "$SKYPILOT_NODE_IPS" | head -n1)`
 
+var funcDefRE = regexp.MustCompile(`^\s*(?:function\s+([A-Za-z_][A-Za-z0-9_-]*)|([A-Za-z_][A-Za-z0-9_-]*)\s*\(\))`)
+
 var masterRE = regexp.MustCompile(`(?m)^\s*(?:export\s+)?MASTER_ADDR=(.*)$`)
 
 var continuationRE = regexp.MustCompile(`[ \t]*\\\n[ \t]*`)
@@ -256,6 +305,11 @@ func (c *conv) body(lines []string, t *task) error {
 		text := s.text()
 		if s.block {
 			out, hasSrun, work := c.convertBlock(s)
+			if m := funcDefRE.FindStringSubmatch(s.lines[0]); m != nil && hasSrun {
+				// Calls of this function start srun steps: not guarded.
+				c.srunFuncs[m[1]+m[2]] = true
+				work = false
+			}
 			if hasSrun || work {
 				prelude = false
 			}
@@ -268,7 +322,7 @@ func (c *conv) body(lines []string, t *task) error {
 			run = append(run, runPart{out, gate, !s.heredoc})
 			continue
 		}
-		cl := classify(text)
+		cl := c.classify(text)
 		switch cl {
 		case cBlank:
 			if len(run) > 0 || strings.TrimSpace(text) != "" {
@@ -464,15 +518,18 @@ func (c *conv) convertBlock(s *stmt) (out string, hasSrun, work bool) {
 			heredoc = m[2]
 		}
 		body := stripKeyword(text)
-		switch classify(body) {
-		case cSrun:
-			if body == text {
-				hasSrun = true
-				res = append(res, c.translateSrun(text, start))
-				continue
+		switch cl := c.classify(body); {
+		case cl == cSrun:
+			hasSrun = true
+			// Whatever keyword or case pattern came first stays in front,
+			// and a case arm's ";;" after.
+			prefix, suffix := text[:len(text)-len(body)], ""
+			if b := strings.TrimRight(body, " \t"); strings.HasSuffix(b, ";;") {
+				body, suffix = strings.TrimRight(strings.TrimSuffix(b, ";;"), " \t"), " ;;"
 			}
-			c.unmapped(start, "srun after a shell keyword on the same line is not translated; put it on its own line (seed §5)")
-		case cWork, cInstall:
+			res = append(res, prefix+c.translateSrun(body, start)+suffix)
+			continue
+		case cl == cWork, cl == cInstall:
 			work = true
 		}
 		res = append(res, c.rewriteVars(text, start))
@@ -483,7 +540,7 @@ func (c *conv) convertBlock(s *stmt) (out string, hasSrun, work bool) {
 	return strings.Join(res, "\n"), hasSrun, work
 }
 
-var keywordRE = regexp.MustCompile(`^\s*(if|elif|while|until|then|do|else|for\s.*;\s*do|fi|done|esac|\{|\})(\s|;|$)`)
+var keywordRE = regexp.MustCompile(`^\s*(if|elif|while|until|then|do|else|for\s.*;\s*do|fi|done|esac|\{|\}|case\s.*\sin|;;|[^\s()]+\)|function\s+\S+|[A-Za-z_][A-Za-z0-9_]*\(\))(\s|;|$)`)
 
 // stripKeyword drops the keyword a line of a compound command starts
 // with, so the command after it can be classified; a line of only

@@ -102,8 +102,9 @@ type conv struct {
 	name        string // the task's name
 	usesArrayID bool
 	usesModule  bool
-	usedTasks   bool   // an #SBATCH task count reached a kept srun
-	masterAddr  string // the last value run assigned to MASTER_ADDR
+	srunFuncs   map[string]bool // the script's functions that run srun
+	usedTasks   bool            // an #SBATCH task count reached a kept srun
+	masterAddr  string          // the last value run assigned to MASTER_ADDR
 }
 
 // note records a change the user should know about.
@@ -129,7 +130,7 @@ type task struct {
 
 // Convert converts one sbatch script.
 func Convert(s Script, opts Options) (*Result, error) {
-	c := &conv{opts: opts}
+	c := &conv{opts: opts, srunFuncs: map[string]bool{}}
 	t, err := c.convert(s)
 	if err != nil {
 		return nil, err
@@ -171,7 +172,7 @@ func ConvertPipeline(scripts []Script, opts Options) (*Result, error) {
 	used := map[string]int{}
 	seenWhole := map[string]bool{}
 	for i, s := range scripts {
-		c := &conv{opts: opts}
+		c := &conv{opts: opts, srunFuncs: map[string]bool{}}
 		t, err := c.convert(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Path, err)

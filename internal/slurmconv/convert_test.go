@@ -17,7 +17,9 @@ func convertText(t *testing.T, script string, opts Options) (map[string]any, *Re
 	if err != nil {
 		t.Fatalf("convert: %v\n%s", err, script)
 	}
-	loadsAsTask(t, "job.yaml", r.YAML)
+	dag := loadsAsTask(t, "job.yaml", r.YAML)
+	bashSyntaxOK(t, "setup", dag.Tasks[0].Setup)
+	bashSyntaxOK(t, "run", dag.Tasks[0].Run)
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(r.YAML), &m); err != nil {
 		t.Fatal(err)
@@ -586,5 +588,62 @@ fi
 	}
 	if field(m, "config") != nil || !hasNote(r, true, "$SLURM_LOCALID has no") || !hasNote(r, true, "node07") {
 		t.Errorf("%s\n%v", r.YAML, r.Notes)
+	}
+}
+
+// Compound commands: srun inside functions, if/else and case arms is
+// translated; calls of a function that runs srun stay on every node; a
+// pipeline ending in work is guarded.
+func TestBlocks(t *testing.T) {
+	script := `#!/bin/bash
+#SBATCH -N 2
+step() {
+  echo "step $1"
+  srun python step.py --n "$1"
+}
+if [ -f ckpt.pt ]; then
+  srun python train.py --resume ckpt.pt
+else
+  time srun python train.py
+fi
+step 1
+case "$MODE" in
+  eval) srun -N1 python eval.py ;;
+esac
+for f in a b; do
+  cp "$f" /shared/
+done
+echo "done $SLURM_JOB_ID" | mail -s done me@example.org
+`
+	m, r := convertText(t, script, Options{})
+	want := `step() {
+  echo "step $1"
+  python step.py --n "$1"
+}
+if [ -f ckpt.pt ]; then
+  python train.py --resume ckpt.pt
+else
+  time python train.py
+fi
+step 1
+case "$MODE" in
+  eval) if [ "$SKYPILOT_NODE_RANK" == "0" ]; then
+  python eval.py
+fi ;;
+esac
+if [ "$SKYPILOT_NODE_RANK" == "0" ]; then
+  for f in a b; do
+    cp "$f" /shared/
+  done
+  echo "done $SKYPILOT_TASK_ID" | mail -s done me@example.org
+fi
+`
+	if got := field(m, "run"); got != want {
+		t.Errorf("run:\n%s\nwant:\n%s", got, want)
+	}
+	for _, n := range r.Notes {
+		if n.Unmapped {
+			t.Errorf("unexpected: %s", n)
+		}
 	}
 }
