@@ -575,9 +575,10 @@ var varMap = map[string]string{
 }
 
 var (
-	scontrolRE = regexp.MustCompile(`scontrol\s+show\s+hostnames?(?:\s+"?\$\{?SLURM_(?:JOB_)?NODELIST\}?"?|(\s*)([|)` + "`" + `]|$))`)
+	scontrolRE = regexp.MustCompile(`scontrol\s+show\s+hostnames?(?:\s+"?\$\{?SLURM_(?:JOB_)?NODELIST\}?"?|(\s*)([|)>;&` + "`" + `]|$))`)
 	ipLookupRE = regexp.MustCompile(`\$\(\s*srun\b[^)]*?(?:-w\s*|--nodelist[= ])"?\$\{?(\w+)\}?"?[^)]*\bhostname\s+(?:--ip-address|-i|-I)[^)]*\)`)
 	headRE     = regexp.MustCompile(`echo "\$SKYPILOT_NODE_IPS"\s*\|\s*head\s+(?:-n\s*1|-1)\b`)
+	mpirunRE   = regexp.MustCompile(`(^|[\s;|&(])(mpirun|mpiexec)\s`)
 	arithRE    = regexp.MustCompile(`\$\(\([^)]*\)\)`)
 	bareVarRE  = regexp.MustCompile(`\bSLURMD?_[A-Za-z0-9_]*\b`)
 	slurmVarRE = regexp.MustCompile(`\$\{(SLURMD?_[A-Za-z0-9_]*)([^}]*)\}|\$(SLURMD?_[A-Za-z0-9_]*)`)
@@ -643,6 +644,9 @@ func (c *conv) rewriteVars(text string, line int) string {
 		}
 		return "$" + repl
 	})
+	if mpirunRE.MatchString(out) {
+		c.unmappedOnce("mpirun", line, "mpirun/mpiexec inside a Slurm allocation start their ranks with srun, which must share the allocation with SkyPilot's own step: add `export SLURM_OVERLAP=1` before it (Slurm-only), or use the rank variables (seed §5.2)")
+	}
 	for _, m := range slurmCmdRE.FindAllStringSubmatch(out, -1) {
 		if m[2] == "srun" {
 			c.unmapped(line, "srun inside a command (not at the start of a line) is not translated; it still runs on Slurm only with `--overlap` (seed §5.3)")

@@ -647,3 +647,14 @@ fi
 		}
 	}
 }
+
+func TestHostfileAndMpirun(t *testing.T) {
+	m, r := convertText(t, "#SBATCH -N 2\nscontrol show hostnames > hosts.txt\nmpirun -np 8 --hostfile hosts.txt ./a.out\n", Options{})
+	want := "if [ \"$SKYPILOT_NODE_RANK\" == \"0\" ]; then\n  echo \"$SKYPILOT_NODE_IPS\" > hosts.txt\n  mpirun -np 8 --hostfile hosts.txt ./a.out\nfi\n"
+	if got := field(m, "run"); got != want {
+		t.Errorf("run:\n%s\nwant:\n%s", got, want)
+	}
+	if !hasNote(r, true, "SLURM_OVERLAP=1") {
+		t.Errorf("%v", r.Notes)
+	}
+}
