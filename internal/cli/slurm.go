@@ -60,7 +60,7 @@ API server is needed.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&opts.Output, "output", "o", "", "Write the YAML to `FILE` instead of stdout")
-	fs.StringVar(&opts.Cluster, "cluster", "", "Slurm cluster (a Host of ~/.slurm/config) for infra; default: the only Host there")
+	fs.StringVar(&opts.Cluster, "cluster", "", "Slurm cluster `NAME` (a Host of ~/.slurm/config) for infra; default: the only Host there")
 	fs.StringVar(&opts.GPUType, "gpu-type", "", "GPU `NAME` for directives that give only a count (--gpus-per-node=8, --gres=gpu:8)")
 	return cmd
 }
