@@ -252,6 +252,8 @@ func classifySimple(ws []token, text string) class {
 
 const headIPs = `$(echo "$SKYPILOT_NODE_IPS" | head -n1)`
 
+var waitRE = regexp.MustCompile(`(?m)^\s*wait\b`)
+
 var funcDefRE = regexp.MustCompile(`^\s*(?:function\s+([A-Za-z_][A-Za-z0-9_-]*)|([A-Za-z_][A-Za-z0-9_-]*)\s*\(\))`)
 
 var masterRE = regexp.MustCompile(`(?m)^\s*(?:export\s+)?MASTER_ADDR=(.*)$`)
@@ -291,6 +293,7 @@ func (c *conv) body(lines []string, t *task) error {
 		return i <= headerEnd && (l == "" || strings.HasPrefix(l, "#"))
 	}
 	stmts := splitStatements(lines, skip)
+	c.hasWait = waitRE.MatchString(strings.Join(lines, "\n"))
 	var setup []string
 	type runPart struct {
 		text  string
@@ -892,6 +895,9 @@ func (c *conv) translateSrun(text string, line int) string {
 		return text
 	}
 	prog := path.Base(s.toks[s.prog].value())
+	if n := len(s.toks); c.numNodes > 1 && s.toks[n-1].text == "&" && !c.hasWait {
+		c.unmappedOnce("background", line, "srun step started in the background: in Slurm it lasted until the job ended; in SkyPilot a node's run ends when its own script does, so add `wait` on the nodes that must keep it running")
+	}
 	if l := c.launcher(s); l != nil {
 		return c.emitLauncher(s, l, line)
 	}
