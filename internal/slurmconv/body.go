@@ -336,7 +336,9 @@ func (c *conv) body(lines []string, t *task) error {
 				c.usesModule = true
 			}
 			rw := c.rewriteVars(text, s.line)
-			setup = append(setup, rw)
+			if prelude {
+				setup = append(setup, rw)
+			}
 			run = append(run, runPart{rw, false, true})
 		case cInstall:
 			rw := c.rewriteVars(text, s.line)
