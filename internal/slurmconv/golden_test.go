@@ -33,6 +33,10 @@ var goldenCases = []struct {
 	{"torchrun-multinode", []string{"torchrun-multinode.sbatch"}, Options{Cluster: "hpc"}},
 	{"conda-exclusive", []string{"conda-exclusive.sbatch"}, Options{Hosts: []string{"hpc"}}},
 	{"ray-cluster", []string{"ray-cluster.sbatch"}, Options{Cluster: "hpc", GPUType: "L4"}},
+	// Only bash and Slurm's own commands: these run as they are on a
+	// test cluster.
+	{"runnable-ranks", []string{"runnable-ranks.sbatch"}, Options{}},
+	{"runnable-array", []string{"runnable-array.sbatch"}, Options{}},
 }
 
 func convertFiles(t *testing.T, files []string, opts Options) *Result {
