@@ -102,7 +102,7 @@ type conv struct {
 	name        string // the task's name
 	usesArrayID bool
 	usesModule  bool
-	hasWait     bool // the script waits for its background steps
+	hasWait     bool            // the script waits for its background steps
 	srunFuncs   map[string]bool // the script's functions that run srun
 	usedTasks   bool            // an #SBATCH task count reached a kept srun
 	masterAddr  string          // the last value run assigned to MASTER_ADDR
