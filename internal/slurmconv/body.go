@@ -564,7 +564,7 @@ func stripKeyword(text string) string {
 
 // Variables.
 
-// varMap are the SLURM_* variables with a SkyPilot equivalent (seed §4).
+// varMap are the SLURM_* variables with a SkyPilot equivalent (migration guide §4).
 var varMap = map[string]string{
 	"SLURM_JOB_NODELIST":     "SKYPILOT_NODE_IPS",
 	"SLURM_NODELIST":         "SKYPILOT_NODE_IPS",
@@ -650,11 +650,11 @@ func (c *conv) rewriteVars(text string, line int) string {
 		return "$" + repl
 	})
 	if mpirunRE.MatchString(out) {
-		c.unmappedOnce("mpirun", line, "mpirun/mpiexec inside a Slurm allocation start their ranks with srun, which must share the allocation with SkyPilot's own step: add `export SLURM_OVERLAP=1` before it (Slurm-only), or use the rank variables (seed §5.2)")
+		c.unmappedOnce("mpirun", line, "mpirun/mpiexec inside a Slurm allocation start their ranks with srun, which must share the allocation with SkyPilot's own step: add `export SLURM_OVERLAP=1` before it (Slurm-only), or use the rank variables (migration guide §5.2)")
 	}
 	for _, m := range slurmCmdRE.FindAllStringSubmatch(out, -1) {
 		if m[2] == "srun" {
-			c.unmapped(line, "srun inside a command (not at the start of a line) is not translated; it still runs on Slurm only with `--overlap` (seed §5.3)")
+			c.unmapped(line, "srun inside a command (not at the start of a line) is not translated; it still runs on Slurm only with `--overlap` (migration guide §5.3)")
 			continue
 		}
 		c.unmappedOnce("cmd-"+m[2], line, "`%s` talks to Slurm directly; kept, so the task runs only on Slurm", m[2])
@@ -710,7 +710,7 @@ func (c *conv) mapVar(name string, line int) (string, bool) {
 	case "SLURM_ARRAY_TASK_ID":
 		c.usesArrayID = true
 		if a == nil {
-			c.noteOnce(name, line, "$SLURM_ARRAY_TASK_ID became $SKYPILOT_JOB_RANK, which is set when the task is launched with --num-jobs (seed §7.1)")
+			c.noteOnce(name, line, "$SLURM_ARRAY_TASK_ID became $SKYPILOT_JOB_RANK, which is set when the task is launched with --num-jobs (migration guide §7.1)")
 			return "SKYPILOT_JOB_RANK", true
 		}
 		if a.zeroBased() {
@@ -893,7 +893,7 @@ func (c *conv) translateSrun(text string, line int) string {
 		return text
 	}
 	if _, ok := s.named["pty"]; ok {
-		c.unmapped(line, "`srun --pty` is an interactive session: use `sky launch` and `ssh CLUSTER` instead (seed §1.1); kept as is")
+		c.unmapped(line, "`srun --pty` is an interactive session: use `sky launch` and `ssh CLUSTER` instead (migration guide §1.1); kept as is")
 		return text
 	}
 	prog := path.Base(s.toks[s.prog].value())
@@ -952,7 +952,7 @@ func (c *conv) translateSrun(text string, line int) string {
 		c.note(line, "`srun` on %d of %d nodes became a guard on the node rank", stepNodes, c.numNodes)
 		return fmt.Sprintf("%sif [ \"$SKYPILOT_NODE_RANK\" -lt %d ]; then\n%s  %s\n%sfi", s.indent, stepNodes, s.indent, body, s.indent)
 	}
-	msg := "`srun` dropped: run already runs on every node (seed §5.1)"
+	msg := "`srun` dropped: run already runs on every node (migration guide §5.1)"
 	if len(s.opts) > 0 {
 		msg += "; its options " + s.optsText() + " dropped with it"
 	}
@@ -1013,7 +1013,7 @@ func set(ws ...string) map[string]bool {
 	return m
 }
 
-// emitLauncher writes the rank-variables form of seed §5.2.
+// emitLauncher writes the rank-variables form of migration guide §5.2.
 func (c *conv) emitLauncher(s *srunCall, l *launcherKind, line int) string {
 	var kept, dropped []string
 	vals := map[string]string{}
@@ -1078,7 +1078,7 @@ func (c *conv) emitLauncher(s *srunCall, l *launcherKind, line int) string {
 			"--main_process_ip=$MASTER_ADDR", "--main_process_port=" + port}
 	}
 	launcherWords := s.text[s.toks[s.prog].start:s.toks[l.end-1].end]
-	msg := fmt.Sprintf("`srun %s` became the rank-variables form (seed §5.2): one %s per node", launcherWords, l.name)
+	msg := fmt.Sprintf("`srun %s` became the rank-variables form (migration guide §5.2): one %s per node", launcherWords, l.name)
 	if len(dropped) > 0 {
 		msg += "; replaced " + strings.Join(dropped, " ")
 	}
@@ -1103,7 +1103,7 @@ func (c *conv) emitLauncher(s *srunCall, l *launcherKind, line int) string {
 	return b.String()
 }
 
-// emitMPI keeps an srun that needs Slurm's PMI (seed §5.3): on rank 0
+// emitMPI keeps an srun that needs Slurm's PMI (migration guide §5.3): on rank 0
 // only, with --overlap, and with the task shape the #SBATCH lines gave it.
 func (c *conv) emitMPI(s *srunCall, line int, hasTasks bool) string {
 	c.slurmOnly = true
@@ -1143,6 +1143,6 @@ func (c *conv) emitMPI(s *srunCall, line int, hasTasks bool) string {
 	}
 	b.WriteString(in + "    " + c.rewriteUnquoted(strings.TrimLeft(s.progText, " \t"), line) + "\n")
 	b.WriteString(in + "fi")
-	c.unmapped(line, "srun kept for Slurm's own launcher (seed §5.3), with --overlap and on rank 0 only: this task runs only on Slurm, not on Kubernetes or a cloud")
+	c.unmapped(line, "srun kept for Slurm's own launcher (migration guide §5.3), with --overlap and on rank 0 only: this task runs only on Slurm, not on Kubernetes or a cloud")
 	return b.String()
 }

@@ -80,7 +80,7 @@ type Result struct {
 	YAML   string
 	Notes  []Note
 	Submit string // the command to submit it with
-	// SlurmOnly is set when the YAML keeps an srun (seed §5.3) and so runs
+	// SlurmOnly is set when the YAML keeps an srun (migration guide §5.3) and so runs
 	// only on Slurm.
 	SlurmOnly bool
 }
@@ -153,7 +153,7 @@ func Convert(s Script, opts Options) (*Result, error) {
 	}
 	if c.spec.dependency != "" {
 		r.Notes = append(r.Notes, Note{Line: c.spec.lines["dependency"], Unmapped: true, Text: fmt.Sprintf(
-			"--dependency=%s names jobs submitted separately; convert the chain together (`sky slurm convert first.sbatch %s ...`) to get one managed pipeline that runs them in order (seed §7.2)",
+			"--dependency=%s names jobs submitted separately; convert the chain together (`sky slurm convert first.sbatch %s ...`) to get one managed pipeline that runs them in order (migration guide §7.2)",
 			c.spec.dependency, path.Base(s.Path))})
 	}
 	r.Notes = sortedNotes(r.Notes)
@@ -161,7 +161,7 @@ func Convert(s Script, opts Options) (*Result, error) {
 }
 
 // ConvertPipeline converts scripts that ran one after another (chained
-// with --dependency=afterok:...) into one managed pipeline (seed §7.2):
+// with --dependency=afterok:...) into one managed pipeline (migration guide §7.2):
 // the tasks run in the order given, each when the one before succeeded.
 func ConvertPipeline(scripts []Script, opts Options) (*Result, error) {
 	if len(scripts) < 2 {
@@ -235,7 +235,7 @@ func ConvertPipeline(scripts []Script, opts Options) (*Result, error) {
 func (c *conv) arrayNotes(r *Result, a *arraySpec, name, file string) {
 	line := c.spec.lines["array"]
 	n := len(a.indices)
-	text := fmt.Sprintf("--array=%s became %d managed jobs: submit with `sky jobs launch -n %s --num-jobs %d -y -d %s`; each gets $SKYPILOT_JOB_RANK (0..%d) and $SKYPILOT_NUM_JOBS (seed §7.1)", a.raw, n, name, n, file, n-1)
+	text := fmt.Sprintf("--array=%s became %d managed jobs: submit with `sky jobs launch -n %s --num-jobs %d -y -d %s`; each gets $SKYPILOT_JOB_RANK (0..%d) and $SKYPILOT_NUM_JOBS (migration guide §7.1)", a.raw, n, name, n, file, n-1)
 	if !a.zeroBased() {
 		text += "; the Slurm index is computed from the rank at the top of run as $ARRAY_TASK_ID"
 	}

@@ -151,7 +151,7 @@ func directiveWords(s string) []token {
 }
 
 // protected are the sbatch options SkyPilot sets itself and drops from
-// sbatch_options (seed §3).
+// sbatch_options (migration guide §3).
 var protected = map[string]bool{
 	"job-name": true, "output": true, "error": true, "nodes": true, "wait-all-nodes": true,
 	"no-requeue": true, "requeue": true, "cpus-per-task": true, "mem": true, "gres": true, "partition": true,
@@ -164,16 +164,16 @@ var notPassed = map[string]string{
 	"export":              "would change the environment of SkyPilot's own allocation script; set `envs:` instead",
 	"export-file":         "would change the environment of SkyPilot's own allocation script; set `envs:` instead",
 	"input":               "a batch job's stdin has no SkyPilot equivalent",
-	"open-mode":           "SkyPilot keeps the job's logs itself (seed §7.4)",
+	"open-mode":           "SkyPilot keeps the job's logs itself (migration guide §7.4)",
 	"wrap":                "the script body is the command",
 	"hold":                "a held allocation would never start; submit when ready instead",
-	"test-only":           "use `sky launch --dryrun` (seed §1 step 5)",
+	"test-only":           "use `sky launch --dryrun` (migration guide §1 step 5)",
 	"parsable":            "only changes sbatch's own output",
 	"wait":                "`sky jobs launch` without -d already waits",
 	"quiet":               "only changes sbatch's own output",
 	"verbose":             "only changes sbatch's own output",
 	"clusters":            "a Slurm federation cluster; pick the SkyPilot cluster with `infra: slurm/<cluster>` (--cluster)",
-	"kill-on-invalid-dep": "dependencies become a pipeline (seed §7.2)",
+	"kill-on-invalid-dep": "dependencies become a pipeline (migration guide §7.2)",
 	"help":                "not an option of a job",
 	"usage":               "not an option of a job",
 	"nodefile":            "use `num_nodes`",
@@ -362,7 +362,7 @@ func buildSpec(ds []directive, c *conv) (*spec, error) {
 				s.chdir = d.value
 			}
 		case "output", "error":
-			c.note(d.line, "%s dropped: SkyPilot keeps the job's logs (`sky jobs logs NAME`, seed §7.4); write result files to the shared filesystem or a bucket", d.raw)
+			c.note(d.line, "%s dropped: SkyPilot keeps the job's logs (`sky jobs logs NAME`, migration guide §7.4); write result files to the shared filesystem or a bucket", d.raw)
 		case "wait-all-nodes", "requeue", "no-requeue":
 			c.note(d.line, "%s dropped: SkyPilot sets it for its own allocation (managed jobs recover failed jobs themselves)", d.raw)
 		case "time":
