@@ -253,7 +253,7 @@ func TestCheckReportsBrokenRules(t *testing.T) {
 			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
 		{"peers", []pkg{
 			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},
-		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 9 (infrastructures)"}},
+		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 10 (infrastructures)"}},
 		{"only main imports the commands", []pkg{
 			{ImportPath: "internal/e2e", Imports: []string{"internal/cli"}},
 		}, []string{"internal/e2e imports internal/cli, which only cmd/sky may import"}},

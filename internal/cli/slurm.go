@@ -118,7 +118,7 @@ func slurmHosts() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("~/.slurm/config: %w", err)
 	}
-	return cfg.HostAliases(), nil
+	return cfg.Aliases(), nil
 }
 
 func printConvertReport(io *IOStreams, res *slurmconv.Result, file string, written, pipeline bool) {

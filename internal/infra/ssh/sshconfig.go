@@ -260,21 +260,3 @@ func expandTilde(p, home string) string {
 	}
 	return p
 }
-
-// HostAliases lists the concrete aliases of the Host lines, in file order
-// and each once; wildcard and negated patterns name no host. For
-// ~/.slurm/config these are the Slurm clusters.
-func (c *Config) HostAliases() []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, b := range c.blocks {
-		for _, p := range b.patterns {
-			if strings.ContainsAny(p, "*?!") || seen[p] {
-				continue
-			}
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
-}
