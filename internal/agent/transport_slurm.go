@@ -41,7 +41,9 @@ func newSlurmNodeRunner(n agentapi.Node) (NodeRunner, error) {
 	if n.Home == "" {
 		return nil, fmt.Errorf("node %s: slurm transport needs the node's home", n.IP)
 	}
-	args := []string{"--overlap", "--jobid=" + n.SlurmJob, "--nodelist=" + n.SlurmNode, "--nodes=1", "--ntasks=1", "--quiet", "--unbuffered"}
+	// Not --unbuffered, which gives the task a pseudo-terminal (see
+	// internal/infra/slurm.SrunArgs).
+	args := []string{"--overlap", "--jobid=" + n.SlurmJob, "--nodelist=" + n.SlurmNode, "--nodes=1", "--ntasks=1", "--quiet"}
 	return &slurmNodeRunner{args: args, node: n.SlurmNode, home: n.Home, env: withoutStepVars(os.Environ())}, nil
 }
 

@@ -131,7 +131,6 @@ run: |
 	// Per-node logs of job 1, downloaded: the head's run.log with both
 	// ranks, and the worker's own file.
 	r = e.must("logs", "--sync-down", "sl", "1")
-	t.Logf("sync-down: %s", r)
 	m := regexp.MustCompile("Job 1 logs: (.*)\x1b\\[0m").FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("logs --sync-down printed no directory:\n%s", r)
@@ -172,7 +171,7 @@ run: |
 	if names := squeueNames(t, c); containsStr(names, jobName) {
 		t.Fatalf("the allocation %s is still queued after sky down: %v", jobName, names)
 	}
-	if out := c.Run(t, "pgrep -af 'sleep 98[78]|agent daemon' || true"); strings.TrimSpace(out) != "" {
+	if out := c.Run(t, "pgrep -af 'sleep 98[78]|home/"+c.User+"/[.]sky/bin/sky agent' || true"); strings.TrimSpace(out) != "" {
 		t.Fatalf("processes survive sky down: %s", out)
 	}
 	if out := c.Run(t, "ls ~/.sky_clusters 2>/dev/null || true"); strings.Contains(out, jobName) {

@@ -148,7 +148,7 @@ func TestLoginConfigErrors(t *testing.T) {
 func TestRunnerCommandAndScripts(t *testing.T) {
 	r := NewRunner(nil, nil, "42", "n1", "10.0.0.1", "/tmp/dev-1234", "/home/u/.sky/bin/sky")
 	cmd := r.command("echo 'hi there'")
-	for _, want := range []string{"srun --overlap --jobid=42 --nodelist=n1 --nodes=1 --ntasks=1 --quiet --unbuffered bash -c ", "export HOME=/tmp/dev-1234"} {
+	for _, want := range []string{"srun --overlap --jobid=42 --nodelist=n1 --nodes=1 --ntasks=1 --quiet bash -c ", "export HOME=/tmp/dev-1234"} {
 		if !strings.Contains(cmd, want) {
 			t.Fatalf("command lacks %q: %s", want, cmd)
 		}

@@ -39,8 +39,10 @@ func NewRunner(login *ssh.Runner, kh *ssh.KnownHosts, job, node, ip, home, sky s
 
 // SrunArgs are the words that put one task of a command on node in
 // allocation job, sharing the allocation's resources with its other steps.
+// Not --unbuffered: Slurm gives such a task a pseudo-terminal for stdout,
+// which mangles binary output (tar refuses to write to it).
 func SrunArgs(job, node string) []string {
-	return []string{"srun", "--overlap", "--jobid=" + job, "--nodelist=" + node, "--nodes=1", "--ntasks=1", "--quiet", "--unbuffered"}
+	return []string{"srun", "--overlap", "--jobid=" + job, "--nodelist=" + node, "--nodes=1", "--ntasks=1", "--quiet"}
 }
 
 // command is cmd wrapped for the login node: srun to the node, bash with
