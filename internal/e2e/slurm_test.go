@@ -317,3 +317,104 @@ func BenchmarkSlurmExecDetach(b *testing.B) {
 	b.StopTimer()
 	report(b, "exec", sum, baseSum, b.N)
 }
+
+// TestSlurmConvertRuns: every sbatch script of the converter's tests (the
+// migration guide's examples and more) converts to a YAML `sky validate`
+// accepts, and the scripts written to run here (bash and Slurm only) run
+// on the test cluster once converted: a multi-node srun, a GPU job, an
+// MPI-style launch kept on rank 0, an array and a dependency chain.
+func TestSlurmConvertRuns(t *testing.T) {
+	e, c := slurmEnv(t)
+	t.Cleanup(func() { c.CancelAll(t) })
+	dir := t.TempDir()
+	convert := func(out string, scripts ...string) result {
+		t.Helper()
+		r := e.must(append([]string{"slurm", "convert", "--cluster", slurmAlias, "--gpu-type", "H100", "-o", filepath.Join(dir, out)}, scripts...)...)
+		e.must("validate", filepath.Join(dir, out))
+		return r
+	}
+	all, _ := filepath.Glob("../slurmconv/testdata/*.sbatch")
+	if len(all) < 10 {
+		t.Fatalf("want the converter's scripts, found %v", all)
+	}
+	for _, s := range all {
+		convert(strings.TrimSuffix(filepath.Base(s), ".sbatch")+".yaml", s)
+	}
+
+	// A cluster job: sky launch of the converted GPU script.
+	convert("gpuranks.yaml", "testdata/slurm/gpu-ranks.sbatch")
+	r := e.launchOK(t, "-c", "cv", filepath.Join(dir, "gpuranks.yaml"))
+	for _, want := range []string{"gpu-rank 0 of 2 cuda=", "gpu-rank 1 of 2 cuda="} {
+		if !strings.Contains(r.out(), want) {
+			t.Errorf("converted GPU job lacks %q:\n%s", want, r.out())
+		}
+	}
+	e.must("down", "-y", "cv")
+
+	// Managed jobs, as the converter says to submit them.
+	convert("ranks.yaml", "../slurmconv/testdata/runnable-ranks.sbatch")
+	convert("mpihost.yaml", "testdata/slurm/mpi-hostname.sbatch")
+	convert("shard.yaml", "../slurmconv/testdata/runnable-array.sbatch")
+	r = convert("chain.yaml", "testdata/slurm/prep.sbatch", "testdata/slurm/train.sbatch")
+	if !strings.Contains(r.out(), "sky jobs launch") {
+		t.Fatalf("no submit command printed:\n%s", r)
+	}
+	e.must("jobs", "launch", "-y", "-d", "-n", "ranks", filepath.Join(dir, "ranks.yaml"))
+	e.must("jobs", "launch", "-y", "-d", "-n", "mpihost", filepath.Join(dir, "mpihost.yaml"))
+	e.must("jobs", "launch", "-y", "-d", "-n", "shard", "--num-jobs", "3", filepath.Join(dir, "shard.yaml"))
+	e.must("jobs", "launch", "-y", "-d", filepath.Join(dir, "chain.yaml"))
+	var rows []map[string]any
+	done := waitFor(4*time.Minute, func() bool {
+		r := e.exec(cmdTimeout, nil, "jobs", "queue", "-o", "json")
+		if json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) == 0 {
+			return false
+		}
+		for _, row := range rows {
+			if st, _ := row["status"].(string); st != "SUCCEEDED" {
+				if strings.HasPrefix(st, "FAILED") || st == "CANCELLED" {
+					return true
+				}
+				return false
+			}
+		}
+		return true
+	})
+	if !done {
+		t.Fatalf("the converted jobs did not finish: %v", rows)
+	}
+	want := map[string][]string{
+		"ranks":           {"node 0 of 2 on ", "node 1 of 2 on ", "finished"},
+		"mpihost":         {"task 0 on ", "task 3 on "},
+		"shard":           {"shard "},
+		"prep-then-train": {"prep done (chain)", "train ran after prep"},
+	}
+	seen, ids := map[string]int{}, map[string]bool{}
+	for _, row := range rows {
+		name, _ := row["job_name"].(string)
+		if name == "" {
+			name, _ = row["name"].(string)
+		}
+		id := fmt.Sprint(row["job_id"])
+		if ids[id] {
+			continue // a pipeline has a row per task
+		}
+		ids[id] = true
+		if st := row["status"]; st != "SUCCEEDED" {
+			t.Errorf("job %s (%s) ended %v:\n%s", id, name, st, e.exec(cmdTimeout, nil, "jobs", "logs", id, "--no-follow").out())
+			continue
+		}
+		out := e.exec(cmdTimeout, nil, "jobs", "logs", id, "--no-follow").out()
+		if name == "prep-then-train" {
+			out += e.exec(cmdTimeout, nil, "jobs", "logs", id, "1", "--no-follow").out()
+		}
+		seen[name]++
+		for _, w := range want[name] {
+			if !strings.Contains(out, w) {
+				t.Errorf("job %s (%s) log lacks %q:\n%s", id, name, w, out)
+			}
+		}
+	}
+	if seen["shard"] != 3 || seen["ranks"] != 1 || seen["mpihost"] != 1 || seen["prep-then-train"] != 1 {
+		t.Errorf("jobs by name: %v (rows %v)", seen, rows)
+	}
+}
