@@ -24,6 +24,8 @@ import (
 // check details), with their registry (internal/infra) below them and the
 // build's list of them (internal/infra/all) above; agentapi, proc, op and
 // the small helpers are added at the bottom, where the vocabulary lives.
+// Slurm sits above the other infrastructures: its login node is reached
+// with the SSH node pools' client (config, dialer, runner), not a copy.
 var layers = []layer{
 	{"entry points", []string{"cmd/sky", "cmd/openapigen", "internal/e2e"}},
 	{"commands", []string{"internal/cli"}},
@@ -33,6 +35,7 @@ var layers = []layer{
 	{"reconcile runner", []string{"internal/controller"}},
 	{"cluster lifecycle", []string{"internal/backend"}},
 	{"the build's infrastructures", []string{"internal/infra/all"}},
+	{"infrastructures reached through another's transport", []string{"internal/infra/slurm"}},
 	{"infrastructures", []string{"internal/infra/*"}},
 	{"infrastructure seams and registry", []string{"internal/infra"}},
 	{"optimizer", []string{"internal/optimizer"}},
@@ -47,7 +50,7 @@ var layers = []layer{
 	{"state", []string{"internal/state"}},
 	{"storage", []string{"internal/storage"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
-	{"vocabulary, one-job helpers", []string{"internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
+	{"vocabulary, one-job helpers", []string{"internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also
@@ -250,7 +253,7 @@ func TestCheckReportsBrokenRules(t *testing.T) {
 			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
 		{"peers", []pkg{
 			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},
-		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 9 (infrastructures)"}},
+		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 10 (infrastructures)"}},
 		{"only main imports the commands", []pkg{
 			{ImportPath: "internal/e2e", Imports: []string{"internal/cli"}},
 		}, []string{"internal/e2e imports internal/cli, which only cmd/sky may import"}},

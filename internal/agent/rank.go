@@ -60,7 +60,11 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 	}
 	cmd := rankCommand(home, script)
 	cmd.Dir = home
-	cmd.Env = rankEnv(os.Environ(), spec, rankTag(home, spec.JobID, spec.Rank))
+	base, onSlurm := slurmRankBase(home, os.Environ())
+	if devs, ok := spec.Env["CUDA_VISIBLE_DEVICES"]; ok && onSlurm {
+		spec.Env["CUDA_VISIBLE_DEVICES"] = slurmDevices(os.Getenv("CUDA_VISIBLE_DEVICES"), devs)
+	}
+	cmd.Env = rankEnv(base, spec, rankTag(home, spec.JobID, spec.Rank))
 	r, w, err := os.Pipe()
 	if err != nil {
 		_ = os.Remove(script)

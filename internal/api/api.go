@@ -36,6 +36,10 @@ type TaskSpec struct {
 	Run      string `json:"run,omitempty"`
 	// YAML is the task as dumped with secrets redacted, for records.
 	YAML string `json:"yaml,omitempty"`
+	// Config is the task's `config:` overrides (internal/config), which
+	// infrastructures read where the spec lets a task override a key
+	// (`config.slurm.sbatch_options`, `config.kubernetes.pod_config`).
+	Config map[string]any `json:"config,omitempty"`
 	// WaitForSchedulingTimeout (seconds) is job.wait_for_scheduling_timeout
 	// of a managed job's task; 0 waits as long as it takes.
 	WaitForSchedulingTimeout float64 `json:"wait_for_scheduling_timeout,omitempty"`
@@ -86,6 +90,9 @@ type ManagedLaunch struct {
 	Tag string
 	// TaskID is the task's SKYPILOT_TASK_ID.
 	TaskID string
+	// Progress receives the infrastructure's launch-progress texts
+	// (provision.ClusterSpec.Progress).
+	Progress func(text string)
 }
 
 // MetaManagedTag is the agent job metadata key holding ManagedLaunch.Tag.

@@ -479,7 +479,17 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		}
 		_, byCapacity := plug.(infra.Capacity)
 		spec := provision.ClusterSpec{Name: name, NumNodes: t.NumNodes, Region: cand.Region, Zone: cand.Zone,
-			Resources: nodeResources(res, cand, byCapacity)}
+			Resources: nodeResources(res, cand, byCapacity), Config: t.Config, Log: log}
+		if body.Managed != nil {
+			spec.Progress = body.Managed.Progress
+		}
+		if res.ImageID != nil {
+			if d := res.ImageID.DockerImage(); d != "" {
+				spec.ImageID = resources.DockerPrefix + d
+			} else {
+				spec.ImageID = res.ImageID.Any()
+			}
+		}
 		c := &state.Cluster{Name: name, ClusterHash: newHash(name), UserHash: user.Hash, UserName: user.Name,
 			Workspace: cmp.Or(body.Workspace, "default"), Status: state.ClusterInit, NumNodes: t.NumNodes, LaunchedAt: time.Now().Unix(),
 			Autostop: -1, LastUse: body.Command, LastCreationYAML: t.YAML, LastCreationCommand: body.Command,

@@ -1011,6 +1011,35 @@ func flagCases(e *flagEnv) []flagCase {
 		wantRefused(t, e.sky("validate", "--secret-file", "missing.env", "job.yaml"), "--secret-file missing.env")
 	})
 
+	// sky slurm convert: runs in the client; the YAML it writes is what
+	// validate loads.
+	convScript := func(t *testing.T, e *flagEnv) string {
+		t.Helper()
+		p := filepath.Join(e.dir, "conv.sbatch")
+		script := "#!/bin/bash\n#SBATCH --job-name=conv\n#SBATCH --partition=gpu\n#SBATCH --gpus-per-node=2\nsrun python train.py\n"
+		if err := os.WriteFile(p, []byte(script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return "conv.sbatch"
+	}
+	add("slurm convert --output", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("slurm", "convert", "-o", "conv.yaml", convScript(t, e)), "Wrote conv.yaml", "sky jobs launch -n conv conv.yaml")
+		data, err := os.ReadFile(filepath.Join(e.dir, "conv.yaml"))
+		if err != nil || !strings.Contains(string(data), "run: |\n  python train.py\n") {
+			t.Fatalf("conv.yaml: %v\n%s", err, data)
+		}
+		wantWorks(t, e.sky("validate", "conv.yaml"), "YAML is valid")
+	})
+	add("slurm convert --cluster", func(t *testing.T, e *flagEnv) {
+		r := e.sky("slurm", "convert", convScript(t, e))
+		wantWorks(t, r, "infra: slurm\n", "pass --cluster NAME")
+		wantWorks(t, e.sky("slurm", "convert", "--cluster", "c1", convScript(t, e)), "infra: slurm/c1/gpu")
+	})
+	add("slurm convert --gpu-type", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("slurm", "convert", convScript(t, e)), "accelerators: GPU:2", "--gpu-type")
+		wantWorks(t, e.sky("slurm", "convert", "--gpu-type", "H100", convScript(t, e)), "accelerators: H100:2")
+	})
+
 	// sky ssh: no node pools in this HOME, so the commands reach the
 	// server and say what is missing; the flags are checked on the way.
 	add("ssh up --config", configRefused("ssh", "up"))

@@ -56,6 +56,7 @@ var referenceFlags = []struct {
 	{"ssh down", "--config --infra --async/--no-async"},
 	{"local up", "--config --gpus/--no-gpus --ips --ssh-user --ssh-key-path --cleanup --context-name --password --name --port-start --async/--no-async"},
 	{"local down", "--config --name --async/--no-async"},
+	{"slurm convert", "--output/-o --cluster --gpu-type"},
 	{"validate", "--env --env-file --secret --secret-file"},
 	{"completion", ""},
 	{"show-gpus", "--all/-a --infra --cloud --region --all-regions --verbose/-v --output/-o"},

@@ -10,7 +10,9 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -20,6 +22,7 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/config"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
@@ -92,6 +95,11 @@ func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) 
 			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
 		if inf.Cloud != "" {
+			if in, err := e.Backend.Infras.Get(infra.ID{Kind: strings.ToLower(inf.Cloud)}); err == nil {
+				if gl, ok := in.(infra.GPULister); ok {
+					return liveGPUs(ctx, gl, inf.Cloud, inf.Region, b)
+				}
+			}
 			if !catalog.IsCatalogCloud(inf.Cloud) {
 				return api.GPUsResult{Table: "No accelerators found.\n", JSON: json.RawMessage("{}")}, nil
 			}
@@ -979,4 +987,119 @@ func (e *Env) workspaces(ctx context.Context, r *op.Request) (any, error) {
 		out[name] = ws
 	}
 	return out, nil
+}
+
+// liveGPUs is `sky gpus list --infra <kind>` of an infrastructure that
+// knows its GPUs live: a table of GPU types with the per-node quantities
+// and how many are free, then one row per place (Slurm's CLUSTER and
+// PARTITION), then, with -v, per node. JSON: GPU name -> offerings, each
+// place an entry with its counts.
+func liveGPUs(ctx context.Context, gl infra.GPULister, kind, region string, b api.GPUsBody) (any, error) {
+	rows, err := gl.GPUs(ctx, region)
+	if err != nil {
+		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+	}
+	match := func(g string) bool { return b.Name == "" || strings.EqualFold(g, b.Name) }
+	display := optimizer.DisplayName(kind)
+	type tot struct {
+		free, total int
+		qty         map[int]bool
+	}
+	byGPU := map[string]*tot{}
+	var places, nodes []infra.GPUUsage
+	for _, r := range rows {
+		if !match(r.GPU) || (b.Count > 0 && float64(maxInt(r.Requestable)) < b.Count) {
+			continue
+		}
+		if r.Node != "" {
+			nodes = append(nodes, r)
+			t := byGPU[r.GPU]
+			if t == nil {
+				t = &tot{qty: map[int]bool{}}
+				byGPU[r.GPU] = t
+			}
+			t.free += r.Free
+			t.total += r.Total
+			for q := 1; q <= maxInt(r.Requestable); q *= 2 {
+				t.qty[q] = true
+			}
+			t.qty[maxInt(r.Requestable)] = true
+			continue
+		}
+		places = append(places, r)
+	}
+	if len(places) == 0 {
+		msg := "No GPUs found in " + display + "."
+		if b.Name != "" {
+			msg = fmt.Sprintf("No %s GPUs found in %s.", b.Name, display)
+		}
+		return api.GPUsResult{Table: msg + "\n", JSON: json.RawMessage("{}")}, nil
+	}
+	var tb strings.Builder
+	tw := tabwriter.NewWriter(&tb, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s GPUs\n", display)
+	fmt.Fprintln(tw, "GPU\tREQUESTABLE_QTY_PER_NODE\tUTILIZATION")
+	gpus := make([]string, 0, len(byGPU))
+	for g := range byGPU {
+		gpus = append(gpus, g)
+	}
+	sort.Strings(gpus)
+	for _, g := range gpus {
+		t := byGPU[g]
+		var qs []int
+		for q := range t.qty {
+			qs = append(qs, q)
+		}
+		sort.Ints(qs)
+		parts := make([]string, len(qs))
+		for i, q := range qs {
+			parts[i] = strconv.Itoa(q)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d of %d free\n", g, strings.Join(parts, ", "), t.free, t.total)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "CLUSTER\tPARTITION\tGPU\tUTILIZATION")
+	for _, p := range places {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d free\n", p.Region, p.Zone, p.GPU, p.Free, p.Total)
+	}
+	if b.Verbose {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "CLUSTER\tNODE\tGPU\tGPU UTILIZATION")
+		for _, n := range nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d free\n", n.Region, n.Node, n.GPU, n.Free, n.Total)
+		}
+	}
+	tw.Flush()
+	type offer struct {
+		Cloud        string   `json:"cloud"`
+		InstanceType *string  `json:"instance_type"`
+		Name         string   `json:"accelerator_name"`
+		Count        int      `json:"accelerator_count"`
+		CPUs         *float64 `json:"cpu_count"`
+		DeviceMem    *float64 `json:"device_memory"`
+		Memory       *float64 `json:"memory"`
+		Price        float64  `json:"price"`
+		SpotPrice    *float64 `json:"spot_price"`
+		Region       string   `json:"region"`
+		Zone         string   `json:"zone,omitempty"`
+		Free         int      `json:"available"`
+		Total        int      `json:"total"`
+	}
+	out := map[string][]offer{}
+	for _, p := range places {
+		out[p.GPU] = append(out[p.GPU], offer{Cloud: display, Name: p.GPU, Count: maxInt(p.Requestable), Region: p.Region, Zone: p.Zone, Free: p.Free, Total: p.Total})
+	}
+	js, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return api.GPUsResult{Table: tb.String(), JSON: js}, nil
+}
+
+func maxInt(s []int) int {
+	m := 0
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/testutil/slurmtest"
 	"github.com/skygo/skygo/internal/testutil/sshhosts"
 )
 
@@ -30,6 +31,7 @@ type e2eHosts struct{ *sshhosts.Hosts }
 func TestMain(m *testing.M) {
 	code := m.Run()
 	e2eSet.Stop()
+	slurmtest.Stop()
 	os.Exit(code)
 }
 

@@ -103,6 +103,28 @@ type CheckDescriber interface {
 	DescribeCheck(ctx context.Context, r *check.Result)
 }
 
+// GPULister is implemented by infrastructures that report their GPUs
+// live rather than from a price catalog (Slurm's GRES, Kubernetes' node
+// labels): `sky gpus list --infra <kind>` shows what they return.
+type GPULister interface {
+	// GPUs returns one row per place (Zone set: a partition) and GPU type,
+	// then one per node (Node set); region narrows to one cluster/context.
+	GPUs(ctx context.Context, region string) ([]GPUUsage, error)
+}
+
+// GPUUsage is how many GPUs of one type a place or a node has, and how
+// many of them are free now.
+type GPUUsage struct {
+	Region string `json:"region"`
+	Zone   string `json:"zone,omitempty"`
+	Node   string `json:"node,omitempty"`
+	GPU    string `json:"gpu"`
+	Total  int    `json:"total"`
+	Free   int    `json:"free"`
+	// Requestable are the per-node counts found (the most one node has).
+	Requestable []int `json:"requestable_qty_per_node,omitempty"`
+}
+
 // Factory opens one kind for a server.
 type Factory func(env Env) (Infra, error)
 

@@ -238,6 +238,9 @@ func details(j *state.ManagedJob, t *state.ManagedTask, maxWaiting int) string {
 		// A recovery's relaunch keeps saying why it recovers (below), as
 		// the job-investigation guide reads it.
 		state = "Launching"
+		if t.LaunchProgress != "" {
+			state = t.LaunchProgress
+		}
 	}
 	switch {
 	case state != "" && t.FailureReason != "":

@@ -233,6 +233,7 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 	if err != nil {
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, err.Error())
 	}
+	body.Managed.Progress = e.launchProgress(ctx, j.JobID, tid, t.Attempt, log)
 	plan, err := e.planFor(lctx, body, t, log)
 	if err != nil {
 		return e.launchFailed(ctx, j, tid, err, log)
@@ -383,7 +384,7 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 		if !t.Launching || n.Cancel != nil {
 			return nil, state.ErrNoChange
 		}
-		t.Launching = false
+		t.Launching, t.LaunchProgress = false, ""
 		t.Tries++
 		gap = retryGap(t.Tries)
 		if n.Pool != "" {
@@ -437,6 +438,7 @@ func (e *Env) started(ctx context.Context, j *state.ManagedJob, tid int, agentJo
 		}
 		recovering := t.Status == api.ManagedRecovering
 		t.Launching, t.Tries, t.NextTryAt, t.FailedSeenAt, t.TroubleSince = false, 0, 0, 0, 0
+		t.LaunchProgress = ""
 		t.Blocked, t.PinnedTo = nil, ""
 		t.Status, t.AgentJobID = api.ManagedRunning, agentJob
 		t.Cloud, t.Region, t.Zone, t.Infra, t.ClusterResources, t.NodeNames, t.IPs = cloud, region, zone, infraID, res, nodes, ips
@@ -654,7 +656,7 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 		if t.LastRecoveredAt > 0 {
 			t.JobDuration += t0 - t.LastRecoveredAt
 		}
-		t.FailedSeenAt, t.TroubleSince, t.Launching = 0, 0, false
+		t.FailedSeenAt, t.TroubleSince, t.Launching, t.LaunchProgress = 0, 0, false, ""
 		if kind == recoverRestart {
 			t.Restarts++
 		}
@@ -723,7 +725,7 @@ func (e *Env) failTask(ctx context.Context, j *state.ManagedJob, tid int, status
 		if t.Status == api.ManagedRunning && t.LastRecoveredAt > 0 {
 			t.JobDuration += t0 - t.LastRecoveredAt
 		}
-		t.Status, t.EndAt, t.FailureReason, t.Launching = status, t0, reason, false
+		t.Status, t.EndAt, t.FailureReason, t.Launching, t.LaunchProgress = status, t0, reason, false, ""
 		ev := []state.ManagedEventIn{state.TaskEvent(tid, status, "Job failed: "+reason)}
 		for _, o := range n.Tasks {
 			if o.TaskID == tid || api.ManagedTerminal(o.Status) {
@@ -1013,4 +1015,25 @@ func (e *Env) pastSchedulingDeadline(ctx context.Context, j *state.ManagedJob) b
 	// The cancellation's own note (now or when it is carried out) says
 	// why in the controller log.
 	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason}) == nil
+}
+
+// launchProgress records an infrastructure's launch-progress texts (a
+// Slurm allocation's pending reason) on the attempt being launched: the
+// latest is the task's details, and every change is an event of the job,
+// so the wait's history outlives the allocation.
+func (e *Env) launchProgress(ctx context.Context, jobID, tid, attempt int, log io.Writer) func(string) {
+	return func(text string) {
+		fmt.Fprintln(log, text)
+		_, err := e.Store.UpdateManagedJob(context.WithoutCancel(ctx), jobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
+			t := n.Tasks[tid]
+			if !t.Launching || t.Attempt != attempt || t.LaunchProgress == text {
+				return nil, state.ErrNoChange
+			}
+			t.LaunchProgress = text
+			return []state.ManagedEventIn{state.TaskEvent(tid, t.Status, text)}, nil
+		})
+		if err != nil {
+			fmt.Fprintf(log, "Recording the launch progress failed: %v\n", err)
+		}
+	}
 }

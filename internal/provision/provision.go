@@ -92,6 +92,18 @@ type ClusterSpec struct {
 	Ports []string
 	// Labels to put on the created resources where supported.
 	Labels map[string]string
+	// ImageID is the task's image_id ("docker:<image>" for a container);
+	// empty means the infrastructure's default.
+	ImageID string
+	// Config is the task's `config:` overrides (api.TaskSpec.Config).
+	Config map[string]any
+	// Log, when set, receives warnings worth showing the user (options
+	// dropped, defaults applied), one line each.
+	Log io.Writer
+	// Progress, when set, receives one-line launch-progress texts while
+	// Provision waits (a Slurm allocation's pending reason); the managed
+	// jobs controller shows the latest as the job's details.
+	Progress func(text string)
 }
 
 // NodeInfo describes one provisioned node.
@@ -129,6 +141,10 @@ type ClusterInfo struct {
 	Zone   string `json:"zone,omitempty"`
 	// Nodes, head first, in the stable order that defines node ranks.
 	Nodes []NodeInfo `json:"nodes"`
+	// Meta holds what an infrastructure needs to reach the cluster again
+	// and that fits no field above (a Slurm allocation's job id and shared
+	// directory). Only that infrastructure reads it.
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // NodeStatus is the observed state of one node.

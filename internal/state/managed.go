@@ -100,6 +100,10 @@ type ManagedTask struct {
 	// Launching marks an attempt whose launch has begun: a reconcile that
 	// finds it set was cut off, and runs the same attempt again.
 	Launching bool `json:"launching,omitempty"`
+	// LaunchProgress is the infrastructure's latest launch-progress text
+	// of the attempt being launched ("Launching (pending: Resources;
+	// partition: gpu)"); `details` shows it while the task launches.
+	LaunchProgress string `json:"launch_progress,omitempty"`
 	// RecoverReason is why the task last went RECOVERING.
 	RecoverReason string `json:"recover_reason,omitempty"`
 	// TroubleSince is when an UP cluster first failed to answer.

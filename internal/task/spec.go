@@ -16,7 +16,7 @@ import (
 // a task means one thing whichever way it arrives.
 func Spec(t *Task) (api.TaskSpec, error) {
 	s := api.TaskSpec{Name: t.Name, NumNodes: t.NumNodes, Envs: t.Envs, Setup: t.Setup, Run: t.Run,
-		WaitForSchedulingTimeout: t.WaitForSchedulingTimeout.Seconds()}
+		WaitForSchedulingTimeout: t.WaitForSchedulingTimeout.Seconds(), Config: t.Config}
 	if t.Resources != nil {
 		s.Resources = t.Resources.ToMap()
 	}

@@ -56,12 +56,26 @@ type Node struct {
 	// that has one (provision.NodeInfo.NetNS): the head starts the node's
 	// commands, and listens for its SSH, inside it.
 	NetNS string `json:"netns,omitempty"`
+	// SlurmJob and SlurmNode are, for transport "slurm", the allocation
+	// and the node's Slurm name: the head starts the node's commands with
+	// `srun --overlap --jobid=SlurmJob --nodelist=SlurmNode`.
+	SlurmJob  string `json:"slurm_job,omitempty"`
+	SlurmNode string `json:"slurm_node,omitempty"`
 }
+
+// SlurmJobEnvFile, under a node's HOME, holds a Slurm allocation's
+// job-scoped variables as its batch script saw them (NAME=value lines).
+// A step started with `srun --nodelist=<node>` has some of them rewritten
+// to the step's values (SLURM_JOB_NODELIST names one node, SLURM_NNODES is
+// 1), so ranks take them from here; its presence marks a node of a Slurm
+// allocation.
+const SlurmJobEnvFile = ".sky/slurm_job.env"
 
 // Transports of Node: how the head reaches a node.
 const (
 	TransportLocal = "local" // exec with HOME=Home on this machine (the default)
 	TransportSSH   = "ssh"   // the system ssh client
+	TransportSlurm = "slurm" // srun --overlap into the cluster's Slurm allocation
 )
 
 // ConfigFromCluster builds the Config of node index from a provisioned

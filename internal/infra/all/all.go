@@ -4,5 +4,6 @@ package all
 
 import (
 	_ "github.com/skygo/skygo/internal/infra/local" // this machine
+	_ "github.com/skygo/skygo/internal/infra/slurm" // Slurm clusters through their login nodes
 	_ "github.com/skygo/skygo/internal/infra/ssh"   // SSH node pools
 )

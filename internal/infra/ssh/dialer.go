@@ -281,6 +281,11 @@ func (d *Dialer) dial(ctx context.Context, ep Endpoint) (*gossh.Client, error) {
 		if err != nil {
 			return nil, d.classify(ctx, ep, err)
 		}
+	} else if ep.ProxyCommand != "" {
+		conn, err = dialProxyCommand(ep)
+		if err != nil {
+			return nil, &DialError{Host: ep.String(), Kind: Unreachable, Err: err}
+		}
 	} else {
 		var nd net.Dialer
 		conn, err = nd.DialContext(ctx, "tcp", ep.HostPort())

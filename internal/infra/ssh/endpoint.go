@@ -25,6 +25,9 @@ type Endpoint struct {
 	Password string
 	// Jumps are ProxyJump hosts, dialled in order.
 	Jumps []Endpoint
+	// ProxyCommand, when set (and there are no Jumps), is run with sh and
+	// its stdin/stdout carry the connection, as OpenSSH's ProxyCommand.
+	ProxyCommand string
 }
 
 // HostPort is Addr:Port, the address the host key is recorded under.
@@ -49,6 +52,9 @@ func (e Endpoint) key() string {
 	k := e.User + "@" + e.HostPort()
 	for _, j := range e.Jumps {
 		k += "<" + j.key()
+	}
+	if e.ProxyCommand != "" {
+		k += "<|" + e.ProxyCommand
 	}
 	return k
 }
@@ -122,6 +128,9 @@ func (r *Resolver) Resolve(pool *Pool, h Host) (Endpoint, error) {
 			return Endpoint{}, fmt.Errorf("host %s: ProxyJump %q: %w", h.Name, hc.ProxyJump, err)
 		}
 		ep.Jumps = jumps
+	}
+	if len(ep.Jumps) == 0 && hc.ProxyCommand != "" && !strings.EqualFold(hc.ProxyCommand, "none") {
+		ep.ProxyCommand = hc.ProxyCommand
 	}
 	return ep, nil
 }

@@ -441,6 +441,9 @@ func SSHCommand(ep Endpoint, kh *KnownHosts) []string {
 	for _, k := range ep.IdentityFiles {
 		args = append(args, "-i", k)
 	}
+	if ep.ProxyCommand != "" && len(ep.Jumps) == 0 {
+		args = append(args, "-o", "ProxyCommand="+ep.ProxyCommand)
+	}
 	if n := len(ep.Jumps); n > 0 {
 		hop := ep.Jumps[n-1]
 		hop.Jumps = ep.Jumps[:n-1]

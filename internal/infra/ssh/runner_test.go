@@ -324,6 +324,48 @@ func TestProxyJump(t *testing.T) {
 	}
 }
 
+// TestProxyCommand: a host behind `ProxyCommand ssh -W %h:%p jumpbox` is
+// reached by our own client (the command's stdio carries the connection)
+// and by the system ssh we hand to rsync.
+func TestProxyCommand(t *testing.T) {
+	h := sshHosts(t)
+	home := t.TempDir()
+	jump := "ssh -F none -i " + h.Key + " -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -W %h:%p root@" + h.IPs[0]
+	cfg := "Host behind\n  HostName " + h.IPs[2] + "\n  User root\n  IdentityFile " + h.Key + "\n  ProxyCommand " + jump + "\n"
+	c, err := ParseConfig(cfg, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Lookup("behind", home).ProxyCommand; got != jump {
+		t.Fatalf("ProxyCommand read as %q, want %q", got, jump)
+	}
+	res := &Resolver{Home: home, Config: c, LocalUser: "nobody"}
+	ep, err := res.Resolve(nil, Host{Name: "behind", UseSSHConfig: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.ProxyCommand != jump {
+		t.Fatalf("endpoint ProxyCommand %q", ep.ProxyCommand)
+	}
+	d := newTestDialer(t)
+	r := NewRunner(d, ep, "", "", "")
+	out, err := r.Run(context.Background(), `hostname; echo "$SSH_CONNECTION" | cut -d' ' -f1`, provision.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := h.Names[2] + "\n" + h.IPs[0] + "\n"; string(out.Stdout) != want {
+		t.Fatalf("through ProxyCommand: %q, want %q (connection from the jump host)", out.Stdout, want)
+	}
+	args := append(SSHCommand(ep, d.KnownHosts), ep.Addr, "hostname")
+	b, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(b)) != h.Names[2] {
+		t.Fatalf("system ssh with the ProxyCommand: %q %v", b, err)
+	}
+	if got := expandProxyTokens("nc %h %p %r %% %x", ep); got != "nc "+h.IPs[2]+" 22 root % %x" {
+		t.Fatalf("tokens: %q", got)
+	}
+}
+
 // BenchmarkRunTrue compares one command over the cached connection with a
 // fresh system `ssh host true` (what every command would cost without the
 // cache); ratio = ours / system ssh.

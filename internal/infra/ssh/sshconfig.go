@@ -11,7 +11,7 @@ import (
 
 // Config is the part of an OpenSSH client config (~/.ssh/config) that
 // SkyGo honours: Host blocks with * and ? patterns (and ! negation), and
-// the keys HostName, User, Port, IdentityFile and ProxyJump. Include is
+// the keys HostName, User, Port, IdentityFile, ProxyJump and ProxyCommand. Include is
 // followed (globs, relative to ~/.ssh), because SkyGo itself adds an
 // Include line for its generated cluster entries. Everything else is
 // ignored: we do not try to be OpenSSH.
@@ -35,6 +35,9 @@ type HostConfig struct {
 	Port          string
 	IdentityFiles []string
 	ProxyJump     string
+	// ProxyCommand is the command whose stdin/stdout carry the connection
+	// (%h, %p, %r and %% are expanded when it runs).
+	ProxyCommand string
 }
 
 // LoadConfig parses the OpenSSH client config at path; a missing file is
@@ -119,6 +122,15 @@ func (c *Config) parse(file string, sc *bufio.Scanner, home string, depth int) e
 				return fmt.Errorf("%s:%d: %s needs a value", file, lineNo, key)
 			}
 			c.blocks[curIdx].settings = append(c.blocks[curIdx].settings, setting{key, strings.Join(args, " ")})
+		case "proxycommand":
+			// The rest of the line goes to sh as written, quotes and all.
+			raw := strings.TrimSpace(sc.Text())
+			raw = strings.TrimLeft(raw[len("proxycommand"):], " \t")
+			raw = strings.TrimSpace(strings.TrimPrefix(raw, "="))
+			if raw == "" {
+				return fmt.Errorf("%s:%d: ProxyCommand needs a value", file, lineNo)
+			}
+			c.blocks[curIdx].settings = append(c.blocks[curIdx].settings, setting{key, raw})
 		}
 	}
 	return sc.Err()
@@ -192,10 +204,32 @@ func (c *Config) Lookup(alias, home string) HostConfig {
 				if hc.ProxyJump == "" {
 					hc.ProxyJump = s.value
 				}
+			case "proxycommand":
+				if hc.ProxyCommand == "" {
+					hc.ProxyCommand = s.value
+				}
 			}
 		}
 	}
 	return hc
+}
+
+// Aliases are the concrete names of the Host lines (no patterns, no
+// negations), in file order, each once: the hosts a config defines, as
+// ~/.slurm/config names one Slurm cluster per Host.
+func (c *Config) Aliases() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, b := range c.blocks {
+		for _, p := range b.patterns {
+			if strings.ContainsAny(p, "*?!") || seen[p] {
+				continue
+			}
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // matchHost applies a Host line: alias must match some pattern and no

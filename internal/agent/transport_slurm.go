@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/provision"
+)
+
+// The "slurm" transport: the head agent runs inside a Slurm allocation
+// and reaches the other nodes of it with `srun --overlap`, pinned to one
+// node, exactly as the backend reaches every node from the login node.
+// The step runs with the allocation's job-scoped variables only: the
+// head's own step variables would confine the new step to the head's
+// step shape (its CPU binding, task count).
+
+func init() {
+	Transports[agentapi.TransportSlurm] = newSlurmNodeRunner
+}
+
+type slurmNodeRunner struct {
+	args []string // srun's options, before bash
+	node string
+	home string
+	env  []string
+}
+
+func newSlurmNodeRunner(n agentapi.Node) (NodeRunner, error) {
+	if n.SlurmJob == "" || n.SlurmNode == "" {
+		return nil, fmt.Errorf("node %s: slurm transport needs slurm_job and slurm_node", n.IP)
+	}
+	if n.Home == "" {
+		return nil, fmt.Errorf("node %s: slurm transport needs the node's home", n.IP)
+	}
+	args := []string{"--overlap", "--jobid=" + n.SlurmJob, "--nodelist=" + n.SlurmNode, "--nodes=1", "--ntasks=1", "--quiet", "--unbuffered"}
+	return &slurmNodeRunner{args: args, node: n.SlurmNode, home: n.Home, env: withoutStepVars(os.Environ())}, nil
+}
+
+// Run implements NodeRunner.
+func (r *slurmNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error) {
+	inner := "export HOME=" + provision.Quote(r.home) + ` && cd "$HOME" && ` + cmd
+	c := exec.CommandContext(ctx, "srun", append(append([]string{}, r.args...), "bash", "-c", inner)...)
+	c.Env = r.env
+	c.Stdin = opts.Stdin
+	// srun forwards its first SIGTERM to the step's tasks (exec-rank ends
+	// its rank's process group on it); a second, later, kills srun.
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	c.WaitDelay = 3 * time.Second
+	var out, errBuf bytes.Buffer
+	tail := &tailBuffer{max: 4096}
+	c.Stdout = &out
+	if opts.Stdout != nil {
+		c.Stdout = opts.Stdout
+	}
+	if opts.Stderr != nil {
+		c.Stderr = io.MultiWriter(opts.Stderr, tail)
+	} else {
+		c.Stderr = io.MultiWriter(&errBuf, tail)
+	}
+	err := c.Run()
+	res := provision.Result{Stdout: out.Bytes(), Stderr: errBuf.Bytes()}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("srun to %s: %w", r.node, ctx.Err())
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+		for _, l := range strings.Split(tail.String(), "\n") {
+			if strings.HasPrefix(l, "srun: error:") && (strings.Contains(l, "Unable to create step") || strings.Contains(l, "Invalid job id") || strings.Contains(l, "completing or completed")) {
+				return res, fmt.Errorf("srun to %s: %s", r.node, strings.TrimPrefix(l, "srun: error: "))
+			}
+		}
+		return res, nil
+	case err != nil:
+		return res, fmt.Errorf("running srun to %s: %w", r.node, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skygo/skygo/internal/testutil/slurmtest"
+)
+
+// Slurm end to end, against the real Slurm of internal/testutil/slurmtest
+// (3 nodes in network namespaces, 4 fake h100 GPUs each, partitions cpu
+// and gpu, accounting on; SKYGO_SKIP_SLURM=1 skips these tests). The
+// server reaches the cluster as SkyPilot does: ssh to the login node,
+// srun --overlap into the allocation.
+
+const slurmAlias = "testcluster"
+
+// slurmEnv is a server whose ~/.slurm/config names the test cluster.
+func slurmEnv(t testing.TB) (*skyEnv, *slurmtest.Cluster) {
+	t.Helper()
+	c := slurmtest.Get(t)
+	e := newEnv(t)
+	if err := c.WriteSlurmConfig(e.home, slurmAlias); err != nil {
+		t.Fatal(err)
+	}
+	return e, c
+}
+
+func (e *skyEnv) writeYAML(t testing.TB, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// squeueNames are the names of the login user's live jobs.
+func squeueNames(t testing.TB, c *slurmtest.Cluster) []string {
+	t.Helper()
+	out := strings.Fields(c.Run(t, "squeue -h -u "+c.User+" -o %j"))
+	sort.Strings(out)
+	return out
+}
+
+// TestSlurmCluster walks one cluster through a user's story: check, GPU
+// listing, a 2-node GPU task on distinct nodes with Slurm's and SkyPilot's
+// variables, per-node logs, exec, cancel leaving no process, stop refused,
+// down cancelling the allocation.
+func TestSlurmCluster(t *testing.T) {
+	e, c := slurmEnv(t)
+	t.Cleanup(func() { c.CancelAll(t) })
+
+	r := e.must("check", "slurm")
+	if !strings.Contains(r.out(), "Slurm: enabled") {
+		t.Fatalf("sky check slurm did not enable Slurm:\n%s", r)
+	}
+	r = e.must("gpus", "list", "--infra", "slurm")
+	for _, want := range []string{"H100", "12 of 12 free", "CLUSTER", "PARTITION", slurmAlias + "  gpu"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("sky gpus list --infra slurm lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	task := e.writeYAML(t, "two.yaml", `num_nodes: 2
+resources:
+  infra: slurm/`+slurmAlias+`/gpu
+  accelerators: H100:2
+  cpus: 1
+  memory: 1
+setup: echo setup-on-$(hostname)
+run: |
+  echo "R rank=$SKYPILOT_NODE_RANK host=$(hostname) cuda=$CUDA_VISIBLE_DEVICES gpus=$SKYPILOT_NUM_GPUS_PER_NODE nnodes=$SLURM_NNODES nodelist=$SLURM_JOB_NODELIST procid=${SLURM_PROCID:-unset} stepid=${SLURM_STEP_ID:-unset} ips=$(echo $SKYPILOT_NODE_IPS | tr ' ' ,)"
+`)
+	r = e.launchOK(t, "-c", "sl", task)
+	var ranks []string
+	hosts := map[string]bool{}
+	for _, line := range strings.Split(r.out(), "\n") {
+		i := strings.Index(line, "R rank=")
+		if i < 0 {
+			continue
+		}
+		f := line[i:]
+		ranks = append(ranks, f)
+		for _, kv := range strings.Fields(f) {
+			if h, ok := strings.CutPrefix(kv, "host="); ok {
+				hosts[h] = true
+			}
+		}
+		for _, want := range []string{"gpus=2", "nnodes=2", "procid=unset", "stepid=unset", "ips=" + c.NodeAddrs[0] + "," + c.NodeAddrs[1]} {
+			if !strings.Contains(f, want) {
+				t.Errorf("rank line lacks %q: %s", want, f)
+			}
+		}
+		if !strings.Contains(f, "cuda=0,1") && !strings.Contains(f, "cuda=2,3") {
+			t.Errorf("rank line has no 2-GPU CUDA_VISIBLE_DEVICES from Slurm: %s", f)
+		}
+	}
+	if len(ranks) != 2 || len(hosts) != 2 {
+		t.Fatalf("want 2 ranks on 2 distinct nodes, got %v:\n%s", ranks, r.out())
+	}
+	if !strings.Contains(r.out(), "(head, rank=0") || !strings.Contains(r.out(), "(worker1, rank=1") {
+		t.Errorf("the run's log is not labelled per node:\n%s", r.out())
+	}
+	if !strings.Contains(r.out(), "setup-on-") {
+		t.Errorf("setup did not run:\n%s", r.out())
+	}
+	jobName := ""
+	for _, n := range squeueNames(t, c) {
+		if strings.HasPrefix(n, "sl-") {
+			jobName = n
+		}
+	}
+	if jobName == "" {
+		t.Fatalf("no allocation named sl-* in squeue: %v", squeueNames(t, c))
+	}
+
+	var st []map[string]any
+	e.mustJSON(&st, "status", "-o", "json")
+	if len(st) != 1 || st[0]["status"] != "UP" || !strings.Contains(fmt.Sprint(st[0]["infra"], st[0]["cloud"]), "Slurm") {
+		t.Fatalf("sky status -o json: %v", st)
+	}
+
+	// Per-node logs of job 1, downloaded: the head's run.log with both
+	// ranks, and the worker's own file.
+	r = e.must("logs", "--sync-down", "sl", "1")
+	t.Logf("sync-down: %s", r)
+	m := regexp.MustCompile("Job 1 logs: (.*)\x1b\\[0m").FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("logs --sync-down printed no directory:\n%s", r)
+	}
+	if run, err := os.ReadFile(filepath.Join(m[1], "run.log")); err != nil || !strings.Contains(string(run), "R rank=0") || !strings.Contains(string(run), "R rank=1") {
+		t.Errorf("run.log (%v):\n%s", err, run)
+	}
+	if w, err := os.ReadFile(filepath.Join(m[1], "tasks", "1-worker1.log")); err != nil || !strings.Contains(string(w), "R rank=1") {
+		t.Errorf("the worker's own log (%v): %q", err, w)
+	}
+
+	r = e.must("exec", "sl", "--", "echo exec-on-$(hostname)-$SKYPILOT_NODE_RANK")
+	if !strings.Contains(r.out(), "exec-on-") {
+		t.Fatalf("sky exec printed nothing of the job:\n%s", r)
+	}
+
+	// A cancelled job leaves no process on any node.
+	e.must("exec", "-d", "sl", "--num-nodes", "2", "--", "sleep 987")
+	if !waitFor(30*time.Second, func() bool { return strings.Contains(c.Run(t, "pgrep -af 'sleep 987' || true"), "sleep 987") }) {
+		t.Fatal("the sleep job never started")
+	}
+	e.must("cancel", "-y", "sl", "3")
+	if !waitFor(20*time.Second, func() bool { return !strings.Contains(c.Run(t, "pgrep -af 'sleep 98[7]' || true"), "sleep 987") }) {
+		t.Fatalf("processes of the cancelled job survive: %s", c.Run(t, "pgrep -af 'sleep 98[7]' || true"))
+	}
+
+	r = e.exec(cmdTimeout, nil, "stop", "-y", "sl")
+	if !strings.Contains(r.out(), "Cluster sl cannot be stopped: Slurm clusters cannot be stopped") || !strings.Contains(r.out(), "Cluster(s) failed.") {
+		t.Fatalf("sky stop of a Slurm cluster was not refused clearly:\n%s", r)
+	}
+	r = e.exec(cmdTimeout, nil, "autostop", "-y", "sl", "-i", "5")
+	if !strings.Contains(r.out(), "--down") || !strings.Contains(r.out(), "Cluster(s) failed.") {
+		t.Fatalf("autostop (stop) of a Slurm cluster was not refused with the --down hint:\n%s", r)
+	}
+
+	e.must("exec", "-d", "sl", "--", "sleep 988")
+	e.must("down", "-y", "sl")
+	if names := squeueNames(t, c); containsStr(names, jobName) {
+		t.Fatalf("the allocation %s is still queued after sky down: %v", jobName, names)
+	}
+	if out := c.Run(t, "pgrep -af 'sleep 98[78]|agent daemon' || true"); strings.TrimSpace(out) != "" {
+		t.Fatalf("processes survive sky down: %s", out)
+	}
+	if out := c.Run(t, "ls ~/.sky_clusters 2>/dev/null || true"); strings.Contains(out, jobName) {
+		t.Fatalf("the cluster's shared directory survives sky down: %s", out)
+	}
+}
+
+// TestSlurmAutodown: autostop --down on a Slurm cluster is carried out by
+// the API server (the head cannot call back), and cancels the allocation.
+func TestSlurmAutodown(t *testing.T) {
+	e, c := slurmEnv(t)
+	t.Cleanup(func() { c.CancelAll(t) })
+	task := e.writeYAML(t, "one.yaml", "resources:\n  infra: slurm\n  cpus: 1\n  memory: 1\nrun: echo up\n")
+	e.launchOK(t, "-c", "ad", task)
+	if len(squeueNames(t, c)) != 1 {
+		t.Fatalf("want one allocation, have %v", squeueNames(t, c))
+	}
+	e.must("autostop", "-y", "ad", "-i", "0", "--down")
+	if !waitFor(60*time.Second, func() bool { _, ok := e.status(false)["ad"]; return !ok }) {
+		t.Fatalf("autostop --down did not tear the Slurm cluster down within 60 s: %+v", e.status(false)["ad"])
+	}
+	if names := squeueNames(t, c); len(names) != 0 {
+		t.Fatalf("allocations left after autodown: %v", names)
+	}
+}
+
+func containsStr(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSlurmTooBig: a request no node can hold fails with the spec's
+// message naming the GPU types found, and with a fallback it fails over.
+func TestSlurmTooBig(t *testing.T) {
+	e, _ := slurmEnv(t)
+	task := e.writeYAML(t, "big.yaml", "resources:\n  infra: slurm\n  accelerators: H100:8\nrun: echo never\n")
+	r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "big", task)
+	if r.code == 0 || !strings.Contains(r.out(), "No GPU nodes matching 'H100' (count>=8) found on Slurm cluster '"+slurmAlias+"'") ||
+		!strings.Contains(strings.ToLower(r.out()), "discovered gpu types on cluster: ['h100']") {
+		t.Fatalf("launch of 8 GPUs per node did not fail with the spec's message:\n%s", r)
+	}
+	e.must("check") // the local infra next to Slurm, for the fallback
+	fo := e.writeYAML(t, "fo.yaml", `resources:
+  ordered:
+    - infra: slurm
+      cpus: 64
+    - infra: local
+      cpus: 1
+run: echo fell-over-to-$SKYPILOT_CLUSTER_INFO
+`)
+	r = e.launchOK(t, "-c", "fo", fo)
+	if !strings.Contains(r.out(), "fell-over-to-") || !strings.Contains(r.out(), `"cloud": "Local"`) && !strings.Contains(r.out(), `"cloud":"Local"`) {
+		t.Fatalf("the launch did not fall over to the local infra:\n%s", r)
+	}
+	e.must("down", "-y", "fo")
+}
+
+// TestSlurmManagedPending: with the gpu partition full, a managed job's
+// details say what Slurm waits on and where; every change is an event;
+// the job runs once the blocker ends.
+func TestSlurmManagedPending(t *testing.T) {
+	e, c := slurmEnv(t)
+	t.Cleanup(func() { c.CancelAll(t) })
+	c.Run(t, fmt.Sprintf("sbatch -p gpu -N%d --gres=gpu:%s:%d -c1 --mem=100M -J blocker -o /dev/null --wrap 'sleep 600'",
+		len(c.Nodes), c.GPUType, c.GPUsPerNode))
+	task := e.writeYAML(t, "mj.yaml", `name: pend
+resources:
+  infra: slurm/`+slurmAlias+`/gpu
+  accelerators: H100:1
+  cpus: 1
+  memory: 1
+run: echo managed-ran-on-$(hostname)
+`)
+	if !waitFor(30*time.Second, func() bool { return strings.TrimSpace(c.Run(t, "squeue -h -n blocker -o %T")) == "RUNNING" }) {
+		t.Fatalf("the blocking job does not run: %s", c.Run(t, "squeue -u "+c.User))
+	}
+	e.must("jobs", "launch", "-y", "-d", task)
+	var details string
+	ok := waitFor(60*time.Second, func() bool {
+		var rows []map[string]any
+		r := e.exec(cmdTimeout, nil, "jobs", "queue", "-v", "-o", "json")
+		if json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) == 0 {
+			return false
+		}
+		details, _ = rows[0]["details"].(string)
+		return details == "Launching (pending: Resources; partition: gpu)"
+	})
+	if !ok {
+		t.Fatalf("details never showed the pending reason and partition; last: %q", details)
+	}
+	c.Run(t, "scancel -n blocker")
+	var status string
+	ok = waitFor(90*time.Second, func() bool {
+		var rows []map[string]any
+		r := e.exec(cmdTimeout, nil, "jobs", "queue", "-o", "json")
+		if json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) == 0 {
+			return false
+		}
+		status, _ = rows[0]["status"].(string)
+		return status == "RUNNING" || status == "SUCCEEDED"
+	})
+	if !ok {
+		t.Fatalf("the job did not run once the partition freed; status %q", status)
+	}
+	r := e.exec(cmdTimeout, nil, "jobs", "logs", "--controller", "1", "--no-follow")
+	if r.code != 0 && r.code != 101 { // 101: the job has not finished
+		t.Fatalf("%s", r)
+	}
+	for _, want := range []string{"Launching (pending: ", "partition: gpu)", "Launching (nodes allocated; Slurm job "} {
+		if !strings.Contains(r.out(), want) {
+			t.Errorf("controller log lacks %q:\n%s", want, r.out())
+		}
+	}
+}
+
+// BenchmarkSlurmExecDetach: `sky exec -d` on a 1-node Slurm cluster
+// against `ssh login true` + `srun --overlap true` into the same
+// allocation (goal: ratio ≤ 1.5).
+func BenchmarkSlurmExecDetach(b *testing.B) {
+	e, c := slurmEnv(b)
+	b.Cleanup(func() { c.CancelAll(b) })
+	task := e.writeYAML(b, "one.yaml", "resources:\n  infra: slurm\n  cpus: 1\n  memory: 1\n")
+	e.launchOK(b, "-c", "bx", task)
+	job := strings.TrimSpace(c.Run(b, "squeue -h -u "+c.User+" -o %i | head -n1"))
+	base := func() time.Duration {
+		start := time.Now()
+		c.Run(b, "true")
+		c.Run(b, "srun --overlap --jobid="+job+" --nodes=1 --ntasks=1 --quiet true")
+		return time.Since(start)
+	}
+	var sum, baseSum time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sum += timeRun(b, e.env, "", e.bin, "exec", "-d", "bx", "--", "true")
+		b.StopTimer()
+		baseSum += base()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	report(b, "exec", sum, baseSum, b.N)
+}

@@ -1,0 +1,69 @@
+#!/bin/bash
+#SBATCH --job-name=train-cpu
+#SBATCH --output=/shared/users/bob/.sky_provision/slurm-%j.out
+#SBATCH --error=/shared/users/bob/.sky_provision/slurm-%j.out
+#SBATCH --nodes=1
+#SBATCH --wait-all-nodes=1
+#SBATCH --no-requeue
+#SBATCH --cpus-per-task=8
+#SBATCH --time=7-12:30:00
+
+# SkyGo cluster train-cpu: this job holds the nodes until it is cancelled.
+CLUSTER_HOME=/shared/users/bob/.sky_clusters/train-cpu
+READY_FILE=/shared/users/bob/.sky_clusters/train-cpu/.sky_sbatch_ready
+export SKY_RUNTIME_DIR=/scratch/local/train-cpu
+
+# Runs a bash script once on every node of the allocation, next to the
+# steps SkyGo starts later (--overlap), with this environment whatever
+# export mode the user's sbatch options chose.
+on_all_nodes() {
+  srun --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" \
+    --ntasks-per-node=1 --export=ALL --quiet --unbuffered --kill-on-bad-exit=1 bash -c "$1"
+}
+
+cleanup() {
+  # A second TERM (scancel again, the time limit) must not cut the
+  # cleanup short; Slurm's KillWait still bounds it.
+  trap - EXIT
+  trap '' TERM
+  rm -f "$READY_FILE"
+  [ -n "${HOLD_PID:-}" ] && kill "$HOLD_PID" 2>/dev/null
+  # The agent's rank processes run in their own sessions and would outlive
+  # the steps that started them, so they are signalled by process group.
+  on_all_nodes '
+    d="$SKY_RUNTIME_DIR/.sky/agent"
+    for f in "$d"/ranks/*.pid; do
+      [ -f "$f" ] && kill -TERM -- "-$(cat "$f")" 2>/dev/null
+    done
+    [ -f "$d/daemon.pid" ] && kill -TERM "$(cat "$d/daemon.pid")" 2>/dev/null
+    rm -rf "${SKY_RUNTIME_DIR:?}"
+    true' || true
+  rm -rf "$CLUSTER_HOME"
+}
+trap cleanup EXIT
+trap 'exit 0' TERM
+
+rm -f "$READY_FILE"
+mkdir -p "$CLUSTER_HOME/sky_logs" "$CLUSTER_HOME/sky_workdir" "$CLUSTER_HOME/.sky" || exit 1
+export SKY_PROCTRACK_TYPE="$(scontrol show config 2>/dev/null | awk '$1 == "ProctrackType" {print $3}')"
+touch "$CLUSTER_HOME/.sky_slurm_cluster" "$CLUSTER_HOME/.hushlogin"
+printf '%s\n' "$SKY_PROCTRACK_TYPE" > "$CLUSTER_HOME/.sky_proctrack_type"
+
+# A directory left by an earlier allocation of the same name (one killed
+# before its cleanup ran) would hand its agent state to this cluster.
+if ! on_all_nodes '
+    rm -rf "${SKY_RUNTIME_DIR:?}" &&
+    mkdir -p "$SKY_RUNTIME_DIR/sky_logs" "$SKY_RUNTIME_DIR/sky_workdir" "$SKY_RUNTIME_DIR/.sky" &&
+    touch "$SKY_RUNTIME_DIR/.sky_slurm_cluster" "$SKY_RUNTIME_DIR/.hushlogin" &&
+    printf "%s\n" "$SKY_PROCTRACK_TYPE" > "$SKY_RUNTIME_DIR/.sky_proctrack_type"'; then
+  echo "SkyGo: could not create $SKY_RUNTIME_DIR on every node of job $SLURM_JOB_ID" >&2
+  exit 1
+fi
+
+# The allocation's job-scoped variables as the batch script sees them:
+# steps pinned to one node see some of them rewritten to the step's.
+env | grep '^SLURM_' > "$CLUSTER_HOME/slurm_job.env" || true
+printf '%s\n' "$SLURM_JOB_ID" > "$READY_FILE"
+sleep infinity &
+HOLD_PID=$!
+wait "$HOLD_PID"
