@@ -261,8 +261,8 @@ func readCluster(dir string) (*Cluster, error) {
 	return c, nil
 }
 
-// Exec runs cmd (a shell command line) on the login node as User over ssh
-// and returns its stdout; a failure carries its stderr.
+// Exec runs cmd (a bash script) on the login node as User over ssh and
+// returns its stdout; a failure carries its stderr. cmd gets no stdin.
 func (c *Cluster) Exec(cmd string) (string, error) {
 	return c.sshExec(c.User, c.LoginAddr, cmd)
 }
@@ -279,12 +279,17 @@ func (c *Cluster) RunOn(t testing.TB, i int, cmd string) string {
 	return out
 }
 
+// sshExec hands cmd to a remote `bash -s` on stdin rather than on the
+// command line: the nodes share the machine's process table, so a command
+// in an argv (of the local ssh, or of the remote shell) would show up in
+// the very `pgrep -af` a test runs to look for leftover processes. So cmd
+// cannot read this stdin itself.
 func (c *Cluster) sshExec(user, addr, cmd string) (string, error) {
 	x := exec.Command("ssh", "-i", c.Key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "UserKnownHostsFile="+c.KnownHosts, "-o", "StrictHostKeyChecking=yes",
-		"-o", "ConnectTimeout=10", "-p", strconv.Itoa(c.LoginPort), user+"@"+addr, "--", cmd)
+		"-o", "ConnectTimeout=10", "-p", strconv.Itoa(c.LoginPort), user+"@"+addr, "--", "bash", "-s")
 	var stdout, stderr bytes.Buffer
-	x.Stdout, x.Stderr = &stdout, &stderr
+	x.Stdin, x.Stdout, x.Stderr = strings.NewReader(cmd), &stdout, &stderr
 	if err := x.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("%q as %s on %s: %v\nstdout: %s\nstderr: %s", cmd, user, addr, err, stdout.String(), stderr.String())
 	}

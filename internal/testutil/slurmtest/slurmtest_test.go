@@ -132,6 +132,12 @@ func TestSlurmClusterWorks(t *testing.T) {
 		t.Errorf("/tmp/slurmtest-%s written on %s is also on another node", alloc, allocNodes[1])
 	}
 
+	// The commands a test runs do not show in the machine's process table,
+	// so a pgrep for leftovers does not find itself.
+	if out := c.Run(t, "pgrep -af slurmtest-pgrep-marker || true"); strings.TrimSpace(out) != "" {
+		t.Errorf("pgrep found the test's own command: %s", out)
+	}
+
 	// An allocation left behind is cancelled.
 	c.CancelAll(t)
 	if out := c.Run(t, "squeue -h"); out != "" {
