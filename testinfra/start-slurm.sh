@@ -266,7 +266,6 @@ SLURM_SLURMD_PORT=$SLURMD_PORT
 SLURM_DBD_PORT=$DBD_PORT
 SLURM_DB_PORT=$DB_PORT
 SLURM_NODE_ADDRS="${NODE_ADDRS[*]}"
-SLURM_LOGIN_ADDR=${NODE_ADDRS[0]}
 SLURM_NODES="${NODE_NAMES[*]}"
 SLURM_PARTITIONS="cpu gpu"
 SLURM_DEFAULT_PARTITION=cpu
@@ -277,6 +276,9 @@ SLURM_GPU_TYPE=$GPU_TYPE
 SLURM_JOB_DIR=$D/jobs
 SLURM_ACCOUNTING=$ACCT
 EOF
+# host 1 serves as the login node (ssh, with SLURM_CONF set); a single-node
+# cluster has no ssh host
+[ "$NODES" -gt 1 ] && echo "SLURM_LOGIN_ADDR=${NODE_ADDRS[0]}" >> "$D/info.env"
 t1=$(date +%s.%N)
 log "slurm ready ($NODES node(s)) in $(awk "BEGIN{printf \"%.2f\", $t1-$t0}")s"
 sinfo

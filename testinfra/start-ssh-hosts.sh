@@ -38,8 +38,12 @@ if other="$(ip -4 -o addr show 2>/dev/null | awk -v p="$PFX.1/24" -v br="$BR" '$
   die "$PFX.0/24 is already used by interface $other: pick another SSH_HOSTS_PREFIX"
 fi
 TEST_USER="${SSH_TEST_USER:-sky}"
-# SSH_HOSTS_SHARED_HOME=1: /home is the real /home on every host (like an NFS
-# home on a real cluster; the Slurm set-up uses this); 0 (default): per-host.
+# SSH_HOSTS_SHARED_HOME=1: every host mounts one /home, $D/home, like an NFS
+# home on a real cluster (the Slurm set-up uses this); 0 (default): per-host
+# copy-on-write views of the machine's /home. The shared one is the set's
+# own, not the machine's /home: what another user of the machine puts in
+# ~sky/.bashrc (an `export SLURM_CONF=` of another cluster, say) must not
+# reach these hosts. It holds the test user's home with the set's key.
 # It applies to hosts started after it is set: stop-ssh-hosts.sh to change it.
 SHARED_HOME="${SSH_HOSTS_SHARED_HOME:-0}"
 SETENV="${SSH_HOSTS_SETENV:-}"
@@ -55,6 +59,17 @@ t0=$(date +%s.%N)
 "$(dirname "$0")/start-sshd.sh" >/dev/null
 KEY="$TESTINFRA_STATE/ssh-client/id_ed25519"
 ensure_pkgs iproute2
+SHOME="$D/home"
+if [ "$SHARED_HOME" = 1 ]; then
+  TH="$SHOME/$TEST_USER"
+  mkdir -p "$TH/.ssh"
+  chmod 755 "$SHOME" "$TH"
+  install -m 600 "$KEY.pub" "$TH/.ssh/authorized_keys"
+  install -m 600 "$KEY" "$TH/.ssh/id_ed25519"
+  install -m 644 "$KEY.pub" "$TH/.ssh/id_ed25519.pub"
+  chmod 700 "$TH/.ssh"
+  chown -R "$TEST_USER:$TEST_USER" "$TH"
+fi
 
 # --- bridge in the root namespace ------------------------------------------
 if ! ip link show "$BR" >/dev/null 2>&1; then
@@ -163,6 +178,8 @@ EOF
       mount -t overlay overlay -o lowerdir=/root,upperdir=$H/up-root,workdir=$H/work-root /root
       if [ $SHARED_HOME = 0 ]; then
         mount -t overlay overlay -o lowerdir=/home,upperdir=$H/up-home,workdir=$H/work-home /home
+      else
+        mount --bind $SHOME /home
       fi
       mount --bind $H/tmp /tmp
       mount --bind $D/etc-hosts /etc/hosts
@@ -200,6 +217,7 @@ done
   echo "SSH_BRIDGE=$BR"
   echo "SSH_SUBNET=$PFX.0/24"
   echo "SSH_HOSTS_SHARED_HOME=$SHARED_HOME"
+  [ "$SHARED_HOME" = 1 ] && echo "SSH_SHARED_HOME_DIR=$SHOME"
   echo "SSH_HOSTS_SETENV=\"$SETENV\""
 } > "$D/info.env"
 {

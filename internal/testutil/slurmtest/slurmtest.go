@@ -4,7 +4,8 @@
 // and "gpu", and accounting (MariaDB + slurmdbd), started by the project's
 // testinfra/start-slurm.sh and stopped by the pids it records. Host 1 is
 // the login node: it is reached over ssh as the unprivileged user "sky",
-// /home is shared by every node, and every ssh session there has SLURM_CONF.
+// /home is one directory every node shares (the cluster's own, fresh each
+// run), and every ssh session there has SLURM_CONF.
 //
 // Slurm's ports and munge are machine-wide, so one cluster serves the whole
 // machine: a test process takes a machine-wide lock before it starts one,
@@ -52,6 +53,8 @@ const (
 
 	lockPath  = "/var/lock/skygo-slurm.lock"
 	stateBase = "skygo-slurm-" // under /var/tmp: the nodes mount a private /tmp
+	testUser  = "sky"          // start-sshd.sh's unprivileged user
+	tempBase  = "slurmtest"    // TempDirs, under the shared home
 )
 
 // lockWait is how long Get waits for another test process's cluster.
@@ -67,7 +70,11 @@ type Cluster struct {
 	Nodes      []string
 	NodeAddrs  []string
 	SlurmConf  string // the SLURM_CONF every ssh session on the nodes has
-	State      string // TESTINFRA_STATE of the cluster
+	// Home is User's home on the nodes, one directory all of them share
+	// (the set's own, not the machine's /home); LocalHome is the same
+	// directory as this process sees it.
+	Home, LocalHome string
+	State           string // TESTINFRA_STATE of the cluster
 
 	Partitions       []string
 	DefaultPartition string
@@ -231,30 +238,60 @@ func readCluster(dir string) (*Cluster, error) {
 		return nil, err
 	}
 	atoi := func(k string) int { n, _ := strconv.Atoi(kv[k]); return n }
+	hkv, err := sshhosts.ReadEnvFile(filepath.Join(dir, "ssh-hosts", "info.env"))
+	if err != nil {
+		return nil, err
+	}
+	u, err := user.Lookup(testUser)
+	if err != nil {
+		return nil, err
+	}
 	c := &Cluster{
-		LoginAddr: kv["SLURM_LOGIN_ADDR"], LoginPort: 22, User: "sky", Key: h.Key, KnownHosts: h.KnownHosts,
+		LoginAddr: kv["SLURM_LOGIN_ADDR"], LoginPort: 22, User: testUser, Key: h.Key, KnownHosts: h.KnownHosts,
 		Nodes: strings.Fields(kv["SLURM_NODES"]), NodeAddrs: strings.Fields(kv["SLURM_NODE_ADDRS"]),
 		SlurmConf: kv["SLURM_CONF"], State: dir,
+		Home: u.HomeDir, LocalHome: filepath.Join(hkv["SSH_SHARED_HOME_DIR"], testUser),
 		Partitions: strings.Fields(kv["SLURM_PARTITIONS"]), DefaultPartition: kv["SLURM_DEFAULT_PARTITION"],
 		GPUType: kv["SLURM_GPU_TYPE"], GPUsPerNode: atoi("SLURM_GPUS_PER_NODE"),
 		CPUsPerNode: atoi("SLURM_CPUS_PER_NODE"), MemMBPerNode: atoi("SLURM_MEM_PER_NODE_MB"),
 	}
-	if len(c.Nodes) != numNodes || len(c.NodeAddrs) != numNodes || c.LoginAddr == "" || c.SlurmConf == "" {
+	if len(c.Nodes) != numNodes || len(c.NodeAddrs) != numNodes || c.LoginAddr == "" || c.SlurmConf == "" || hkv["SSH_SHARED_HOME_DIR"] == "" {
 		return nil, fmt.Errorf("%s: unexpected content %v", path, kv)
 	}
 	return c, nil
 }
 
-// Exec runs cmd (a shell command line) on the login node as User over ssh
-// and returns its stdout; a failure carries its stderr.
+// Exec runs cmd (a bash script) on the login node as User over ssh and
+// returns its stdout; a failure carries its stderr. cmd gets no stdin.
 func (c *Cluster) Exec(cmd string) (string, error) {
+	return c.sshExec(c.User, c.LoginAddr, cmd)
+}
+
+// RunOn runs cmd as root on node i (0-based, in Nodes' order) over ssh,
+// e.g. to look at what a job left in that node's own /tmp; it fails the
+// test on error.
+func (c *Cluster) RunOn(t testing.TB, i int, cmd string) string {
+	t.Helper()
+	out, err := c.sshExec("root", c.NodeAddrs[i], cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sshExec hands cmd to a remote `bash -s` on stdin rather than on the
+// command line: the nodes share the machine's process table, so a command
+// in an argv (of the local ssh, or of the remote shell) would show up in
+// the very `pgrep -af` a test runs to look for leftover processes. So cmd
+// cannot read this stdin itself.
+func (c *Cluster) sshExec(user, addr, cmd string) (string, error) {
 	x := exec.Command("ssh", "-i", c.Key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "UserKnownHostsFile="+c.KnownHosts, "-o", "StrictHostKeyChecking=yes",
-		"-o", "ConnectTimeout=10", "-p", strconv.Itoa(c.LoginPort), c.User+"@"+c.LoginAddr, "--", cmd)
+		"-o", "ConnectTimeout=10", "-p", strconv.Itoa(c.LoginPort), user+"@"+addr, "--", "bash", "-s")
 	var stdout, stderr bytes.Buffer
-	x.Stdout, x.Stderr = &stdout, &stderr
+	x.Stdin, x.Stdout, x.Stderr = strings.NewReader(cmd), &stdout, &stderr
 	if err := x.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("%q on the login node: %v\nstdout: %s\nstderr: %s", cmd, err, stdout.String(), stderr.String())
+		return stdout.String(), fmt.Errorf("%q as %s on %s: %v\nstdout: %s\nstderr: %s", cmd, user, addr, err, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
 }
@@ -269,9 +306,10 @@ func (c *Cluster) Run(t testing.TB, cmd string) string {
 	return out
 }
 
-// TempDir is a new directory in User's home, which every node shares, owned
-// by User and removed when the test ends: a place for job scripts and
-// output files that does not collect in the home across runs.
+// TempDir is a new directory in User's home, which every node shares,
+// owned by User and removed when the test ends: a place for job scripts
+// and output files. The path is the nodes' one; under LocalHome instead of
+// Home, this process reaches the same directory.
 func (c *Cluster) TempDir(t testing.TB) string {
 	t.Helper()
 	u, err := user.Lookup(c.User)
@@ -280,7 +318,7 @@ func (c *Cluster) TempDir(t testing.TB) string {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	base := filepath.Join(u.HomeDir, "slurmtest")
+	base := filepath.Join(c.LocalHome, tempBase)
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +333,7 @@ func (c *Cluster) TempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return filepath.Join(c.Home, tempBase, filepath.Base(dir))
 }
 
 // WriteSlurmConfig makes the cluster known to a SkyGo client whose HOME is

@@ -72,7 +72,14 @@ func TestSlurmClusterWorks(t *testing.T) {
 		t.Errorf("sacct of job %s = %q, want 2 nodes and gres/gpu=4", job, acct)
 	}
 
-	lines := strings.Split(strings.TrimSpace(c.Run(t, "cat "+out)), "\n")
+	local, err := os.ReadFile(filepath.Join(c.LocalHome, strings.TrimPrefix(out, c.Home)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Run(t, "cat "+out); got != string(local) {
+		t.Errorf("%s on the login node %q, from the machine %q", out, got, local)
+	}
+	lines := strings.Split(strings.TrimSpace(string(local)), "\n")
 	seen := map[string]bool{}
 	for _, l := range lines {
 		var node, cvd string
@@ -114,6 +121,21 @@ func TestSlurmClusterWorks(t *testing.T) {
 		`srun --overlap --jobid=%s --nodelist=%s --nodes=1 --ntasks=1 --quiet bash -c 'hostname; echo "$CUDA_VISIBLE_DEVICES"'`, alloc, allocNodes[1])))
 	if len(step) != 2 || step[0] != allocNodes[1] || step[1] == "" {
 		t.Errorf("srun --overlap on %s printed %q, want its hostname and CUDA_VISIBLE_DEVICES", allocNodes[1], step)
+	}
+	// Each node has its own /tmp, as a job sees it and as ssh to the node does.
+	c.Run(t, fmt.Sprintf("srun --overlap --jobid=%s --nodelist=%s --nodes=1 --ntasks=1 --quiet bash -c 'echo %s > /tmp/slurmtest-%s'", alloc, allocNodes[1], alloc, alloc))
+	i := slices.Index(c.Nodes, allocNodes[1])
+	if got := strings.TrimSpace(c.RunOn(t, i, "cat /tmp/slurmtest-"+alloc)); got != alloc {
+		t.Errorf("/tmp/slurmtest-%s on %s = %q", alloc, allocNodes[1], got)
+	}
+	if out, err := c.sshExec("root", c.NodeAddrs[(i+1)%len(c.Nodes)], "test -e /tmp/slurmtest-"+alloc+" && echo shared"); err == nil && strings.Contains(out, "shared") {
+		t.Errorf("/tmp/slurmtest-%s written on %s is also on another node", alloc, allocNodes[1])
+	}
+
+	// The commands a test runs do not show in the machine's process table,
+	// so a pgrep for leftovers does not find itself.
+	if out := c.Run(t, "pgrep -af slurmtest-pgrep-marker || true"); strings.TrimSpace(out) != "" {
+		t.Errorf("pgrep found the test's own command: %s", out)
 	}
 
 	// An allocation left behind is cancelled.
