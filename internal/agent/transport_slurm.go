@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -47,43 +45,22 @@ func newSlurmNodeRunner(n agentapi.Node) (NodeRunner, error) {
 	return &slurmNodeRunner{args: args, node: n.SlurmNode, home: n.Home, env: withoutStepVars(os.Environ())}, nil
 }
 
-// Run implements NodeRunner.
+// Run implements NodeRunner. srun failing to start the step at all (the
+// allocation ended, the node left it) is an error, not a command result.
 func (r *slurmNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error) {
 	inner := "export HOME=" + provision.Quote(r.home) + ` && cd "$HOME" && ` + cmd
 	c := exec.CommandContext(ctx, "srun", append(append([]string{}, r.args...), "bash", "-c", inner)...)
 	c.Env = r.env
-	c.Stdin = opts.Stdin
 	// srun forwards its first SIGTERM to the step's tasks (exec-rank ends
 	// its rank's process group on it); a second, later, kills srun.
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	c.WaitDelay = 3 * time.Second
-	var out, errBuf bytes.Buffer
-	tail := &tailBuffer{max: 4096}
-	c.Stdout = &out
-	if opts.Stdout != nil {
-		c.Stdout = opts.Stdout
-	}
-	if opts.Stderr != nil {
-		c.Stderr = io.MultiWriter(opts.Stderr, tail)
-	} else {
-		c.Stderr = io.MultiWriter(&errBuf, tail)
-	}
-	err := c.Run()
-	res := provision.Result{Stdout: out.Bytes(), Stderr: errBuf.Bytes()}
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		return res, fmt.Errorf("srun to %s: %w", r.node, ctx.Err())
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode()
-		for _, l := range strings.Split(tail.String(), "\n") {
+	return runTransport(ctx, c, opts, "srun to "+r.node, func(_ int, stderrTail string) error {
+		for _, l := range strings.Split(stderrTail, "\n") {
 			if strings.HasPrefix(l, "srun: error:") && (strings.Contains(l, "Unable to create step") || strings.Contains(l, "Invalid job id") || strings.Contains(l, "completing or completed")) {
-				return res, fmt.Errorf("srun to %s: %s", r.node, strings.TrimPrefix(l, "srun: error: "))
+				return errors.New(strings.TrimPrefix(l, "srun: error: "))
 			}
 		}
-		return res, nil
-	case err != nil:
-		return res, fmt.Errorf("running srun to %s: %w", r.node, err)
-	}
-	return res, nil
+		return nil
+	})
 }

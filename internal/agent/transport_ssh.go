@@ -93,7 +93,23 @@ func (r *sshNodeRunner) command(ctx context.Context, cmd string) *exec.Cmd {
 // failed (host unreachable, auth refused, connection lost): that is an
 // error naming the node and ssh's message, not a command result.
 func (r *sshNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error) {
-	c := r.command(ctx, cmd)
+	return runTransport(ctx, r.command(ctx, cmd), opts, "ssh to "+r.dest, func(code int, stderrTail string) error {
+		if code != 255 {
+			return nil
+		}
+		msg := strings.TrimSpace(stderrTail)
+		if msg == "" {
+			msg = "connection failed or was lost (is the host up and its sshd running?)"
+		}
+		return errors.New(msg)
+	})
+}
+
+// runTransport runs a transport's command (ssh, srun) with opts' input and
+// output, and returns the remote command's result. failed tells a transport
+// failure from the command's own exit status, given the end of stderr; an
+// error it returns is reported as what (the transport and the node) failing.
+func runTransport(ctx context.Context, c *exec.Cmd, opts provision.RunOptions, what string, failed func(code int, stderrTail string) error) (provision.Result, error) {
 	c.Stdin = opts.Stdin
 	var out, errBuf bytes.Buffer
 	tail := &tailBuffer{max: 4096}
@@ -111,19 +127,15 @@ func (r *sshNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunO
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		return res, fmt.Errorf("ssh to %s: %w", r.dest, ctx.Err())
+		return res, fmt.Errorf("%s: %w", what, ctx.Err())
 	case errors.As(err, &ee):
 		res.ExitCode = ee.ExitCode()
-		if res.ExitCode == 255 {
-			msg := strings.TrimSpace(tail.String())
-			if msg == "" {
-				msg = "connection failed or was lost (is the host up and its sshd running?)"
-			}
-			return res, fmt.Errorf("ssh to %s: %s", r.dest, msg)
+		if ferr := failed(res.ExitCode, tail.String()); ferr != nil {
+			return res, fmt.Errorf("%s: %w", what, ferr)
 		}
 		return res, nil
 	case err != nil:
-		return res, fmt.Errorf("running ssh to %s: %w", r.dest, err)
+		return res, fmt.Errorf("running %s: %w", what, err)
 	}
 	return res, nil
 }
