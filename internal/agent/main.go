@@ -72,6 +72,8 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 		return 0
 	case "logs":
 		return logsVerb(ctx, rest, stdout, stderr)
+	case "ssh-stdio":
+		return sshStdio(home, rest, stdin, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("sky agent "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -155,7 +157,7 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 
 const usage = `usage: sky agent <verb> [flags]   (internal; run on cluster nodes)
 verbs: start, stop-daemon, submit, queue, status, cancel, logs, set-autostop,
-       exec-rank, kill-rank, ping`
+       exec-rank, kill-rank, ping, ssh-stdio`
 
 func writeJSON(w io.Writer, v any) {
 	b, err := json.Marshal(v)

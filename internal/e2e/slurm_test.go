@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil/slurmtest"
 )
 
@@ -80,6 +81,7 @@ run: |
   echo "R rank=$SKYPILOT_NODE_RANK host=$(hostname) cuda=$CUDA_VISIBLE_DEVICES gpus=$SKYPILOT_NUM_GPUS_PER_NODE nnodes=$SLURM_NNODES nodelist=$SLURM_JOB_NODELIST procid=${SLURM_PROCID:-unset} stepid=${SLURM_STEP_ID:-unset} ips=$(echo $SKYPILOT_NODE_IPS | tr ' ' ,)"
 `)
 	r = e.launchOK(t, "-c", "sl", task)
+	launchOut := r.stdout
 	var ranks []string
 	hosts := map[string]bool{}
 	for _, line := range strings.Split(r.out(), "\n") {
@@ -140,6 +142,29 @@ run: |
 	}
 	if w, err := os.ReadFile(filepath.Join(m[1], "tasks", "1-worker1.log")); err != nil || !strings.Contains(string(w), "R rank=1") {
 		t.Errorf("the worker's own log (%v): %q", err, w)
+	}
+
+	// ssh <cluster> and <cluster>-worker1 land on the allocation's nodes
+	// (through the login node and srun), as the node's jobs run; rsync
+	// takes the same way.
+	if !strings.Contains(launchOut, "ssh sl") {
+		t.Errorf("launch does not offer `ssh sl`:\n%s", r.stdout)
+	}
+	gen := filepath.Join(paths.GeneratedSSH(e.home), "sl")
+	for alias, rank := range map[string]string{"sl": "0", "sl-worker1": "1"} {
+		sr := runCmd(t, 60*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", alias, "echo ssh-rank=$SKYPILOT_NODE_RANK host=$(hostname) job=$SLURM_JOB_ID")
+		if sr.code != 0 || !strings.Contains(sr.stdout, "ssh-rank="+rank+" host=") || strings.Contains(sr.stdout, "job= ") {
+			t.Errorf("ssh %s: %s", alias, sr)
+		}
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f.txt"), []byte("synced\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rs := runCmd(t, 60*time.Second, e.env, "rsync", "-a", "-e", "ssh -F "+gen+" -o BatchMode=yes", src+"/", "sl-worker1:~/dst/"); rs.code != 0 {
+		t.Errorf("rsync to sl-worker1: %s", rs)
+	} else if sr := runCmd(t, 60*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", "sl-worker1", "cat ~/dst/f.txt"); !strings.Contains(sr.stdout, "synced") {
+		t.Errorf("the rsynced file is not on sl-worker1: %s", sr)
 	}
 
 	r = e.must("exec", "sl", "--", "echo exec-on-$(hostname)-$SKYPILOT_NODE_RANK")

@@ -83,6 +83,10 @@ func (c capacity) Feasible(ctx context.Context, req optimizer.Request, numNodes 
 			if req.Zone != "" && p.Name != req.Zone {
 				continue
 			}
+			if msg := p.Unavailable(cl); msg != "" {
+				why = append(why, msg)
+				continue
+			}
 			s, err := ResolveSettings(cfg, cl, p.Name, nil)
 			if err != nil {
 				why = append(why, fmt.Sprintf("cluster %s: %v", cl, err))

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,11 +117,9 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	for name, n := range spec.Resources.GPUs {
 		req.GPU, req.GPUCount = name, int(math.Ceil(n))
 	}
-	memAsked := req.MemoryGB > 0
-	req = DefaultSizes(req)
-	if !selectMem && !memAsked {
-		req.MemoryGB = 0
-		fmt.Fprintf(log, "Warning: Slurm cluster %s does not schedule memory (SelectTypeParameters lacks MEMORY): --mem is omitted.\n", cluster)
+	req, warn := DefaultSizesOnCluster(req, selectMem, cluster)
+	if warn != "" {
+		fmt.Fprintln(log, "Warning: "+warn)
 	}
 	fitting, gres, reason := Fit(nodes, partition, req, settings)
 	if len(fitting) < max(spec.NumNodes, 1) {
@@ -152,15 +149,10 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	script := Script{JobName: jobName, Partition: partition, Base: base, RuntimeDir: rt, NumNodes: max(spec.NumNodes, 1),
 		CPUsPerTask: int(math.Ceil(req.CPUs)), MemMB: int(math.Round(req.MemoryGB * 1024)), Gres: gres, Options: settings.SbatchOptions}
 	if _, ok := settings.SbatchOptions["time"]; !ok {
-		if _, ok := settings.SbatchOptions["t"]; !ok {
-			t, err := FormatTime(part.MaxTime)
-			if err != nil {
-				return nil, &provision.ConfigError{Where: where, Err: err}
-			}
-			script.Time = t
-			if t == "" && (part.DefaultTime == "" || strings.EqualFold(part.DefaultTime, "NONE")) && !isUnlimited(part.MaxTime) {
-				fmt.Fprintf(log, "Warning: partition %s has no time limit to use; the allocation gets the cluster's default.\n", partition)
-			}
+		t, warn := PartitionTime(part)
+		script.Time = t
+		if warn != "" {
+			fmt.Fprintln(log, "Warning: "+warn)
 		}
 	}
 	if jobID == "" {
@@ -172,12 +164,9 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	} else {
 		fmt.Fprintf(log, "Reusing Slurm job %s (%s).\n", jobID, jobName)
 	}
-	timeout := 120 * time.Second
-	if p.partition != "" {
-		timeout = 24 * time.Hour
-	}
-	if settings.ProvisionTimeout != nil {
-		timeout = time.Duration(*settings.ProvisionTimeout) * time.Second
+	timeout, forever := settings.ProvisionWait(p.partition != "")
+	if forever {
+		timeout = -1
 	}
 	hosts, err := p.waitNodes(ctx, login, jobID, partition, timeout, spec.Progress)
 	if err != nil {
@@ -209,10 +198,6 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	return info, nil
 }
 
-func isUnlimited(t string) bool {
-	return strings.EqualFold(t, "UNLIMITED") || strings.EqualFold(t, "INFINITE")
-}
-
 func firstNonEmpty(vals ...string) string {
 	for _, v := range vals {
 		if v != "" {
@@ -227,13 +212,19 @@ func pickPartition(parts []Partition, name, cluster string) (Partition, error) {
 	if len(parts) == 0 {
 		return Partition{}, &provision.CapacityError{Where: Kind + "/" + cluster, Msg: "the cluster has no partitions"}
 	}
+	pick := func(p Partition) (Partition, error) {
+		if msg := p.Unavailable(cluster); msg != "" {
+			return Partition{}, &provision.CapacityError{Where: Kind + "/" + cluster + "/" + p.Name, Msg: msg}
+		}
+		return p, nil
+	}
 	if name == "" {
-		return parts[0], nil
+		return pick(parts[0])
 	}
 	var names []string
 	for _, p := range parts {
 		if p.Name == name {
-			return p, nil
+			return pick(p)
 		}
 		names = append(names, p.Name)
 	}
@@ -315,8 +306,6 @@ func (p *Provisioner) baseDir(ctx context.Context, login *ssh.Runner, s Settings
 	return strings.TrimSuffix(dir, "/"), nil
 }
 
-var submittedRE = regexp.MustCompile(`Submitted batch job (\d+)`)
-
 // submit writes the script to the shared filesystem and sbatches it.
 func (p *Provisioner) submit(ctx context.Context, login *ssh.Runner, s Script) (string, error) {
 	path := s.Base + "/.sky_provision/" + s.JobName + ".sh"
@@ -327,11 +316,11 @@ func (p *Provisioner) submit(ctx context.Context, login *ssh.Runner, s Script) (
 	if err != nil {
 		return "", classifySbatch(err)
 	}
-	m := submittedRE.FindStringSubmatch(out)
-	if m == nil {
-		return "", slurmError("sbatch printed no job id: " + strings.TrimSpace(out))
+	id, err := ParseJobID(out)
+	if err != nil {
+		return "", slurmError(err.Error())
 	}
-	return m[1], nil
+	return id, nil
 }
 
 // classifySbatch turns sbatch's refusals that mean "not here" into
@@ -416,8 +405,8 @@ func (p *Provisioner) expandHosts(ctx context.Context, login *ssh.Runner, nodeli
 func (p *Provisioner) waitReady(ctx context.Context, login *ssh.Runner, jobID string, s Script) error {
 	ready := s.ReadyFile()
 	logFile := s.Base + "/.sky_provision/slurm-" + jobID + ".out"
-	cmd := fmt.Sprintf(`for i in $(seq 1 600); do [ -f %s ] && exit 0; st=$(squeue -h -j %s -o %%T 2>/dev/null); case "$st" in RUNNING|CONFIGURING|PENDING) ;; *) echo "state ${st:-gone}"; tail -n 20 %s 2>/dev/null; exit 3;; esac; sleep 0.2; done; exit 4`,
-		provision.Quote(ready), provision.Quote(jobID), provision.Quote(logFile))
+	cmd := fmt.Sprintf(`for i in $(seq 1 600); do [ "$(cat %s 2>/dev/null)" = %s ] && exit 0; st=$(squeue -h -j %s -o %%T 2>/dev/null); case "$st" in RUNNING|CONFIGURING|PENDING) ;; *) echo "state ${st:-gone}"; tail -n 20 %s 2>/dev/null; exit 3;; esac; sleep 0.2; done; exit 4`,
+		provision.Quote(ready), provision.Quote(jobID), provision.Quote(jobID), provision.Quote(logFile))
 	for {
 		res, err := login.Run(ctx, cmd, provision.RunOptions{})
 		if err != nil {
