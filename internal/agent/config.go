@@ -52,13 +52,19 @@ type paths struct {
 	home string
 }
 
-func (p paths) dir() string         { return filepath.Join(p.home, ".sky", "agent") }
-func (p paths) db() string          { return filepath.Join(p.dir(), "jobs.db") }
-func (p paths) config() string      { return filepath.Join(p.dir(), "config.json") }
-func (p paths) pidFile() string     { return filepath.Join(p.dir(), "daemon.pid") }
-func (p paths) lockFile() string    { return filepath.Join(p.dir(), "daemon.lock") }
-func (p paths) startLock() string   { return filepath.Join(p.dir(), "start.lock") }
-func (p paths) daemonLog() string   { return filepath.Join(p.dir(), "daemon.log") }
+func (p paths) dir() string       { return filepath.Join(p.home, ".sky", "agent") }
+func (p paths) db() string        { return filepath.Join(p.dir(), "jobs.db") }
+func (p paths) config() string    { return filepath.Join(p.dir(), "config.json") }
+func (p paths) pidFile() string   { return filepath.Join(p.dir(), "daemon.pid") }
+func (p paths) lockFile() string  { return filepath.Join(p.dir(), "daemon.lock") }
+func (p paths) startLock() string { return filepath.Join(p.dir(), "start.lock") }
+func (p paths) daemonLog() string { return filepath.Join(p.dir(), "daemon.log") }
+
+// supervised, when present, says that something lasting on the node (a
+// Slurm allocation's batch script) starts the daemon once the config is
+// there: `start` then waits for it instead of spawning one, whose process
+// would belong to the short-lived step that ran `start`.
+func (p paths) supervised() string  { return filepath.Join(p.dir(), "supervised") }
 func (p paths) autostopLog() string { return filepath.Join(p.dir(), "autostop.log") }
 func (p paths) hookLog(event string) string {
 	return filepath.Join(p.home, ".sky", "hooks", event+".log")

@@ -196,13 +196,36 @@ func call(home, verb string, body any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return callAt(paths{home}, verb, body, 30*time.Minute)
+	p := paths{home}
+	res, err := callAt(p, verb, body, 30*time.Minute)
+	var ce *codedError
+	if err != nil && errors.As(err, &ce) && strings.HasPrefix(ce.msg, notRunning) {
+		// On a supervised node the daemon comes back by itself within a
+		// second or two of dying: wait for it rather than fail the call.
+		// Only a call that never reached a daemon is sent again.
+		if _, serr := os.Stat(p.supervised()); serr == nil {
+			for deadline := time.Now().Add(supervisedRestartWait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if res, err = callAt(p, verb, body, 30*time.Minute); err == nil || !errors.As(err, &ce) || !strings.HasPrefix(ce.msg, notRunning) {
+					break
+				}
+			}
+		}
+	}
+	return res, err
 }
+
+// notRunning starts the error of a call that found no daemon to dial.
+const notRunning = "the agent daemon on this node is not running"
+
+// supervisedRestartWait bounds how long a call waits for a supervised
+// node's daemon to be started again (the supervisor looks every 0.2 s and
+// gives a new daemon a second to take its lock).
+const supervisedRestartWait = 5 * time.Second
 
 func callAt(p paths, verb string, body any, timeout time.Duration) (json.RawMessage, error) {
 	conn, err := net.DialTimeout("unix", p.socket(), 2*time.Second)
 	if err != nil {
-		return nil, &codedError{"agent_not_running", fmt.Sprintf("the agent daemon on this node is not running (%v); run `sky agent start`", err)}
+		return nil, &codedError{"agent_not_running", fmt.Sprintf("%s (%v); run `sky agent start`", notRunning, err)}
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
@@ -293,11 +316,35 @@ func startVerb(stdin io.Reader, fs *flag.FlagSet, onAutostop string) (any, error
 		_ = json.Unmarshal(res, &ping)
 		return startResult{Role: "head", Pid: ping.Pid}, nil
 	}
+	if _, err := os.Stat(p.supervised()); err == nil {
+		pid, err := awaitSupervised(p)
+		if err != nil {
+			return nil, err
+		}
+		return startResult{Started: true, Role: "head", Pid: pid}, nil
+	}
 	pid, err := spawnDaemon(p)
 	if err != nil {
 		return nil, err
 	}
 	return startResult{Started: true, Role: "head", Pid: pid}, nil
+}
+
+// awaitSupervised waits for the daemon that the node's supervisor starts
+// once the config is written (a Slurm allocation's batch script: see
+// paths.supervised), and returns its pid.
+func awaitSupervised(p paths) (int, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if res, err := callAt(p, "ping", nil, time.Second); err == nil {
+			var ping struct{ Pid int }
+			_ = json.Unmarshal(res, &ping)
+			return ping.Pid, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("the node's supervisor did not start the agent daemon within 15s (%s is there); see %s:\n%s",
+		p.supervised(), p.daemonLog(), lastLines(p.daemonLog(), 10))
 }
 
 // readStdinIfAny reads stdin unless it is a terminal or absent.

@@ -167,6 +167,9 @@ run: |
 		t.Errorf("the rsynced file is not on sl-worker1: %s", sr)
 	}
 
+	// The head's agent lives in the allocation's batch step, which starts
+	// it again when it dies.
+	c.RunOn(t, 0, `for f in /tmp/sl-*/.sky/agent/daemon.pid; do kill -9 "$(cat "$f")"; done`)
 	r = e.must("exec", "sl", "--", "echo exec-on-$(hostname)-$SKYPILOT_NODE_RANK")
 	if !strings.Contains(r.out(), "exec-on-") {
 		t.Fatalf("sky exec printed nothing of the job:\n%s", r)

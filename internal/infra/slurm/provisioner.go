@@ -147,7 +147,8 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	}
 	rt := NodeRuntimeDir(settings.Tmpdir, jobName)
 	script := Script{JobName: jobName, Partition: partition, Base: base, RuntimeDir: rt, NumNodes: max(spec.NumNodes, 1),
-		CPUsPerTask: int(math.Ceil(req.CPUs)), MemMB: int(math.Round(req.MemoryGB * 1024)), Gres: gres, Options: settings.SbatchOptions}
+		CPUsPerTask: int(math.Ceil(req.CPUs)), MemMB: int(math.Round(req.MemoryGB * 1024)), Gres: gres, Options: settings.SbatchOptions,
+		Sky: SkyPath(base)}
 	if _, ok := settings.SbatchOptions["time"]; !ok {
 		t, warn := PartitionTime(part)
 		script.Time = t
@@ -640,7 +641,7 @@ func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandR
 		return nil, err
 	}
 	kh := p.in.sshDialer().KnownHosts
-	sky := base + "/.sky/bin/sky"
+	sky := SkyPath(base)
 	out := make([]provision.CommandRunner, len(info.Nodes))
 	for i, n := range info.Nodes {
 		node := strings.TrimPrefix(n.ID, "job"+job+"-")
@@ -654,6 +655,9 @@ func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandR
 // slurmError is an error of the Slurm infrastructure that is neither a
 // capacity nor a configuration problem.
 func slurmError(msg string) error { return errors.New("slurm: " + msg) }
+
+// SkyPath is where bootstrap puts the sky binary on the shared filesystem.
+func SkyPath(base string) string { return base + "/.sky/bin/sky" }
 
 // ClusterHome is the cluster's directory on the shared filesystem.
 func ClusterHome(base, jobName string) string { return base + "/.sky_clusters/" + jobName }

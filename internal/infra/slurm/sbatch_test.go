@@ -17,18 +17,18 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 var scripts = map[string]Script{
 	// What a 2-node fake:2 cluster on the test cluster's gpu partition gets.
 	"testcluster-gpu": {
-		JobName: "sky-3f2a-alice", Partition: "gpu", Base: "/home/alice", RuntimeDir: "/tmp/sky-3f2a-alice",
+		JobName: "sky-3f2a-alice", Partition: "gpu", Base: "/home/alice", RuntimeDir: "/tmp/sky-3f2a-alice", Sky: "/home/alice/.sky/bin/sky",
 		NumNodes: 2, CPUsPerTask: 2, MemMB: 2048, Gres: "gpu:fake:2",
 	},
 	// CPU-only, no memory (CR_CPU cluster), partition MaxTime as --time.
 	"cpu-nomem": {
-		JobName: "train-cpu", Partition: "cpu", Base: "/shared/users/bob", RuntimeDir: "/scratch/local/train-cpu",
+		JobName: "train-cpu", Partition: "cpu", Base: "/shared/users/bob", RuntimeDir: "/scratch/local/train-cpu", Sky: "/shared/users/bob/.sky/bin/sky",
 		NumNodes: 1, CPUsPerTask: 8, Time: "7-12:30:00",
 	},
 	// User options: sorted, bare flags, short options, quoting, and the
 	// user's time in --time's place.
 	"user-options": {
-		JobName: "h100-job", Partition: "h100", Base: "/lustre/team x", RuntimeDir: "/tmp/h100-job",
+		JobName: "h100-job", Partition: "h100", Base: "/lustre/team x", RuntimeDir: "/tmp/h100-job", Sky: "/lustre/team x/.sky/bin/sky",
 		NumNodes: 4, CPUsPerTask: 32, MemMB: 262144, Gres: "gpu:nvidia_h100_80gb_hbm3:8", Time: "2-00:00:00",
 		Options: map[string]string{
 			"account":   "ai-research",
@@ -360,5 +360,83 @@ func writeExe(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestScriptSupervisesAgent: once the agent's config is there, the batch
+// script starts the head's daemon (here a stand-in sky that records its
+// pid as the real daemon does) in its own step, and starts it again when
+// it dies; the daemon gets the node's runtime dir as HOME.
+func TestScriptSupervisesAgent(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeExe(t, filepath.Join(bin, "srun"), "#!/bin/bash\nfor last; do :; done\nexec bash -c \"$last\"\n")
+	writeExe(t, filepath.Join(bin, "scontrol"), "#!/bin/bash\necho 'ProctrackType = proctrack/cgroup'\n")
+	sky := filepath.Join(dir, "shared", ".sky", "bin", "sky")
+	if err := os.MkdirAll(filepath.Dir(sky), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeExe(t, sky, "#!/bin/bash\n[ \"$1 $2\" = \"agent daemon\" ] || exit 2\necho $$ > \"$HOME/.sky/agent/daemon.pid\"\necho \"$HOME\" > \"$HOME/.sky/agent/home\"\nexec sleep 300\n")
+	s := Script{JobName: "sup", Partition: "cpu", Base: filepath.Join(dir, "shared"), RuntimeDir: filepath.Join(dir, "node", "sup"),
+		NumNodes: 1, CPUsPerTask: 1, Sky: sky}
+	script := filepath.Join(dir, "job.sh")
+	writeExe(t, script, s.Render())
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SLURM_JOB_ID=7", "SLURM_JOB_NUM_NODES=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+	agentDir := filepath.Join(s.RuntimeDir, ".sky", "agent")
+	daemonPid := func(not int) int {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			b, _ := os.ReadFile(filepath.Join(agentDir, "daemon.pid"))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != not && syscall.Kill(pid, 0) == nil {
+				return pid
+			}
+		}
+		t.Fatal("the script did not start the agent daemon")
+		return 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(agentDir, "supervised")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the script never marked the node supervised")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(agentDir, "daemon.pid")); err == nil {
+		t.Fatal("a daemon started before the agent had a config")
+	}
+	writeExe(t, filepath.Join(agentDir, "config.json"), "{}")
+	first := daemonPid(0)
+	if b, _ := os.ReadFile(filepath.Join(agentDir, "home")); strings.TrimSpace(string(b)) != s.RuntimeDir {
+		t.Errorf("daemon HOME %q, want %s", b, s.RuntimeDir)
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	second := daemonPid(first)
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("script did not exit on SIGTERM")
+	}
+	if syscall.Kill(second, 0) == nil {
+		time.Sleep(500 * time.Millisecond)
+		if syscall.Kill(second, 0) == nil {
+			t.Error("the supervised daemon survived the allocation's end")
+		}
 	}
 }

@@ -63,7 +63,25 @@ fi
 # The allocation's job-scoped variables as the batch script sees them:
 # steps pinned to one node see some of them rewritten to the step's.
 env | grep '^SLURM_' > "$CLUSTER_HOME/slurm_job.env" || true
+# The head's node agent lives in this batch step, which lasts as long as
+# the allocation (this script runs on the allocation's first node, the
+# head): a daemon started from a step of its own would end with that step
+# where Slurm tracks processes by cgroup. `sky agent start` (run through
+# srun) writes the agent's config and waits; this loop starts the daemon,
+# and starts it again if it dies.
+SKY=/shared/users/bob/.sky/bin/sky
+AGENT_DIR="$SKY_RUNTIME_DIR/.sky/agent"
+mkdir -p "$AGENT_DIR" && touch "$AGENT_DIR/supervised" || exit 1
 printf '%s\n' "$SLURM_JOB_ID" > "$READY_FILE"
-sleep infinity &
-HOLD_PID=$!
-wait "$HOLD_PID"
+while :; do
+  if [ -f "$AGENT_DIR/config.json" ] && [ -x "$SKY" ]; then
+    pid=$(cat "$AGENT_DIR/daemon.pid" 2>/dev/null)
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+      (cd "$SKY_RUNTIME_DIR" && HOME="$SKY_RUNTIME_DIR" exec "$SKY" agent daemon >> "$AGENT_DIR/daemon.log" 2>&1 < /dev/null) &
+      sleep 1 # the daemon writes its pid file once it holds its lock
+    fi
+  fi
+  sleep 0.2 &
+  HOLD_PID=$!
+  wait "$HOLD_PID"
+done
