@@ -446,3 +446,41 @@ func TestSlurmConvertRuns(t *testing.T) {
 		t.Errorf("jobs by name: %v (rows %v)", seen, rows)
 	}
 }
+
+// TestSlurmPendingFailover: an allocation that stays pending past
+// slurm.provision_timeout is cancelled and the launch fails over, partition
+// by partition, then to the next option of the task.
+func TestSlurmPendingFailover(t *testing.T) {
+	e, c := slurmEnv(t)
+	t.Cleanup(func() { c.CancelAll(t) })
+	if err := os.MkdirAll(filepath.Join(e.home, ".sky"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, ".sky", "config.yaml"), []byte("slurm:\n  provision_timeout: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Run(t, fmt.Sprintf("sbatch -p cpu -N%d -c%d --mem=100M -J blocker -o /dev/null --wrap 'sleep 600'", len(c.Nodes), c.CPUsPerNode))
+	if !waitFor(30*time.Second, func() bool { return strings.TrimSpace(c.Run(t, "squeue -h -n blocker -o %T")) == "RUNNING" }) {
+		t.Fatalf("the blocking job does not run: %s", c.Run(t, "squeue -u "+c.User))
+	}
+	e.must("check")
+	task := e.writeYAML(t, "fo.yaml", `resources:
+  ordered:
+    - infra: slurm
+      cpus: 1
+      memory: 1
+    - infra: local
+      cpus: 1
+run: echo ran-on-$(echo $SKYPILOT_CLUSTER_INFO | tr -d ' ')
+`)
+	r := e.launchOK(t, "-c", "pf", task)
+	for _, want := range []string{"still pending after 3s in partition cpu", "still pending after 3s in partition gpu", `ran-on-{"cloud":"Local"`} {
+		if !strings.Contains(strings.ReplaceAll(r.out(), `"cloud": "Local"`, `"cloud":"Local"`), want) {
+			t.Errorf("launch output lacks %q:\n%s", want, r.out())
+		}
+	}
+	if names := squeueNames(t, c); len(names) != 1 || names[0] != "blocker" {
+		t.Errorf("pending allocations were not cancelled on failover: %v", names)
+	}
+	e.must("down", "-y", "pf")
+}

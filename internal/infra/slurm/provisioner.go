@@ -485,7 +485,8 @@ func (p *Provisioner) Start(context.Context, string) (*provision.ClusterInfo, er
 	return nil, &provision.NotSupportedError{Where: Kind, Operation: "start", Msg: p.in.CannotStop()}
 }
 
-// clusterOf is the Slurm cluster a SkyGo cluster's provisioner serves.
+// loginFor is the login node of the Slurm cluster this provisioner (the
+// cluster's recorded infra ID) serves.
 func (p *Provisioner) loginFor(name string) (*ssh.Runner, error) {
 	if p.cluster == "" {
 		return nil, &provision.ConfigError{Where: Kind, Msg: "cluster " + name + ": no Slurm cluster recorded"}

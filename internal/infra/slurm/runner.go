@@ -67,15 +67,18 @@ func (r *Runner) Node() string { return r.node }
 
 // Run implements provision.CommandRunner.
 func (r *Runner) Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error) {
+	// stderr is also watched for srun's own failures (tail); when the
+	// caller gives no writer it is captured into the result as usual.
 	var errBuf bytes.Buffer
-	stderr := opts.Stderr
 	tail := &tailWriter{max: 2048}
-	if stderr == nil {
-		stderr = &errBuf
+	captured := opts.Stderr == nil
+	if captured {
+		opts.Stderr = io.MultiWriter(&errBuf, tail)
+	} else {
+		opts.Stderr = io.MultiWriter(opts.Stderr, tail)
 	}
-	opts.Stderr = io.MultiWriter(stderr, tail)
 	res, err := r.login.Run(ctx, r.command(cmd), opts)
-	if opts.Stderr != nil && stderr == &errBuf {
+	if captured {
 		res.Stderr = errBuf.Bytes()
 	}
 	if err != nil {
