@@ -245,6 +245,13 @@ func TestSlurmTooBig(t *testing.T) {
 		!strings.Contains(strings.ToLower(r.out()), "discovered gpu types on cluster: ['h100']") {
 		t.Fatalf("launch of 8 GPUs per node did not fail with the spec's message:\n%s", r)
 	}
+	// Containers run through Pyxis on Slurm; the test cluster has none.
+	img := e.writeYAML(t, "img.yaml", "resources:\n  infra: slurm\n  image_id: docker:ubuntu:22.04\nrun: echo never\n")
+	r = e.exec(cmdTimeout, nil, "launch", "-y", "-c", "img", img)
+	if r.code == 0 || !strings.Contains(r.out(), "needs the Pyxis plugin") {
+		t.Fatalf("a docker image on a Slurm cluster without Pyxis was not refused clearly:\n%s", r)
+	}
+	e.exec(cmdTimeout, nil, "down", "-y", "img")
 	e.must("check") // the local infra next to Slurm, for the fallback
 	fo := e.writeYAML(t, "fo.yaml", `resources:
   ordered:
