@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,6 +360,12 @@ func sftpServer() string {
 func (s *session) env() []string {
 	d, n := s.n.d, s.n.node
 	env := proc.NodeEnv(os.Environ(), n.Home, n.IP)
+	if base, onSlurm := slurmRankBase(n.Home, os.Environ()); onSlurm {
+		// On a node of a Slurm allocation (served by ssh-stdio inside a
+		// step) a session sees what ranks see: the node's environment with
+		// the allocation's variables, not those of the step serving it.
+		env = append(withoutKeys(base, "HOME", "PWD", "OLDPWD"), "HOME="+n.Home)
+	}
 	ips := make([]string, len(d.cfg.Nodes))
 	for i, node := range d.cfg.Nodes {
 		ips[i] = node.IP
@@ -621,4 +628,16 @@ func (d *daemon) sshSessionEnded() {
 	d.sshSessions--
 	d.lastActivity = time.Now()
 	d.mu.Unlock()
+}
+
+// withoutKeys is env without the named variables.
+func withoutKeys(env []string, keys ...string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -152,8 +153,8 @@ run: |
 	}
 	gen := filepath.Join(paths.GeneratedSSH(e.home), "sl")
 	for alias, rank := range map[string]string{"sl": "0", "sl-worker1": "1"} {
-		sr := runCmd(t, 60*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", alias, "echo ssh-rank=$SKYPILOT_NODE_RANK host=$(hostname) job=$SLURM_JOB_ID")
-		if sr.code != 0 || !strings.Contains(sr.stdout, "ssh-rank="+rank+" host=") || strings.Contains(sr.stdout, "job= ") {
+		sr := runCmd(t, 60*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", alias, "echo ssh-rank=$SKYPILOT_NODE_RANK host=$(hostname) job=$SLURM_JOB_ID nnodes=$SLURM_NNODES step=${SLURM_STEP_ID:-none}")
+		if sr.code != 0 || !strings.Contains(sr.stdout, "ssh-rank="+rank+" host=") || strings.Contains(sr.stdout, "job= ") || !strings.Contains(sr.stdout, " nnodes=2 step=none") {
 			t.Errorf("ssh %s: %s", alias, sr)
 		}
 	}
@@ -196,7 +197,7 @@ run: |
 
 	e.must("exec", "-d", "sl", "--", "sleep 988")
 	e.must("down", "-y", "sl")
-	if names := squeueNames(t, c); containsStr(names, jobName) {
+	if names := squeueNames(t, c); slices.Contains(names, jobName) {
 		t.Fatalf("the allocation %s is still queued after sky down: %v", jobName, names)
 	}
 	if out := c.Run(t, "pgrep -af 'sleep 98[78]|home/"+c.User+"/[.]sky/bin/sky agent' || true"); strings.TrimSpace(out) != "" {
@@ -224,15 +225,6 @@ func TestSlurmAutodown(t *testing.T) {
 	if names := squeueNames(t, c); len(names) != 0 {
 		t.Fatalf("allocations left after autodown: %v", names)
 	}
-}
-
-func containsStr(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSlurmTooBig: a request no node can hold fails with the spec's
@@ -314,6 +306,19 @@ run: echo managed-ran-on-$(hostname)
 	})
 	if !ok {
 		t.Fatalf("the job did not run once the partition freed; status %q", status)
+	}
+	// Each reason the allocation waited on is an event of the job.
+	var events []struct {
+		Status string `json:"new_status"`
+		Reason string `json:"reason"`
+	}
+	e.mustJSON(&events, "jobs", "logs", "--controller", "1", "-o", "json")
+	var reasons []string
+	for _, ev := range events {
+		reasons = append(reasons, ev.Reason)
+	}
+	if !slices.Contains(reasons, "Launching (pending: Resources; partition: gpu)") || !slices.ContainsFunc(reasons, func(r string) bool { return strings.HasPrefix(r, "Launching (nodes allocated; Slurm job ") }) {
+		t.Errorf("the job's events lack the pending reason or the allocation: %q", reasons)
 	}
 	r := e.exec(cmdTimeout, nil, "jobs", "logs", "--controller", "1", "--no-follow")
 	if r.code != 0 && r.code != 101 { // 101: the job has not finished
