@@ -3,7 +3,9 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/skygo/skygo/internal/check"
@@ -185,7 +187,7 @@ func (in *Infra) checkCluster(ctx context.Context, cluster string) (detail, warn
 		names = append(names, p.Name)
 	}
 	var gl []string
-	for _, g := range sortedKeys(gpus) {
+	for _, g := range slices.Sorted(maps.Keys(gpus)) {
 		gl = append(gl, fmt.Sprintf("%s x%d", g, gpus[g]))
 	}
 	detail = fmt.Sprintf("%d node(s), partitions %s", len(nodes), strings.Join(names, ", "))

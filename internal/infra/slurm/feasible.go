@@ -3,6 +3,8 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -235,7 +237,7 @@ func (p Pricing) Hourly(req Request) float64 {
 	if req.GPUCount > 0 {
 		rate, ok := p.Accelerators[req.GPU]
 		if !ok {
-			for _, k := range sortedKeys(p.Accelerators) {
+			for _, k := range slices.Sorted(maps.Keys(p.Accelerators)) {
 				if strings.EqualFold(k, req.GPU) {
 					rate = p.Accelerators[k]
 					break

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -527,7 +529,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	ids := sortedKeys(states)
+	ids := slices.Sorted(maps.Keys(states))
 	cfg, err := p.in.serverConfig()
 	if err != nil {
 		return err
@@ -605,7 +607,7 @@ func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeS
 	if err != nil {
 		return nil, err
 	}
-	ids := sortedKeys(states)
+	ids := slices.Sorted(maps.Keys(states))
 	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
 	for _, id := range ids {
 		var st provision.NodeStatus

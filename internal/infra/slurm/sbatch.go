@@ -2,8 +2,10 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -128,7 +130,7 @@ func (s Script) Render() string {
 	if t != "" {
 		dir("time", t)
 	}
-	for _, k := range sortedKeys(s.Options) {
+	for _, k := range slices.Sorted(maps.Keys(s.Options)) {
 		if k != "time" {
 			dir(k, s.Options[k])
 		}

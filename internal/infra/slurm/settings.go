@@ -2,8 +2,9 @@ package slurm
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func ResolveSettings(cfg *config.Config, cluster, partition string, task map[str
 		if !ok {
 			return bad("%s must be a mapping of option to value, got %s", l.name, kind(l.v))
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			nk := normaliseOption(k)
 			if nk == "" {
 				return bad("%s has an empty option name", l.name)
@@ -105,7 +106,7 @@ func ResolveSettings(cfg *config.Config, cluster, partition string, task map[str
 			merged[nk] = m[k]
 		}
 	}
-	for _, k := range sortedKeys(merged) {
+	for _, k := range slices.Sorted(maps.Keys(merged)) {
 		if canon, ok := protectedOptions[k]; ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("slurm sbatch_options: --%s is set by SkyGo and cannot be overridden; ignoring it.", canon))
 			continue
@@ -184,7 +185,7 @@ func (s Settings) GPUPartitions(gpu string) (parts []string, ok bool) {
 	if p, ok := s.GPUPartitionMap[gpu]; ok {
 		return p, true
 	}
-	for _, k := range sortedKeys(s.GPUPartitionMap) {
+	for _, k := range slices.Sorted(maps.Keys(s.GPUPartitionMap)) {
 		if strings.EqualFold(k, gpu) {
 			return s.GPUPartitionMap[k], true
 		}
@@ -205,7 +206,7 @@ func (s Settings) CheckPartitions(parts []Partition) []string {
 			warn = append(warn, fmt.Sprintf("slurm cpu_partition %q is not a partition of Slurm cluster %q; CPU-only tasks cannot run there.", p, s.Cluster))
 		}
 	}
-	for _, g := range sortedKeys(s.GPUPartitionMap) {
+	for _, g := range slices.Sorted(maps.Keys(s.GPUPartitionMap)) {
 		for _, p := range s.GPUPartitionMap[g] {
 			if !have[p] {
 				warn = append(warn, fmt.Sprintf("slurm gpu_partition_map[%s] names %q, which is not a partition of Slurm cluster %q.", g, p, s.Cluster))
@@ -338,7 +339,7 @@ func (p *Pricing) overlay(v any) error {
 	if !ok {
 		return fmt.Errorf("must be a mapping {cpu, memory, accelerators}, got %s", kind(v))
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch k {
 		case "cpu", "memory":
 			f, ok := number(m[k])
@@ -432,13 +433,4 @@ func kind(v any) string {
 		return "a mapping"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
