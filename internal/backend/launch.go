@@ -483,6 +483,10 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if body.Managed != nil {
 			spec.Progress = body.Managed.Progress
 		}
+		if opts := p.Tasks[0].Task.Options; cand.Option < len(opts) {
+			z := opts[cand.Option].Zone
+			spec.ZoneRequested = z != "" && z != "*"
+		}
 		if res.ImageID != nil {
 			if d := res.ImageID.DockerImage(); d != "" {
 				spec.ImageID = resources.DockerPrefix + d

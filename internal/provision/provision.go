@@ -92,6 +92,10 @@ type ClusterSpec struct {
 	Ports []string
 	// Labels to put on the created resources where supported.
 	Labels map[string]string
+	// ZoneRequested is set when the task named the zone itself (a Slurm
+	// partition, a cloud zone) rather than the optimizer choosing it:
+	// there is no other zone to fail over to, so waiting is worth more.
+	ZoneRequested bool
 	// ImageID is the task's image_id ("docker:<image>" for a container);
 	// empty means the infrastructure's default.
 	ImageID string

@@ -167,7 +167,7 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	} else {
 		fmt.Fprintf(log, "Reusing Slurm job %s (%s).\n", jobID, jobName)
 	}
-	timeout, forever := settings.ProvisionWait(p.partition != "")
+	timeout, forever := settings.ProvisionWait(spec.ZoneRequested)
 	if forever {
 		timeout = -1
 	}
