@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +50,9 @@ type daemon struct {
 	wg       sync.WaitGroup
 	listener net.Listener
 	ssh      sshServer
+	// orphaned is set once the node's directory was removed under the
+	// daemon (watchLock): its socket and pid file paths are no longer its.
+	orphaned atomic.Bool
 }
 
 // runningJob is the in-memory handle of a job the daemon is driving.
@@ -146,6 +150,7 @@ func runDaemon() error {
 		case <-ctx.Done():
 		}
 	}()
+	go d.watchLock(lock)
 	d.wg.Add(2)
 	go d.scheduleLoop()
 	go d.autostopLoop()
@@ -153,6 +158,35 @@ func runDaemon() error {
 	d.serve()
 	d.wg.Wait()
 	return nil
+}
+
+// watchLock stops the daemon once its lock file is gone or replaced: the
+// node's directory was removed (a teardown that killed the node's
+// processes just before this daemon came up, or one cut off after
+// removing the directory) and perhaps made again for a new cluster, whose
+// own daemon must be the only one. An orphan must not run on beside it.
+func (d *daemon) watchLock(lock *os.File) {
+	held, err := lock.Stat()
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(100 * time.Millisecond) // a stat: cheap, and the overlap short
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur, err := os.Stat(d.p.lockFile())
+		if err == nil && os.SameFile(cur, held) {
+			continue
+		}
+		d.log.Info("the node's agent directory was removed or replaced; stopping", "lock", d.p.lockFile())
+		d.orphaned.Store(true)
+		d.shutdown()
+		return
+	}
 }
 
 // recover makes the table truthful after a restart: jobs that were being
@@ -663,11 +697,17 @@ func (d *daemon) shutdown() {
 	wg.Wait()
 	d.stop()
 	d.ssh.close()
+	orphan := d.orphaned.Load()
 	if d.listener != nil {
+		if ul, ok := d.listener.(*net.UnixListener); ok && orphan {
+			ul.SetUnlinkOnClose(false) // the path is the new daemon's now
+		}
 		d.listener.Close()
 	}
-	_ = os.Remove(d.p.socket())
-	_ = os.Remove(d.p.pidFile())
+	if !orphan {
+		_ = os.Remove(d.p.socket())
+		_ = os.Remove(d.p.pidFile())
+	}
 }
 
 // ---- socket protocol ----

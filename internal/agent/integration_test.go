@@ -616,3 +616,37 @@ func TestAutostopRetriesFailedAction(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestOrphanDaemonStops: a daemon whose node directory is removed and made
+// again (a teardown cut off, a new cluster in the same place) stops within
+// a second, and leaves the new daemon's socket and pid file alone.
+func TestOrphanDaemonStops(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	old := c.status().Daemon.Pid
+	agentDir := filepath.Join(c.home(0), ".sky", "agent")
+	moved := agentDir + ".gone"
+	if err := os.Rename(agentDir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(agentDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(moved, "config.json"), filepath.Join(agentDir, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	c.startAgents() // the new daemon of the node made again
+	fresh := c.status().Daemon.Pid
+	if fresh == old {
+		t.Fatalf("no new daemon started (pid %d)", fresh)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(old, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphaned daemon %d still runs", old)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := c.status().Daemon.Pid; got != fresh {
+		t.Fatalf("after the orphan stopped, the node's daemon is %d, want %d", got, fresh)
+	}
+}
