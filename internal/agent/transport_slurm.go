@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 
@@ -26,7 +25,7 @@ func init() {
 }
 
 type slurmNodeRunner struct {
-	args []string // srun's options, before bash
+	args []string // srun and its options, before bash
 	node string
 	home string
 	env  []string
@@ -39,27 +38,21 @@ func newSlurmNodeRunner(n agentapi.Node) (NodeRunner, error) {
 	if n.Home == "" {
 		return nil, fmt.Errorf("node %s: slurm transport needs the node's home", n.IP)
 	}
-	// Not --unbuffered, which gives the task a pseudo-terminal (see
-	// internal/infra/slurm.SrunArgs).
-	args := []string{"--overlap", "--jobid=" + n.SlurmJob, "--nodelist=" + n.SlurmNode, "--nodes=1", "--ntasks=1", "--quiet"}
-	return &slurmNodeRunner{args: args, node: n.SlurmNode, home: n.Home, env: withoutStepVars(os.Environ())}, nil
+	return &slurmNodeRunner{args: agentapi.SrunArgs(n.SlurmJob, n.SlurmNode), node: n.SlurmNode, home: n.Home, env: withoutStepVars(os.Environ())}, nil
 }
 
 // Run implements NodeRunner. srun failing to start the step at all (the
 // allocation ended, the node left it) is an error, not a command result.
 func (r *slurmNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error) {
-	inner := "export HOME=" + provision.Quote(r.home) + ` && cd "$HOME" && ` + cmd
-	c := exec.CommandContext(ctx, "srun", append(append([]string{}, r.args...), "bash", "-c", inner)...)
+	c := exec.CommandContext(ctx, r.args[0], append(append([]string{}, r.args[1:]...), "bash", "-c", agentapi.NodeShell(r.home, cmd))...)
 	c.Env = r.env
 	// srun forwards its first SIGTERM to the step's tasks (exec-rank ends
 	// its rank's process group on it); a second, later, kills srun.
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	c.WaitDelay = 3 * time.Second
 	return runTransport(ctx, c, opts, "srun to "+r.node, func(_ int, stderrTail string) error {
-		for _, l := range strings.Split(stderrTail, "\n") {
-			if strings.HasPrefix(l, "srun: error:") && (strings.Contains(l, "Unable to create step") || strings.Contains(l, "Invalid job id") || strings.Contains(l, "completing or completed")) {
-				return errors.New(strings.TrimPrefix(l, "srun: error: "))
-			}
+		if msg := agentapi.SrunStepFailure(stderrTail); msg != "" {
+			return errors.New(msg)
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/optimizer"
@@ -169,7 +170,7 @@ func TestRunnerCommandAndScripts(t *testing.T) {
 		{"bash: foo: command not found\n", ""},
 		{"srun: error: n1: task 0: Exited with exit code 3\n", ""},
 	} {
-		if got := stepError(c.stderr); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+		if got := agentapi.SrunStepFailure(c.stderr); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
 			t.Errorf("stepError(%q) = %q", c.stderr, got)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -37,19 +38,10 @@ func NewRunner(login *ssh.Runner, kh *ssh.KnownHosts, job, node, ip, home, sky s
 	return &Runner{login: login, kh: kh, job: job, node: node, ip: ip, home: home, sky: sky}
 }
 
-// SrunArgs are the words that put one task of a command on node in
-// allocation job, sharing the allocation's resources with its other steps.
-// Not --unbuffered: Slurm gives such a task a pseudo-terminal for stdout,
-// which mangles binary output (tar refuses to write to it).
-func SrunArgs(job, node string) []string {
-	return []string{"srun", "--overlap", "--jobid=" + job, "--nodelist=" + node, "--nodes=1", "--ntasks=1", "--quiet"}
-}
-
 // command is cmd wrapped for the login node: srun to the node, bash with
-// HOME at the runtime dir (created if the allocation's script has not yet).
+// HOME at the runtime dir.
 func (r *Runner) command(cmd string) string {
-	inner := "export HOME=" + provision.Quote(r.home) + ` && { [ -d "$HOME" ] || mkdir -p "$HOME"; } && cd "$HOME" && ` + cmd
-	return provision.Join(SrunArgs(r.job, r.node)...) + " bash -c " + provision.Quote(inner)
+	return provision.Join(agentapi.SrunArgs(r.job, r.node)...) + " bash -c " + provision.Quote(agentapi.NodeShell(r.home, cmd))
 }
 
 // NodeIP implements provision.CommandRunner.
@@ -85,29 +77,11 @@ func (r *Runner) Run(ctx context.Context, cmd string, opts provision.RunOptions)
 		return res, fmt.Errorf("node %s of Slurm job %s: %w", r.node, r.job, err)
 	}
 	if res.ExitCode != 0 {
-		if e := stepError(tail.String()); e != "" {
+		if e := agentapi.SrunStepFailure(tail.String()); e != "" {
 			return res, fmt.Errorf("node %s of Slurm job %s: %s", r.node, r.job, e)
 		}
 	}
 	return res, nil
-}
-
-// stepError recognises srun failing to start the step at all (the
-// allocation ended, the node left it): that is a transport failure, not
-// the command's exit status.
-func stepError(stderr string) string {
-	for _, line := range strings.Split(stderr, "\n") {
-		l := strings.TrimSpace(line)
-		if !strings.HasPrefix(l, "srun: error:") {
-			continue
-		}
-		for _, sig := range []string{"Unable to create step", "Invalid job id", "already completing or completed", "Unable to confirm allocation", "not in the allocation", "Job has expired"} {
-			if strings.Contains(l, sig) {
-				return "the allocation is gone or cannot start steps (" + strings.TrimPrefix(l, "srun: error: ") + ")"
-			}
-		}
-	}
-	return ""
 }
 
 // Stream implements provision.CommandRunner.
@@ -202,7 +176,7 @@ func (r *Runner) rshScript() (string, func(), error) {
 	}
 	ep := r.login.Endpoint()
 	words := append(ssh.SSHCommand(ep, r.kh), ep.User+"@"+ep.Addr, "--")
-	words = append(words, SrunArgs(r.job, r.node)...)
+	words = append(words, agentapi.SrunArgs(r.job, r.node)...)
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n# rsync passes the host first: the host is the login node, already named.\nshift\nexec")
 	for _, w := range words {

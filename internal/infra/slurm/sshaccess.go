@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
@@ -76,8 +77,8 @@ func (r *Runner) proxyCommand(kh *ssh.KnownHosts) string {
 	ep := r.login.Endpoint()
 	// --unbuffered: without it slurmstepd forwards the task's output a
 	// line at a time, and the SSH stream has no lines to end.
-	inner := "export HOME=" + provision.Quote(r.home) + ` && cd "$HOME" && exec ` + r.SkyCommand() + " agent ssh-stdio"
-	remote := provision.Join(append(SrunArgs(r.job, r.node), "--unbuffered")...) + " bash -c " + provision.Quote(inner)
+	inner := agentapi.NodeShell(r.home, "exec "+r.SkyCommand()+" agent ssh-stdio")
+	remote := provision.Join(append(agentapi.SrunArgs(r.job, r.node), "--unbuffered")...) + " bash -c " + provision.Quote(inner)
 	words := append(ssh.SSHCommand(ep, kh), ep.User+"@"+ep.Addr, "--", remote)
 	q := make([]string, len(words))
 	for i, w := range words {
