@@ -50,7 +50,7 @@ var layers = []layer{
 	{"state", []string{"internal/state"}},
 	{"storage", []string{"internal/storage"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
-	{"vocabulary, one-job helpers", []string{"internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
+	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also

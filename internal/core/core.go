@@ -90,6 +90,7 @@ func New(o Options) (*Env, error) {
 			_, err := e.runCheck(ctx, nil, false)
 			return err
 		},
+		Catalog: func() *catalog.Catalog { return e.catalog(nil) },
 	})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
@@ -38,6 +39,9 @@ type Env struct {
 	// Recheck re-runs `sky check` so the enabled infras follow a change
 	// an operation made (a pool set up, the local infra disabled).
 	Recheck func(ctx context.Context) error
+	// Catalog is the server's price catalog (clouds read their images
+	// from it); nil in tests that need none.
+	Catalog func() *catalog.Catalog
 }
 
 // Infra is one kind of infrastructure, opened for one server.

@@ -1,7 +1,7 @@
 //go:build ignore
 
 // gen.go refreshes the catalog snapshot embedded in the sky binary: every
-// <cloud>/vms.csv and common/accelerators.csv of a v8 catalog, each gzipped
+// <cloud>/vms.csv, common/accelerators.csv and aws/images.csv of a v8 catalog, each gzipped
 // on its own so that a query about one cloud inflates only that cloud's file.
 //
 //	go run gen.go -from ../../../../shared/catalog/v8      (a local copy)
@@ -40,7 +40,8 @@ func main() {
 	if *from == "" {
 		log.Fatal("-from is required")
 	}
-	files := []string{"common/accelerators.csv"}
+	// aws/images.csv: the AMIs the EC2 provisioner launches by default.
+	files := []string{"common/accelerators.csv", "aws/images.csv"}
 	for _, c := range clouds {
 		files = append(files, c+"/vms.csv")
 	}

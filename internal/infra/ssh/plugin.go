@@ -134,6 +134,14 @@ const sshKeyOnHead = ".sky/ssh/cluster-key"
 // hash differs) and the head gets the keys it needs to reach the workers'
 // agents over SSH.
 func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer) ([]agentapi.Node, error) {
+	return BootstrapHosts(ctx, in.env.Sky, info, runners, log, "set identity_file for it in "+DefaultPoolsPath(in.env.Home))
+}
+
+// BootstrapHosts prepares nodes reached over SSH, whatever made them (a
+// pool's hosts, cloud VMs): the sky binary at ~/.sky/bin/sky on each, and
+// on the head the private keys its agent needs to reach the workers'.
+// runners must be *Runner; keyHint says how to give a host a key.
+func BootstrapHosts(ctx context.Context, sky string, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer, keyHint string) ([]agentapi.Node, error) {
 	var mu sync.Mutex
 	errs := make([]error, len(runners))
 	var wg sync.WaitGroup
@@ -141,7 +149,7 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			copied, err := EnsureBinary(ctx, runners[i], in.env.Sky)
+			copied, err := EnsureBinary(ctx, runners[i], sky)
 			if err != nil {
 				errs[i] = fmt.Errorf("node %d (%s): %w", i, runners[i].NodeIP(), err)
 				return
@@ -170,12 +178,11 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 		}
 		sr, ok := runners[i].(*Runner)
 		if !ok {
-			return nil, fmt.Errorf("node %d of an SSH cluster has no SSH runner", i)
+			return nil, fmt.Errorf("node %d of the cluster has no SSH runner", i)
 		}
 		ep := sr.Endpoint()
 		if len(ep.IdentityFiles) == 0 {
-			return nil, fmt.Errorf("host %s: the head node reaches workers with an SSH key, and this host has none; set identity_file for it in %s",
-				ep.Name, DefaultPoolsPath(in.env.Home))
+			return nil, fmt.Errorf("host %s: the head node reaches workers with an SSH key, and this host has none; %s", ep.Name, keyHint)
 		}
 		local := ep.IdentityFiles[0]
 		remote, ok := keys[local]
