@@ -166,6 +166,7 @@ func Start(t testing.TB, o Options) *Cloud {
 	if o.Poll == 0 {
 		o.Poll = 250 * time.Millisecond
 	}
+	t0 := time.Now()
 	// N=0: only the bridge; the hosts come one by one at moto's addresses.
 	set := &sshhosts.Set{Name: setName, Prefix: setPrefix, N: 0}
 	t.Cleanup(set.Stop)
@@ -193,6 +194,8 @@ func Start(t testing.TB, o Options) *Cloud {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go c.watch(ctx)
+	t.Logf("ec2hosts: bridge %s, moto %s (proxy %s), VPC %s %q with %d subnets, up in %.1fs",
+		c.CIDR, c.Moto.Endpoint, c.Endpoint, c.VPCID, c.VPCName, len(c.Subnets), time.Since(t0).Seconds())
 	t.Cleanup(func() {
 		c.close()
 		c.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +89,7 @@ func TestInstancesBecomeHosts(t *testing.T) {
 
 		signer, pub := newKey(t)
 		sa, _ := c.SubnetIn("us-east-1a")
+		t0 := time.Now()
 		out, err := run(t, cl, sa, userData(pub))
 		if err != nil {
 			t.Fatal(err)
@@ -100,10 +102,14 @@ func TestInstancesBecomeHosts(t *testing.T) {
 			t.Fatalf("first instance's private IP %s, want %s.4", ip, pfx)
 		}
 		h := c.WaitUp(t, id, wait)
+		t.Logf("RunInstances to a host: %.2fs", time.Since(t0).Seconds())
 		if h.IP != ip || h.User != "ubuntu" || h.Zone != "us-east-1a" {
 			t.Fatalf("host %+v", h)
 		}
-		got, err := h.Run(signer, "hostname; id -un; sudo -n true && echo sudo-ok; cat /tmp/runcmd-done; echo kept > ~/kept; true")
+		// The host reaches the endpoint (as a node reaches S3).
+		u, _ := url.Parse(c.Endpoint)
+		got, err := h.Run(signer, "hostname; id -un; sudo -n true && echo sudo-ok; cat /tmp/runcmd-done; echo kept > ~/kept; "+
+			"exec 3<>/dev/tcp/"+u.Hostname()+"/"+u.Port())
 		if err != nil {
 			t.Fatalf("%v: %s", err, got)
 		}
@@ -126,10 +132,12 @@ func TestInstancesBecomeHosts(t *testing.T) {
 			conn.Close()
 			t.Fatal("a stopped instance's host still answers")
 		}
+		t0 = time.Now()
 		if _, err := cl.StartInstances(ctx, &ec2.StartInstancesInput{InstanceIds: []string{id}}); err != nil {
 			t.Fatal(err)
 		}
 		h2 := c.WaitUp(t, id, wait)
+		t.Logf("StartInstances to a host: %.2fs", time.Since(t0).Seconds())
 		if !bytesEqual(h2.HostKey.Marshal(), h.HostKey.Marshal()) {
 			t.Fatal("the host key changed across stop and start")
 		}
