@@ -69,11 +69,11 @@ func run(t *testing.T, cl *ec2.Client, subnet Subnet, ud string, opts ...func(*e
 // nothing left behind.
 func TestInstancesBecomeHosts(t *testing.T) {
 	var motoPID int
-	var state string
+	var state, name string
 	t.Run("life", func(t *testing.T) {
 		zones := []string{"us-east-1a", "us-east-1b"}
 		c := Start(t, Options{Zones: zones, VPCName: "skygo-harness"})
-		motoPID, state = c.Moto.PID, c.hosts.State
+		motoPID, state, name = c.Moto.PID, c.hosts.State, c.hosts.Name
 		ctx := context.Background()
 		cl := awsx.EC2(c.Config(t, ""), "")
 
@@ -221,7 +221,7 @@ func TestInstancesBecomeHosts(t *testing.T) {
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, setName) {
+		if strings.HasPrefix(l, name+"-") {
 			t.Errorf("namespace left: %s", l)
 		}
 	}
