@@ -66,12 +66,14 @@ const DefaultUser = "ubuntu"
 
 // Options shape a Cloud.
 type Options struct {
-	// Region of the VPC, us-east-1 when empty.
+	// Region of the VPC when Zones is empty, us-east-1 when both are.
 	Region string
 	// Zones get one subnet each, the /24 split evenly between them; when
-	// empty, Region+"a".
+	// empty, Region+"a". Zones of several regions give one VPC per region
+	// (each over the whole /24, holding its zones' subnets), so a launch
+	// can fail over from one region to another and still get a host.
 	Zones []string
-	// VPCName is the VPC's Name tag (aws.vpc_name), "skygo-test-vpc" when
+	// VPCName is the VPCs' Name tag (aws.vpc_name), "skygo-test-vpc" when
 	// empty. Each subnet is tagged Name=<VPCName>-<zone>.
 	VPCName string
 	// DefaultUser replaces DefaultUser.
@@ -84,7 +86,7 @@ type Options struct {
 
 // Subnet is one of the Cloud's subnets.
 type Subnet struct {
-	ID, Zone, CIDR string
+	ID, Region, Zone, CIDR string
 }
 
 // Host is the namespace host of a running instance.
@@ -104,10 +106,14 @@ type Cloud struct {
 	// Endpoint is the proxy in front of moto: give it (Env) to the sky API
 	// server under test.
 	Endpoint string
-	Region   string
-	VPCID    string
-	VPCName  string
-	Subnets  []Subnet
+	// Region is the first zone's region, VPCID the VPC there; VPCIDs has
+	// the VPC of every region (Regions, in the zones' order).
+	Region  string
+	Regions []string
+	VPCID   string
+	VPCIDs  map[string]string
+	VPCName string
+	Subnets []Subnet
 	// Gateway is the bridge address, where moto and the proxy listen; the
 	// hosts reach it.
 	Gateway string
@@ -117,7 +123,7 @@ type Cloud struct {
 	set     *sshhosts.Set
 	hosts   *sshhosts.Hosts
 	prefix  netip.Prefix
-	ec2     *ec2.Client
+	ec2     map[string]*ec2.Client // by region
 	user    string
 	poll    time.Duration
 	proxy   *proxy
@@ -132,15 +138,15 @@ type Cloud struct {
 
 // instance is what the watcher knows of one instance.
 type instance struct {
-	ip, zone string
-	user     string
-	keys     []string
-	runcmd   string
-	booted   bool // its first boot (runcmd) is done
-	up       bool // its host runs
-	disk     bool // its host's dir is kept (stopped)
-	hostKey  gossh.PublicKey
-	err      error // why it has no host
+	ip, region, zone string
+	user             string
+	keys             []string
+	runcmd           string
+	booted           bool // its first boot (runcmd) is done
+	up               bool // its host runs
+	disk             bool // its host's dir is kept (stopped)
+	hostKey          gossh.PublicKey
+	err              error // why it has no host
 }
 
 // Start brings up the hosts' bridge, moto on it, the proxy, the VPC and
@@ -157,6 +163,7 @@ func Start(t testing.TB, o Options) *Cloud {
 	if len(o.Zones) == 0 {
 		o.Zones = []string{o.Region + "a"}
 	}
+	o.Region = regionOfZone(o.Zones[0])
 	if o.VPCName == "" {
 		o.VPCName = "skygo-test-vpc"
 	}
@@ -172,13 +179,19 @@ func Start(t testing.TB, o Options) *Cloud {
 	t.Cleanup(set.Stop)
 	hosts := set.Get(t)
 	c := &Cloud{
-		Region: o.Region, VPCName: o.VPCName, Gateway: hosts.Prefix + ".1", CIDR: hosts.Prefix + ".0/24",
+		Region: o.Region, VPCName: o.VPCName, VPCIDs: map[string]string{}, ec2: map[string]*ec2.Client{}, Gateway: hosts.Prefix + ".1", CIDR: hosts.Prefix + ".0/24",
 		set: set, hosts: hosts, user: o.DefaultUser, poll: o.Poll,
 		insts: map[string]*instance{}, stopped: make(chan struct{}), logf: t.Logf,
 	}
 	c.prefix = netip.MustParsePrefix(c.CIDR)
 	c.Moto = mototest.Start(t, mototest.Options{Host: c.Gateway, Env: o.MotoEnv})
-	c.ec2 = awsx.EC2(c.Moto.Config(t, o.Region), o.Region)
+	cfg := c.Moto.Config(t, o.Region)
+	for _, z := range o.Zones {
+		if r := regionOfZone(z); c.ec2[r] == nil {
+			c.ec2[r] = awsx.EC2(cfg, r)
+			c.Regions = append(c.Regions, r)
+		}
+	}
 	var err error
 	if c.proxy, err = newProxy(c.Gateway, c.Moto, t); err != nil {
 		t.Fatal(err)
@@ -194,8 +207,8 @@ func Start(t testing.TB, o Options) *Cloud {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go c.watch(ctx)
-	t.Logf("ec2hosts: bridge %s, moto %s (proxy %s), VPC %s %q with %d subnets, up in %.1fs",
-		c.CIDR, c.Moto.Endpoint, c.Endpoint, c.VPCID, c.VPCName, len(c.Subnets), time.Since(t0).Seconds())
+	t.Logf("ec2hosts: bridge %s, moto %s (proxy %s), VPC %q %v with %d subnets, up in %.1fs",
+		c.CIDR, c.Moto.Endpoint, c.Endpoint, c.VPCName, c.VPCIDs, len(c.Subnets), time.Since(t0).Seconds())
 	t.Cleanup(func() {
 		c.close()
 		c.mu.Lock()
@@ -207,33 +220,42 @@ func Start(t testing.TB, o Options) *Cloud {
 	return c
 }
 
-// makeVPC creates the VPC over the hosts' /24 and one subnet per zone.
+// regionOfZone is the region of an availability zone ("us-east-1a").
+func regionOfZone(z string) string { return strings.TrimRight(z, "abcdefghijklmnopqrstuvwxyz") }
+
+// makeVPC creates, in each region, a VPC over the hosts' /24 and one subnet
+// per zone of that region; the subnets of all regions split the /24.
 func (c *Cloud) makeVPC(zones []string) error {
 	ctx := context.Background()
-	vpc, err := c.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{
-		CidrBlock: aws.String(c.CIDR),
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeVpc,
-			Tags: []ec2types.Tag{{Key: aws.String("Name"), Value: aws.String(c.VPCName)}}}},
-	})
-	if err != nil {
-		return fmt.Errorf("create VPC %s: %v", c.CIDR, err)
-	}
-	c.VPCID = aws.ToString(vpc.Vpc.VpcId)
 	cidrs, err := split(c.prefix, len(zones))
 	if err != nil {
 		return err
 	}
 	for i, z := range zones {
-		sn, err := c.ec2.CreateSubnet(ctx, &ec2.CreateSubnetInput{
-			VpcId: vpc.Vpc.VpcId, CidrBlock: aws.String(cidrs[i].String()), AvailabilityZone: aws.String(z),
+		r := regionOfZone(z)
+		cl := c.ec2[r]
+		if c.VPCIDs[r] == "" {
+			vpc, err := cl.CreateVpc(ctx, &ec2.CreateVpcInput{
+				CidrBlock: aws.String(c.CIDR),
+				TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeVpc,
+					Tags: []ec2types.Tag{{Key: aws.String("Name"), Value: aws.String(c.VPCName)}}}},
+			})
+			if err != nil {
+				return fmt.Errorf("create VPC %s in %s: %v", c.CIDR, r, err)
+			}
+			c.VPCIDs[r] = aws.ToString(vpc.Vpc.VpcId)
+		}
+		sn, err := cl.CreateSubnet(ctx, &ec2.CreateSubnetInput{
+			VpcId: aws.String(c.VPCIDs[r]), CidrBlock: aws.String(cidrs[i].String()), AvailabilityZone: aws.String(z),
 			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeSubnet,
 				Tags: []ec2types.Tag{{Key: aws.String("Name"), Value: aws.String(c.VPCName + "-" + z)}}}},
 		})
 		if err != nil {
 			return fmt.Errorf("create subnet %s in %s: %v", cidrs[i], z, err)
 		}
-		c.Subnets = append(c.Subnets, Subnet{ID: aws.ToString(sn.Subnet.SubnetId), Zone: z, CIDR: cidrs[i].String()})
+		c.Subnets = append(c.Subnets, Subnet{ID: aws.ToString(sn.Subnet.SubnetId), Region: r, Zone: z, CIDR: cidrs[i].String()})
 	}
+	c.VPCID = c.VPCIDs[c.Region]
 	return nil
 }
 
@@ -411,16 +433,37 @@ func (c *Cloud) watch(ctx context.Context) {
 
 func (c *Cloud) reconcile(ctx context.Context) error {
 	seen := map[string]bool{}
-	p := ec2.NewDescribeInstancesPaginator(c.ec2, &ec2.DescribeInstancesInput{})
+	for _, r := range c.Regions {
+		if err := c.reconcileRegion(ctx, r, seen); err != nil {
+			return err
+		}
+	}
+	// An instance moto no longer lists (a reset) is gone.
+	c.mu.Lock()
+	var gone []string
+	for id := range c.insts {
+		if !seen[id] {
+			gone = append(gone, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range gone {
+		c.follow(ctx, id, "", "", "", string(ec2types.InstanceStateNameTerminated))
+	}
+	return nil
+}
+
+func (c *Cloud) reconcileRegion(ctx context.Context, region string, seen map[string]bool) error {
+	p := ec2.NewDescribeInstancesPaginator(c.ec2[region], &ec2.DescribeInstancesInput{})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("describe instances: %v", err)
+			return fmt.Errorf("describe instances in %s: %v", region, err)
 		}
 		for _, r := range page.Reservations {
 			for _, inst := range r.Instances {
 				id := aws.ToString(inst.InstanceId)
-				if aws.ToString(inst.VpcId) != c.VPCID {
+				if aws.ToString(inst.VpcId) != c.VPCIDs[region] {
 					continue
 				}
 				ip, err := netip.ParseAddr(aws.ToString(inst.PrivateIpAddress))
@@ -436,31 +479,19 @@ func (c *Cloud) reconcile(ctx context.Context) error {
 				if inst.State != nil {
 					state = string(inst.State.Name)
 				}
-				c.follow(ctx, id, ip.String(), zone, state)
+				c.follow(ctx, id, ip.String(), region, zone, state)
 			}
 		}
-	}
-	// An instance moto no longer lists (a reset) is gone.
-	c.mu.Lock()
-	var gone []string
-	for id := range c.insts {
-		if !seen[id] {
-			gone = append(gone, id)
-		}
-	}
-	c.mu.Unlock()
-	for _, id := range gone {
-		c.follow(ctx, id, "", "", string(ec2types.InstanceStateNameTerminated))
 	}
 	return nil
 }
 
 // follow brings instance id's host to what its state says.
-func (c *Cloud) follow(ctx context.Context, id, ip, zone, state string) {
+func (c *Cloud) follow(ctx context.Context, id, ip, region, zone, state string) {
 	c.mu.Lock()
 	in := c.insts[id]
 	if in == nil {
-		in = &instance{ip: ip, zone: zone}
+		in = &instance{ip: ip, region: region, zone: zone}
 		c.insts[id] = in
 	}
 	c.mu.Unlock()
@@ -491,7 +522,7 @@ func (c *Cloud) follow(ctx context.Context, id, ip, zone, state string) {
 // address goes) made from the user data, whose runcmd then runs as root.
 func (c *Cloud) boot(ctx context.Context, id string, in *instance) error {
 	if !in.disk {
-		ud, err := c.ec2.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{
+		ud, err := c.ec2[in.region].DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{
 			InstanceId: aws.String(id), Attribute: ec2types.InstanceAttributeNameUserData})
 		if err != nil {
 			return fmt.Errorf("user data: %v", err)

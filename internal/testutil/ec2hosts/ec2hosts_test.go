@@ -280,3 +280,31 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// Zones of two regions: a VPC in each, and an instance launched in the
+// second region becomes a host too.
+func TestRegions(t *testing.T) {
+	c := Start(t, Options{Zones: []string{"us-east-1a", "us-west-2a"}})
+	if c.Region != "us-east-1" || len(c.Regions) != 2 || c.VPCIDs["us-west-2"] == "" || c.VPCID != c.VPCIDs["us-east-1"] {
+		t.Fatalf("regions %v, VPCs %v", c.Regions, c.VPCIDs)
+	}
+	sw, ok := c.SubnetIn("us-west-2a")
+	if !ok || sw.Region != "us-west-2" {
+		t.Fatalf("subnets %+v", c.Subnets)
+	}
+	signer, pub := newKey(t)
+	cl := awsx.EC2(c.Config(t, "us-west-2"), "us-west-2")
+	c.FailCapacity("us-east-1a")
+	out, err := run(t, cl, sw, userData(pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(out.Instances[0].InstanceId)
+	h := c.WaitUp(t, id, wait)
+	if h.Zone != "us-west-2a" || h.IP != strings.TrimSuffix(c.CIDR, ".0/24")+".132" {
+		t.Fatalf("host %+v", h)
+	}
+	if got, err := h.Run(signer, "hostname"); err != nil || !strings.HasPrefix(got, "ip-") {
+		t.Fatalf("%q %v", got, err)
+	}
+}

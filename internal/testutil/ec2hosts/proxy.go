@@ -142,7 +142,7 @@ func (p *proxy) refuse(w http.ResponseWriter, instanceType, zone string) {
 	}
 	p.mu.Lock()
 	var others []string
-	region := strings.TrimRight(zone, "abcdefghijklmnopqrstuvwxyz")
+	region := regionOfZone(zone)
 	for _, z := range []string{"a", "b", "c", "d", "e", "f"} {
 		if !p.failing[region+z] {
 			others = append(others, region+z)
