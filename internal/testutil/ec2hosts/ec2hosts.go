@@ -23,6 +23,15 @@
 //
 // Root is needed (namespaces); SKYGO_SKIP_SSH=1 skips, and without moto the
 // test is skipped unless SKYGO_REQUIRE_MOTO=1.
+//
+// Use from a test of the AWS infrastructure:
+//
+//	c := ec2hosts.Start(t, ec2hosts.Options{Zones: []string{"us-east-1a", "us-east-1b"}})
+//	// the API server's environment: append(env, c.Env()...); its config:
+//	//   aws: {vpc_name: <c.VPCName>, use_internal_ips: true}
+//	c.FailCapacity("us-east-1a") // the launch fails over to us-east-1b
+//	... sky launch --infra aws ...
+//	for _, h := range c.Hosts() { ... h.Run(signer, "true") ... }
 package ec2hosts
 
 import (
