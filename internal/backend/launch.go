@@ -479,7 +479,8 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		}
 		_, byCapacity := plug.(infra.Capacity)
 		spec := provision.ClusterSpec{Name: name, NumNodes: t.NumNodes, Region: cand.Region, Zone: cand.Zone,
-			Resources: nodeResources(res, cand, byCapacity), Config: t.Config, Log: log}
+			Resources: nodeResources(res, cand, byCapacity), Config: t.Config, Log: log,
+			Ports: res.Ports, Labels: res.Labels, UseSpot: cand.UseSpot, DiskSizeGB: res.DiskSizeGB(), DiskTier: res.DiskTier}
 		if body.Managed != nil {
 			spec.Progress = body.Managed.Progress
 		}
@@ -519,6 +520,23 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 				failures = append(failures, err.Error())
 				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
 				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %v.", where, err)))
+				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
+				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
+				continue
+			}
+			var authErr *provision.AuthError
+			if errors.As(err, &authErr) {
+				// Credentials a cloud refuses are refused in every region
+				// of it: block it all, try the others. The places of a
+				// capacity infra (pools, Slurm clusters) each have their
+				// own credentials: only that one is blocked.
+				failures = append(failures, err.Error())
+				bl := optimizer.Blocked{Cloud: cand.Cloud}
+				if byCapacity {
+					bl.Region = cand.Region
+				}
+				blocked = append(blocked, bl)
+				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("Cannot use %s: %v.", optimizer.DisplayName(cand.Cloud), err)))
 				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
 				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
 				continue
