@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,6 +187,11 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		return nil, err
 	}
 	sg, sgOwned := "", false
+	if len(existing) == n && len(spec.Ports) > 0 {
+		if err := p.openPortsOn(ctx, ss, spec, existing[0]); err != nil {
+			return nil, err
+		}
+	}
 	if missing := n - len(existing); missing > 0 {
 		sg, sgOwned, err = p.create(ctx, ss, spec, missing, len(existing) == 0)
 		if err != nil {
@@ -537,6 +543,32 @@ func (p *Provisioner) securityGroup(ctx context.Context, ss *session, spec provi
 	return id, name, len(spec.Ports) > 0, nil
 }
 
+// openPortsOn opens a relaunch's ports on the group of an existing
+// cluster, when that group is the cluster's own; a shared or user group
+// is left as it is, with a warning.
+func (p *Provisioner) openPortsOn(ctx context.Context, ss *session, spec provision.ClusterSpec, head types.Instance) error {
+	own := "sky-sg-" + spec.Name
+	for _, g := range head.SecurityGroups {
+		if aws.ToString(g.GroupName) != own {
+			continue
+		}
+		out, err := ss.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{aws.ToString(g.GroupId)}})
+		if err != nil {
+			return p.classify("reading security group "+own, err)
+		}
+		var have []types.IpPermission
+		if len(out.SecurityGroups) > 0 {
+			have = out.SecurityGroups[0].IpPermissions
+		}
+		return p.openPorts(ctx, ss, aws.ToString(g.GroupId), have, spec.Ports)
+	}
+	if spec.Log != nil {
+		fmt.Fprintf(spec.Log, "Warning: ports %s are not opened: cluster %s was launched without ports, in a shared security group; tear it down and launch it again to open them.\n",
+			strings.Join(spec.Ports, ","), spec.Name)
+	}
+	return nil
+}
+
 func cmpErr(err error, msg string) error {
 	if err != nil {
 		return err
@@ -611,32 +643,54 @@ func (p *Provisioner) image(ctx context.Context, spec provision.ClusterSpec) (st
 	case strings.HasPrefix(id, "ami-"):
 		return id, nil
 	}
-	tag := id
-	if tag == "" {
-		tag = "skypilot:custom-cpu-ubuntu"
-		if len(spec.Resources.GPUs) > 0 {
-			tag = "skypilot:custom-gpu-ubuntu-cuda13"
-			for g := range spec.Resources.GPUs {
-				switch strings.ToUpper(g) {
-				case "V100", "M60":
-					tag = "skypilot:custom-gpu-ubuntu"
-				case "K80":
-					tag = "skypilot:k80-ubuntu-2004"
-				}
-			}
-		}
+	tags := []string{id}
+	if id == "" {
+		tags = defaultImageTags(spec.Resources)
 	}
 	if p.in.env.Catalog == nil {
-		return "", &provision.ConfigError{Where: p.where(), Msg: "no image catalog to find " + tag + " in"}
+		return "", &provision.ConfigError{Where: p.where(), Msg: "no image catalog to find " + tags[0] + " in"}
 	}
-	ami, found, err := p.in.env.Catalog().Image(ctx, Kind, tag, p.region)
-	if err != nil {
-		return "", &provision.ConfigError{Where: p.where(), Msg: "reading the AWS image catalog", Err: err}
+	for _, tag := range tags {
+		ami, found, err := p.in.env.Catalog().Image(ctx, Kind, tag, p.region)
+		if err != nil {
+			return "", &provision.ConfigError{Where: p.where(), Msg: "reading the AWS image catalog", Err: err}
+		}
+		if found {
+			return ami, nil
+		}
 	}
-	if !found {
-		return "", &provision.CapacityError{Where: p.where(), Msg: fmt.Sprintf("image %s is not available in %s", tag, p.region)}
+	return "", &provision.CapacityError{Where: p.where(), Msg: fmt.Sprintf("image %s is not available in %s", tags[0], p.region)}
+}
+
+// defaultImageTags are the catalog tags of the default image, best
+// first: SkyPilot's CUDA 13 GPU image falls back to its CUDA 12 one,
+// which catalogs without the newer tag still have.
+func defaultImageTags(r provision.Resources) []string {
+	arm := ""
+	if isArm(r.InstanceType) {
+		arm = "-arm64"
 	}
-	return ami, nil
+	if len(r.GPUs) == 0 {
+		return []string{"skypilot:custom-cpu-ubuntu" + arm}
+	}
+	for g := range r.GPUs {
+		switch strings.ToUpper(g) {
+		case "V100", "M60":
+			return []string{"skypilot:custom-gpu-ubuntu" + arm}
+		case "K80":
+			return []string{"skypilot:k80-ubuntu-2004"}
+		}
+	}
+	return []string{"skypilot:custom-gpu-ubuntu" + arm + "-cuda13", "skypilot:custom-gpu-ubuntu" + arm}
+}
+
+// armFamily matches Graviton families (m6g, c7gn, r6gd, t4g, g5g, im4gn)
+// and the original a1.
+var armFamily = regexp.MustCompile(`^([a-z]+[0-9]+g[a-z]*|a1)$`)
+
+func isArm(instanceType string) bool {
+	family, _, _ := strings.Cut(instanceType, ".")
+	return armFamily.MatchString(family)
 }
 
 // userData is the cloud-config that makes the SSH user with SkyGo's key
@@ -965,10 +1019,35 @@ func (p *Provisioner) Query(ctx context.Context, name string) ([]provision.NodeS
 	if err != nil {
 		return nil, err
 	}
-	insts, err := ss.instances(ctx, "pending", "running", "stopping", "stopped", "shutting-down")
+	// Terminated instances stay listed for a while: one gone among live
+	// ones is a node lost, all gone is a cluster gone.
+	insts, err := ss.instances(ctx, "pending", "running", "stopping", "stopped", "shutting-down", "terminated")
 	if err != nil {
 		return nil, p.classify("listing the cluster's instances", err)
 	}
+	live := 0
+	var first time.Time
+	for _, x := range insts {
+		if st := state(x); st != "shutting-down" && st != "terminated" {
+			live++
+			if t := aws.ToTime(x.LaunchTime); first.IsZero() || t.Before(first) {
+				first = t
+			}
+		}
+	}
+	if live == 0 {
+		return nil, nil
+	}
+	// A gone instance launched well before the live ones belongs to an
+	// earlier cluster of the same name, not to this one.
+	kept := insts[:0]
+	for _, x := range insts {
+		if st := state(x); (st == "shutting-down" || st == "terminated") && aws.ToTime(x.LaunchTime).Before(first.Add(-time.Minute)) {
+			continue
+		}
+		kept = append(kept, x)
+	}
+	insts = kept
 	out := make([]provision.NodeState, 0, len(insts))
 	for i, x := range insts {
 		st := provision.NodeTerminated

@@ -80,3 +80,21 @@ func TestUserDataCarriesKeyAndUser(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultImageTags(t *testing.T) {
+	for _, c := range []struct {
+		r    provision.Resources
+		want string
+	}{
+		{provision.Resources{InstanceType: "m6i.large"}, "skypilot:custom-cpu-ubuntu"},
+		{provision.Resources{InstanceType: "m6g.large"}, "skypilot:custom-cpu-ubuntu-arm64"},
+		{provision.Resources{InstanceType: "a1.large"}, "skypilot:custom-cpu-ubuntu-arm64"},
+		{provision.Resources{InstanceType: "g5.xlarge", GPUs: map[string]float64{"A10G": 1}}, "skypilot:custom-gpu-ubuntu-cuda13,skypilot:custom-gpu-ubuntu"},
+		{provision.Resources{InstanceType: "p3.2xlarge", GPUs: map[string]float64{"V100": 1}}, "skypilot:custom-gpu-ubuntu"},
+		{provision.Resources{InstanceType: "p2.xlarge", GPUs: map[string]float64{"K80": 1}}, "skypilot:k80-ubuntu-2004"},
+	} {
+		if got := strings.Join(defaultImageTags(c.r), ","); got != c.want {
+			t.Errorf("defaultImageTags(%v) = %s; want %s", c.r, got, c.want)
+		}
+	}
+}
