@@ -37,7 +37,7 @@ const maxSlots = 6
 type Set struct {
 	Name   string // host name prefix, e.g. "sgssh" -> sgssh1, sgssh2, ...
 	Prefix string // first three octets of the subnet, e.g. "10.200.57"
-	N      int    // number of hosts
+	N      int    // number of hosts; 0: only the bridge (ec2hosts adds hosts at given addresses)
 	Options
 
 	once    sync.Once
