@@ -174,3 +174,26 @@ func Unreachable(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
+
+// CapacityCodes are EC2's answers that a place has no room now: retrying
+// the same call there is pointless, the next zone or region is not.
+var CapacityCodes = map[string]bool{
+	"InsufficientInstanceCapacity": true, "InsufficientHostCapacity": true, "InsufficientReservedInstanceCapacity": true,
+	"InsufficientCapacity": true, "InstanceLimitExceeded": true, "VcpuLimitExceeded": true, "MaxSpotInstanceCountExceeded": true,
+	"SpotMaxPriceTooLow": true, "Unsupported": true, "InsufficientFreeAddressesInSubnet": true,
+}
+
+// FailFast is the option of a launch call (RunInstances): a capacity
+// answer comes back at once, while throttling and server faults are
+// still retried as by every other call.
+func FailFast(o *ec2.Options) {
+	o.Retryer = noDialRetry{retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = 12
+		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+			if CapacityCodes[Code(err)] {
+				return aws.FalseTernary
+			}
+			return aws.UnknownTernary
+		})}, so.Retryables...)
+	})}
+}

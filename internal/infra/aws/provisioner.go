@@ -362,7 +362,7 @@ func (p *Provisioner) create(ctx context.Context, ss *session, spec provision.Cl
 func (p *Provisioner) runInstances(ctx context.Context, ss *session, in *ec2.RunInstancesInput) (*ec2.RunInstancesOutput, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		out, err := ss.ec2.RunInstances(ctx, in)
+		out, err := ss.ec2.RunInstances(ctx, in, awsx.FailFast)
 		if err == nil || awsx.Code(err) != "InvalidParameterValue" || !strings.Contains(strings.ToLower(awsx.Message(err)), "iaminstanceprofile") || time.Now().After(deadline) {
 			return out, err
 		}
@@ -779,12 +779,20 @@ func (p *Provisioner) waitUp(ctx context.Context, ss *session, cluster string, n
 	if spec.UseSpot {
 		info.Meta[metaSpot] = "1"
 	}
+	size := spec.Resources
+	if size.CPUs <= 0 && len(insts) > 0 {
+		// A start knows no request: the instance type says the size.
+		var err error
+		if size, err = p.typeSize(ctx, ss, string(insts[0].InstanceType)); err != nil {
+			return nil, err
+		}
+	}
 	for i, x := range insts {
 		if i == 0 && x.Placement != nil {
 			info.Zone = aws.ToString(x.Placement.AvailabilityZone)
 		}
 		nd := provision.NodeInfo{Index: i, ID: aws.ToString(x.InstanceId), InternalIP: aws.ToString(x.PrivateIpAddress),
-			CPUs: spec.Resources.CPUs, MemoryGB: spec.Resources.MemoryGB, GPUs: spec.Resources.GPUs}
+			CPUs: size.CPUs, MemoryGB: size.MemoryGB, GPUs: size.GPUs}
 		if !ss.s.UseInternalIPs {
 			nd.ExternalIP = aws.ToString(x.PublicIpAddress)
 		}
@@ -794,6 +802,37 @@ func (p *Provisioner) waitUp(ctx context.Context, ss *session, cluster string, n
 		return nil, err
 	}
 	return info, nil
+}
+
+// typeSize is what one instance of a type offers, from EC2 itself.
+func (p *Provisioner) typeSize(ctx context.Context, ss *session, itype string) (provision.Resources, error) {
+	out, err := ss.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []types.InstanceType{types.InstanceType(itype)}})
+	if err != nil {
+		return provision.Resources{}, p.classify("describing instance type "+itype, err)
+	}
+	if len(out.InstanceTypes) == 0 {
+		return provision.Resources{}, &provision.ConfigError{Where: p.where(), Msg: "EC2 does not know instance type " + itype}
+	}
+	it := out.InstanceTypes[0]
+	r := provision.Resources{InstanceType: itype}
+	if it.VCpuInfo != nil {
+		r.CPUs = float64(aws.ToInt32(it.VCpuInfo.DefaultVCpus))
+	}
+	if it.MemoryInfo != nil {
+		r.MemoryGB = float64(aws.ToInt64(it.MemoryInfo.SizeInMiB)) / 1024
+	}
+	if it.GpuInfo != nil {
+		for _, g := range it.GpuInfo.Gpus {
+			if r.GPUs == nil {
+				r.GPUs = map[string]float64{}
+			}
+			r.GPUs[aws.ToString(g.Name)] += float64(aws.ToInt32(g.Count))
+		}
+	}
+	if r.CPUs <= 0 {
+		return provision.Resources{}, &provision.ConfigError{Where: p.where(), Msg: "EC2 gives no vCPU count for instance type " + itype}
+	}
+	return r, nil
 }
 
 // waitSSH waits until every node accepts SkyGo's key (cloud-init has run)
