@@ -74,7 +74,9 @@ func clusterInstances(t testing.TB, cl *ec2.Client, cluster string) []types.Inst
 			}
 		}
 	}
-	sort.Slice(got, func(i, j int) bool { return aws.ToString(got[i].PrivateIpAddress) < aws.ToString(got[j].PrivateIpAddress) })
+	sort.Slice(got, func(i, j int) bool {
+		return aws.ToString(got[i].PrivateIpAddress) < aws.ToString(got[j].PrivateIpAddress)
+	})
 	return got
 }
 
