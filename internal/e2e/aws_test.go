@@ -302,3 +302,32 @@ run: echo ran-on-$SKYPILOT_CLUSTER_INFO
 		}
 	}
 }
+
+// BenchmarkAWSLaunch: `sky launch` of a 1-node task on "EC2" (moto and a
+// namespace host started at the instance's address once moto says it
+// runs), from no cluster to SUCCEEDED, against the same launch on an SSH
+// node pool in the same run (down outside the timer). The difference is
+// the EC2 calls, the wait for the host (the emulator's "boot", its
+// watcher polling every 250 ms) and the first bootstrap of a new host.
+func BenchmarkAWSLaunch(b *testing.B) {
+	e, _ := awsEnv(b)
+	h := sshPoolHosts(b)
+	h.writePool(b, e)
+	e.must("ssh", "up")
+	var sum, base time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("ba%d", i)
+		sum += timeRun(b, e.env, "hi-aws", e.bin, "launch", "-y", "-c", name, "--infra", "aws/us-east-1", "--instance-type", awsType, "--", "echo hi-aws")
+		b.StopTimer()
+		e.must("down", "-y", name)
+		b.StartTimer()
+		pool := fmt.Sprintf("bp%d", i)
+		base += timeRun(b, e.env, "hi-ssh", e.bin, "launch", "-y", "-c", pool, "--infra", "ssh/"+e2ePool, "--", "echo hi-ssh")
+		b.StopTimer()
+		e.must("down", "-y", pool)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	report(b, "aws-launch", sum, base, b.N)
+}
