@@ -172,6 +172,9 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	if err != nil {
 		return nil, err
 	}
+	if err := p.checkQuota(ctx, ss, spec); err != nil {
+		return nil, err
+	}
 	n := max(spec.NumNodes, 1)
 	existing, err := ss.instances(ctx)
 	if err != nil {

@@ -98,3 +98,19 @@ func TestDefaultImageTags(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotaCode(t *testing.T) {
+	for _, c := range []struct {
+		itype string
+		spot  bool
+		want  string
+	}{
+		{"m6i.large", false, "L-1216C47A"}, {"c3.large", true, "L-34B43A08"}, {"g5.xlarge", false, "L-DB2E81BA"},
+		{"p5.48xlarge", true, "L-7212CCBC"}, {"inf2.xlarge", false, "L-1945791B"}, {"trn1.32xlarge", false, "L-2C3B7624"},
+		{"mac1.metal", false, ""},
+	} {
+		if got, _ := quotaCode(c.itype, c.spot); got != c.want {
+			t.Errorf("quotaCode(%s, spot=%v) = %q; want %q", c.itype, c.spot, got, c.want)
+		}
+	}
+}
