@@ -112,13 +112,21 @@ func TestAWSCluster(t *testing.T) {
 		t.Fatalf("sky check aws did not verify the credentials with STS:\n%s", r)
 	}
 
+	wd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wd, "code.txt"), []byte("from-workdir"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	task := e.writeYAML(t, "two.yaml", `num_nodes: 2
 resources:
   infra: aws/us-east-1
   instance_type: `+awsType+`
   ports: 8080
+workdir: `+wd+`
+file_mounts:
+  ~/mounted/code.txt: `+filepath.Join(wd, "code.txt")+`
 setup: echo setup-on-$(hostname)
 run: |
+  echo "W rank=$SKYPILOT_NODE_RANK $(cat code.txt) $(cat ~/mounted/code.txt)"
   echo "R rank=$SKYPILOT_NODE_RANK ips=$(echo $SKYPILOT_NODE_IPS | tr ' ' ,) user=$(whoami) cloud=$(echo $SKYPILOT_CLUSTER_INFO | tr -d ' ' | grep -o '"cloud":"[A-Za-z]*"')"
 `)
 	r = e.launchOK(t, "-c", "ec", task)
@@ -161,7 +169,7 @@ run: |
 	if !opened {
 		t.Errorf("port 8080 is not opened in sky-sg-ec: %+v", sgs[0].IpPermissions)
 	}
-	for _, want := range []string{"R rank=0", "R rank=1", "ips=" + heads[0], "user=ubuntu", `cloud="cloud":"AWS"`, "setup-on-"} {
+	for _, want := range []string{"W rank=0 from-workdir from-workdir", "W rank=1 from-workdir from-workdir", "R rank=0", "R rank=1", "ips=" + heads[0], "user=ubuntu", `cloud="cloud":"AWS"`, "setup-on-"} {
 		if !strings.Contains(r.out(), want) {
 			t.Errorf("the launch's output lacks %q:\n%s", want, r.out())
 		}
@@ -181,7 +189,19 @@ run: |
 	if l := e.must("logs", "ec", "1", "--no-follow"); !strings.Contains(l.out(), "R rank=1") {
 		t.Errorf("sky logs ec 1:\n%s", l)
 	}
+	// A long job is cancelled: nothing of it is left on the nodes.
+	e.must("exec", "-d", "ec", "--", "sleep 300 # aws-cancel-me")
+	e.must("cancel", "-y", "ec", "3")
+	if q := e.must("queue", "ec"); !strings.Contains(q.out(), "CANCELLED") {
+		t.Errorf("sky queue after cancel:\n%s", q)
+	}
 	gen := filepath.Join(paths.GeneratedSSH(e.home), "ec")
+	for _, alias := range []string{"ec", "ec-worker1"} {
+		sr := runCmd(t, 60*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", alias, "pgrep -f aws-cancel-[m]e || echo none-left")
+		if !strings.Contains(sr.stdout, "none-left") {
+			t.Errorf("%s after sky cancel: %s", alias, sr)
+		}
+	}
 	if sr := runCmd(t, 60*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", "ec", "echo ssh-$(whoami)"); sr.code != 0 || !strings.Contains(sr.stdout, "ssh-ubuntu") {
 		t.Errorf("ssh ec: %s", sr)
 	}
