@@ -519,7 +519,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 				capacityFailures++
 				failures = append(failures, err.Error())
 				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
-				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %v.", where, err)))
+				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %s.", where, capacityReason(capErr))))
 				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
 				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
 				continue
@@ -563,6 +563,20 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			LaunchedAt: c.LaunchedAt, UsageIntervals: []state.Interval{{Start: time.Now().Unix()}}})
 		return c, h, nil
 	}
+}
+
+// capacityReason is a capacity error without its "no capacity on X"
+// prefix, for a line that names the place itself.
+func capacityReason(e *provision.CapacityError) string {
+	switch {
+	case e.Msg != "" && e.Err != nil:
+		return e.Msg + ": " + e.Err.Error()
+	case e.Msg != "":
+		return e.Msg
+	case e.Err != nil:
+		return e.Err.Error()
+	}
+	return "no capacity"
 }
 
 // launchedResources is what a launch got, as a resources mapping: the

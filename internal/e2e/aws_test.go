@@ -351,3 +351,50 @@ func BenchmarkAWSLaunch(b *testing.B) {
 	b.StopTimer()
 	report(b, "aws-launch", sum, base, b.N)
 }
+
+// TestAWSManagedJobRecovers: a managed spot job on EC2 whose instance is
+// terminated behind SkyGo's back (a spot preemption) is relaunched on a
+// new instance and ends SUCCEEDED with one recovery; nothing of it is
+// left on EC2 afterwards.
+func TestAWSManagedJobRecovers(t *testing.T) {
+	// Spot is priced per zone; the test catalog sells c3.large spot in b.
+	e, c := awsEnv(t, "us-east-1b")
+	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	cl := awsx.EC2(c.Config(t, "us-east-1"), "us-east-1")
+	// The hosts share /var/tmp: the first run leaves a file there and
+	// runs long (it is cut off), the second finds it and ends soon.
+	first := filepath.Join("/var/tmp", "skygo-e2e-awsrec-"+filepath.Base(e.home))
+	t.Cleanup(func() { os.Remove(first) })
+	e.must("jobs", "launch", "-y", "-d", "-n", "awsrec", "--infra", "aws/us-east-1", "--instance-type", awsType, "--use-spot",
+		"--", fmt.Sprintf(`if [ -e %[1]s ]; then sleep 2; else touch %[1]s; sleep 300; fi; echo done`, first))
+	var q map[int]mjob
+	if !waitFor(90*time.Second, func() bool { q = e.queueByID(); return q[1].Status == "RUNNING" }) {
+		t.Fatalf("job 1 not RUNNING after 90s: %v\n%s", q[1], e.controllerLog(1))
+	}
+	var orig []types.Instance
+	if !waitFor(10*time.Second, func() bool { orig = clusterInstances(t, cl, "awsrec"); return len(orig) == 1 }) {
+		t.Fatalf("want the job's one instance, got %d", len(orig))
+	}
+	// Preempted: the instance goes, its host with it.
+	if _, err := cl.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: instanceIDs(orig)}); err != nil {
+		t.Fatal(err)
+	}
+	var second []types.Instance
+	if !waitFor(90*time.Second, func() bool {
+		second = clusterInstances(t, cl, "awsrec")
+		return len(second) == 1 && aws.ToString(second[0].InstanceId) != aws.ToString(orig[0].InstanceId)
+	}) {
+		t.Fatalf("no new instance 90s after the preemption: %v\n%s", e.queueByID()[1], e.controllerLog(1))
+	}
+	host := c.WaitUp(t, aws.ToString(second[0].InstanceId), 60*time.Second)
+	t.Logf("recovered onto %s (%s)", aws.ToString(second[0].InstanceId), host.IP)
+	if !waitFor(120*time.Second, func() bool { q = e.queueByID(); return ended(q[1]) }) {
+		t.Fatalf("job 1 did not end after its recovery: %v\n%s", q[1], e.controllerLog(1))
+	}
+	if q[1].Status != "SUCCEEDED" || q[1].RecoveryCount != 1 {
+		t.Errorf("want SUCCEEDED with 1 recovery, got %v\n%s", q[1], e.controllerLog(1))
+	}
+	if left := clusterInstances(t, cl, "awsrec"); len(left) != 0 {
+		t.Errorf("instances left after the managed job ended: %v", instanceIDs(left))
+	}
+}
