@@ -24,8 +24,9 @@ import (
 // check details), with their registry (internal/infra) below them and the
 // build's list of them (internal/infra/all) above; agentapi, proc, op and
 // the small helpers are added at the bottom, where the vocabulary lives.
-// Slurm sits above the other infrastructures: its login node is reached
-// with the SSH node pools' client (config, dialer, runner), not a copy.
+// Slurm and EC2 sit above the other infrastructures: a login node or an
+// instance is reached with the SSH node pools' client (config, dialer,
+// runner, bootstrap), not a copy.
 var layers = []layer{
 	{"entry points", []string{"cmd/sky", "cmd/openapigen", "internal/e2e"}},
 	{"commands", []string{"internal/cli"}},
@@ -35,7 +36,7 @@ var layers = []layer{
 	{"reconcile runner", []string{"internal/controller"}},
 	{"cluster lifecycle", []string{"internal/backend"}},
 	{"the build's infrastructures", []string{"internal/infra/all"}},
-	{"infrastructures reached through another's transport", []string{"internal/infra/slurm"}},
+	{"infrastructures reached through another's transport", []string{"internal/infra/slurm", "internal/infra/aws"}},
 	{"infrastructures", []string{"internal/infra/*"}},
 	{"infrastructure seams and registry", []string{"internal/infra"}},
 	{"optimizer", []string{"internal/optimizer"}},

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -57,8 +58,10 @@ func Load(ctx context.Context, opts Options) (aws.Config, error) {
 	region := opts.Region
 	lo = append(lo, awsconfig.WithRetryer(func() aws.Retryer {
 		// SkyPilot retries server-side errors 12 times; the SDK's
-		// standard retryer classifies them the same way.
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 12 })
+		// standard retryer classifies them the same way. A name that does
+		// not resolve or an address that refuses is not retried: on a
+		// machine without the network that would only add minutes.
+		return noDialRetry{retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 12 })}
 	}))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, lo...)
 	if err != nil {
@@ -121,8 +124,17 @@ func Code(err error) string {
 	return ""
 }
 
-// Message is the AWS error message of err, or err's text.
+// Message is the AWS error message of err, or for an endpoint that
+// cannot be reached the network's own words, or err's text.
 func Message(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "AWS cannot be reached: " + dns.Error()
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return "AWS cannot be reached: " + op.Error()
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		if m := ae.ErrorMessage(); m != "" {
@@ -139,4 +151,49 @@ var CredentialCodes = map[string]bool{
 	"ExpiredTokenException": true, "ExpiredToken": true, "RequestExpired": true,
 	"InvalidClientTokenId": true, "InvalidClientToken": true, "AuthFailure": true,
 	"UnrecognizedClientException": true, "SignatureDoesNotMatch": true,
+}
+
+// noDialRetry is the standard retryer, except that failures to reach the
+// endpoint at all (DNS, connection refused, no route) are final.
+type noDialRetry struct{ aws.RetryerV2 }
+
+func (r noDialRetry) IsErrorRetryable(err error) bool {
+	if Unreachable(err) {
+		return false
+	}
+	return r.RetryerV2.IsErrorRetryable(err)
+}
+
+// Unreachable reports whether err is a failure to reach the endpoint at
+// all rather than an answer from it.
+func Unreachable(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// CapacityCodes are EC2's answers that a place has no room now: retrying
+// the same call there is pointless, the next zone or region is not.
+var CapacityCodes = map[string]bool{
+	"InsufficientInstanceCapacity": true, "InsufficientHostCapacity": true, "InsufficientReservedInstanceCapacity": true,
+	"InsufficientCapacity": true, "InstanceLimitExceeded": true, "VcpuLimitExceeded": true, "MaxSpotInstanceCountExceeded": true,
+	"SpotMaxPriceTooLow": true, "Unsupported": true, "InsufficientFreeAddressesInSubnet": true,
+}
+
+// FailFast is the option of a launch call (RunInstances): a capacity
+// answer comes back at once, while throttling and server faults are
+// still retried as by every other call.
+func FailFast(o *ec2.Options) {
+	o.Retryer = noDialRetry{retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = 12
+		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+			if CapacityCodes[Code(err)] {
+				return aws.FalseTernary
+			}
+			return aws.UnknownTernary
+		})}, so.Retryables...)
+	})}
 }

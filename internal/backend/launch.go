@@ -479,7 +479,8 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		}
 		_, byCapacity := plug.(infra.Capacity)
 		spec := provision.ClusterSpec{Name: name, NumNodes: t.NumNodes, Region: cand.Region, Zone: cand.Zone,
-			Resources: nodeResources(res, cand, byCapacity), Config: t.Config, Log: log}
+			Resources: nodeResources(res, cand, byCapacity), Config: t.Config, Log: log,
+			Ports: res.Ports, Labels: res.Labels, UseSpot: cand.UseSpot, DiskSizeGB: res.DiskSizeGB(), DiskTier: res.DiskTier}
 		if body.Managed != nil {
 			spec.Progress = body.Managed.Progress
 		}
@@ -518,7 +519,24 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 				capacityFailures++
 				failures = append(failures, err.Error())
 				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
-				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %v.", where, err)))
+				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %s.", where, capacityReason(capErr))))
+				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
+				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
+				continue
+			}
+			var authErr *provision.AuthError
+			if errors.As(err, &authErr) {
+				// Credentials a cloud refuses are refused in every region
+				// of it: block it all, try the others. The places of a
+				// capacity infra (pools, Slurm clusters) each have their
+				// own credentials: only that one is blocked.
+				failures = append(failures, err.Error())
+				bl := optimizer.Blocked{Cloud: cand.Cloud}
+				if byCapacity {
+					bl.Region = cand.Region
+				}
+				blocked = append(blocked, bl)
+				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("Cannot use %s: %v.", optimizer.DisplayName(cand.Cloud), err)))
 				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
 				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
 				continue
@@ -545,6 +563,20 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 			LaunchedAt: c.LaunchedAt, UsageIntervals: []state.Interval{{Start: time.Now().Unix()}}})
 		return c, h, nil
 	}
+}
+
+// capacityReason is a capacity error without its "no capacity on X"
+// prefix, for a line that names the place itself.
+func capacityReason(e *provision.CapacityError) string {
+	switch {
+	case e.Msg != "" && e.Err != nil:
+		return e.Msg + ": " + e.Err.Error()
+	case e.Msg != "":
+		return e.Msg
+	case e.Err != nil:
+		return e.Err.Error()
+	}
+	return "no capacity"
 }
 
 // launchedResources is what a launch got, as a resources mapping: the

@@ -259,6 +259,7 @@ type cluster struct {
 	Autostop           int     `json:"autostop"`
 	ToDown             bool    `json:"to_down"`
 	LaunchStatusReason *string `json:"launch_status_reason"`
+	Cloud              *string `json:"cloud"`
 }
 
 // status returns the clusters by name (refreshing first when asked).

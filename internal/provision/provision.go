@@ -90,6 +90,12 @@ type ClusterSpec struct {
 	Zone      string
 	// Ports to open on the head node (clouds, Kubernetes).
 	Ports []string
+	// UseSpot asks for spot (preemptible) instances where there are any.
+	UseSpot bool
+	// DiskSizeGB and DiskTier size the OS disk of cloud VMs (0 / "": the
+	// infrastructure's default).
+	DiskSizeGB int
+	DiskTier   string
 	// Labels to put on the created resources where supported.
 	Labels map[string]string
 	// ZoneRequested is set when the task named the zone itself (a Slurm
