@@ -8,9 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -81,8 +84,19 @@ func (in *Infra) CheckVolume(*state.Volume, int) error { return nil }
 // AttachVolume implements infra.VolumeHost: the mount path on every node
 // becomes a link to the data directory. A node's ~ is its node
 // directory; an absolute mount path is that path on this machine.
-func (in *Infra) AttachVolume(ctx context.Context, v *state.Volume, m api.VolumeMount, _ *provision.ClusterInfo, runners []provision.CommandRunner) (string, error) {
-	dir := infra.VolumeSubDir(VolumeDir(in.env.Home, v.NameOnCloud), m)
+func (in *Infra) AttachVolume(ctx context.Context, v *state.Volume, m api.VolumeMount, info *provision.ClusterInfo, runners []provision.CommandRunner) (string, error) {
+	root := VolumeDir(in.env.Home, v.NameOnCloud)
+	// The jobs' sandbox hides ~/.sky, where the data is, except what
+	// this list binds back in (proc.SandboxVolumesFile).
+	if err := in.editVolumeBinds(info.Name, func(dirs []string) []string {
+		if !slices.Contains(dirs, root) {
+			dirs = append(dirs, root)
+		}
+		return dirs
+	}); err != nil {
+		return "", fmt.Errorf("letting the cluster's jobs see the volume: %w", err)
+	}
+	dir := infra.VolumeSubDir(root, m)
 	for _, r := range runners {
 		if err := infra.RunVolumeCommand(ctx, r, v.Name, infra.LinkVolumeCommand(dir, m.Path)); err != nil {
 			return "", err
@@ -91,12 +105,43 @@ func (in *Infra) AttachVolume(ctx context.Context, v *state.Volume, m api.Volume
 	return "", nil
 }
 
+// editVolumeBinds rewrites the cluster's list of volume directories
+// (written whole, then renamed: a job starting meanwhile reads the old
+// list or the new one).
+func (in *Infra) editVolumeBinds(cluster string, edit func([]string) []string) error {
+	file := proc.SandboxVolumesFile(in.P.ClusterDir(cluster))
+	var dirs []string
+	if b, err := os.ReadFile(file); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if l != "" {
+				dirs = append(dirs, l)
+			}
+		}
+	}
+	dirs = edit(dirs)
+	if len(dirs) == 0 {
+		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(dirs, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
+
 // DetachVolume implements infra.VolumeHost.
-func (in *Infra) DetachVolume(ctx context.Context, v *state.Volume, m api.VolumeMount, _ *provision.ClusterInfo, runners []provision.CommandRunner) error {
-	dir := infra.VolumeSubDir(VolumeDir(in.env.Home, v.NameOnCloud), m)
+func (in *Infra) DetachVolume(ctx context.Context, v *state.Volume, m api.VolumeMount, info *provision.ClusterInfo, runners []provision.CommandRunner) error {
+	root := VolumeDir(in.env.Home, v.NameOnCloud)
+	dir := infra.VolumeSubDir(root, m)
 	var errs []error
 	for _, r := range runners {
 		errs = append(errs, infra.RunVolumeCommand(ctx, r, v.Name, infra.UnlinkVolumeCommand(dir, m.Path)))
 	}
+	errs = append(errs, in.editVolumeBinds(info.Name, func(dirs []string) []string {
+		return slices.DeleteFunc(dirs, func(d string) bool { return d == root })
+	}))
 	return errors.Join(errs...)
 }
