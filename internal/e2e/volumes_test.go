@@ -121,3 +121,48 @@ func TestVolumesPurgeInUse(t *testing.T) {
 	}
 	e.must("down", "-y", "vp")
 }
+
+// TestSSHVolumeFollowsItsHost: a host-dir volume on an SSH node pool
+// lives on the host of the first cluster that mounts it; after `sky
+// down`, a relaunch lands its head on that host again (not on the pool's
+// first free host) and reads the data back; a multi-node task cannot
+// mount it; deleting it removes the directory from that host.
+func TestSSHVolumeFollowsItsHost(t *testing.T) {
+	h := sshPoolHosts(t)
+	e := newEnv(t)
+	h.writePool(t, e)
+	e.must("volumes", "apply", "-y", "-n", "pooldata", "--type", "host-dir", "--infra", "ssh/"+e2ePool)
+	// host 0 is taken, so the volume's first cluster gets host 1.
+	e.launchOK(t, "-c", "blocker", "--infra", "ssh/"+e2ePool, "--", "echo blocking")
+	writer := writeFile(t, "w.yaml", "resources:\n  infra: ssh/"+e2ePool+"\nvolumes:\n  ~/pd: pooldata\nrun: echo on-$(hostname) > ~/pd/f.txt\n")
+	e.launchOK(t, "-c", "pw", writer)
+	var recs []map[string]any
+	e.mustJSON(&recs, "volumes", "ls", "-o", "json")
+	if len(recs) != 1 || recs[0]["zone"] != h.IPs[1] || recs[0]["status"] != "IN_USE" {
+		t.Fatalf("after the first mount: %v, want zone %s, IN_USE", recs, h.IPs[1])
+	}
+	e.must("down", "-y", "pw")
+	e.must("down", "-y", "blocker")
+
+	// Every host is free now; the volume's host is still the one chosen.
+	reader := writeFile(t, "r.yaml", "volumes:\n  ~/pd: pooldata\nrun: cat ~/pd/f.txt\n")
+	r := e.launchOK(t, "-c", "pr", reader)
+	if !strings.Contains(r.stdout, "on-"+h.Names[1]) {
+		t.Errorf("relaunch did not read host 1's data back:\n%s", r.out())
+	}
+	if out := h.onHost(t, 1, "readlink ~/pd"); !strings.Contains(out, ".sky/volumes/") {
+		t.Errorf("~/pd on host 1: %q", out)
+	}
+	two := writeFile(t, "two.yaml", "num_nodes: 2\nvolumes:\n  ~/pd: pooldata\nrun: echo no\n")
+	if r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "p2", two); r.code == 0 || !strings.Contains(r.out(), "cannot mount it on every node") {
+		t.Errorf("a 2-node task with a pool volume: %s", r)
+	}
+	e.must("down", "-y", "pr")
+	if out := h.onHost(t, 1, "ls -a ~ | grep -c '^pd$' || true"); strings.TrimSpace(out) != "0" {
+		t.Errorf("down left the mount link ~/pd on host 1")
+	}
+	e.must("volumes", "delete", "-y", "pooldata")
+	if out := h.onHost(t, 1, "ls ~/.sky/volumes | wc -l"); strings.TrimSpace(out) != "0" {
+		t.Errorf("delete left the data on host 1: %q", out)
+	}
+}
