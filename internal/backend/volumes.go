@@ -236,3 +236,14 @@ func (b *Backend) releaseVolumes(ctx context.Context, cluster string) {
 		})
 	}
 }
+
+// PinToVolumes forces the place of the task's volumes onto res, as a
+// launch does, for the plans that `sky launch --dryrun` and optimize
+// show; a volume a launch would refuse is the same error here.
+func (b *Backend) PinToVolumes(ctx context.Context, t *api.TaskSpec, res *resources.Resources) error {
+	_, place, err := b.resolveVolumes(ctx, t)
+	if err != nil || place == nil {
+		return err
+	}
+	return forcePlace(res, place)
+}

@@ -80,6 +80,9 @@ func TestVolumesFollowTheCluster(t *testing.T) {
 	if r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "vol2", missing); r.code == 0 || !strings.Contains(r.out(), "Volume nosuch not found.") {
 		t.Errorf("launch with a missing volume: %s", r)
 	}
+	if r := e.exec(cmdTimeout, nil, "launch", "--dryrun", "-y", "-c", "vol2", missing); r.code == 0 || !strings.Contains(r.out(), "Volume nosuch not found.") {
+		t.Errorf("dry run with a missing volume: %s", r)
+	}
 	eph := writeFile(t, "eph.yaml", "volumes:\n  ~/x:\n    size: 10Gi\nrun: echo no\n")
 	if r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "vol2", eph); r.code == 0 || !strings.Contains(r.out(), "ephemeral volumes") {
 		t.Errorf("launch with an ephemeral volume: %s", r)
