@@ -28,6 +28,9 @@ type TaskSpec struct {
 	GitCommit string `json:"git_commit,omitempty"`
 	// FileMounts maps a node path to an absolute local path.
 	FileMounts map[string]string `json:"file_mounts,omitempty"`
+	// Volumes are the task's `volumes:` entries, by mount path; the
+	// backend attaches them after provisioning (backend/volumes.go).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 	// UploadID names the tree the client uploaded the workdir and local
 	// file-mount sources to (internal/upload): the server syncs those
 	// copies, never the paths above, which name the client's files.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
@@ -84,6 +85,9 @@ type Handle struct {
 	// InflightLaunch is the submit key of the job a launch is submitting
 	// or following; one left behind names a launch a crash cut off.
 	InflightLaunch string `json:"inflight_launch,omitempty"`
+	// Volumes are the volumes mounted on the nodes (attachVolumes), for
+	// the teardown to unmount.
+	Volumes []api.VolumeMount `json:"volumes,omitempty"`
 }
 
 // lock serialises the operations that act on a cluster's nodes (launch,

@@ -91,9 +91,25 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 			return nil, err
 		}
 	}
+	// Volumes are checked before anything is provisioned: a task that
+	// cannot have its volume must not run without it.
+	vols, place, err := b.resolveVolumes(ctx, &t)
+	if err != nil {
+		return nil, err
+	}
+	if place != nil {
+		if fresh {
+			err = forcePlace(res, place)
+		} else {
+			err = checkClusterPlace(c, h, place)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case fresh:
-		c, h, err = b.provisionWithFailover(ctx, name, t, res, user, plan, body, log)
+		c, h, err = b.provisionWithFailover(ctx, name, t, res, user, plan, body, place, log)
 		if err != nil {
 			return nil, err
 		}
@@ -126,6 +142,9 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	}
 	// Rewritten on every launch: cheap, and it repairs a deleted file.
 	b.writeSSHConfig(h, log)
+	if err := b.attachVolumes(ctx, c, h, vols, body.Command, log); err != nil {
+		return nil, err
+	}
 	if err := b.syncFiles(ctx, runners, &t, true, log); err != nil {
 		return nil, err
 	}
@@ -270,8 +289,20 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err := checkFits(c, h, res, t.NumNodes); err != nil {
 		return nil, err
 	}
+	vols, place, err := b.resolveVolumes(ctx, &t)
+	if err != nil {
+		return nil, err
+	}
+	if place != nil {
+		if err := checkClusterPlace(c, h, place); err != nil {
+			return nil, err
+		}
+	}
 	runners, err := b.runners(h)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.attachVolumes(ctx, c, h, vols, body.Command, log); err != nil {
 		return nil, err
 	}
 	if err := b.syncFiles(ctx, runners, &t, false, log); err != nil {
@@ -432,7 +463,9 @@ func gpuString(g map[string]float64) string {
 
 // provisionWithFailover asks the planner for a candidate, provisions it,
 // and on a capacity error blocks it and asks again.
-func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.TaskSpec, res *resources.Resources, user User, plan Planner, body api.LaunchBody, log io.Writer) (*state.Cluster, *Handle, error) {
+// A volume's zone (pin) is where the head must be: the zone the optimizer
+// cannot choose, since only the volume's infrastructure knows it.
+func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.TaskSpec, res *resources.Resources, user User, plan Planner, body api.LaunchBody, pin *volumePlace, log io.Writer) (*state.Cluster, *Handle, error) {
 	var blocked []optimizer.Blocked
 	var failures []string
 	capacityFailures, round := 0, 1
@@ -487,6 +520,9 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if opts := p.Tasks[0].Task.Options; cand.Option < len(opts) {
 			z := opts[cand.Option].Zone
 			spec.ZoneRequested = z != "" && z != "*"
+		}
+		if pin != nil && pin.zone != "" {
+			spec.Zone, spec.ZoneRequested = pin.zone, true
 		}
 		if res.ImageID != nil {
 			if d := res.ImageID.DockerImage(); d != "" {

@@ -141,6 +141,7 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 		return err
 	}
 	// "Terminating cluster <c>...done." is the client's line, once the request ends.
+	b.unlinkVolumes(ctx, h, log)
 	if p, perr := b.provisioner(h); perr == nil {
 		if err := p.Terminate(ctx, name); err != nil && !purge {
 			return fmt.Errorf("terminating %s: %w (use --purge to remove the record anyway)", name, err)
@@ -163,6 +164,7 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	if !removed {
 		fmt.Fprintf(log, "Cluster %s was already removed by another request.\n", name)
 	}
+	b.releaseVolumes(ctx, name)
 	return nil
 }
 
@@ -209,6 +211,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 		})
 		if removed {
 			b.removeSSHConfig(h, c.Name, io.Discard) // `ssh <cluster>` must not reach the next owner of the address
+			b.releaseVolumes(ctx, c.Name)
 		}
 		if errors.Is(err, state.ErrNotFound) {
 			err = nil

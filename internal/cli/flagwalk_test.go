@@ -981,13 +981,11 @@ func flagCases(e *flagEnv) []flagCase {
 	cs = append(cs, managedFlagCases()...)
 	cs = append(cs, poolFlagCases()...)
 	cs = append(cs, serveFlagCases()...)
-	// Storage and volumes: this build refuses the commands as a whole.
+	// Storage: this build refuses the commands as a whole.
 	cs = append(cs, wholeCommandRefused("jobs dashboard")...)
 	cs = append(cs, wholeCommandRefused("storage ls")...)
 	cs = append(cs, wholeCommandRefused("storage delete", "b")...)
-	cs = append(cs, wholeCommandRefused("volumes ls")...)
-	cs = append(cs, wholeCommandRefused("volumes apply", "volume.yaml")...)
-	cs = append(cs, wholeCommandRefused("volumes delete", "v")...)
+	cs = append(cs, volumeFlagCases()...)
 
 	// sky validate
 	add("validate --env", func(t *testing.T, e *flagEnv) {

@@ -95,8 +95,9 @@ func deleteCmd(f *Factory, runF func(*deleteOptions) error, group, what string, 
 
 func newVolumesCmd(f *Factory) *cobra.Command {
 	return newGroupCmd("volumes", "Manage volumes (persistent disks usable by tasks)",
-		newVolumesApplyCmd(f, nil), newVolumesLsCmd(f, nil),
-		deleteCmd(f, nil, "volumes", "volumes", true))
+		newVolumesApplyCmd(f, func(o *VolumesApplyOptions) error { return volumesApplyRunRemote(f, o) }),
+		newVolumesLsCmd(f, func(o *VolumesLsOptions) error { return volumesLsRunRemote(f, o) }),
+		deleteCmd(f, func(o *deleteOptions) error { return volumesDeleteRunRemote(f, o) }, "volumes", "volumes", true))
 }
 
 // VolumesApplyOptions is everything `sky volumes apply` needs.
@@ -133,7 +134,7 @@ override the YAML, and without a YAML the flags alone describe the volume.`,
 				}
 				opts.YAMLPath = e.YAMLPath
 			} else if opts.Name == "" || opts.Type == "" {
-				return flagErrorf("without a volume YAML, give at least --name and --type")
+				return flagErrorf("without a volume YAML, give at least --name and --type (e.g. --type host-dir --infra local)")
 			}
 			if existing.Set {
 				v := existing.Value
@@ -149,8 +150,8 @@ override the YAML, and without a YAML the flags alone describe the volume.`,
 	fs := cmd.Flags()
 	addConfigFlag(cmd, &opts.Config)
 	fs.StringVarP(&opts.Name, "name", "n", "", "Volume name; overrides the YAML")
-	fs.StringVar(&opts.Infra, "infra", "", "Where the volume lives: cloud, cloud/region, cloud/region/zone or k8s/CONTEXT; overrides the YAML")
-	fs.StringVar(&opts.Type, "type", "", "Volume type (e.g. k8s-pvc, runpod-network-volume); overrides the YAML")
+	fs.StringVar(&opts.Infra, "infra", "", "Where the volume lives: local, ssh/POOL[/HOST], cloud, cloud/region, cloud/region/zone or k8s/CONTEXT; overrides the YAML")
+	fs.StringVar(&opts.Type, "type", "", "Volume type (host-dir; k8s-pvc, k8s-hostpath, runpod-network-volume need infrastructures this build lacks); overrides the YAML")
 	fs.StringVar(&opts.Size, "size", "", "Volume size (e.g. 100Gi); overrides the YAML")
 	addBoolPair(fs, &existing, "use-existing", "", false, "Adopt an existing volume of that name", "Create a new volume")
 	addYesFlag(cmd, &opts.Yes)

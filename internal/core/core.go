@@ -163,7 +163,7 @@ func (e *Env) ops() []op.Op {
 		{Name: "jobs.pool_down", Schedule: op.Long, Body: api.PoolDownBody{}, Result: api.PoolDownResult{}, Run: e.poolDown},
 		{Name: "jobs.pool_logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.PoolLogsBody{}, Result: op.Null{}, Run: e.poolLogs},
 		{Name: "jobs.pool_sync-down-logs", Schedule: op.Short, Body: api.PoolSyncDownBody{}, Result: api.LogsDownload{}, Run: e.poolSyncDown},
-	}, append(e.serveOps(), e.Backend.Infras.Ops()...)...) // then `sky ssh up`, `sky local down`, ...
+	}, append(append(e.serveOps(), e.volumeOps()...), e.Backend.Infras.Ops()...)...) // then `sky ssh up`, `sky local down`, ...
 }
 
 // catalog is the price catalog for a request: the directory its client's

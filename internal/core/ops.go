@@ -226,6 +226,9 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 		if err != nil {
 			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
+		if err := e.Backend.PinToVolumes(ctx, &b.Task, res); err != nil {
+			return nil, opErr(err)
+		}
 		if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
 			return nil, err
 		}
@@ -305,6 +308,9 @@ func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
 		res, err := resources.Parse(b.Task.Resources)
 		if err != nil {
 			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+		}
+		if err := e.Backend.PinToVolumes(ctx, &b.Task, res); err != nil {
+			return nil, opErr(err)
 		}
 		p, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil)
 		if err != nil {

@@ -128,9 +128,26 @@ func enterSandbox(hide, keep string) error {
 		return err
 	}
 	defer syscall.Close(fd)
+	vols, err := openVolumeBinds(hide, keep)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, v := range vols {
+			syscall.Close(v.fd)
+		}
+	}()
 	const flags = syscall.MS_NOSUID | syscall.MS_NODEV
 	if err := syscall.Mount("tmpfs", hide, "tmpfs", flags, "mode=0755,size=16k"); err != nil {
 		return fmt.Errorf("mounting a tmpfs: %w", err)
+	}
+	for _, v := range vols {
+		if err := os.MkdirAll(v.path, 0o755); err != nil {
+			return err
+		}
+		if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", v.fd), v.path, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding volume directory %s back: %w", v.path, err)
+		}
 	}
 	if err := os.MkdirAll(keep, 0o755); err != nil {
 		return err
@@ -152,6 +169,43 @@ func enterSandbox(hide, keep string) error {
 		return fmt.Errorf("dropping ambient capabilities: %w", e)
 	}
 	return nil
+}
+
+// SandboxVolumesFile lists, one absolute path a line, the volume
+// directories (under the hidden ~/.sky/volumes) that the jobs of the
+// local cluster whose directory is clusterDir see through the sandbox:
+// the directories its mount paths link to. It sits beside the cluster's
+// directory, inside the hidden tree, so a job can neither read nor
+// extend it.
+func SandboxVolumesFile(clusterDir string) string { return filepath.Clean(clusterDir) + ".volumes" }
+
+type volumeBind struct {
+	path string
+	fd   int
+}
+
+// openVolumeBinds opens the volume directories listed for the cluster
+// at keep, before the tmpfs covers them. Only directories under
+// HIDE/volumes/ are taken; a listed directory that is gone (a volume
+// deleted with --purge) is skipped.
+func openVolumeBinds(hide, keep string) ([]volumeBind, error) {
+	b, err := os.ReadFile(SandboxVolumesFile(keep))
+	if err != nil {
+		return nil, nil
+	}
+	var out []volumeBind
+	for _, line := range strings.Split(string(b), "\n") {
+		p := filepath.Clean(strings.TrimSpace(line))
+		if line == "" || !strings.HasPrefix(p, hide+"/volumes/") {
+			continue
+		}
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		out = append(out, volumeBind{path: p, fd: fd})
+	}
+	return out, nil
 }
 
 var (

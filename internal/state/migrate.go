@@ -207,6 +207,36 @@ var migrations = []migration{
 			PRIMARY KEY (cluster_hash, job_id)
 		)`,
 	}},
+	// 12, not 11: issue 16's storage table is numbered 11 on another
+	// branch, and versions need only be ascending.
+	{12, "volumes", []string{
+		// One row per volume. usedby_clusters is a JSON list; the
+		// version column makes every attach and detach a conditional
+		// update, so two launches never both win a stale row.
+		`CREATE TABLE volumes (
+			name TEXT PRIMARY KEY,
+			type TEXT NOT NULL,
+			launched_at DOUBLE PRECISION NOT NULL,
+			cloud TEXT NOT NULL DEFAULT '',
+			region TEXT NOT NULL DEFAULT '',
+			zone TEXT NOT NULL DEFAULT '',
+			size_gi DOUBLE PRECISION NOT NULL DEFAULT 0,
+			config TEXT NOT NULL DEFAULT '{}',
+			name_on_cloud TEXT NOT NULL,
+			user_hash TEXT NOT NULL DEFAULT '',
+			user_name TEXT NOT NULL DEFAULT '',
+			workspace TEXT NOT NULL DEFAULT 'default',
+			last_attached_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+			last_use TEXT NOT NULL DEFAULT '',
+			status TEXT NOT NULL,
+			usedby_clusters TEXT NOT NULL DEFAULT '[]',
+			is_ephemeral INTEGER NOT NULL DEFAULT 0,
+			error_message TEXT NOT NULL DEFAULT '',
+			creation_yaml TEXT NOT NULL DEFAULT '',
+			version BIGINT NOT NULL DEFAULT 1
+		)`,
+		`CREATE UNIQUE INDEX volumes_name_on_cloud ON volumes (cloud, region, name_on_cloud)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

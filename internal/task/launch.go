@@ -144,7 +144,8 @@ func validateForLaunch(t *Task, local bool) error {
 
 // CheckRunnable refuses what a task asks for that this build cannot give
 // it, with the file:line of the YAML: a job that ran without its volume
-// mounted would look like a success. `sky validate` does not call it,
+// mounted would look like a success. (Named volumes are checked against
+// the cluster's infrastructure by the backend, before provisioning.) `sky validate` does not call it,
 // since the YAML itself is valid.
 func CheckRunnable(t *Task) error {
 	src := t.src
@@ -153,8 +154,12 @@ func CheckRunnable(t *Task) error {
 	}
 	var errs ErrorList
 	for _, mp := range sortedKeys(t.Volumes) {
-		errs = append(errs, src.errAt(joinKey("volumes", mp), true,
-			"volumes are not available in this build: %s would not be mounted; remove the volumes: entry (or mount a local path with file_mounts:)", mp))
+		// Ephemeral volumes are PVCs made with the cluster: Kubernetes
+		// only, which this build cannot provision on yet.
+		if t.Volumes[mp].Ephemeral() {
+			errs = append(errs, src.errAt(joinKey("volumes", mp), true,
+				"ephemeral volumes (size:) are Kubernetes PVCs made with the cluster, which this build cannot provision yet: create a volume with `sky volumes apply` and name it here instead"))
+		}
 	}
 	if r := t.Resources; r != nil && len(r.Volumes) > 0 {
 		errs = append(errs, src.errAt("resources.volumes", true,

@@ -50,6 +50,13 @@ func Spec(t *Task) (api.TaskSpec, error) {
 		}
 		s.FileMounts[dst] = p
 	}
+	for _, mp := range sortedKeys(t.Volumes) {
+		v := t.Volumes[mp]
+		if v.Ephemeral() {
+			return s, fmt.Errorf("volumes %s: ephemeral volumes (size:) are not available in this build; create one with `sky volumes apply` and name it", mp)
+		}
+		s.Volumes = append(s.Volumes, api.VolumeMount{Path: mp, Name: v.Name, SubPath: v.SubPath})
+	}
 	if y, err := t.ToYAML(); err == nil {
 		s.YAML = string(y)
 	}

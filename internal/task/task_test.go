@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/api"
 )
 
 func mustLoad(t *testing.T, yamlText string, opts LoadOptions) *Task {
@@ -531,11 +534,26 @@ func TestNumNodesOutOfRangeOrNotInteger(t *testing.T) {
 	}
 }
 
-func TestCheckRunnableRefusesVolumes(t *testing.T) {
-	tk := mustLoad(t, "run: echo hi\nvolumes:\n  /data: myvol\n", LoadOptions{})
-	err := CheckRunnable(tk)
-	if err == nil || !strings.Contains(err.Error(), "t.yaml:3:") || !strings.Contains(err.Error(), "volumes are not available in this build") {
-		t.Fatalf("CheckRunnable = %v, want the file:line and the refusal", err)
+// TestCheckRunnableVolumes: a named volume goes through (the backend
+// checks it against the cluster's infra) and into the spec; an ephemeral
+// one is refused at its line, as is resources.volumes.
+func TestCheckRunnableVolumes(t *testing.T) {
+	tk := mustLoad(t, "run: echo hi\nvolumes:\n  /data: myvol\n  ~/sub:\n    name: other\n    sub_path: a/b\n", LoadOptions{})
+	if err := CheckRunnable(tk); err != nil {
+		t.Fatalf("CheckRunnable of named volumes = %v", err)
+	}
+	spec, err := Spec(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []api.VolumeMount{{Path: "/data", Name: "myvol"}, {Path: "~/sub", Name: "other", SubPath: "a/b"}}
+	if !reflect.DeepEqual(spec.Volumes, want) {
+		t.Errorf("spec volumes = %+v, want %+v", spec.Volumes, want)
+	}
+	eph := mustLoad(t, "run: echo hi\nvolumes:\n  /scratch:\n    size: 10Gi\n", LoadOptions{})
+	err = CheckRunnable(eph)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:3:") || !strings.Contains(err.Error(), "ephemeral volumes") {
+		t.Fatalf("CheckRunnable of an ephemeral volume = %v, want the file:line and the refusal", err)
 	}
 	if err := CheckRunnable(mustLoad(t, "run: echo hi\n", LoadOptions{})); err != nil {
 		t.Errorf("a task without volumes: %v", err)

@@ -1,21 +1,31 @@
 package task
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
+
+// HostDirType is SkyGo's own volume type: a directory on the host of
+// the local infrastructure or of an SSH node pool, linked into the nodes
+// of the clusters that mount it (docs/volumes.md).
+const HostDirType = "host-dir"
 
 // VolumeSpec is a `sky volumes apply` file.
 type VolumeSpec struct {
 	Name        string
-	Type        string // k8s-pvc, k8s-hostpath, runpod-network-volume
+	Type        string // k8s-pvc, k8s-hostpath, runpod-network-volume, host-dir (SkyGo's)
 	Infra       string
 	Size        string // as written, e.g. "10Gi"; empty for k8s-hostpath
 	SizeGi      float64
 	UseExisting bool
 	Labels      map[string]string
 	Config      VolumeConfig
+	// ConfigRaw is the config: section as written, for the record.
+	ConfigRaw map[string]any
 }
 
 // VolumeConfig is the config: section of a volume spec.
@@ -67,6 +77,7 @@ func LoadVolumeSpecBytes(name string, data []byte) (*VolumeSpec, error) {
 		}
 	}
 	if c, ok := m["config"].(map[string]any); ok {
+		spec.ConfigRaw = c
 		if s, ok := c["storage_class_name"].(string); ok {
 			spec.Config.StorageClassName = &s
 		}
@@ -103,8 +114,54 @@ func LoadVolumeSpecBytes(name string, data []byte) (*VolumeSpec, error) {
 			errs = append(errs, src.errAt("infra", false, "a %s volume lives on Kubernetes; infra must be k8s or k8s/<context>, got %q", spec.Type, spec.Infra))
 		}
 	}
+	if spec.Type == HostDirType {
+		cloud, _, _ := strings.Cut(strings.Trim(spec.Infra, "/"), "/")
+		if c := strings.ToLower(cloud); c != "" && c != "local" && c != "ssh" {
+			errs = append(errs, src.errAt("infra", false, "a host-dir volume lives on this machine (infra: local) or on a host of an SSH node pool (infra: ssh/<pool>[/<host>]), got %q", spec.Infra))
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs.asError()
 	}
 	return spec, nil
+}
+
+// VolumeOverrides are the `sky volumes apply` flags, which win over the
+// YAML's keys; empty fields leave the YAML's.
+type VolumeOverrides struct {
+	Name, Type, Infra, Size string
+	UseExisting             *bool
+}
+
+// LoadVolumeSpecWith validates a volume spec (data may be empty: the
+// flags alone describe the volume) with the flags laid over it. It also
+// returns the document validated, as YAML, for the record.
+func LoadVolumeSpecWith(name string, data []byte, o VolumeOverrides) (*VolumeSpec, []byte, error) {
+	if o == (VolumeOverrides{}) && len(data) > 0 {
+		spec, err := LoadVolumeSpecBytes(name, data)
+		return spec, data, err
+	}
+	m := map[string]any{}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+	}
+	for k, v := range map[string]string{"name": o.Name, "type": o.Type, "infra": o.Infra, "size": o.Size} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if o.UseExisting != nil {
+		m["use_existing"] = *o.UseExisting
+	}
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := LoadVolumeSpecBytes(name, out)
+	return spec, out, err
 }

@@ -33,6 +33,7 @@ _LAZY = {
     'task': ('sky.task', None),
     'resources': ('sky.resources', None),
     'serve': ('sky.serve', None),
+    'volumes': ('sky.volumes', None),
 }
 
 

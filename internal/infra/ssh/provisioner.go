@@ -206,6 +206,13 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 			}
 			free = append(free, &candidate{host: h, ep: ep})
 		}
+		if spec.Zone != "" {
+			// The head must be the host named: it holds the data of a
+			// volume the task mounts (see volumes.go).
+			if err := p.pinHead(spec.Zone, free, busyNames); err != nil {
+				return false, err
+			}
+		}
 		p.probeAll(ctx, free, spec.Resources, n)
 		p.payOwed(ctx, c, free)
 		var chosen []*candidate
@@ -223,6 +230,15 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 			case len(chosen) < n:
 				chosen = append(chosen, cd)
 			}
+		}
+		if spec.Zone != "" && (len(chosen) == 0 || chosen[0].host.Name != spec.Zone) {
+			why := "it does not fit the request"
+			if cd := free[0]; cd.err != nil {
+				why = cd.err.Error()
+			} else if cd.small != "" {
+				why = cd.small
+			}
+			return false, &provision.CapacityError{Where: p.where(), Msg: fmt.Sprintf("host %s holds the data of a volume the task mounts, and cannot be the head: %s", spec.Zone, why)}
 		}
 		if len(chosen) < n {
 			msg := fmt.Sprintf("%d host(s) needed but only %d of the pool's %d hosts are free and fit the request; %d busy",
@@ -265,6 +281,25 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		return nil, err
 	}
 	return info, nil
+}
+
+// pinHead moves host to the front of free (so it becomes the head), or
+// says why it cannot be the head.
+func (p *Provisioner) pinHead(host string, free []*candidate, busy []string) error {
+	for i, cd := range free {
+		if cd.host.Name == host {
+			copy(free[1:i+1], free[:i])
+			free[0] = cd
+			return nil
+		}
+	}
+	for _, h := range p.Pool.Hosts {
+		if h.Name == host {
+			return &provision.CapacityError{Where: p.where(), Msg: fmt.Sprintf("host %s holds the data of a volume the task mounts, and is not free (busy: %s); `sky down` the cluster using it first",
+				host, strings.Join(busy, ", "))}
+		}
+	}
+	return &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf("a volume the task mounts lives on host %q, which is no longer in SSH node pool %s (hosts: %s)", host, p.Pool.Name, hostNames(p.Pool))}
 }
 
 // probeGrace is how long, once enough hosts answered and fit, Provision

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/task"
+)
+
+func volumesApplyRunRemote(f *Factory, opts *VolumesApplyOptions) error {
+	var data []byte
+	name := "volume flags"
+	if opts.YAMLPath != "" {
+		var err error
+		if data, err = os.ReadFile(opts.YAMLPath); err != nil {
+			return fmt.Errorf("reading volume spec: %w", err)
+		}
+		name = opts.YAMLPath
+	}
+	spec, doc, err := task.LoadVolumeSpecWith(name, data, task.VolumeOverrides{Name: opts.Name, Type: opts.Type,
+		Infra: opts.Infra, Size: opts.Size, UseExisting: opts.UseExisting})
+	if err != nil {
+		return err
+	}
+	body := api.VolumeApplyBody{Name: spec.Name, Type: spec.Type, Infra: spec.Infra, Size: spec.Size,
+		UseExisting: spec.UseExisting, Labels: spec.Labels, Config: spec.ConfigRaw, YAML: string(doc)}
+	where := ""
+	if spec.Infra != "" {
+		where = " on " + spec.Infra
+	}
+	if err := f.IO.Confirm(fmt.Sprintf("Creating volume %s (%s%s). Proceed?", spec.Name, spec.Type, where), opts.Yes); err != nil {
+		return err
+	}
+	return f.call("volumes.apply", body, nil, callOptions{Async: opts.Async, Stream: true})
+}
+
+func volumesLsRunRemote(f *Factory, opts *VolumesLsOptions) error {
+	var recs []api.VolumeRecord
+	if err := f.call("volumes.ls", api.VolumeLsBody{Names: opts.Names, Refresh: opts.Refresh}, &recs, callOptions{}); err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		if recs == nil {
+			recs = []api.VolumeRecord{}
+		}
+		return printJSON(opts.IO.Out, recs)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(opts.IO.Out, "No existing volumes.")
+		return nil
+	}
+	return renderVolumes(opts.IO, recs, opts.Verbose, time.Now())
+}
+
+// volumeTableTitles head the one table per type of `sky volumes ls`
+// (SkyPilot's, then SkyGo's host-dir), in this order.
+var volumeTableTitles = []struct{ typ, title string }{
+	{"k8s-pvc", "Kubernetes PVCs:"},
+	{"k8s-hostpath", "Kubernetes HostPath volumes:"},
+	{"runpod-network-volume", "RunPod Network Volumes:"},
+	{task.HostDirType, "Host directory volumes:"},
+}
+
+func renderVolumes(io *IOStreams, recs []api.VolumeRecord, verbose bool, now time.Time) error {
+	byType := map[string][]api.VolumeRecord{}
+	for _, r := range recs {
+		byType[r.Type] = append(byType[r.Type], r)
+	}
+	first := true
+	for _, t := range volumeTableTitles {
+		rows := byType[t.typ]
+		if len(rows) == 0 {
+			continue
+		}
+		if !first {
+			fmt.Fprintln(io.Out)
+		}
+		first = false
+		fmt.Fprintln(io.Out, t.title)
+		if err := volumeTable(io, t.typ, rows, verbose, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func volumeTable(io *IOStreams, typ string, rows []api.VolumeRecord, verbose bool, now time.Time) error {
+	anyErr := false
+	for _, r := range rows {
+		anyErr = anyErr || r.ErrorMessage != ""
+	}
+	headers := []string{"NAME", "TYPE", "INFRA", "SIZE", "USER", "WORKSPACE", "AGE", "STATUS", "LAST_USE", "USED_BY"}
+	pvc := typ == "k8s-pvc"
+	switch {
+	case pvc:
+		headers = append(headers, "IS_EPHEMERAL")
+		if verbose {
+			headers = append(headers, "NAME_ON_CLOUD", "STORAGE_CLASS", "ACCESS_MODE")
+		}
+	case typ == "k8s-hostpath", typ == task.HostDirType:
+		headers = append(headers, "HOST_PATH")
+		if verbose && typ == task.HostDirType {
+			headers = append(headers, "NAME_ON_CLOUD")
+		}
+	case verbose:
+		headers = append(headers, "NAME_ON_CLOUD")
+	}
+	withMsg := verbose || anyErr
+	if withMsg {
+		headers = append(headers, "MESSAGE")
+	}
+	tb := newTable(io.Bold, headers...)
+	for _, r := range rows {
+		size := "-"
+		if r.Size != "" {
+			size = r.Size + "Gi"
+		}
+		lastUse := "-"
+		if r.LastAttachedAt > 0 {
+			lastUse = time.Unix(0, int64(r.LastAttachedAt*1e9)).Local().Format("2006-01-02 15:04:05")
+		}
+		usedBy := "-"
+		if len(r.UsedByClusters) > 0 {
+			usedBy = strings.Join(r.UsedByClusters, ", ")
+		} else if len(r.UsedByPods) > 0 {
+			usedBy = strings.Join(r.UsedByPods, ", ")
+		}
+		if !verbose {
+			usedBy = truncateCell(usedBy, 30)
+		}
+		cells := []string{r.Name, r.Type, cmp.Or(r.Infra, "-"), size, cmp.Or(r.UserName, "-"), cmp.Or(r.Workspace, "default"),
+			ago(now, r.LaunchedAt), r.Status, lastUse, usedBy}
+		str := func(k string) string {
+			if s, ok := r.Config[k].(string); ok && s != "" {
+				return s
+			}
+			return "-"
+		}
+		switch {
+		case pvc:
+			cells = append(cells, fmt.Sprint(r.IsEphemeral))
+			if verbose {
+				cells = append(cells, r.NameOnCloud, str("storage_class_name"), str("access_mode"))
+			}
+		case typ == "k8s-hostpath", typ == task.HostDirType:
+			cells = append(cells, cmp.Or(r.HostPath, "-"))
+			if verbose && typ == task.HostDirType {
+				cells = append(cells, r.NameOnCloud)
+			}
+		case verbose:
+			cells = append(cells, r.NameOnCloud)
+		}
+		if withMsg {
+			msg := cmp.Or(r.ErrorMessage, "-")
+			if !verbose {
+				msg = truncateCell(msg, 50)
+			}
+			cells = append(cells, msg)
+		}
+		tb.addRow(cells...)
+	}
+	return tb.render(io.Out)
+}
+
+func truncateCell(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-3]) + "..."
+}
+
+func volumesDeleteRunRemote(f *Factory, opts *deleteOptions) error {
+	names := opts.Names
+	if opts.All {
+		var recs []api.VolumeRecord
+		if err := f.call("volumes.ls", api.VolumeLsBody{}, &recs, callOptions{}); err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			fmt.Fprintln(opts.IO.Out, "No volumes to delete.")
+			return nil
+		}
+		names = nil
+		for _, r := range recs {
+			names = append(names, r.Name)
+		}
+	}
+	if err := f.IO.Confirm(fmt.Sprintf("Deleting %d volume(s): %s. Proceed?", len(names), strings.Join(names, ", ")), opts.Yes); err != nil {
+		return err
+	}
+	return f.call("volumes.delete", api.VolumeDeleteBody{Names: names, Purge: opts.Purge}, nil, callOptions{Async: opts.Async, Stream: true})
+}
