@@ -163,13 +163,7 @@ func (in *Infra) dialer(cloudName string) *ssh.Dialer {
 
 // forget drops the cluster's dialer and known_hosts.
 func (in *Infra) forget(cloudName string) {
-	in.mu.Lock()
-	d := in.dialers[cloudName]
-	delete(in.dialers, cloudName)
-	in.mu.Unlock()
-	if d != nil {
-		_ = d.Close()
-	}
+	in.forgetConns(cloudName)
 	_ = os.Remove(in.knownHostsFile(cloudName))
 }
 
