@@ -78,8 +78,11 @@ func runDaemon() error {
 		return err
 	}
 	p := paths{home}
-	if err := os.MkdirAll(p.dir(), 0o700); err != nil {
-		return err
+	// `sky agent start` makes the directory (and the config) before it
+	// starts a daemon. A daemon that finds none was started for a node
+	// torn down meanwhile, and must not make the node's files again.
+	if fi, err := os.Stat(p.dir()); err != nil || !fi.IsDir() {
+		return fmt.Errorf("no agent directory %s (the node was removed?); `sky agent start` makes it", p.dir())
 	}
 	lock, err := os.OpenFile(p.lockFile(), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
