@@ -84,6 +84,12 @@ type Handle struct {
 	// InflightLaunch is the submit key of the job a launch is submitting
 	// or following; one left behind names a launch a crash cut off.
 	InflightLaunch string `json:"inflight_launch,omitempty"`
+	// StorageMounts are the node paths where buckets are mounted (MOUNT,
+	// MOUNT_CACHED): stop and down unmount them first.
+	StorageMounts []string `json:"storage_mounts,omitempty"`
+	// DeleteBuckets are the non-persistent buckets a `sky launch --down`
+	// created: its teardown deletes them.
+	DeleteBuckets []string `json:"delete_buckets,omitempty"`
 }
 
 // lock serialises the operations that act on a cluster's nodes (launch,

@@ -207,6 +207,15 @@ var migrations = []migration{
 			PRIMARY KEY (cluster_hash, job_id)
 		)`,
 	}},
+	{11, "storage (buckets)", []string{
+		`CREATE TABLE storage (
+			name TEXT PRIMARY KEY,
+			launched_at DOUBLE PRECISION NOT NULL,
+			handle TEXT NOT NULL DEFAULT '',
+			last_use TEXT NOT NULL DEFAULT '',
+			status TEXT NOT NULL
+		)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

@@ -336,9 +336,8 @@ def test_local_request_id_get():
 def test_refused_parameters():
     with pytest.raises(exceptions.NotSupportedError, match='backend'):
         sky.launch(sky.Task(run='x'), backend=object())
-    with pytest.raises(exceptions.NotSupportedError,
-                       match='not available on a SkyGo server'):
-        sky.storage_ls()
+    with pytest.raises(ValueError, match='name of a storage'):
+        sky.storage_delete('')
     with pytest.raises(exceptions.NotSupportedError):
         sky.get_user_workspace()
     with pytest.raises(ValueError, match='not both'):

@@ -416,6 +416,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err := p.releaseNet(name, nodes); err != nil {
 		return fmt.Errorf("removing the network of cluster %q: %w", name, err)
 	}
+	unmountUnder(p.ClusterDir(name))
 	if err := removeTree(p.ClusterDir(name)); err != nil {
 		return fmt.Errorf("removing cluster %q: %w", name, err)
 	}

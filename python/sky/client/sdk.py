@@ -1162,13 +1162,17 @@ def reload_config() -> None:
 
 
 def storage_ls() -> RequestId:
-    raise _not_supported('sky.storage_ls',
-                         'the server has no storage operations (buckets)')
+    """Request returns the storage records (list of dicts: name,
+    launched_at, store (list of store types), last_use, status)."""
+    return _submit('storage.ls', {})
 
 
 def storage_delete(name: str) -> RequestId:
-    raise _not_supported('sky.storage_delete',
-                         'the server has no storage operations (buckets)')
+    """Deletes a storage: its buckets SkyPilot created, with their objects,
+    then its record. The request raises ValueError for an unknown name."""
+    if not isinstance(name, str) or not name:
+        raise ValueError('storage_delete needs the name of a storage')
+    return _submit('storage.delete', {'name': name})
 
 
 # ---- API server ----
