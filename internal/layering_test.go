@@ -50,7 +50,6 @@ var layers = []layer{
 	{"operation contract", []string{"internal/op"}},
 	{"state", []string{"internal/state"}},
 	{"storage: bucket names, stores, S3 operations, mount scripts", []string{"internal/storage"}},
-	{"AWS SDK configuration", []string{"internal/awsx"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
 	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
 }
