@@ -226,7 +226,7 @@ func (b *Backend) attachStorage(ctx context.Context, c *state.Cluster, h *Handle
 					what = "copy"
 				}
 				err = fmt.Errorf("%s of %s to %s failed on node %s (exit code %d): %s", what, src, p.Dst, runners[i].NodeIP(), res.ExitCode,
-					strings.TrimSpace(string(res.Stderr)+"\n"+string(res.Stdout)))
+					lastLines(strings.TrimSpace(string(res.Stderr)+"\n"+string(res.Stdout)), 25))
 			}
 			return err
 		})
@@ -245,6 +245,16 @@ func (b *Backend) attachStorage(ctx context.Context, c *state.Cluster, h *Handle
 		h.DeleteBuckets = mergeUnique(h.DeleteBuckets, drop)
 		return "", nil
 	})
+}
+
+// lastLines is the end of a tool's output: rclone prints its whole usage
+// on a bad flag, and the error only needs the reason.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func mergeUnique(a, b []string) []string {

@@ -182,6 +182,9 @@ func deleteCmd(f *Factory, runF func(*deleteOptions) error, group, what string, 
 				return flagErrorf("name %s or use -a/--all, not both", what)
 			}
 			if len(args) == 0 && !opts.All {
+				if group == "storage" {
+					return flagErrorf("Either --all or a name must be specified.")
+				}
 				return flagErrorf("nothing to delete: name the %s, or use -a/--all", what)
 			}
 			opts.Async = async.Value

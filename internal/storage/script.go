@@ -115,13 +115,17 @@ const rcloneCacheDir = "~/.cache/sky_rclone"
 func MountArgs(sm api.StorageMount, o NodeOptions) ([]string, error) {
 	remote := ":s3,provider=AWS,env_auth=true,region=" + cmp.Or(o.Region, awsx.DefaultRegion)
 	if o.Endpoint != "" {
-		remote += ",endpoint=" + quoteRcloneValue(o.Endpoint)
+		// Path-style, as awsx's clients: emulators and most S3-compatible
+		// stores serve no per-bucket host names, and rclone's AWS
+		// provider insists on virtual hosts.
+		remote = ":s3,provider=Other,env_auth=true,region=" + cmp.Or(o.Region, awsx.DefaultRegion) +
+			",endpoint=" + quoteRcloneValue(o.Endpoint) + ",force_path_style=true"
 	}
 	remote += ":" + sm.Name
 	args := []string{"rclone", "mount", remote}
 	switch sm.Mode {
 	case Mount:
-		args = append(args, "--daemon", "--daemon-wait", "10", "--allow-other", "--dir-cache-time", "5s")
+		args = append(args, "--daemon", "--daemon-wait", "10s", "--allow-other", "--dir-cache-time", "5s")
 		if m, _ := sm.Config["mount"].(map[string]any); m != nil {
 			if ro, _ := m["read_only"].(bool); ro {
 				args = append(args, "--read-only")
@@ -132,7 +136,7 @@ func MountArgs(sm api.StorageMount, o NodeOptions) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, "--daemon", "--daemon-wait", "10", "--log-level", "INFO", "--allow-other",
+		args = append(args, "--daemon", "--daemon-wait", "10s", "--log-level", "INFO", "--allow-other",
 			"--vfs-cache-mode", "full", "--dir-cache-time", "10s", "--vfs-cache-poll-interval", "10s",
 			"--vfs-fast-fingerprint")
 		args = append(args, mc...)

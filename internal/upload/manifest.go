@@ -358,13 +358,25 @@ func checkEntry(e api.UploadEntry) error {
 		}
 	}
 	root, rest, _ := strings.Cut(p, "/")
-	if root == "mounts" {
+	switch root {
+	case "mounts":
 		n, _, _ := strings.Cut(rest, "/")
 		if _, err := strconv.Atoi(n); err != nil || rest == "" {
 			return fmt.Errorf("manifest path %q: mounts/<index> expected", p)
 		}
-	} else if root != WorkdirRoot {
-		return fmt.Errorf("manifest path %q: must be under %s/ or mounts/<index>/", p, WorkdirRoot)
+	case "storage":
+		parts := strings.SplitN(rest, "/", 3)
+		if len(parts) < 2 {
+			return fmt.Errorf("manifest path %q: storage/<index>/<index> expected", p)
+		}
+		for _, n := range parts[:2] {
+			if _, err := strconv.Atoi(n); err != nil {
+				return fmt.Errorf("manifest path %q: storage/<index>/<index> expected", p)
+			}
+		}
+	case WorkdirRoot:
+	default:
+		return fmt.Errorf("manifest path %q: must be under %s/, mounts/<index>/ or storage/<index>/<index>/", p, WorkdirRoot)
 	}
 	switch e.Type {
 	case api.EntryFile:
