@@ -365,7 +365,7 @@ var ErrStorageNotFound = errors.New("storage not found")
 func (b *Backend) DeleteStorage(ctx context.Context, name string, log io.Writer) error {
 	row, err := b.Store.GetStorage(ctx, name)
 	if errors.Is(err, state.ErrNotFound) {
-		return fmt.Errorf("Storage name %q not found: %w", name, ErrStorageNotFound)
+		return fmt.Errorf("storage %q: %w", name, ErrStorageNotFound)
 	}
 	if err != nil {
 		return err

@@ -999,6 +999,9 @@ func flagCases(e *flagEnv) []flagCase {
 	add("storage delete --async", func(t *testing.T, e *flagEnv) {
 		wantWorks(t, e.sky("storage", "delete", "b", "--async"), "Storage name 'b' not found.")
 	})
+	add("storage delete --no-async", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("storage", "delete", "b", "--no-async"), "Storage name 'b' not found.")
+	})
 	add("storage delete --config", func(t *testing.T, e *flagEnv) {
 		wantWorks(t, e.sky("storage", "delete", "b", "--config", "jobs.controller.resources.cpus=4"), "Storage name 'b' not found.")
 	})

@@ -224,6 +224,21 @@ run: |
 		t.Errorf("mounts left after sky down: %v", left)
 	}
 
+	// Without LOCAL_CREDENTIALS (SkyGo's default SERVICE_ACCOUNT) a local
+	// node has no AWS identity: the mount fails saying what to configure.
+	if err := os.WriteFile(filepath.Join(e.home, ".sky", "config.yaml"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nc := writeFile(t, "nocred.yaml", "file_mounts:\n  ~/m:\n    name: e2e-st-mount\nrun: ls ~/m\n")
+	r = e.exec(3*time.Minute, nil, "launch", "-y", "-c", "nc", nc)
+	if r.code == 0 || !strings.Contains(r.out(), "aws.remote_identity: LOCAL_CREDENTIALS") || strings.Contains(r.out(), "testing") {
+		t.Errorf("a mount without credentials: want a failure naming aws.remote_identity (and no secret): %s", r)
+	}
+	e.must("down", "-y", "nc")
+	if left := fuseMountsUnder(e.home); len(left) > 0 {
+		t.Errorf("mounts left after the failed mount: %v", left)
+	}
+
 	r = e.must("storage", "delete", "-y", "e2e-st-*", "nope")
 	if !strings.Contains(r.stdout, "Storage name 'nope' not found.") {
 		t.Errorf("delete of an unknown name: %s", r)

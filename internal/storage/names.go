@@ -75,6 +75,7 @@ func ValidateName(store, name string) error {
 	}
 	for _, p := range Prefixes {
 		if strings.HasPrefix(name, p) {
+			//lint:ignore ST1005 SkyPilot's message, word for word
 			return fmt.Errorf("Prefix detected: `name` cannot start with %s; give the bare bucket name", p)
 		}
 	}

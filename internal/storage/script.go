@@ -105,9 +105,6 @@ func CopyMain(ctx context.Context, args []string, out, errOut io.Writer) int {
 // ~/.sky/rclone_log).
 const RcloneLogDir = "~/.sky/rclone_log"
 
-// rcloneCacheDir is MOUNT_CACHED's VFS cache root on a node.
-const rcloneCacheDir = "~/.cache/sky_rclone"
-
 // MountArgs is the rclone command line of a MOUNT or MOUNT_CACHED mount
 // (without the destination's shell quoting and the log file, which the
 // script adds): rclone's own S3 backend, authenticated from the
@@ -293,6 +290,17 @@ if [ $rc -ne 0 ]; then
     echo %[6]s >&2
   fi
   exit $rc
+fi
+# rclone mounts without asking S3 anything: a first listing shows now,
+# not in the job, that the bucket cannot be reached.
+if ! ls "$MP" >/dev/null 2>&1; then
+  echo "Mounted %[3]s at %[5]s, but it cannot be read. rclone log:" >&2
+  tail -n 40 "$LOG" >&2
+  if grep -qiE 'NoCredentialProviders|no valid providers|credentials|AccessDenied|InvalidAccessKeyId' "$LOG"; then
+    echo %[6]s >&2
+  fi
+  fusermount3 -uz "$MP" 2>/dev/null || fusermount -uz "$MP" 2>/dev/null || $SUDO umount -l "$MP"
+  exit 1
 fi
 `, nodePath(sm.Dst), h, URI(S3, sm.Name, ""), cmd, sm.Dst, quote("Hint: "+noCredentials+".")), nil
 }
