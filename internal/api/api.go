@@ -33,11 +33,11 @@ type TaskSpec struct {
 	// copies, never the paths above, which name the client's files.
 	UploadID string `json:"upload_id,omitempty"`
 	// Storage are the bucket mounts (file_mounts mapping entries and
-	// cloud-URI sources), sorted by Dst; internal/storage constructs and
-	// attaches them.
+	// cloud-URI sources), sorted by Dst: the backend makes the buckets
+	// ready after provisioning and mounts them after the file sync.
 	Storage []StorageMount `json:"storage,omitempty"`
-	Setup    string `json:"setup,omitempty"`
-	Run      string `json:"run,omitempty"`
+	Setup   string         `json:"setup,omitempty"`
+	Run     string         `json:"run,omitempty"`
 	// YAML is the task as dumped with secrets redacted, for records.
 	YAML string `json:"yaml,omitempty"`
 	// Config is the task's `config:` overrides (internal/config), which
