@@ -254,6 +254,17 @@ run: |
 	if out := strings.TrimSpace(e.must("storage", "ls").stdout); out != "No existing storage." {
 		t.Errorf("sky storage ls after delete: %q", out)
 	}
+	// persistent: false: the bucket a `sky launch --down` made goes with
+	// its cluster's teardown.
+	if err := os.WriteFile(filepath.Join(e.home, ".sky", "config.yaml"), []byte("aws:\n  remote_identity: LOCAL_CREDENTIALS\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eph := writeFile(t, "eph.yaml", fmt.Sprintf("file_mounts:\n  ~/e:\n    name: e2e-st-eph\n    source: %s\n    persistent: false\n    mode: COPY\nrun: cat ~/e/data.txt\n", src))
+	e.must("launch", "-y", "--down", "-c", "eph", eph)
+	if !waitFor(60*time.Second, func() bool { _, ok := e.status(true)["eph"]; return !ok && !bucketExists(c, "e2e-st-eph") }) {
+		t.Errorf("the non-persistent bucket of a launch --down outlived its cluster: bucket exists %v, cluster %+v",
+			bucketExists(c, "e2e-st-eph"), e.status(false)["eph"])
+	}
 	raw, _ := json.Marshal(names)
 	t.Logf("buckets made and deleted: %s", raw)
 }
