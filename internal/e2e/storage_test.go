@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,59 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/skygo/skygo/internal/awsx"
-	"github.com/skygo/skygo/internal/testutil"
+	"github.com/skygo/skygo/internal/testutil/mototest"
 )
-
-// startMoto runs moto's S3 emulator on a free loopback port until the
-// test ends and returns its endpoint. It stands in for
-// internal/testutil/mototest until that lands.
-func startMoto(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		t.Skip("moto_server is not installed (pip install 'moto[server]')")
-	}
-	port := testutil.FreePort(t)
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.Create(filepath.Join(t.TempDir(), "moto.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		logf.Close()
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if !waitFor(30*time.Second, func() bool {
-		resp, err := http.Get(url + "/")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	}) {
-		t.Fatalf("moto did not answer on %s", url)
-	}
-	return url
-}
-
-// s3Client reaches the emulator as the test's own AWS user.
-func s3Client(t *testing.T, endpoint string) *s3.Client {
-	t.Setenv("AWS_ENDPOINT_URL", endpoint)
-	t.Setenv("AWS_ACCESS_KEY_ID", "testing")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "testing")
-	cfg, err := awsx.Load(context.Background(), awsx.Options{Home: t.TempDir(), Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return awsx.S3(cfg, "us-east-1")
-}
 
 func bucketKeys(t *testing.T, c *s3.Client, bucket string) []string {
 	out, err := c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
@@ -126,8 +73,8 @@ func TestStorageBucketsOnLocalInfra(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skip("/dev/fuse is missing")
 	}
-	endpoint := startMoto(t)
-	c := s3Client(t, endpoint)
+	moto := mototest.Start(t, mototest.Options{})
+	c := awsx.S3(moto.Config(t, ""), "")
 	ctx := context.Background()
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("e2e-external")}); err != nil {
 		t.Fatal(err)
@@ -140,8 +87,7 @@ func TestStorageBucketsOnLocalInfra(t *testing.T) {
 	e := newEnv(t)
 	// Local nodes share the host's network here, so they reach moto on
 	// loopback as the server does.
-	e.env = append(e.env, "AWS_ENDPOINT_URL="+endpoint, "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
-		"SKYGO_LOCAL_NETNS=0")
+	e.env = append(append(e.env, moto.Env()...), "SKYGO_LOCAL_NETNS=0")
 	if err := os.MkdirAll(filepath.Join(e.home, ".sky"), 0o755); err != nil {
 		t.Fatal(err)
 	}
