@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -271,37 +269,17 @@ func mergeUnique(a, b []string) []string {
 }
 
 // giveCredentials writes awsx.NodeCredentialFiles to every node's ~/.aws
-// with mode 0600. The secrets go through files, never a command line or
-// a log.
+// with mode 0600, through stdin: never a command line or a log.
 func (b *Backend) giveCredentials(ctx context.Context, cfg aws.Config, runners []provision.CommandRunner) error {
 	files, err := awsx.NodeCredentialFiles(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "sky-aws-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o600); err != nil {
-			return err
-		}
-	}
 	return parallel(len(runners), func(i int) error {
-		if res, err := runners[i].Run(ctx, "mkdir -p ~/.aws && chmod 700 ~/.aws", provision.RunOptions{}); err != nil || res.ExitCode != 0 {
-			return fmt.Errorf("making ~/.aws on node %s: %v %s", runners[i].NodeIP(), err, res.Stderr)
+		if err := provision.WriteSecretFiles(ctx, runners[i], files); err != nil {
+			return fmt.Errorf("node %s: giving it the AWS credentials (aws.remote_identity: LOCAL_CREDENTIALS): %w", runners[i].NodeIP(), err)
 		}
-		for name := range files {
-			if err := runners[i].Upload(ctx, filepath.Join(dir, filepath.Base(name)), "~/"+name); err != nil {
-				return fmt.Errorf("copying the AWS credentials to node %s: %w", runners[i].NodeIP(), err)
-			}
-		}
-		res, err := runners[i].Run(ctx, "chmod 600 ~/.aws/credentials ~/.aws/config", provision.RunOptions{})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("chmod of ~/.aws on node %s failed", runners[i].NodeIP())
-		}
-		return err
+		return nil
 	})
 }
 
