@@ -35,8 +35,12 @@ type TaskSpec struct {
 	// file-mount sources to (internal/upload): the server syncs those
 	// copies, never the paths above, which name the client's files.
 	UploadID string `json:"upload_id,omitempty"`
-	Setup    string `json:"setup,omitempty"`
-	Run      string `json:"run,omitempty"`
+	// Storage are the bucket mounts (file_mounts mapping entries and
+	// cloud-URI sources), sorted by Dst: the backend makes the buckets
+	// ready after provisioning and mounts them after the file sync.
+	Storage []StorageMount `json:"storage,omitempty"`
+	Setup   string         `json:"setup,omitempty"`
+	Run     string         `json:"run,omitempty"`
 	// YAML is the task as dumped with secrets redacted, for records.
 	YAML string `json:"yaml,omitempty"`
 	// Config is the task's `config:` overrides (internal/config), which
@@ -46,6 +50,47 @@ type TaskSpec struct {
 	// WaitForSchedulingTimeout (seconds) is job.wait_for_scheduling_timeout
 	// of a managed job's task; 0 waits as long as it takes.
 	WaitForSchedulingTimeout float64 `json:"wait_for_scheduling_timeout,omitempty"`
+}
+
+// StorageMount is one bucket mount of a task.
+type StorageMount struct {
+	// Dst is the path on every node.
+	Dst string `json:"dst"`
+	// Name is the bucket's name.
+	Name string `json:"name"`
+	// Store is the store type, upper-case (S3).
+	Store string `json:"store"`
+	// Source are local paths uploaded into the bucket (absolute; the
+	// client's, rebased by the server onto its upload tree); with
+	// SourceIsList each goes under its base name.
+	Source       []string `json:"source,omitempty"`
+	SourceIsList bool     `json:"source_is_list,omitempty"`
+	// SourceNames are the base names of a list's sources, the keys they
+	// get in the bucket (the server's copies have other names).
+	SourceNames []string `json:"source_names,omitempty"`
+	// URI is set when the source is an existing bucket (s3://b/prefix):
+	// Name is then its bucket and SubPath its prefix.
+	URI     string `json:"uri,omitempty"`
+	SubPath string `json:"sub_path,omitempty"`
+	// Mode is MOUNT, COPY or MOUNT_CACHED.
+	Mode       string         `json:"mode"`
+	Persistent bool           `json:"persistent"`
+	Type       string         `json:"type,omitempty"`
+	Config     map[string]any `json:"config,omitempty"`
+}
+
+// StorageRecord is one row of `sky storage ls` (sky.storage_ls).
+type StorageRecord struct {
+	Name       string   `json:"name"`
+	LaunchedAt float64  `json:"launched_at"`
+	Store      []string `json:"store"`
+	LastUse    string   `json:"last_use"`
+	Status     string   `json:"status"`
+}
+
+// StorageBody names one storage (sky.storage_delete).
+type StorageBody struct {
+	Name string `json:"name"`
 }
 
 // LaunchBody is the body of /launch.

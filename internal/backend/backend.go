@@ -88,6 +88,12 @@ type Handle struct {
 	// Volumes are the volumes mounted on the nodes (attachVolumes), for
 	// the teardown to unmount.
 	Volumes []api.VolumeMount `json:"volumes,omitempty"`
+	// StorageMounts are the node paths where buckets are mounted (MOUNT,
+	// MOUNT_CACHED): stop and down unmount them first.
+	StorageMounts []string `json:"storage_mounts,omitempty"`
+	// DeleteBuckets are the non-persistent buckets a `sky launch --down`
+	// created: its teardown deletes them.
+	DeleteBuckets []string `json:"delete_buckets,omitempty"`
 }
 
 // lock serialises the operations that act on a cluster's nodes (launch,

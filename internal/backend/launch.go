@@ -145,7 +145,14 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if err := b.attachVolumes(ctx, c, h, vols, body.Command, log); err != nil {
 		return nil, err
 	}
+	plans, err := b.constructStorage(ctx, &t, h.Info.Cloud, h.Info.Region, body.Command, log)
+	if err != nil {
+		return nil, err
+	}
 	if err := b.syncFiles(ctx, runners, &t, true, log); err != nil {
+		return nil, err
+	}
+	if err := b.attachStorage(ctx, c, h, runners, plans, body.Down, log); err != nil {
 		return nil, err
 	}
 	setup := t.Setup

@@ -44,6 +44,7 @@ func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers boo
 	if err != nil {
 		return err
 	}
+	b.unmountStorage(ctx, h)
 	// "Stopping cluster <c>...done." is the client's line, once the request ends.
 	if err := p.Stop(ctx, name); err != nil {
 		var ns *provision.NotSupportedError
@@ -143,6 +144,7 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	// "Terminating cluster <c>...done." is the client's line, once the request ends.
 	b.unlinkVolumes(ctx, h, log)
 	if p, perr := b.provisioner(h); perr == nil {
+		b.unmountStorage(ctx, h)
 		if err := p.Terminate(ctx, name); err != nil && !purge {
 			return fmt.Errorf("terminating %s: %w (use --purge to remove the record anyway)", name, err)
 		}
@@ -163,8 +165,10 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	}
 	if !removed {
 		fmt.Fprintf(log, "Cluster %s was already removed by another request.\n", name)
+		return nil
 	}
 	b.releaseVolumes(ctx, name)
+	b.deleteBuckets(ctx, h, log)
 	return nil
 }
 

@@ -981,10 +981,29 @@ func flagCases(e *flagEnv) []flagCase {
 	cs = append(cs, managedFlagCases()...)
 	cs = append(cs, poolFlagCases()...)
 	cs = append(cs, serveFlagCases()...)
-	// Storage: this build refuses the commands as a whole.
 	cs = append(cs, wholeCommandRefused("jobs dashboard")...)
-	cs = append(cs, wholeCommandRefused("storage ls")...)
-	cs = append(cs, wholeCommandRefused("storage delete", "b")...)
+	// Storage: no bucket exists on this server (buckets themselves are
+	// the e2e storage test's, against an S3 emulator).
+	add("storage ls --verbose", func(t *testing.T, e *flagEnv) { wantWorks(t, e.sky("storage", "ls", "-v"), "No existing storage.") })
+	add("storage ls --output", func(t *testing.T, e *flagEnv) { wantWorks(t, e.sky("storage", "ls", "-o", "json"), "[]") })
+	add("storage ls --config", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("storage", "ls", "--config", "jobs.controller.resources.cpus=4"), "No existing storage.")
+	})
+	add("storage delete --all", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("storage", "delete", "-a", "-y"), "No storage(s) to delete.")
+	})
+	add("storage delete --yes", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("storage", "delete", "b*", "-y"), "Storage name 'b*' not found.")
+	})
+	add("storage delete --async", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("storage", "delete", "b", "--async"), "Storage name 'b' not found.")
+	})
+	add("storage delete --no-async", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("storage", "delete", "b", "--no-async"), "Storage name 'b' not found.")
+	})
+	add("storage delete --config", func(t *testing.T, e *flagEnv) {
+		wantWorks(t, e.sky("storage", "delete", "b", "--config", "jobs.controller.resources.cpus=4"), "Storage name 'b' not found.")
+	})
 	cs = append(cs, volumeFlagCases()...)
 
 	// sky validate

@@ -47,7 +47,7 @@ var referenceFlags = []struct {
 	{"serve up", "--config --service-name/-n --git-url --git-ref --workdir --infra --cloud --region --zone --num-nodes --cpus --memory --disk-size --disk-tier --network-tier --use-spot/--no-use-spot --image-id --env-file --env --secret-file --secret --local-disk --gpus --instance-type/-t --ports --async/--no-async --yes/-y"},
 	{"serve update", "--config --workdir --infra --cloud --region --zone --num-nodes --cpus --memory --disk-size --disk-tier --network-tier --use-spot/--no-use-spot --image-id --env-file --env --secret-file --secret --local-disk --gpus --instance-type/-t --ports --async/--no-async --mode --yes/-y"},
 	{"storage delete", "--config --all/-a --yes/-y --async/--no-async"},
-	{"storage ls", "--config --verbose/-v"},
+	{"storage ls", "--config --verbose/-v --output/-o"},
 	{"volumes apply", "--config --name/-n --infra --type --size --use-existing/--no-use-existing --yes/-y --async/--no-async"},
 	{"volumes delete", "--config --all/-a --purge/-p --yes/-y --async/--no-async"},
 	{"volumes ls", "--config --verbose/-v --refresh/-r --output/-o"},

@@ -2,13 +2,20 @@ package cli
 
 import (
 	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/skygo/skygo/internal/api"
 
 	"github.com/spf13/cobra"
 )
 
 func newStorageCmd(f *Factory) *cobra.Command {
 	return newGroupCmd("storage", "Manage buckets created by SkyPilot",
-		newStorageLsCmd(f, nil), newStorageDeleteCmd(f, nil))
+		newStorageLsCmd(f, func(o *StorageLsOptions) error { return storageLsRun(f, o) }),
+		newStorageDeleteCmd(f, func(o *StorageDeleteOptions) error { return storageDeleteRun(f, o) }))
 }
 
 // StorageLsOptions is everything `sky storage ls` needs.
@@ -16,6 +23,7 @@ type StorageLsOptions struct {
 	IO      *IOStreams
 	Config  []string
 	Verbose bool
+	Output  string
 }
 
 func newStorageLsCmd(f *Factory, runF func(*StorageLsOptions) error) *cobra.Command {
@@ -28,6 +36,10 @@ func newStorageLsCmd(f *Factory, runF func(*StorageLsOptions) error) *cobra.Comm
 			if err := validateConfigArgs(opts.Config); err != nil {
 				return err
 			}
+			var err error
+			if opts.Output, err = parseOutput(opts.Output); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -36,7 +48,103 @@ func newStorageLsCmd(f *Factory, runF func(*StorageLsOptions) error) *cobra.Comm
 	}
 	addConfigFlag(cmd, &opts.Config)
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "Show all details, untruncated")
+	addOutputFlag(cmd, &opts.Output)
 	return cmd
+}
+
+// storageCommandWidth is where `sky storage ls` cuts the COMMAND column
+// without -v.
+const storageCommandWidth = 50
+
+func storageList(f *Factory) ([]api.StorageRecord, error) {
+	recs := []api.StorageRecord{}
+	if err := f.call("storage.ls", struct{}{}, &recs, callOptions{}); err != nil {
+		return nil, err
+	}
+	if recs == nil {
+		recs = []api.StorageRecord{}
+	}
+	return recs, nil
+}
+
+func storageLsRun(f *Factory, opts *StorageLsOptions) error {
+	recs, err := storageList(f)
+	if err != nil {
+		return err
+	}
+	if opts.Output == "json" {
+		return printJSON(opts.IO.Out, recs)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(opts.IO.Out, "No existing storage.")
+		return nil
+	}
+	tb := newTable(opts.IO.Bold, "NAME", "UPDATED", "STORE", "COMMAND", "STATUS")
+	now := time.Now()
+	for _, r := range recs {
+		cmd := r.LastUse
+		if !opts.Verbose && len(cmd) > storageCommandWidth {
+			cmd = cmd[:storageCommandWidth-3] + "..."
+		}
+		tb.addRow(r.Name, ago(now, r.LaunchedAt), orDash(strings.Join(r.Store, ", ")), orDash(cmd), r.Status)
+	}
+	return tb.render(opts.IO.Out)
+}
+
+// storageDeleteRun matches the names as globs against the storages,
+// asks once, then deletes each (SkyPilot's `sky storage delete`).
+func storageDeleteRun(f *Factory, opts *StorageDeleteOptions) error {
+	recs, err := storageList(f)
+	if err != nil {
+		return err
+	}
+	var names []string
+	if opts.All {
+		for _, r := range recs {
+			names = append(names, r.Name)
+		}
+		if len(names) == 0 {
+			fmt.Fprintln(f.IO.Out, "No storage(s) to delete.")
+			return nil
+		}
+	} else {
+		for _, pat := range opts.Names {
+			found := false
+			for _, r := range recs {
+				if ok, _ := path.Match(pat, r.Name); ok || pat == r.Name {
+					found = true
+					if !slices.Contains(names, r.Name) {
+						names = append(names, r.Name)
+					}
+				}
+			}
+			if !found {
+				fmt.Fprintf(f.IO.Out, "Storage name '%s' not found.\n", pat)
+			}
+		}
+		if len(names) == 0 {
+			return nil
+		}
+	}
+	q := fmt.Sprintf("Deleting %d storage object(s): %s. Proceed?", len(names), strings.Join(names, ", "))
+	if err := f.IO.Confirm(q, opts.Yes); err != nil {
+		return err
+	}
+	var failed []string
+	for _, n := range names {
+		err := f.call("storage.delete", api.StorageBody{Name: n}, nil, callOptions{Async: opts.Async, Replay: !opts.Async})
+		if err != nil {
+			if errorType(err) == "" {
+				return err
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Failed to delete storage %s: %v\n", n, err)
+			failed = append(failed, n)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("failed to delete storage %s; see the errors above", strings.Join(failed, ", "))
+	}
+	return nil
 }
 
 // deleteOptions is shared by `sky storage delete` and `sky volumes delete`.
@@ -74,6 +182,9 @@ func deleteCmd(f *Factory, runF func(*deleteOptions) error, group, what string, 
 				return flagErrorf("name %s or use -a/--all, not both", what)
 			}
 			if len(args) == 0 && !opts.All {
+				if group == "storage" {
+					return flagErrorf("Either --all or a name must be specified.")
+				}
 				return flagErrorf("nothing to delete: name the %s, or use -a/--all", what)
 			}
 			opts.Async = async.Value

@@ -152,6 +152,8 @@ func (e *Env) ops() []op.Op {
 		{Name: "download_logs", Schedule: op.Short, Body: api.LogsBody{}, Result: api.LogsDownload{}, Run: e.downloadLogs},
 		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Body: api.LogsBody{}, Result: op.Null{}, Run: e.hookLogs},
 		{Name: "cost_report", Schedule: op.Short, Body: api.CostReportBody{}, Result: []api.CostRecord{}, Run: e.costReport},
+		{Name: "storage.ls", Schedule: op.Short, Body: op.NoBody{}, Result: []api.StorageRecord{}, Run: e.storageLs},
+		{Name: "storage.delete", Schedule: op.Long, Body: api.StorageBody{}, Result: op.Null{}, Run: e.storageDelete},
 		{Name: "endpoints", Schedule: op.Short, Body: api.EndpointsBody{}, Result: map[string]string{}, Run: e.endpoints},
 		{Name: "jobs.launch", Schedule: op.Short, Body: api.JobsLaunchBody{}, Result: api.JobsLaunchResult{}, Run: e.jobsLaunch},
 		{Name: "jobs.queue", Schedule: op.Short, Body: api.JobsQueueBody{}, Result: api.JobsQueueResult{}, Run: e.jobsQueue},

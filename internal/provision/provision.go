@@ -16,8 +16,11 @@
 package provision
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"path"
 	"strings"
 )
 
@@ -250,4 +253,23 @@ type SkyLocator interface {
 // must go through Run as usual.
 type AgentCaller interface {
 	CallAgent(ctx context.Context, verb string, args []string, stdin []byte) (res Result, handled bool)
+}
+
+// WriteSecretFiles writes files (paths relative to the node's home) to
+// the node through stdin, never a command line, with mode 0600 (umask
+// 077 for the directories made), each replaced whole by a rename.
+func WriteSecretFiles(ctx context.Context, r CommandRunner, files map[string][]byte) error {
+	for rel, data := range files {
+		dir := path.Dir(rel)
+		cmd := "umask 077 && mkdir -p ~/" + Quote(dir) + " && cat > ~/" + Quote(rel) + ".skygo-tmp && mv ~/" +
+			Quote(rel) + ".skygo-tmp ~/" + Quote(rel)
+		res, err := r.Run(ctx, cmd, RunOptions{Stdin: bytes.NewReader(data)})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("writing ~/%s: exit %d: %s", rel, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

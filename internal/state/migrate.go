@@ -207,8 +207,15 @@ var migrations = []migration{
 			PRIMARY KEY (cluster_hash, job_id)
 		)`,
 	}},
-	// 12, not 11: issue 16's storage table is numbered 11 on another
-	// branch, and versions need only be ascending.
+	{11, "storage (buckets)", []string{
+		`CREATE TABLE storage (
+			name TEXT PRIMARY KEY,
+			launched_at DOUBLE PRECISION NOT NULL,
+			handle TEXT NOT NULL DEFAULT '',
+			last_use TEXT NOT NULL DEFAULT '',
+			status TEXT NOT NULL
+		)`,
+	}},
 	{12, "volumes", []string{
 		// One row per volume. usedby_clusters is a JSON list; the
 		// version column makes every attach and detach a conditional

@@ -13,6 +13,7 @@ import (
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/fielderr"
 	"github.com/skygo/skygo/internal/resources"
+	"github.com/skygo/skygo/internal/storage"
 )
 
 // substitutedFields are the top-level fields whose strings get $VAR
@@ -226,9 +227,6 @@ var (
 	secretRefRE = regexp.MustCompile(`^secrets:((personal|workspace|global)\.)?[a-zA-Z_][a-zA-Z0-9_]*$`)
 	cloudURIRE  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.\-]*://[^/]+`)
 )
-
-// storePrefixes are the URI prefixes a bucket name may not start with.
-var storePrefixes = []string{"s3://", "gs://", "https://", "r2://", "cos://", "oci://", "nebius://", "cw://", "vastdata://", "hf://"}
 
 // IsCloudURI reports whether s has the scheme://netloc shape of a bucket URI.
 func IsCloudURI(s string) bool { return cloudURIRE.MatchString(s) }
@@ -519,7 +517,7 @@ func (b *builder) buildStorage(path string, m map[string]any) *Storage {
 	}
 	st.Config, _ = m["config"].(map[string]any)
 
-	for _, p := range storePrefixes {
+	for _, p := range storage.Prefixes {
 		if strings.HasPrefix(st.Name, p) {
 			b.fail(path+".name", false, "Prefix detected: `name` cannot start with %s; give the bare bucket name, or put the URI in `source`", p)
 		}

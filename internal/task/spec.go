@@ -1,12 +1,15 @@
 package task
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/storage"
 )
 
 // Spec turns a loaded task into what the server runs: absolute paths,
@@ -37,9 +40,15 @@ func Spec(t *Task) (api.TaskSpec, error) {
 			s.Workdir = p
 		}
 	}
-	for dst, fm := range t.FileMounts {
+	for _, dst := range sortedKeys(t.FileMounts) {
+		fm := t.FileMounts[dst]
 		if fm.Storage != nil || IsCloudURI(fm.Source) {
-			return s, fmt.Errorf("file_mounts %s: bucket and cloud storage mounts are not available in this build yet; mount a local path instead", dst)
+			sm, err := storageMount(dst, fm)
+			if err != nil {
+				return s, err
+			}
+			s.Storage = append(s.Storage, sm)
+			continue
 		}
 		p, err := filepath.Abs(expandHome(fm.Source))
 		if err != nil {
@@ -61,6 +70,58 @@ func Spec(t *Task) (api.TaskSpec, error) {
 		s.YAML = string(y)
 	}
 	return s, nil
+}
+
+// storageMount is the api form of a bucket file mount: a mapping entry, or
+// a cloud URI string (COPY, as SkyPilot turns those into storage copied
+// down). Names and stores are checked here, where the CLI can still say
+// so before anything is uploaded.
+func storageMount(dst string, fm *FileMount) (api.StorageMount, error) {
+	st := fm.Storage
+	if st == nil {
+		st = &Storage{Source: []string{fm.Source}, Mode: "COPY", Persistent: true}
+	}
+	sm := api.StorageMount{Dst: dst, Name: st.Name, Store: st.Store, Mode: st.Mode, Persistent: st.Persistent,
+		Type: st.Type, Config: st.Config, SourceIsList: st.SourceIsList}
+	if !st.SourceIsList && len(st.Source) == 1 && IsCloudURI(st.Source[0]) {
+		store, bucket, sub, err := storage.ParseURI(st.Source[0])
+		if err != nil {
+			return sm, fmt.Errorf("file_mounts %s: %w", dst, err)
+		}
+		if sm.Store != "" && sm.Store != store {
+			return sm, fmt.Errorf("file_mounts %s: store %s does not match the source %s; drop `store` or give a %s source", dst, sm.Store, st.Source[0], sm.Store)
+		}
+		sm.Store, sm.Name, sm.SubPath, sm.URI = store, bucket, sub, st.Source[0]
+		if sub != "" && sm.Mode != "COPY" {
+			return sm, fmt.Errorf("file_mounts %s: mode %s mounts a bucket's root, not %s; use source: %s://%s, or mode: COPY", dst, sm.Mode, st.Source[0], strings.ToLower(store), bucket)
+		}
+	} else {
+		for _, src := range st.Source {
+			p, err := filepath.Abs(expandHome(src))
+			if err != nil {
+				return sm, err
+			}
+			sm.Source = append(sm.Source, p)
+			if st.SourceIsList {
+				sm.SourceNames = append(sm.SourceNames, filepath.Base(p))
+			}
+		}
+		if sm.Mode == "COPY" && len(sm.Source) == 0 {
+			// SkyPilot refuses it only for a bucket it would create; an
+			// existing one is known only on the server, which checks.
+			sm.Store = cmp.Or(sm.Store, storage.S3)
+		}
+	}
+	if sm.Store == "" {
+		sm.Store = storage.DefaultStore
+	}
+	if err := storage.CheckStore(sm.Store); err != nil {
+		return sm, fmt.Errorf("file_mounts %s: %w", dst, err)
+	}
+	if err := storage.ValidateName(sm.Store, sm.Name); err != nil {
+		return sm, fmt.Errorf("file_mounts %s: %w", dst, err)
+	}
+	return sm, nil
 }
 
 // ManagedJobName is a managed job's name: the flag's (-n) when given, then

@@ -27,6 +27,10 @@ const WorkdirRoot = "workdir"
 // destination order).
 func MountRoot(i int) string { return "mounts/" + strconv.Itoa(i) }
 
+// StorageRoot is the root of the j-th local source of the i-th bucket
+// mount (TaskSpec.Storage order): the server uploads it into the bucket.
+func StorageRoot(i, j int) string { return "storage/" + strconv.Itoa(i) + "/" + strconv.Itoa(j) }
+
 // Root is one local source and where it goes in the tree.
 type Root struct {
 	Name   string // WorkdirRoot or MountRoot(i)
@@ -44,6 +48,11 @@ func Roots(t api.TaskSpec, mounts bool) []Root {
 	if mounts {
 		for i, dst := range MountOrder(t.FileMounts) {
 			out = append(out, Root{Name: MountRoot(i), Source: t.FileMounts[dst]})
+		}
+		for i, sm := range t.Storage {
+			for j, src := range sm.Source {
+				out = append(out, Root{Name: StorageRoot(i, j), Source: src})
+			}
 		}
 	}
 	return out
@@ -69,6 +78,18 @@ func Rebase(t *api.TaskSpec, dir string, mounts bool) map[string]string {
 			fm[dst] = local(MountRoot(i), t.FileMounts[dst])
 		}
 		t.FileMounts = fm
+	}
+	if mounts && len(t.Storage) > 0 {
+		st := make([]api.StorageMount, len(t.Storage))
+		for i, sm := range t.Storage {
+			src := make([]string, len(sm.Source))
+			for j, s := range sm.Source {
+				src[j] = local(StorageRoot(i, j), s)
+			}
+			sm.Source = src
+			st[i] = sm
+		}
+		t.Storage = st
 	}
 	return shown
 }
@@ -337,13 +358,25 @@ func checkEntry(e api.UploadEntry) error {
 		}
 	}
 	root, rest, _ := strings.Cut(p, "/")
-	if root == "mounts" {
+	switch root {
+	case "mounts":
 		n, _, _ := strings.Cut(rest, "/")
 		if _, err := strconv.Atoi(n); err != nil || rest == "" {
 			return fmt.Errorf("manifest path %q: mounts/<index> expected", p)
 		}
-	} else if root != WorkdirRoot {
-		return fmt.Errorf("manifest path %q: must be under %s/ or mounts/<index>/", p, WorkdirRoot)
+	case "storage":
+		parts := strings.SplitN(rest, "/", 3)
+		if len(parts) < 2 {
+			return fmt.Errorf("manifest path %q: storage/<index>/<index> expected", p)
+		}
+		for _, n := range parts[:2] {
+			if _, err := strconv.Atoi(n); err != nil {
+				return fmt.Errorf("manifest path %q: storage/<index>/<index> expected", p)
+			}
+		}
+	case WorkdirRoot:
+	default:
+		return fmt.Errorf("manifest path %q: must be under %s/, mounts/<index>/ or storage/<index>/<index>/", p, WorkdirRoot)
 	}
 	switch e.Type {
 	case api.EntryFile:

@@ -298,3 +298,12 @@ def test_workspaces_lists_the_servers(sky_server):
             'default': {}, 'team-a': {'private': True}}
     finally:
         os.remove(cfg)
+
+
+def test_storage_ls_and_delete_unknown(sky_server):
+    # No bucket was made here: the list is empty and deleting an unknown
+    # name raises ValueError as sky.storage_delete documents (buckets
+    # themselves are exercised against an S3 emulator by the Go tests).
+    assert sky.get(sky.storage_ls()) == []
+    with pytest.raises(ValueError, match="Storage name 'nope' not found"):
+        sky.get(sky.storage_delete('nope'))

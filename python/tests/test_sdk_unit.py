@@ -336,9 +336,8 @@ def test_local_request_id_get():
 def test_refused_parameters():
     with pytest.raises(exceptions.NotSupportedError, match='backend'):
         sky.launch(sky.Task(run='x'), backend=object())
-    with pytest.raises(exceptions.NotSupportedError,
-                       match='not available on a SkyGo server'):
-        sky.storage_ls()
+    with pytest.raises(ValueError, match='name of a storage'):
+        sky.storage_delete('')
     with pytest.raises(exceptions.NotSupportedError):
         sky.get_user_workspace()
     with pytest.raises(ValueError, match='not both'):
@@ -353,16 +352,23 @@ def test_paths_made_absolute_and_checked(tmp_path, monkeypatch):
     (tmp_path / 'wd').mkdir()
     (tmp_path / 'data.txt').write_text('x')
     cfg, roots = sdk._prepare_config(
-        {'workdir': 'wd', 'file_mounts': {'/z': 'data.txt', '/a': 'wd',
-                                          '/s3': 's3://bucket/x'}}, True,
+        {'workdir': 'wd', 'file_mounts': {
+            '/z': 'data.txt', '/a': 'wd', '/s3': 's3://bucket/x',
+            '/b': {'name': 'bkt', 'source': 'wd'},
+            '/c': {'name': 'lst', 'source': ['data.txt', 'wd']}}}, True,
         'task t')
     assert cfg['workdir'] == str(tmp_path / 'wd')
     assert cfg['file_mounts']['/z'] == str(tmp_path / 'data.txt')
     assert cfg['file_mounts']['/s3'] == 's3://bucket/x'
-    # mounts/<i>: i indexes the sorted destinations.
+    assert cfg['file_mounts']['/b']['source'] == str(tmp_path / 'wd')
+    # mounts/<i>: i indexes the sorted local destinations; storage/<i>/<j>
+    # the sorted bucket destinations (URIs included) and their sources.
     assert roots == [('workdir', str(tmp_path / 'wd')),
                      ('mounts/0', str(tmp_path / 'wd')),
-                     ('mounts/2', str(tmp_path / 'data.txt'))]
+                     ('mounts/1', str(tmp_path / 'data.txt')),
+                     ('storage/0/0', str(tmp_path / 'wd')),
+                     ('storage/1/0', str(tmp_path / 'data.txt')),
+                     ('storage/1/1', str(tmp_path / 'wd'))]
     with pytest.raises(ValueError, match='nope'):
         sdk._prepare_config({'workdir': 'nope'}, True, 'task t')
     with pytest.raises(ValueError, match='missing.txt'):

@@ -195,30 +195,12 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 		return nil, err
 	}
 	for i, r := range runners {
-		if err := writeSecretFiles(ctx, r, files); err != nil {
+		if err := provision.WriteSecretFiles(ctx, r, files); err != nil {
 			return nil, fmt.Errorf("node %d: giving it the AWS credentials (aws.remote_identity: LOCAL_CREDENTIALS): %w", i, err)
 		}
 	}
 	fmt.Fprintf(log, "AWS credentials copied to %d node(s) (aws.remote_identity: LOCAL_CREDENTIALS).\n", len(runners))
 	return nodes, nil
-}
-
-// writeSecretFiles writes files (paths relative to the node's home)
-// through stdin, never the command line, with mode 0600.
-func writeSecretFiles(ctx context.Context, r provision.CommandRunner, files map[string][]byte) error {
-	for rel, data := range files {
-		dir := filepath.Dir(rel)
-		cmd := "umask 077 && mkdir -p ~/" + provision.Quote(dir) + " && cat > ~/" + provision.Quote(rel) + ".skygo-tmp && mv ~/" +
-			provision.Quote(rel) + ".skygo-tmp ~/" + provision.Quote(rel)
-		res, err := r.Run(ctx, cmd, provision.RunOptions{Stdin: strings.NewReader(string(data))})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("writing ~/%s: exit %d: %s", rel, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // WriteSSHConfig implements infra.SSHAccess.

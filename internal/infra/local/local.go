@@ -418,6 +418,7 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	}
 	// The list of volume directories its jobs saw goes with it.
 	_ = os.Remove(proc.SandboxVolumesFile(p.ClusterDir(name)))
+	unmountUnder(p.ClusterDir(name))
 	if err := removeTree(p.ClusterDir(name)); err != nil {
 		return fmt.Errorf("removing cluster %q: %w", name, err)
 	}

@@ -458,8 +458,32 @@ def _prepare_config(config: Dict[str, Any], mounts: bool,
     if isinstance(fms, dict) and fms:
         new: Dict[str, Any] = {}
         local: Dict[str, str] = {}
+        buckets: Dict[str, List[str]] = {}
         for dst, src in fms.items():
-            if isinstance(src, str) and not _is_url(src):
+            if isinstance(src, dict):
+                # A bucket: its local sources go up under storage/<i>/<j>
+                # (i over the sorted bucket destinations, as the server's
+                # TaskSpec.Storage), to be uploaded into the bucket.
+                st = dict(src)
+                srcs = st.get('source')
+                paths: List[str] = []
+                if isinstance(srcs, str) and not _is_url(srcs):
+                    paths = [_abs_local(srcs)]
+                    st['source'] = paths[0]
+                elif isinstance(srcs, list):
+                    paths = [_abs_local(x) for x in srcs]
+                    st['source'] = paths
+                for p in paths:
+                    if mounts and not os.path.exists(p):
+                        raise ValueError(
+                            f'{what}: file_mounts {dst}: storage source '
+                            f'{p!r} does not exist')
+                buckets[dst] = paths
+                new[dst] = st
+            elif isinstance(src, str) and _is_url(src):
+                buckets[dst] = []
+                new[dst] = src
+            elif isinstance(src, str):
                 p = _abs_local(src)
                 # Without mounts (exec) the sources are not sent, so a
                 # missing one is no error here.
@@ -473,9 +497,11 @@ def _prepare_config(config: Dict[str, Any], mounts: bool,
                 new[dst] = src
         cfg['file_mounts'] = new
         if mounts:
-            for i, dst in enumerate(sorted(fms)):
-                if dst in local:
-                    roots.append((f'mounts/{i}', local[dst]))
+            for i, dst in enumerate(sorted(local)):
+                roots.append((f'mounts/{i}', local[dst]))
+            for i, dst in enumerate(sorted(buckets)):
+                for j, p in enumerate(buckets[dst]):
+                    roots.append((f'storage/{i}/{j}', p))
     return cfg, roots
 
 
@@ -1162,13 +1188,17 @@ def reload_config() -> None:
 
 
 def storage_ls() -> RequestId:
-    raise _not_supported('sky.storage_ls',
-                         'the server has no storage operations (buckets)')
+    """Request returns the storage records (list of dicts: name,
+    launched_at, store (list of store types), last_use, status)."""
+    return _submit('storage.ls', {})
 
 
 def storage_delete(name: str) -> RequestId:
-    raise _not_supported('sky.storage_delete',
-                         'the server has no storage operations (buckets)')
+    """Deletes a storage: its buckets SkyPilot created, with their objects,
+    then its record. The request raises ValueError for an unknown name."""
+    if not isinstance(name, str) or not name:
+        raise ValueError('storage_delete needs the name of a storage')
+    return _submit('storage.delete', {'name': name})
 
 
 # ---- API server ----

@@ -1,0 +1,317 @@
+package storage
+
+import (
+	"cmp"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/awsx"
+)
+
+// Modes of a bucket mount.
+const (
+	Mount       = "MOUNT"
+	Copy        = "COPY"
+	MountCached = "MOUNT_CACHED"
+)
+
+// NodeOptions is what a node needs besides the mount to reach the bucket.
+type NodeOptions struct {
+	Region string
+	// Endpoint is AWS_ENDPOINT_URL of the server (an emulator or an
+	// S3-compatible store), "" for AWS. Not a secret.
+	Endpoint string
+	// Sky is the shell word of the sky binary on the node (COPY runs
+	// `sky agent storage-copy`, so nodes need no aws CLI).
+	Sky string
+}
+
+// CopyVerb is the `sky agent` verb that downloads a bucket on a node.
+const CopyVerb = "storage-copy"
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// nodePath is dst as a shell word: a leading ~ stays the node's HOME.
+func nodePath(dst string) string {
+	if dst == "~" {
+		return `"$HOME"`
+	}
+	if rest, ok := strings.CutPrefix(dst, "~/"); ok {
+		return `"$HOME"/` + quote(rest)
+	}
+	return quote(dst)
+}
+
+// noCredentials is printed when a node's mount or copy fails for want
+// of AWS credentials.
+const noCredentials = "the node has no AWS credentials: give it an instance profile, or set aws.remote_identity: LOCAL_CREDENTIALS in ~/.sky/config.yaml to copy yours to the nodes"
+
+// CopyCommand is the node command of a COPY mount.
+func CopyCommand(sm api.StorageMount, o NodeOptions) string {
+	env := ""
+	if o.Endpoint != "" {
+		env = "AWS_ENDPOINT_URL=" + quote(o.Endpoint) + " "
+	}
+	return env + o.Sky + " agent " + CopyVerb + " --bucket " + quote(sm.Name) + " --prefix " + quote(sm.SubPath) +
+		" --region " + quote(cmp.Or(o.Region, awsx.DefaultRegion)) + " --dst " + nodePath(sm.Dst)
+}
+
+// CopyMain is `sky agent storage-copy`: it downloads a bucket (prefix)
+// to a directory with the node's own AWS configuration.
+func CopyMain(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := flag.NewFlagSet(CopyVerb, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	bucket := fs.String("bucket", "", "bucket name")
+	prefix := fs.String("prefix", "", "key prefix")
+	region := fs.String("region", awsx.DefaultRegion, "bucket region")
+	dst := fs.String("dst", "", "destination directory")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *bucket == "" || *dst == "" {
+		fmt.Fprintln(errOut, "storage-copy: --bucket and --dst are required")
+		return 2
+	}
+	home, _ := os.UserHomeDir()
+	cfg, err := awsx.Load(ctx, awsx.Options{Home: home, Region: *region})
+	if err != nil {
+		fmt.Fprintln(errOut, err)
+		return 1
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		fmt.Fprintf(errOut, "Failed to copy s3://%s/%s: %s.\n", *bucket, *prefix, noCredentials)
+		return 1
+	}
+	n, err := OpenS3(cfg, *bucket, *region).Download(ctx, *prefix, *dst)
+	if err != nil {
+		fmt.Fprintln(errOut, err)
+		return 1
+	}
+	fmt.Fprintf(out, "Copied %d object(s) from %s to %s.\n", n, URI(S3, *bucket, *prefix), *dst)
+	return 0
+}
+
+// RcloneLogDir is where mount logs go on a node (SkyPilot's
+// ~/.sky/rclone_log).
+const RcloneLogDir = "~/.sky/rclone_log"
+
+// MountArgs is the rclone command line of a MOUNT or MOUNT_CACHED mount
+// (without the destination's shell quoting and the log file, which the
+// script adds): rclone's own S3 backend, authenticated from the
+// environment, the node's ~/.aws files or its instance profile.
+func MountArgs(sm api.StorageMount, o NodeOptions) ([]string, error) {
+	remote := ":s3,provider=AWS,env_auth=true,region=" + cmp.Or(o.Region, awsx.DefaultRegion)
+	if o.Endpoint != "" {
+		// Path-style, as awsx's clients: emulators and most S3-compatible
+		// stores serve no per-bucket host names, and rclone's AWS
+		// provider insists on virtual hosts.
+		remote = ":s3,provider=Other,env_auth=true,region=" + cmp.Or(o.Region, awsx.DefaultRegion) +
+			",endpoint=" + quoteRcloneValue(o.Endpoint) + ",force_path_style=true"
+	}
+	remote += ":" + sm.Name
+	args := []string{"rclone", "mount", remote}
+	switch sm.Mode {
+	case Mount:
+		args = append(args, "--daemon", "--daemon-wait", "10s", "--allow-other", "--dir-cache-time", "5s")
+		if m, _ := sm.Config["mount"].(map[string]any); m != nil {
+			if ro, _ := m["read_only"].(bool); ro {
+				args = append(args, "--read-only")
+			}
+		}
+	case MountCached:
+		mc, err := cachedConfig(sm)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--daemon", "--daemon-wait", "10s", "--log-level", "INFO", "--allow-other",
+			"--vfs-cache-mode", "full", "--dir-cache-time", "10s", "--vfs-cache-poll-interval", "10s",
+			"--vfs-fast-fingerprint")
+		args = append(args, mc...)
+	default:
+		return nil, fmt.Errorf("mode %s is not a mount mode", sm.Mode)
+	}
+	return args, nil
+}
+
+// quoteRcloneValue quotes a connection-string value that holds , or :.
+func quoteRcloneValue(v string) string {
+	if strings.ContainsAny(v, ",:'\"") {
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	}
+	return v
+}
+
+// presets are MOUNT_CACHED's `type`s.
+var presets = map[string]map[string]any{
+	"MODEL_CHECKPOINT_RO": {"vfs_read_chunk_streams": 16, "vfs_read_chunk_size": "32M", "read_only": true},
+	"MODEL_CHECKPOINT_RW": {"vfs_read_chunk_streams": 16, "vfs_read_chunk_size": "32M", "transfers": 8},
+	"DATASET_RO":          {"vfs_read_chunk_streams": 0, "vfs_read_chunk_size": "8M", "read_only": true},
+	"DATASET_RW":          {"vfs_read_chunk_streams": 0, "vfs_read_chunk_size": "8M", "transfers": 16},
+}
+
+var (
+	sizeRE     = regexp.MustCompile(`^[0-9]+[bBkKmMgGtTpP]?$`)
+	durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w|M|y))+$|^[0-9]+$`)
+)
+
+// cachedConfig is MOUNT_CACHED's flags from the preset and
+// config.mount_cached (which overrides it), with SkyPilot's defaults.
+func cachedConfig(sm api.StorageMount) ([]string, error) {
+	c := map[string]any{}
+	if sm.Type != "" {
+		p, ok := presets[sm.Type]
+		if !ok {
+			return nil, fmt.Errorf("unknown MOUNT_CACHED type %s; use MODEL_CHECKPOINT_RO, MODEL_CHECKPOINT_RW, DATASET_RO or DATASET_RW", sm.Type)
+		}
+		for k, v := range p {
+			c[k] = v
+		}
+	}
+	if m, _ := sm.Config["mount_cached"].(map[string]any); m != nil {
+		for k, v := range m {
+			c[k] = v
+		}
+	}
+	var out []string
+	str := func(k string) (string, bool) {
+		switch v := c[k].(type) {
+		case string:
+			return v, true
+		case int:
+			return strconv.Itoa(v), true
+		case float64:
+			return strconv.FormatFloat(v, 'f', -1, 64), true
+		}
+		return "", false
+	}
+	out = append(out, "--vfs-cache-max-size", "10G")
+	if v, ok := str("vfs_cache_max_size"); ok {
+		if !sizeRE.MatchString(v) {
+			return nil, fmt.Errorf("config.mount_cached.vfs_cache_max_size %q is not a size like 10G", v)
+		}
+		out[len(out)-1] = v
+	}
+	out = append(out, "--vfs-write-back", "1s")
+	if v, ok := str("vfs_write_back"); ok {
+		if !durationRE.MatchString(v) {
+			return nil, fmt.Errorf("config.mount_cached.vfs_write_back %q is not a duration like 5s", v)
+		}
+		out[len(out)-1] = v
+	}
+	for _, k := range []string{"buffer_size", "vfs_read_ahead", "vfs_read_chunk_size"} {
+		if v, ok := str(k); ok {
+			if !sizeRE.MatchString(v) {
+				return nil, fmt.Errorf("config.mount_cached.%s %q is not a size like 32M", k, v)
+			}
+			out = append(out, "--"+strings.ReplaceAll(k, "_", "-"), v)
+		}
+	}
+	if v, ok := str("vfs_cache_max_age"); ok {
+		if !durationRE.MatchString(v) {
+			return nil, fmt.Errorf("config.mount_cached.vfs_cache_max_age %q is not a duration like 1h", v)
+		}
+		out = append(out, "--vfs-cache-max-age", v)
+	}
+	if v, ok := c["vfs_read_chunk_streams"].(int); ok {
+		out = append(out, "--vfs-read-chunk-streams", strconv.Itoa(v))
+	}
+	if t, ok := c["transfers"].(int); ok {
+		checkers := max(4, min(2*t, int(math.Floor(30+1.2*float64(t)))))
+		out = append(out, "--transfers", strconv.Itoa(t), "--checkers", strconv.Itoa(checkers))
+	}
+	if ro, _ := c["read_only"].(bool); ro {
+		out = append(out, "--read-only")
+	}
+	return out, nil
+}
+
+// hashDst names a destination's log and cache (md5, as SkyPilot).
+func hashDst(dst string) string {
+	h := md5.Sum([]byte(dst))
+	return hex.EncodeToString(h[:])
+}
+
+// MountScript is the per-node script of a MOUNT or MOUNT_CACHED mount,
+// SkyPilot's steps: unmount a mount already there, make sure rclone and
+// FUSE are there, make (or empty) the directory, mount, and on failure
+// print rclone's log and exit with its code.
+func MountScript(sm api.StorageMount, o NodeOptions) (string, error) {
+	args, err := MountArgs(sm, o)
+	if err != nil {
+		return "", err
+	}
+	h := hashDst(sm.Dst)
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = quote(a)
+	}
+	cmd := strings.Join(words, " ") + " " + nodePath(sm.Dst) + ` --log-file "$LOG"`
+	if sm.Mode == MountCached {
+		cmd += ` --cache-dir "$HOME"/.cache/sky_rclone/` + h
+	}
+	return fmt.Sprintf(`set -u
+MP=%[1]s
+LOG="$HOME"/.sky/rclone_log/%[2]s.log
+SUDO=""; [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && SUDO="sudo -n"
+if mountpoint -q "$MP" 2>/dev/null; then
+  fusermount3 -uz "$MP" 2>/dev/null || fusermount -uz "$MP" 2>/dev/null || $SUDO umount -l "$MP"
+  for i in 1 2 3 4 5 6 7 8; do mountpoint -q "$MP" || break; sleep 0.5; done
+fi
+if ! command -v rclone >/dev/null || ! { command -v fusermount3 >/dev/null || command -v fusermount >/dev/null; }; then
+  if command -v apt-get >/dev/null; then $SUDO apt-get install -y -qq rclone fuse3 >/dev/null 2>&1; fi
+fi
+if ! command -v rclone >/dev/null; then
+  echo "rclone is not installed on this node and could not be installed; install the rclone and fuse3 packages" >&2; exit 127
+fi
+if [ ! -e /dev/fuse ]; then echo "/dev/fuse is missing on this node: FUSE is needed to mount %[3]s" >&2; exit 1; fi
+if [ "$(id -u)" != 0 ] && ! grep -qs '^user_allow_other' /etc/fuse.conf; then
+  echo user_allow_other | $SUDO tee -a /etc/fuse.conf >/dev/null 2>&1 || true
+fi
+mkdir -p "$MP" "$HOME"/.sky/rclone_log
+if [ -n "$(ls -A "$MP" 2>/dev/null)" ]; then find "$MP" -mindepth 1 -delete; fi
+chmod 777 "$MP" 2>/dev/null || true
+: > "$LOG"
+%[4]s
+rc=$?
+if [ $rc -ne 0 ]; then
+  echo "Failed to mount %[3]s at %[5]s (rclone exit code $rc). rclone log:" >&2
+  tail -n 40 "$LOG" >&2
+  if grep -qiE 'NoCredentialProviders|no valid providers|credentials|AccessDenied|InvalidAccessKeyId' "$LOG"; then
+    echo %[6]s >&2
+  fi
+  exit $rc
+fi
+# rclone mounts without asking S3 anything: a first listing shows now,
+# not in the job, that the bucket cannot be reached.
+if ! ls "$MP" >/dev/null 2>&1; then
+  echo "Mounted %[3]s at %[5]s, but it cannot be read. rclone log:" >&2
+  tail -n 40 "$LOG" >&2
+  if grep -qiE 'NoCredentialProviders|no valid providers|credentials|AccessDenied|InvalidAccessKeyId' "$LOG"; then
+    echo %[6]s >&2
+  fi
+  fusermount3 -uz "$MP" 2>/dev/null || fusermount -uz "$MP" 2>/dev/null || $SUDO umount -l "$MP"
+  exit 1
+fi
+`, nodePath(sm.Dst), h, URI(S3, sm.Name, ""), cmd, sm.Dst, quote("Hint: "+noCredentials+".")), nil
+}
+
+// UnmountScript lazily unmounts each path (a no-op where nothing is
+// mounted); stop and down run it before the node goes.
+func UnmountScript(dsts []string) string {
+	var b strings.Builder
+	for _, d := range dsts {
+		fmt.Fprintf(&b, "MP=%s; if mountpoint -q \"$MP\" 2>/dev/null; then fusermount3 -uz \"$MP\" 2>/dev/null || fusermount -uz \"$MP\" 2>/dev/null || umount -l \"$MP\" 2>/dev/null; fi\n", nodePath(d))
+	}
+	b.WriteString("true\n")
+	return b.String()
+}
