@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/skygo/skygo/internal/awsx"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/testutil/ec2hosts"
+	"github.com/skygo/skygo/internal/testutil/mototest"
 )
 
 // AWS end to end, against moto (internal/testutil/ec2hosts): the server
@@ -396,5 +398,62 @@ func TestAWSManagedJobRecovers(t *testing.T) {
 	}
 	if left := clusterInstances(t, cl, "awsrec"); len(left) != 0 {
 		t.Errorf("instances left after the managed job ended: %v", instanceIDs(left))
+	}
+}
+
+// TestAWSBucketsOnInstances: buckets on "EC2" nodes. Under
+// aws.remote_identity: LOCAL_CREDENTIALS the instances get the server's
+// credentials (mode 0600, with the endpoint), a COPY bucket from a local
+// source is on both nodes, and a MOUNT bucket is mounted on both: what
+// one node writes there is in S3. Without that setting nothing is
+// copied to the nodes.
+func TestAWSBucketsOnInstances(t *testing.T) {
+	e, c := awsEnv(t)
+	e.writeConfig(t, fmt.Sprintf("aws:\n  vpc_name: %s\n  use_internal_ips: true\n  remote_identity: LOCAL_CREDENTIALS\n", c.VPCName))
+	s3c := awsx.S3(c.Config(t, "us-east-1"), "us-east-1")
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "data.txt"), []byte("bucket-data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suffix := strings.ToLower(filepath.Base(e.home))
+	suffix = strings.NewReplacer("_", "-").Replace(suffix)
+	cp, mnt := "e2e-ec2-copy-"+suffix, "e2e-ec2-mount-"+suffix
+	task := e.writeYAML(t, "buckets.yaml", `num_nodes: 2
+resources:
+  infra: aws/us-east-1
+  instance_type: `+awsType+`
+file_mounts:
+  /home/ubuntu/cp:
+    name: `+cp+`
+    source: `+src+`
+    mode: COPY
+  /home/ubuntu/mnt:
+    name: `+mnt+`
+    source: `+src+`
+    mode: MOUNT
+run: |
+  echo "B rank=$SKYPILOT_NODE_RANK cp=$(cat ~/cp/data.txt) mnt=$(cat ~/mnt/data.txt) creds=$(stat -c %a ~/.aws/credentials)"
+  echo from-rank-$SKYPILOT_NODE_RANK > ~/mnt/written-$SKYPILOT_NODE_RANK.txt
+`)
+	r := e.launchOK(t, "-c", "bk", task)
+	for _, want := range []string{"B rank=0 cp=bucket-data mnt=bucket-data creds=600", "B rank=1 cp=bucket-data mnt=bucket-data creds=600"} {
+		if !strings.Contains(r.out(), want) {
+			t.Errorf("the run lacks %q:\n%s", want, r.out())
+		}
+	}
+	if strings.Contains(r.out(), mototest.Secret+"\n") || strings.Contains(r.out(), "aws_secret_access_key") {
+		t.Errorf("the launch output shows the credentials:\n%s", r.out())
+	}
+	var keys []string
+	if !waitFor(30*time.Second, func() bool {
+		keys = bucketKeys(t, s3c, mnt)
+		return slices.Contains(keys, "written-0.txt") && slices.Contains(keys, "written-1.txt")
+	}) {
+		t.Errorf("what the nodes wrote through the mount is not in S3: %v", keys)
+	}
+	e.must("down", "-y", "bk")
+	e.must("storage", "delete", "-y", cp, mnt)
+	if bucketExists(s3c, cp) || bucketExists(s3c, mnt) {
+		t.Errorf("sky storage delete left a bucket")
 	}
 }

@@ -277,11 +277,28 @@ if [ ! -e /dev/fuse ]; then echo "/dev/fuse is missing on this node: FUSE is nee
 if [ "$(id -u)" != 0 ] && ! grep -qs '^user_allow_other' /etc/fuse.conf; then
   echo user_allow_other | $SUDO tee -a /etc/fuse.conf >/dev/null 2>&1 || true
 fi
+# Where only root may open /dev/fuse (mode 0600, as on some hosts), the
+# mount runs as root for this user (its files owned by the user, the
+# user's own ~/.aws read), through passwordless sudo.
+ASROOT=""
+if [ "$(id -u)" != 0 ] && ! { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }; then
+  if [ -n "$SUDO" ] && $SUDO true 2>/dev/null; then
+    ASROOT="$SUDO env HOME=$HOME"
+  else
+    echo "/dev/fuse is not open to $(id -un) on this node and sudo needs a password: FUSE is needed to mount %[3]s" >&2; exit 1
+  fi
+fi
 mkdir -p "$MP" "$HOME"/.sky/rclone_log
 if [ -n "$(ls -A "$MP" 2>/dev/null)" ]; then find "$MP" -mindepth 1 -delete; fi
 chmod 777 "$MP" 2>/dev/null || true
 : > "$LOG"
-%[4]s
+# rclone's daemon must not hold the caller's output open (an SSH
+# session would wait for it); it writes to its log file.
+if [ -n "$ASROOT" ]; then
+  $ASROOT %[4]s --uid "$(id -u)" --gid "$(id -g)" </dev/null >/dev/null 2>&1
+else
+  %[4]s </dev/null >/dev/null 2>&1
+fi
 rc=$?
 if [ $rc -ne 0 ]; then
   echo "Failed to mount %[3]s at %[5]s (rclone exit code $rc). rclone log:" >&2
@@ -310,7 +327,7 @@ fi
 func UnmountScript(dsts []string) string {
 	var b strings.Builder
 	for _, d := range dsts {
-		fmt.Fprintf(&b, "MP=%s; if mountpoint -q \"$MP\" 2>/dev/null; then fusermount3 -uz \"$MP\" 2>/dev/null || fusermount -uz \"$MP\" 2>/dev/null || umount -l \"$MP\" 2>/dev/null; fi\n", nodePath(d))
+		fmt.Fprintf(&b, "MP=%s; if mountpoint -q \"$MP\" 2>/dev/null; then fusermount3 -uz \"$MP\" 2>/dev/null || fusermount -uz \"$MP\" 2>/dev/null || umount -l \"$MP\" 2>/dev/null || sudo -n umount -l \"$MP\" 2>/dev/null; fi\n", nodePath(d))
 	}
 	b.WriteString("true\n")
 	return b.String()
