@@ -457,3 +457,55 @@ run: |
 		t.Errorf("sky storage delete left a bucket")
 	}
 }
+
+// TestAWSManagedJobResumesFromBucket: a managed spot job checkpoints to a
+// MOUNT_CACHED bucket; its instance is terminated behind SkyGo's back
+// once the checkpoint is in S3; the recovery on a new instance (a fresh
+// disk) mounts the bucket again and resumes from the checkpoint.
+func TestAWSManagedJobResumesFromBucket(t *testing.T) {
+	e, c := awsEnv(t, "us-east-1b")
+	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	e.writeConfig(t, fmt.Sprintf("aws:\n  vpc_name: %s\n  use_internal_ips: true\n  remote_identity: LOCAL_CREDENTIALS\n", c.VPCName))
+	cl := awsx.EC2(c.Config(t, "us-east-1"), "us-east-1")
+	s3c := awsx.S3(c.Config(t, "us-east-1"), "us-east-1")
+	bucket := "e2e-ckpt-" + strings.ToLower(strings.ReplaceAll(filepath.Base(e.home), "_", "-"))
+	task := e.writeYAML(t, "ckpt.yaml", `name: ckpt
+resources:
+  infra: aws/us-east-1
+  instance_type: `+awsType+`
+  use_spot: true
+file_mounts:
+  /home/ubuntu/ckpt:
+    name: `+bucket+`
+    mode: MOUNT_CACHED
+run: |
+  if [ -e ~/ckpt/step ]; then echo "resumed from $(cat ~/ckpt/step)"; exit 0; fi
+  echo epoch-7 > ~/ckpt/step
+  sleep 300
+`)
+	e.must("jobs", "launch", "-y", "-d", task)
+	var q map[int]mjob
+	if !waitFor(90*time.Second, func() bool { q = e.queueByID(); return q[1].Status == "RUNNING" }) {
+		t.Fatalf("job 1 not RUNNING after 90s: %v\n%s", q[1], e.controllerLog(1))
+	}
+	if !waitFor(60*time.Second, func() bool { return slices.Contains(bucketKeys(t, s3c, bucket), "step") }) {
+		t.Fatalf("the checkpoint never reached S3: %v\n%s", bucketKeys(t, s3c, bucket), e.controllerLog(1))
+	}
+	orig := clusterInstances(t, cl, "ckpt")
+	if len(orig) != 1 {
+		t.Fatalf("want the job's one instance, got %d", len(orig))
+	}
+	if _, err := cl.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: instanceIDs(orig)}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(150*time.Second, func() bool { q = e.queueByID(); return ended(q[1]) }) {
+		t.Fatalf("job 1 did not end after its recovery: %v\n%s", q[1], e.controllerLog(1))
+	}
+	if q[1].Status != "SUCCEEDED" || q[1].RecoveryCount != 1 {
+		t.Errorf("want SUCCEEDED with 1 recovery, got %v\n%s", q[1], e.controllerLog(1))
+	}
+	if l := e.exec(cmdTimeout, nil, "jobs", "logs", "1", "--no-follow"); !strings.Contains(l.out(), "resumed from epoch-7") {
+		t.Errorf("the recovered run did not resume from the checkpoint:\n%s", l)
+	}
+	e.must("storage", "delete", "-y", bucket)
+}
