@@ -31,7 +31,7 @@ SHARED ?= $(if $(SKYGO_SHARED),$(SKYGO_SHARED),$(abspath $(CURDIR)/../shared))
 
 unit: build
 	@[ -d "$(SHARED)/corpus" ] || echo "SkyPilot corpus compatibility suite skipped: ../shared/corpus not found (set SKYGO_SHARED to a folder holding corpus/ and catalog/)"
-	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 25m ./...
 
 # pytest: the Python SDK's tests (python/tests) against bin/sky, with the
 # interpreter CI has (PYTHON overrides it).
