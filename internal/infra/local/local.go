@@ -419,6 +419,12 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	// The list of volume directories its jobs saw goes with it.
 	_ = os.Remove(proc.SandboxVolumesFile(p.ClusterDir(name)))
 	unmountUnder(p.ClusterDir(name))
+	// Removing files through a mount still there would delete what it
+	// shows (a bucket's objects): refuse instead.
+	if left := mountsUnder(p.ClusterDir(name)); len(left) > 0 {
+		return fmt.Errorf("cluster %q still has mounts that could not be unmounted: %s; unmount them (fusermount3 -uz PATH) and run sky down again",
+			name, strings.Join(left, ", "))
+	}
 	if err := removeTree(p.ClusterDir(name)); err != nil {
 		return fmt.Errorf("removing cluster %q: %w", name, err)
 	}

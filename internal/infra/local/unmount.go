@@ -14,10 +14,24 @@ import (
 // task left on a node's HOME): removing the cluster directory must not
 // walk into a FUSE mount, nor fail on its mountpoint.
 func unmountUnder(dir string) {
+	for _, mp := range mountsUnder(dir) {
+		if syscall.Unmount(mp, syscall.MNT_DETACH) == nil {
+			continue
+		}
+		// Not root: FUSE's setuid helper unmounts the user's own mounts.
+		if exec.Command("fusermount3", "-uz", mp).Run() != nil {
+			_ = exec.Command("fusermount", "-uz", mp).Run()
+		}
+	}
+}
+
+// mountsUnder lists the mountpoints below dir, deepest first (so a mount
+// inside another goes before it).
+func mountsUnder(dir string) []string {
 	dir = filepath.Clean(dir) + "/"
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return
+		return nil
 	}
 	defer f.Close()
 	var mps []string
@@ -27,22 +41,12 @@ func unmountUnder(dir string) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMount(fields[4])
-		if strings.HasPrefix(mp, dir) {
+		if mp := unescapeMount(fields[4]); strings.HasPrefix(mp, dir) {
 			mps = append(mps, mp)
 		}
 	}
-	// Deepest first, so a mount inside another goes before it.
 	sort.Slice(mps, func(i, j int) bool { return len(mps[i]) > len(mps[j]) })
-	for _, mp := range mps {
-		if syscall.Unmount(mp, syscall.MNT_DETACH) == nil {
-			continue
-		}
-		// Not root: FUSE's setuid helper unmounts the user's own mounts.
-		if exec.Command("fusermount3", "-uz", mp).Run() != nil {
-			_ = exec.Command("fusermount", "-uz", mp).Run()
-		}
-	}
+	return mps
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).
