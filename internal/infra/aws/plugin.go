@@ -130,7 +130,7 @@ func (in *Infra) CloudName(cluster string) string {
 	return name
 }
 
-// userHash is the short hash of the server's user that names the shared
+// userTag is the server's user and a short hash of this host, which name the shared
 // security group (sky-sg-<user>-<4 hex>).
 func (in *Infra) userTag() (user, hash4 string) {
 	user = os.Getenv("USER")
