@@ -166,7 +166,7 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 	if !ok {
 		return nil, fmt.Errorf("the head node of a Slurm cluster has no Slurm runner")
 	}
-	copied, err := ssh.EnsureBinaryAt(ctx, head.login, in.env.Sky, head.sky)
+	copied, err := infra.EnsureBinaryAt(ctx, head.login, in.env.Sky, head.sky)
 	if err != nil {
 		return nil, fmt.Errorf("installing the sky binary on the login node: %w", err)
 	}

@@ -149,7 +149,7 @@ func BootstrapHosts(ctx context.Context, sky string, info *provision.ClusterInfo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			copied, err := EnsureBinary(ctx, runners[i], sky)
+			copied, err := infra.EnsureBinary(ctx, runners[i], sky)
 			if err != nil {
 				errs[i] = fmt.Errorf("node %d (%s): %w", i, runners[i].NodeIP(), err)
 				return

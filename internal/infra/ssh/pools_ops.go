@@ -271,7 +271,7 @@ func (in *Infra) setUpHost(ctx context.Context, res *Resolver, p *Pool, h Host) 
 			f.OS, f.Arch, runtime.GOOS, runtime.GOARCH, f.OS, f.Arch)
 		return rec
 	}
-	copied, err := EnsureBinary(ctx, NewRunner(d, ep, f.IP, "", f.Home), in.env.Sky)
+	copied, err := infra.EnsureBinary(ctx, NewRunner(d, ep, f.IP, "", f.Home), in.env.Sky)
 	if err != nil {
 		rec.Error = err.Error()
 		return rec

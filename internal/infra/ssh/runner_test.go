@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -153,16 +154,16 @@ func TestUploadAndEnsureBinary(t *testing.T) {
 
 	bin := filepath.Join(dir, "sky")
 	os.WriteFile(bin, bytes.Repeat([]byte("fake sky binary\n"), 100000), 0o755)
-	copied, err := EnsureBinary(ctx, r, bin)
+	copied, err := infra.EnsureBinary(ctx, r, bin)
 	if err != nil || !copied {
 		t.Fatalf("first EnsureBinary: copied=%v err=%v", copied, err)
 	}
-	copied, err = EnsureBinary(ctx, r, bin)
+	copied, err = infra.EnsureBinary(ctx, r, bin)
 	if err != nil || copied {
 		t.Fatalf("second EnsureBinary: copied=%v err=%v, want no copy", copied, err)
 	}
 	os.WriteFile(bin, []byte("new version\n"), 0o755)
-	if copied, err = EnsureBinary(ctx, r, bin); err != nil || !copied {
+	if copied, err = infra.EnsureBinary(ctx, r, bin); err != nil || !copied {
 		t.Fatalf("changed binary: copied=%v err=%v", copied, err)
 	}
 	res, _ = r.Run(ctx, `cat ~/.sky/bin/sky; stat -c %a ~/.sky/bin/sky; ls -A ~/.sky/bin | wc -l`, provision.RunOptions{})
