@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/config"
 )
 
 // kubeconfig is the part of a kubeconfig file that names contexts; users
@@ -26,9 +28,77 @@ type kubeconfig struct {
 	} `yaml:"clusters"`
 }
 
-// kubeContext is one usable context after merging all kubeconfig files.
-type kubeContext struct {
-	name, namespace, file string
+// KubeContext is one usable context after merging all kubeconfig files.
+type KubeContext struct {
+	Name string
+	// Namespace is the context's own namespace ("" when it names none).
+	Namespace string
+	// File is where it was found (~-relative), or "service account".
+	File string
+}
+
+// InClusterContext names the pod's own service account as a context.
+const InClusterContext = inClusterContext
+
+// KubeContexts is what the kubeconfig files and kubernetes.allowed_contexts
+// allow: the contexts SkyGo may launch on, in order.
+type KubeContexts struct {
+	Allowed  []KubeContext
+	Why      string // how they were chosen: "the current context", ...
+	Where    string // the kubeconfig files read, comma-separated
+	Warnings []string
+	// Reason is set when no context may be used: what is wrong and what
+	// to do.
+	Reason string
+}
+
+// AllowedKubeContexts reads the kubeconfig files ($KUBECONFIG, else
+// ~/.kube/config under home) and applies kubernetes.allowed_contexts as
+// SkyPilot does: the list (contexts missing from kubeconfig are warned
+// about), "all", or else the current context (or the in-cluster service
+// account). Both `sky check` and the Kubernetes infrastructure use it, so
+// they never disagree about which contexts exist.
+func AllowedKubeContexts(home string, cfg *config.Config) KubeContexts {
+	if cfg == nil {
+		cfg = config.New(nil)
+	}
+	return allowedKubeContexts(&env{home: home, cfg: cfg})
+}
+
+// KubeconfigFiles are the kubeconfig files in merge order: $KUBECONFIG's
+// list, else ~/.kube/config under home.
+func KubeconfigFiles(home string) []string {
+	files := filepath.SplitList(os.Getenv("KUBECONFIG"))
+	files = slices.DeleteFunc(files, func(s string) bool { return s == "" })
+	if len(files) == 0 {
+		files = []string{filepath.Join(home, ".kube", "config")}
+	}
+	return files
+}
+
+// KubeNamespace is the namespace SkyGo uses in a context:
+// kubernetes.namespace (per context, then global), else the context's own,
+// else "default".
+func KubeNamespace(cfg *config.Config, c KubeContext) string {
+	if cfg != nil {
+		if ns, _ := cfg.RegionValue("kubernetes", c.Name, "namespace"); ns != nil {
+			if s, ok := ns.(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	if c.Namespace != "" {
+		return c.Namespace
+	}
+	if c.Name == inClusterContext {
+		if ns := os.Getenv("SKYPILOT_IN_CLUSTER_NAMESPACE"); ns != "" {
+			return ns
+		}
+		if b, err := os.ReadFile(filepath.Join(filepath.Dir(inClusterTokenPath), "namespace")); err == nil && strings.TrimSpace(string(b)) != "" {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return "default"
 }
 
 // inClusterTokenPath is where Kubernetes mounts a pod's service-account
@@ -42,15 +112,28 @@ const inClusterContext = "in-cluster"
 const sshPoolContextPrefix = "ssh-"
 
 func checkKubernetes(e *env) Result {
-	files := filepath.SplitList(os.Getenv("KUBECONFIG"))
-	files = slices.DeleteFunc(files, func(s string) bool { return s == "" })
-	if len(files) == 0 {
-		files = []string{e.inHome(".kube", "config")}
+	kc := allowedKubeContexts(e)
+	if kc.Reason != "" {
+		return Result{Warnings: kc.Warnings, Reason: kc.Reason}
 	}
+	r := Result{Enabled: true, Warnings: kc.Warnings}
+	r.Reason = fmt.Sprintf("%d context(s) from %s: %s", len(kc.Allowed), kc.Where, kc.Why)
+	for _, c := range kc.Allowed {
+		d := c.Name
+		if e.verbose {
+			d = fmt.Sprintf("%s (namespace %s, from %s)", c.Name, KubeNamespace(e.cfg, c), c.File)
+		}
+		r.Details = append(r.Details, d)
+	}
+	return r
+}
+
+func allowedKubeContexts(e *env) KubeContexts {
+	files := KubeconfigFiles(e.home)
 
 	// Merge like kubectl: the first file defining a context name wins, and
 	// the first non-empty current-context wins.
-	var contexts []kubeContext
+	var contexts []KubeContext
 	seen := map[string]bool{}
 	current := ""
 	var warnings, found []string
@@ -62,7 +145,7 @@ func checkKubernetes(e *env) Result {
 		found = append(found, e.pretty(f))
 		var kc kubeconfig
 		if err := yaml.Unmarshal(data, &kc); err != nil {
-			return Result{Reason: fmt.Sprintf("kubeconfig %s is not valid YAML (%s); fix or regenerate it", e.pretty(f), strings.TrimPrefix(err.Error(), "yaml: "))}
+			return KubeContexts{Reason: fmt.Sprintf("kubeconfig %s is not valid YAML (%s); fix or regenerate it", e.pretty(f), strings.TrimPrefix(err.Error(), "yaml: "))}
 		}
 		if current == "" {
 			current = kc.CurrentContext
@@ -80,25 +163,25 @@ func checkKubernetes(e *env) Result {
 				warnings = append(warnings, fmt.Sprintf("context %q refers to cluster %q, which %s does not define; skipped", c.Name, c.Context.Cluster, e.pretty(f)))
 				continue
 			}
-			contexts = append(contexts, kubeContext{name: c.Name, namespace: c.Context.Namespace, file: e.pretty(f)})
+			contexts = append(contexts, KubeContext{Name: c.Name, Namespace: c.Context.Namespace, File: e.pretty(f)})
 		}
 	}
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && exists(inClusterTokenPath) && !seen[inClusterContext] {
-		contexts = append(contexts, kubeContext{name: inClusterContext, file: "service account"})
+		contexts = append(contexts, KubeContext{Name: inClusterContext, File: "service account"})
 	}
 	where := strings.Join(found, ", ")
 	if len(contexts) == 0 {
 		if len(found) == 0 {
-			return Result{Reason: fmt.Sprintf("no kubeconfig found at %s. Set KUBECONFIG or create ~/.kube/config (e.g. with your provider's `get-credentials` command).", e.pretty(files[0]))}
+			return KubeContexts{Reason: fmt.Sprintf("no kubeconfig found at %s. Set KUBECONFIG or create ~/.kube/config (e.g. with your provider's `get-credentials` command).", e.pretty(files[0]))}
 		}
-		return Result{Warnings: warnings, Reason: fmt.Sprintf("kubeconfig %s defines no usable contexts; add one with `kubectl config set-context`", where)}
+		return KubeContexts{Warnings: warnings, Reason: fmt.Sprintf("kubeconfig %s defines no usable contexts; add one with `kubectl config set-context`", where)}
 	}
 
-	byName := map[string]kubeContext{}
+	byName := map[string]KubeContext{}
 	for _, c := range contexts {
-		byName[c.name] = c
+		byName[c.Name] = c
 	}
-	var allowed []kubeContext
+	var allowed []KubeContext
 	var why string
 	raw, isSet := e.cfg.Get("kubernetes.allowed_contexts")
 	switch {
@@ -118,37 +201,20 @@ func checkKubernetes(e *env) Result {
 		}
 		why = "contexts in kubernetes.allowed_contexts"
 		if len(allowed) == 0 {
-			return Result{Warnings: warnings, Reason: fmt.Sprintf("none of kubernetes.allowed_contexts (%s) is in kubeconfig %s; fix the list in ~/.sky/config.yaml or add the contexts", strings.Join(missing, ", "), where)}
+			return KubeContexts{Warnings: warnings, Reason: fmt.Sprintf("none of kubernetes.allowed_contexts (%s) is in kubeconfig %s; fix the list in ~/.sky/config.yaml or add the contexts", strings.Join(missing, ", "), where)}
 		}
 	default:
 		switch c, ok := byName[current]; {
 		case ok:
-			allowed, why = []kubeContext{c}, "the current context"
-		case byName[inClusterContext].name != "":
-			allowed, why = []kubeContext{byName[inClusterContext]}, "the in-cluster service account"
+			allowed, why = []KubeContext{c}, "the current context"
+		case byName[inClusterContext].Name != "":
+			allowed, why = []KubeContext{byName[inClusterContext]}, "the in-cluster service account"
 		case current != "":
-			return Result{Warnings: warnings, Reason: fmt.Sprintf("current-context %q is not defined in kubeconfig %s; run `kubectl config use-context <name>`", current, where)}
+			return KubeContexts{Warnings: warnings, Reason: fmt.Sprintf("current-context %q is not defined in kubeconfig %s; run `kubectl config use-context <name>`", current, where)}
 		default:
-			return Result{Warnings: warnings, Reason: fmt.Sprintf("kubeconfig %s has no current-context; run `kubectl config use-context <name>` or list contexts in kubernetes.allowed_contexts", where)}
+			return KubeContexts{Warnings: warnings, Reason: fmt.Sprintf("kubeconfig %s has no current-context; run `kubectl config use-context <name>` or list contexts in kubernetes.allowed_contexts", where)}
 		}
 	}
 
-	r := Result{Enabled: true, Warnings: warnings}
-	r.Reason = fmt.Sprintf("%d context(s) from %s: %s", len(allowed), where, why)
-	for _, c := range allowed {
-		d := c.name
-		if e.verbose {
-			ns, _ := e.cfg.RegionValue("kubernetes", c.name, "namespace")
-			nsStr, _ := ns.(string)
-			if nsStr == "" {
-				nsStr = c.namespace
-			}
-			if nsStr == "" {
-				nsStr = "default"
-			}
-			d = fmt.Sprintf("%s (namespace %s, from %s)", c.name, nsStr, c.file)
-		}
-		r.Details = append(r.Details, d)
-	}
-	return r
+	return KubeContexts{Allowed: allowed, Why: why, Where: where, Warnings: warnings}
 }
