@@ -148,7 +148,7 @@ func TestEveryCommandHasAReferenceRow(t *testing.T) {
 	for _, c := range allCommands(root) {
 		path := commandPath(c)
 		switch {
-		case path == "sky", path == "help", path == "agent", path == "serve-lb", strings.HasPrefix(path, "api"), strings.HasPrefix(path, "agent "):
+		case path == "sky", path == "help", path == "agent", path == "serve-lb", path == "k8s-exec", strings.HasPrefix(path, "api"), strings.HasPrefix(path, "agent "):
 			continue // not this package's commands
 		case c.HasAvailableSubCommands() && path != "jobs pool":
 			continue // groups have no flags of their own

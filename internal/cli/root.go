@@ -142,7 +142,7 @@ that fits. Task YAMLs and commands are SkyPilot's.`,
 		newVolumesCmd(f), newSSHCmd(f), newLocalCmd(f), newSlurmCmd(f))
 	add("other", newDashboardCmd(f, nil), newValidateCmd(f, nil), newAPICmd(f),
 		newCompletionCmd(f))
-	root.AddCommand(newShowGpusCmd(f), newAgentCmd(f), newServeLBCmd(f))
+	root.AddCommand(newShowGpusCmd(f), newAgentCmd(f), newServeLBCmd(f), newK8sExecCmd(f))
 
 	// Every command, however deep, reports bad flags as usage errors and
 	// does not print usage by itself.

@@ -1,7 +1,7 @@
 //go:build ignore
 
 // gen.go refreshes the catalog snapshot embedded in the sky binary: every
-// <cloud>/vms.csv, common/accelerators.csv and aws/images.csv of a v8 catalog, each gzipped
+// <cloud>/vms.csv, common/accelerators.csv, aws/images.csv and kubernetes/images.csv of a v8 catalog, each gzipped
 // on its own so that a query about one cloud inflates only that cloud's file.
 //
 //	go run gen.go -from ../../../../shared/catalog/v8      (a local copy)
@@ -40,8 +40,9 @@ func main() {
 	if *from == "" {
 		log.Fatal("-from is required")
 	}
-	// aws/images.csv: the AMIs the EC2 provisioner launches by default.
-	files := []string{"common/accelerators.csv", "aws/images.csv"}
+	// aws/images.csv: the AMIs the EC2 provisioner launches by default;
+	// kubernetes/images.csv: the default images of pods.
+	files := []string{"common/accelerators.csv", "aws/images.csv", "kubernetes/images.csv"}
 	for _, c := range clouds {
 		files = append(files, c+"/vms.csv")
 	}
