@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/testutil/k8stest"
 	"github.com/skygo/skygo/internal/testutil/slurmtest"
 	"github.com/skygo/skygo/internal/testutil/sshhosts"
 )
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	e2eSet.Stop()
 	slurmtest.Stop()
+	k8stest.Stop()
 	os.Exit(code)
 }
 

@@ -1,0 +1,345 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/testutil/k8stest"
+)
+
+// Kubernetes end to end, against a real control plane (kube-apiserver,
+// scheduler, controller-manager) with kwok's fake GPU nodes and one real
+// kubelet node whose containers really run (internal/testutil/k8stest).
+// The server reaches the API with the test's kubeconfig only; pods on the
+// real node run the local base image, are dialled by pod IP, and reach
+// each other the same way.
+
+// k8sEnv is a server whose kubeconfig is the test cluster's, with its own
+// namespace, and pods of the cluster on the real node through
+// kubernetes.pod_config (plus extra config lines).
+func k8sEnv(t testing.TB, realNode bool, extraConfig string) (*skyEnv, *k8stest.Cluster, string) {
+	t.Helper()
+	c := k8stest.Start(t, k8stest.Options{RealNode: realNode})
+	ns := c.Namespace(t)
+	e := newEnv(t)
+	e.env = append(e.env, "KUBECONFIG="+c.Kubeconfig)
+	cfg := "kubernetes:\n  namespace: " + ns + "\n"
+	if realNode {
+		cfg += `  pod_config:
+    spec:
+      nodeSelector:
+        testinfra/real-node: "true"
+      containers:
+        - name: ray-node
+          imagePullPolicy: Never
+`
+	}
+	e.writeConfig(t, cfg+extraConfig)
+	return e, c, ns
+}
+
+// clusterPods are the cluster's pods by the SkyPilot label, by name.
+func clusterPods(t testing.TB, c *k8stest.Cluster, ns, cluster string) []corev1.Pod {
+	t.Helper()
+	pl, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "parent=skypilot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range pl.Items {
+		if strings.HasPrefix(p.Labels["skypilot-cluster-name"], cluster+"-") {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// TestK8sCluster walks a 2-node GPU cluster on the real node through a
+// user's story: check and gpus list reach the API, the launch makes two
+// SkyPilot-shaped pods (requests, labels, GPU affinity, pod_config from
+// the server's config and from the task's), setup and run on both with
+// the pod IPs, exec, logs, cancel leaving no process, ssh through the
+// exec stream, a pod deleted behind SkyGo's back seen by status -r, and
+// down leaving no object.
+func TestK8sCluster(t *testing.T) {
+	e, c, ns := k8sEnv(t, true, "")
+
+	r := e.must("check", "kubernetes", "-v")
+	if !strings.Contains(r.out(), "Kubernetes: enabled") || !strings.Contains(r.out(), k8stest.Context+": ") || !strings.Contains(r.out(), "H100") {
+		t.Fatalf("sky check kubernetes -v did not reach the context and list its GPUs:\n%s", r)
+	}
+	g := e.must("gpus", "list", "--infra", "k8s")
+	if !strings.Contains(g.out(), "H100") || !strings.Contains(g.out(), k8stest.NodeName) {
+		t.Errorf("sky gpus list --infra k8s lacks the H100 nodes:\n%s", g)
+	}
+
+	wd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wd, "code.txt"), []byte("from-workdir"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := e.writeYAML(t, "k8s.yaml", `num_nodes: 2
+resources:
+  infra: k8s
+  accelerators: H100:1
+  cpus: 0.2
+  memory: 0.25
+  image_id: docker:`+k8stest.NodeImage+`
+  labels:
+    project: e2e
+config:
+  kubernetes:
+    pod_config:
+      metadata:
+        labels:
+          team: ml
+      spec:
+        tolerations:
+          - key: example.com/e2e
+            operator: Exists
+workdir: `+wd+`
+file_mounts:
+  ~/mounted/code.txt: `+filepath.Join(wd, "code.txt")+`
+setup: echo setup-on-$(hostname)
+run: |
+  echo "W rank=$SKYPILOT_NODE_RANK $(cat code.txt) $(cat ~/mounted/code.txt)"
+  echo "R rank=$SKYPILOT_NODE_RANK ips=$(echo $SKYPILOT_NODE_IPS | tr ' ' ,) user=$(whoami) gpus=$SKYPILOT_NUM_GPUS_PER_NODE"
+`)
+	r = e.launchOK(t, "-c", "kc", task)
+	pods := clusterPods(t, c, ns, "kc")
+	if len(pods) != 2 {
+		t.Fatalf("want 2 pods, got %d", len(pods))
+	}
+	var ips []string
+	for i, p := range pods {
+		ips = append(ips, p.Status.PodIP)
+		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != k8stest.NodeName {
+			t.Errorf("pod %s: phase %s on node %q, want Running on %s", p.Name, p.Status.Phase, p.Spec.NodeName, k8stest.NodeName)
+		}
+		wantType := map[bool]string{true: "head", false: "worker"}[i == 0]
+		for k, v := range map[string]string{"parent": "skypilot", "ray-node-type": wantType, "skypilot-user": p.Labels["skypilot-user"],
+			"project": "e2e", "team": "ml", "skypilot-binpack": "gpu"} {
+			if p.Labels[k] != v || v == "" {
+				t.Errorf("pod %s: label %s=%q, want %q", p.Name, k, p.Labels[k], v)
+			}
+		}
+		if p.Annotations["skypilot-cluster-name"] != "kc" {
+			t.Errorf("pod %s: annotation skypilot-cluster-name=%q", p.Name, p.Annotations["skypilot-cluster-name"])
+		}
+		ctr := p.Spec.Containers[0]
+		if q := ctr.Resources.Requests[corev1.ResourceName(k8stest.GPUResource)]; q.Value() != 1 {
+			t.Errorf("pod %s: requests %v, want %s: 1", p.Name, ctr.Resources.Requests, k8stest.GPUResource)
+		}
+		if q := ctr.Resources.Limits[corev1.ResourceName(k8stest.GPUResource)]; q.Value() != 1 {
+			t.Errorf("pod %s: limits %v, want %s: 1", p.Name, ctr.Resources.Limits, k8stest.GPUResource)
+		}
+		if q := ctr.Resources.Requests[corev1.ResourceCPU]; q.MilliValue() != 200 {
+			t.Errorf("pod %s: cpu request %s, want 200m", p.Name, q.String())
+		}
+		if ctr.Name != "ray-node" || ctr.ImagePullPolicy != corev1.PullNever || ctr.Image != k8stest.NodeImage {
+			t.Errorf("pod %s: container %s image %s pull %s", p.Name, ctr.Name, ctr.Image, ctr.ImagePullPolicy)
+		}
+		if p.Spec.NodeSelector["testinfra/real-node"] != "true" {
+			t.Errorf("pod %s: the server's pod_config nodeSelector is missing: %v", p.Name, p.Spec.NodeSelector)
+		}
+		if !hasToleration(p, "example.com/e2e") || !hasToleration(p, k8stest.GPUResource) {
+			t.Errorf("pod %s: tolerations %v lack the task's and the GPU's", p.Name, p.Spec.Tolerations)
+		}
+		if !requiresLabel(p, k8stest.GPUAccelLabel, k8stest.GPUAccel) {
+			t.Errorf("pod %s: no required node affinity %s In [%s]: %+v", p.Name, k8stest.GPUAccelLabel, k8stest.GPUAccel, p.Spec.Affinity)
+		}
+	}
+	for _, want := range []string{"W rank=0 from-workdir from-workdir", "W rank=1 from-workdir from-workdir", "R rank=0", "R rank=1",
+		"ips=" + ips[0] + "," + ips[1], "user=root", "gpus=1", "setup-on-"} {
+		if !strings.Contains(r.out(), want) {
+			t.Errorf("the launch's output lacks %q:\n%s", want, r.out())
+		}
+	}
+
+	st := e.status(false)
+	if len(st) != 1 || st["kc"].Status != "UP" {
+		t.Fatalf("sky status after the launch: %+v", st)
+	}
+	if x := e.must("exec", "kc", "--", "echo exec-on-$SKYPILOT_NODE_RANK"); !strings.Contains(x.out(), "exec-on-0") || !strings.Contains(x.out(), "exec-on-1") {
+		t.Errorf("sky exec:\n%s", x)
+	}
+	if l := e.must("logs", "kc", "1", "--no-follow"); !strings.Contains(l.out(), "R rank=1") {
+		t.Errorf("sky logs kc 1:\n%s", l)
+	}
+	// A long job is cancelled: nothing of it is left in the pods.
+	e.must("exec", "-d", "kc", "--", "sleep 300 # k8s-cancel-me")
+	if !waitFor(30*time.Second, func() bool {
+		return strings.TrimSpace(c.Exec(t, ns, pods[1].Name, "pgrep -f k8s-cancel-[m]e || true")) != ""
+	}) {
+		t.Errorf("the job never started on the worker pod")
+	}
+	e.must("cancel", "-y", "kc", "3")
+	for _, p := range pods {
+		if !waitFor(15*time.Second, func() bool { return strings.TrimSpace(c.Exec(t, ns, p.Name, "pgrep -f k8s-cancel-[m]e || true")) == "" }) {
+			t.Errorf("pod %s after sky cancel still runs: %s", p.Name, c.Exec(t, ns, p.Name, "ps -ef"))
+		}
+	}
+	// ssh <cluster> goes through the exec stream to the pod's agent.
+	gen := filepath.Join(paths.GeneratedSSH(e.home), "kc")
+	for _, alias := range []string{"kc", "kc-worker1"} {
+		sr := runCmd(t, 60*time.Second, e.env, "ssh", "-F", gen, "-o", "BatchMode=yes", alias, "echo ssh-$(whoami)-$SKYPILOT_NODE_RANK")
+		if sr.code != 0 || !strings.Contains(sr.stdout, "ssh-root-") {
+			t.Errorf("ssh %s: %s", alias, sr)
+		}
+	}
+
+	// A pod deleted behind SkyGo's back: status -r sees it.
+	zero := int64(0)
+	if err := c.Client.CoreV1().Pods(ns).Delete(context.Background(), pods[1].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPodsGone(t, ns, "component="+pods[1].Name, 30*time.Second)
+	if st := e.status(true); len(st) != 1 || st["kc"].Status != "INIT" {
+		t.Errorf("sky status -r after a pod was deleted behind SkyGo's back: %+v", st)
+	}
+	e.must("down", "-y", "kc")
+	sel := "skypilot-cluster-name=" + pods[0].Labels["skypilot-cluster-name"]
+	if left := c.ListAll(t, ns, sel); !left.Empty() {
+		t.Errorf("objects left after sky down: %+v", left)
+	}
+	if st := e.status(false); len(st) != 0 {
+		t.Errorf("sky status after down: %+v", st)
+	}
+}
+
+func hasToleration(p corev1.Pod, key string) bool {
+	for _, tl := range p.Spec.Tolerations {
+		if tl.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func requiresLabel(p corev1.Pod, key, value string) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, ex := range term.MatchExpressions {
+			if ex.Key == key && ex.Operator == corev1.NodeSelectorOpIn {
+				for _, v := range ex.Values {
+					if v == value {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestK8sFailover: more GPUs than free makes the scheduler refuse a pod;
+// after the provision timeout the launch fails over to the next
+// candidate with the scheduler's reason, and leaves no pod behind. More
+// GPUs per node than any node has is refused by the optimizer at once.
+// Without another candidate, the launch fails with the reason.
+func TestK8sFailover(t *testing.T) {
+	e, c, ns := k8sEnv(t, false, "")
+	// Three pods of 8 H100: the two kwok GPU nodes take one each, the
+	// third fits nowhere.
+	task := e.writeYAML(t, "fo.yaml", `num_nodes: 3
+resources:
+  ordered:
+    - infra: k8s
+      accelerators: H100:8
+      cpus: 1
+      memory: 1
+    - infra: local
+run: echo ran-on-$(echo $SKYPILOT_CLUSTER_INFO | tr -d ' ' | grep -o '"cloud":"[A-Za-z]*"')
+`)
+	start := time.Now()
+	r := e.launchOK(t, "-c", "fo", task)
+	for _, want := range []string{"Insufficient " + k8stest.GPUResource, `"cloud":"Local"`} {
+		if !strings.Contains(r.out(), want) {
+			t.Errorf("the failover's output lacks %q:\n%s", want, r.out())
+		}
+	}
+	t.Logf("failed over from Kubernetes to local in %.1fs", time.Since(start).Seconds())
+	if left := clusterPods(t, c, ns, "fo"); len(left) != 0 {
+		t.Errorf("%d pods left on Kubernetes after the failover", len(left))
+	}
+	e.must("down", "-y", "fo")
+
+	// 16 per node: no node has that many, so Kubernetes is not tried.
+	t16 := e.writeYAML(t, "fo16.yaml", `resources:
+  ordered:
+    - infra: k8s
+      accelerators: H100:16
+    - infra: local
+run: echo sixteen
+`)
+	r = e.launchOK(t, "-c", "fo16", t16)
+	if !strings.Contains(r.out(), "sixteen") {
+		t.Errorf("the 16-GPU task did not run locally:\n%s", r)
+	}
+	e.must("down", "-y", "fo16")
+
+	// Kubernetes only: the launch fails with the scheduler's reason.
+	only := e.writeYAML(t, "only.yaml", `num_nodes: 3
+resources:
+  infra: k8s
+  accelerators: H100:8
+  cpus: 1
+  memory: 1
+run: echo never
+`)
+	f := e.exec(3*time.Minute, nil, "launch", "-y", "-c", "only", only)
+	if f.code == 0 || !strings.Contains(f.out(), "Insufficient "+k8stest.GPUResource) {
+		t.Errorf("a Kubernetes-only launch that cannot be scheduled: want a failure naming the scheduler's reason:\n%s", f)
+	}
+	if left := clusterPods(t, c, ns, "only"); len(left) != 0 {
+		t.Errorf("%d pods left after the failed launch", len(left))
+	}
+}
+
+// TestK8sManagedJobRecovers: a managed job on the real node whose pod is
+// deleted behind SkyGo's back is recovered onto a new pod and succeeds.
+func TestK8sManagedJobRecovers(t *testing.T) {
+	e, c, ns := k8sEnv(t, true, "")
+	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	e.must("jobs", "launch", "-y", "-d", "-n", "k8srec", "--infra", "k8s", "--cpus", "0.2", "--memory", "0.25",
+		"--image-id", "docker:"+k8stest.NodeImage, "--", "sleep 15; echo done-$SKYPILOT_TASK_ID")
+	var q map[int]mjob
+	if !waitFor(90*time.Second, func() bool { q = e.queueByID(); return q[1].Status == "RUNNING" }) {
+		t.Fatalf("job 1 not RUNNING after 90s: %v\n%s", q[1], e.controllerLog(1))
+	}
+	var orig []corev1.Pod
+	if !waitFor(10*time.Second, func() bool { orig = clusterPods(t, c, ns, "k8srec"); return len(orig) == 1 }) {
+		t.Fatalf("want the job's one pod, got %d", len(orig))
+	}
+	zero := int64(0)
+	if err := c.Client.CoreV1().Pods(ns).Delete(context.Background(), orig[0].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(120*time.Second, func() bool {
+		p := clusterPods(t, c, ns, "k8srec")
+		return len(p) == 1 && p[0].UID != orig[0].UID && p[0].Status.Phase == corev1.PodRunning
+	}) {
+		t.Fatalf("no new pod 120s after the deletion: %v\n%s", e.queueByID()[1], e.controllerLog(1))
+	}
+	if !waitFor(120*time.Second, func() bool { q = e.queueByID(); return ended(q[1]) }) {
+		t.Fatalf("job 1 did not end after its recovery: %v\n%s", q[1], e.controllerLog(1))
+	}
+	if q[1].Status != "SUCCEEDED" || q[1].RecoveryCount != 1 {
+		t.Errorf("want SUCCEEDED with 1 recovery, got %v\n%s", q[1], e.controllerLog(1))
+	}
+	if !waitFor(60*time.Second, func() bool { return len(clusterPods(t, c, ns, "k8srec")) == 0 }) {
+		t.Errorf("pods left after the managed job ended")
+	}
+}
