@@ -281,6 +281,24 @@ type GPUsBody struct {
 	EnvVars map[string]string `json:"env_vars,omitempty"`
 }
 
+// GPUsLabelBody is the body of /gpus_label (`sky gpus label`).
+type GPUsLabelBody struct {
+	// Context is the kubeconfig context; "" means every allowed one.
+	Context string `json:"context,omitempty"`
+	// Cleanup only removes the labelling's own objects (SkyGo makes none).
+	Cleanup bool `json:"cleanup,omitempty"`
+}
+
+// GPUNodeLabel is one GPU node that `sky gpus label` labelled or left.
+type GPUNodeLabel struct {
+	Context string `json:"context"`
+	Node    string `json:"node"`
+	// Label is the skypilot.co/accelerator value set; "" when skipped.
+	Label string `json:"label,omitempty"`
+	// Skipped says why the node was not labelled.
+	Skipped string `json:"skipped,omitempty"`
+}
+
 // CostReportBody is the body of /cost_report.
 type CostReportBody struct {
 	// Days is the window; nil means 30, 0 means all time.

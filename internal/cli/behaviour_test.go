@@ -141,7 +141,7 @@ func TestNotAvailableYet(t *testing.T) {
 		args []string
 		line string
 	}{
-		{[]string{"gpus", "label"}, "Error: sky gpus label: Kubernetes GPU labelling is not available in this build yet.\n"},
+		{[]string{"dashboard"}, "Error: sky dashboard: the dashboard is not available in this build yet.\n"},
 	}
 	for _, tc := range tests {
 		out, errOut, code := runBinary(t, nil, tc.args...)

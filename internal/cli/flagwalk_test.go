@@ -975,7 +975,12 @@ func flagCases(e *flagEnv) []flagCase {
 			}
 		})
 	}
-	cs = append(cs, wholeCommandRefused("gpus label")...)
+	// sky gpus label: no kubeconfig in this HOME, so the server says
+	// what is missing; --cleanup has nothing to remove.
+	add("gpus label --config", configRefused("gpus", "label"))
+	add("gpus label --context", refuses([]string{"gpus", "label", "--context", "nope"}, "no kubeconfig found"))
+	add("gpus label --cleanup", works([]string{"gpus", "label", "--cleanup"}, "Nothing to clean up"))
+	add("gpus label --async", works([]string{"gpus", "label", "--async"}, "Submitted sky.gpus_label request"))
 	cs = append(cs, wholeCommandRefused("dashboard")...)
 
 	cs = append(cs, managedFlagCases()...)

@@ -98,7 +98,8 @@ type GpusListOptions struct {
 
 func newGpusCmd(f *Factory) *cobra.Command {
 	return newGroupCmd("gpus", "List GPUs and other accelerators, and label Kubernetes GPU nodes",
-		newGpusListCmd(f, func(o *GpusListOptions) error { return gpusListRunRemote(f, o) }, "list"), newGpusLabelCmd(f, nil))
+		newGpusListCmd(f, func(o *GpusListOptions) error { return gpusListRunRemote(f, o) }, "list"),
+		newGpusLabelCmd(f, func(o *GpusLabelOptions) error { return gpusLabelRunRemote(f, o) }))
 }
 
 // newShowGpusCmd is the old spelling `sky show-gpus`, kept hidden so old

@@ -471,3 +471,10 @@ func localDownRunRemote(f *Factory, opts *LocalDownOptions) error {
 	}
 	return f.call("local_down", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
 }
+
+// gpusLabelRunRemote sends `sky gpus label` to the API server, which
+// labels the GPU nodes of the context(s) it may use and streams one line
+// per node.
+func gpusLabelRunRemote(f *Factory, opts *GpusLabelOptions) error {
+	return f.call("gpus_label", api.GPUsLabelBody{Context: opts.Context, Cleanup: opts.Cleanup}, nil, callOptions{Async: opts.Async, Stream: true})
+}
