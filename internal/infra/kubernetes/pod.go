@@ -137,8 +137,8 @@ var (
 
 // userLabelValue cleans a user name the way SkyPilot does for its
 // skypilot-user label (lower case; only letters, digits, '-' and '_'; no
-// leading digits or dashes; at most 63 characters), and also drops trailing
-// '-' and '_' so the result is always a valid label value.
+// leading digits or dashes; at most 63 characters), and also drops leading
+// and trailing '_' so the result is always a valid label value.
 func userLabelValue(user string) string {
 	s := userBadChars.ReplaceAllString(strings.ToLower(user), "")
 	s = userBadPrefix.ReplaceAllString(s, "")

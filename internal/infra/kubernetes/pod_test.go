@@ -194,12 +194,11 @@ func TestBuildPodGPU(t *testing.T) {
 
 func TestPodResources(t *testing.T) {
 	for _, tc := range []struct {
-		name                 string
-		cpus, mem, eph       float64
-		limits               any
-		wantReq, wantLim     map[corev1.ResourceName]string
-		wantErr              string
-		accelerator, gpuKeyS string
+		name             string
+		cpus, mem, eph   float64
+		limits           any
+		wantReq, wantLim map[corev1.ResourceName]string
+		wantErr          string
 	}{
 		{name: "whole", cpus: 2, mem: 4, wantReq: map[corev1.ResourceName]string{"cpu": "2", "memory": "4G"}},
 		{name: "fractional", cpus: 0.5, mem: 1.5, wantReq: map[corev1.ResourceName]string{"cpu": "500m", "memory": "1500M"}},
