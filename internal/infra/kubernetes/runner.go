@@ -25,9 +25,6 @@ import (
 	"github.com/skygo/skygo/internal/provision"
 )
 
-// containerName is the pod's one container, as SkyPilot names it.
-const containerName = "ray-node"
-
 // Runner runs commands in one pod through the API server's exec
 // endpoint: WebSocket, falling back to SPDY on API servers that predate
 // it. Commands run in a session of their own inside the container, so
