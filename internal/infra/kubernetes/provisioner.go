@@ -47,6 +47,7 @@ type settings struct {
 	namespace      string
 	image          string
 	podConfigs     []map[string]any
+	podSources     []string // what each of podConfigs came from, for errors
 	customLabels   map[string]string
 	customAnnots   map[string]string
 	limits         any
@@ -83,13 +84,15 @@ func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings,
 	}
 	// pod_config and custom_metadata merge Kubernetes-style (config.md):
 	// the server's first, then the task's own.
-	for _, src := range []*config.Config{cfg, task} {
+	for k, src := range []*config.Config{cfg, task} {
+		X
 		if v, ok := src.RegionValue("kubernetes", p.context, "pod_config"); ok && v != nil {
 			m, ok := v.(map[string]any)
 			if !ok {
-				return s, fmt.Errorf("kubernetes.pod_config must be a mapping (a pod manifest fragment), not %T", v)
+				return s, fmt.Errorf("kubernetes.pod_config of the %s must be a mapping (a pod manifest fragment), not %T", from, v)
 			}
 			s.podConfigs = append(s.podConfigs, m)
+			s.podSources = append(s.podSources, from)
 		}
 		if v, ok := src.RegionValue("kubernetes", p.context, "custom_metadata"); ok && v != nil {
 			m, ok := v.(map[string]any)
@@ -256,7 +259,7 @@ func (p *Provisioner) podParams(ctx context.Context, spec provision.ClusterSpec,
 	pp := podParams{NameOnCloud: p.in.nameOnCloud(spec.Name), DisplayName: spec.Name, Namespace: s.namespace,
 		User: p.in.userName(), NumNodes: max(spec.NumNodes, 1), CPUs: cpus, MemoryGB: mem,
 		Accelerator: acc, AccCount: count, Labels: spec.Labels, CustomLabels: s.customLabels,
-		CustomAnnotations: s.customAnnots, PodConfigs: s.podConfigs, ResourceLimits: s.limits, UseSpot: spec.UseSpot}
+		CustomAnnotations: s.customAnnots, PodConfigs: s.podConfigs, PodConfigSources: s.podSources, ResourceLimits: s.limits, UseSpot: spec.UseSpot}
 	if pp.Image = strings.TrimPrefix(spec.ImageID, "docker:"); pp.Image == "" {
 		pp.Image = p.defaultImage(ctx, acc != "")
 	}
