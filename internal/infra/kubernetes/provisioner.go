@@ -85,7 +85,7 @@ func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings,
 	// pod_config and custom_metadata merge Kubernetes-style (config.md):
 	// the server's first, then the task's own.
 	for k, src := range []*config.Config{cfg, task} {
-		X
+		from := []string{"server config (~/.sky/config.yaml)", "task config"}[k]
 		if v, ok := src.RegionValue("kubernetes", p.context, "pod_config"); ok && v != nil {
 			m, ok := v.(map[string]any)
 			if !ok {
