@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/skygo/skygo/internal/infra/ssh"
+	"github.com/skygo/skygo/internal/resources"
 )
 
 // Resource keys a pod asks for accelerators by.
@@ -142,7 +142,7 @@ func gkeToAcc(v string) string {
 // nvidia-smi's product name with dashes for spaces
 // (NVIDIA-H100-80GB-HBM3 -> H100, NVIDIA-A100-SXM4-80GB -> A100-80GB).
 func gfdToAcc(v string) string {
-	if acc := ssh.GPUName(strings.ReplaceAll(v, "-", " ")); acc != "" {
+	if acc := resources.GPUName(strings.ReplaceAll(v, "-", " ")); acc != "" {
 		return acc
 	}
 	return strings.ToUpper(v)
@@ -151,7 +151,7 @@ func gfdToAcc(v string) string {
 // coreweaveToAcc reads CoreWeave's GPU classes (H100_NVLINK_80GB -> H100,
 // RTX_A6000 -> RTXA6000), which are product names with underscores.
 func coreweaveToAcc(v string) string {
-	if acc := ssh.GPUName(strings.ReplaceAll(v, "_", " ")); acc != "" {
+	if acc := resources.GPUName(strings.ReplaceAll(v, "_", " ")); acc != "" {
 		return strings.ToUpper(acc)
 	}
 	return strings.ToUpper(v)

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/optimizer"
@@ -93,29 +94,6 @@ func apiError(ctxName, what string, err error) error {
 	return fmt.Errorf("context %s: %s: %w", ctxName, what, err)
 }
 
-// podSize is the CPUs and memory one pod asks for: the request, else
-// SkyPilot's defaults for Kubernetes (2 CPUs and 1 GB per CPU; with
-// accelerators 4 CPUs per accelerator and 4 GB per CPU).
-func podSize(cpus, memGB float64, memPerCPU bool, accCount int64) (float64, float64) {
-	if cpus <= 0 {
-		cpus = 2
-		if accCount > 0 {
-			cpus = float64(4 * accCount)
-		}
-	}
-	switch {
-	case memPerCPU:
-		memGB *= cpus
-	case memGB <= 0:
-		per := 1.0
-		if accCount > 0 {
-			per = 4
-		}
-		memGB = cpus * per
-	}
-	return cpus, memGB
-}
-
 type capacitySource struct{ in *Infra }
 
 func (c capacitySource) Name() string { return Kind }
@@ -133,22 +111,15 @@ func (c capacitySource) Feasible(ctx context.Context, req optimizer.Request, num
 	case req.LocalDisk != "":
 		return nil, "Kubernetes has no local disks"
 	}
-	cpus, mem, acc, count := 0.0, 0.0, req.AccName, int64(math.Ceil(req.AccCount))
-	memPerCPU := false
+	cpuB, memB, acc, count := req.CPUs, req.Memory, req.AccName, int64(math.Ceil(req.AccCount))
 	if req.InstanceType != "" {
-		var err error
-		if cpus, mem, acc, count, err = parseInstanceType(req.InstanceType); err != nil {
+		cpus, mem, a, n, err := parseInstanceType(req.InstanceType)
+		if err != nil {
 			return nil, "Kubernetes has no instance types (asked for " + req.InstanceType + ")"
 		}
-	} else {
-		if req.CPUs.IsSet() {
-			cpus = req.CPUs.Value
-		}
-		if req.Memory.IsSet() {
-			mem, memPerCPU = req.Memory.Value, req.Memory.PerCPU
-		}
+		cpuB, memB, acc, count = catalog.Bound{Value: cpus}, catalog.Bound{Value: mem}, a, n
 	}
-	cpus, mem = podSize(cpus, mem, memPerCPU, count)
+	cpus, mem := podSize(cpuB, memB, float64(count))
 	kc := c.in.contexts()
 	if kc.Reason != "" {
 		return nil, kc.Reason
@@ -185,13 +156,14 @@ func (c capacitySource) Feasible(ctx context.Context, req optimizer.Request, num
 				autoscaler, _ = v.(string)
 			}
 		}
-		if ok, reason := feasible(nodes, cpus, mem, acc, count, autoscaler); !ok {
+		fitCPUs, fitMem, ok, reason := feasible(nodes, cpus, mem, acc, count, autoscaler)
+		if !ok {
 			why = append(why, "context "+name+": "+reason)
 			continue
 		}
-		cands = append(cands, optimizer.Candidate{Cloud: Kind, Region: name, VCPUs: cpus, MemoryGiB: mem,
+		cands = append(cands, optimizer.Candidate{Cloud: Kind, Region: name, VCPUs: fitCPUs, MemoryGiB: fitMem,
 			AccName: req.AccName, AccCount: req.AccCount, UseSpot: req.UseSpot,
-			InstanceType: instanceTypeName(cpus, mem, acc, count)})
+			InstanceType: instanceTypeName(fitCPUs, fitMem, acc, count)})
 	}
 	return cands, strings.Join(why, "; ")
 }

@@ -90,6 +90,3 @@ func (in *Infra) labelGPUs(ctx context.Context, r *op.Request) (any, error) {
 	in.mu.Unlock()
 	return out, nil
 }
-
-// skypilotAccLabel is SkyPilot's own GPU label key.
-const skypilotAccLabel = "skypilot.co/accelerator"

@@ -16,7 +16,6 @@
 package kubernetes
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"

@@ -39,7 +39,6 @@ const (
 	annotationManagedJob   = "skypilot-managed-job-name"
 
 	containerName = "ray-node"
-	tpuKey        = "google.com/tpu"
 	hostnameKey   = "kubernetes.io/hostname"
 
 	// Pods are deleted with grace 0, and the keep-alive command exits on

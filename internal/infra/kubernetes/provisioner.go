@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -255,7 +256,7 @@ func (p *Provisioner) podParams(ctx context.Context, spec provision.ClusterSpec,
 			}
 		}
 	}
-	cpus, mem = podSize(cpus, mem, false, count)
+	cpus, mem = podSize(catalog.Bound{Value: cpus}, catalog.Bound{Value: mem}, float64(count))
 	pp := podParams{NameOnCloud: p.in.nameOnCloud(spec.Name), DisplayName: spec.Name, Namespace: s.namespace,
 		User: p.in.userName(), NumNodes: max(spec.NumNodes, 1), CPUs: cpus, MemoryGB: mem,
 		Accelerator: acc, AccCount: count, Labels: spec.Labels, CustomLabels: s.customLabels,

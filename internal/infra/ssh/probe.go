@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/resources"
 )
 
 // HostFacts is what Probe learns about a host.
@@ -73,7 +73,7 @@ func parseFacts(out string) (HostFacts, error) {
 	f.Home = strings.TrimSpace(lines[4])
 	f.IP = strings.TrimSpace(lines[5])
 	for _, l := range lines[6:] {
-		if name := GPUName(l); name != "" {
+		if name := resources.GPUName(l); name != "" {
 			if f.GPUs == nil {
 				f.GPUs = map[string]int{}
 			}
@@ -91,34 +91,4 @@ func goArch(uname string) string {
 		return "arm64"
 	}
 	return uname
-}
-
-var memSuffix = regexp.MustCompile(`(\d+)\s*GB`)
-
-// GPUName maps an nvidia-smi product name to the accelerator name used in
-// task YAMLs: "NVIDIA A100-SXM4-80GB" → "A100-80GB", "Tesla V100-SXM2-16GB"
-// → "V100", "NVIDIA H100 80GB HBM3" → "H100", "NVIDIA GeForce RTX 4090" →
-// "RTX4090". Only the A100 has a memory variant in the catalog.
-func GPUName(smi string) string {
-	s := strings.TrimSpace(smi)
-	if s == "" {
-		return ""
-	}
-	for _, p := range []string{"NVIDIA ", "Tesla ", "GeForce ", "Quadro "} {
-		s = strings.TrimPrefix(s, p)
-	}
-	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '-' })
-	if len(fields) == 0 {
-		return ""
-	}
-	name := fields[0]
-	if (name == "RTX" || name == "GTX") && len(fields) > 1 {
-		name += fields[1]
-	}
-	if name == "A100" {
-		if m := memSuffix.FindStringSubmatch(s); m != nil && m[1] == "80" {
-			return "A100-80GB"
-		}
-	}
-	return name
 }
