@@ -169,7 +169,18 @@ func runDaemon() error {
 // removing the directory) and perhaps made again for a new cluster, whose
 // own daemon must be the only one. An orphan must not run on beside it.
 func (d *daemon) watchLock(lock *os.File) {
-	held, err := lock.Stat()
+	watchReplaced(d.ctx, d.p.lockFile(), lock, func() {
+		d.log.Info("the node's agent directory was removed or replaced; stopping", "lock", d.p.lockFile())
+		d.orphaned.Store(true)
+		d.shutdown()
+	})
+}
+
+// watchReplaced calls gone, once, when path no longer names held (the
+// file was removed, or another made in its place), or returns when ctx
+// ends first.
+func watchReplaced(ctx context.Context, path string, held *os.File, gone func()) {
+	fi, err := held.Stat()
 	if err != nil {
 		return
 	}
@@ -177,17 +188,15 @@ func (d *daemon) watchLock(lock *os.File) {
 	defer t.Stop()
 	for {
 		select {
-		case <-d.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		cur, err := os.Stat(d.p.lockFile())
-		if err == nil && os.SameFile(cur, held) {
+		cur, err := os.Stat(path)
+		if err == nil && os.SameFile(cur, fi) {
 			continue
 		}
-		d.log.Info("the node's agent directory was removed or replaced; stopping", "lock", d.p.lockFile())
-		d.orphaned.Store(true)
-		d.shutdown()
+		gone()
 		return
 	}
 }

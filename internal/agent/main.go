@@ -74,6 +74,8 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 		return logsVerb(ctx, rest, stdout, stderr)
 	case "ssh-stdio":
 		return sshStdio(home, rest, stdin, stdout, stderr)
+	case "ssh-serve":
+		return sshServe(ctx, home, rest, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("sky agent "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -157,7 +159,7 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 
 const usage = `usage: sky agent <verb> [flags]   (internal; run on cluster nodes)
 verbs: start, stop-daemon, submit, queue, status, cancel, logs, set-autostop,
-       exec-rank, kill-rank, ping, ssh-stdio`
+       exec-rank, kill-rank, ping, ssh-stdio, ssh-serve`
 
 func writeJSON(w io.Writer, v any) {
 	b, err := json.Marshal(v)

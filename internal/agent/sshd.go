@@ -53,6 +53,22 @@ type sshNode struct {
 	node  agentapi.Node
 	user  string
 	conf  *gossh.ServerConfig
+	// forSession, when set, is the node a session is served as, or why
+	// it is refused: ssh-serve reads the node's config for each session,
+	// since it may start before there is one (see homeSSH).
+	forSession func() (*sshNode, string)
+	// sessions are the session channels being served, so that a server
+	// going away can let them hang up their programs first.
+	sessions sync.WaitGroup
+}
+
+// newSSHNode serves node index of d's cluster to logins as user, with
+// signer as the host key.
+func newSSHNode(d *daemon, index int, node agentapi.Node, user string, signer gossh.Signer) *sshNode {
+	sn := &sshNode{d: d, index: index, node: node, user: user}
+	sn.conf = &gossh.ServerConfig{PublicKeyCallback: sn.authorize, ServerVersion: "SSH-2.0-SkyGo_agent"}
+	sn.conf.AddHostKey(signer)
+	return sn
 }
 
 // servedSSHNodes are the nodes this daemon serves SSH for: those with a
@@ -97,13 +113,11 @@ func (d *daemon) startSSH() error {
 			errs = append(errs, fmt.Errorf("ssh for node %d: %w", i, err))
 			continue
 		}
-		sn := &sshNode{d: d, index: i, node: n, user: u.Username}
-		sn.conf = &gossh.ServerConfig{PublicKeyCallback: sn.authorize, ServerVersion: "SSH-2.0-SkyGo_agent"}
-		sn.conf.AddHostKey(signer)
+		sn := newSSHNode(d, i, n, u.Username, signer)
 		d.ssh.mu.Lock()
 		d.ssh.listeners = append(d.ssh.listeners, l)
 		d.ssh.mu.Unlock()
-		go sn.serve(l)
+		go acceptLoop(l, func(c net.Conn) { go sn.serveConn(c) })
 	}
 	return errors.Join(errs...)
 }
@@ -191,7 +205,9 @@ func (n *sshNode) authorize(meta gossh.ConnMetadata, key gossh.PublicKey) (*goss
 	return nil, errors.New("public key not in the node's authorized_keys")
 }
 
-func (n *sshNode) serve(l net.Listener) {
+// acceptLoop hands each connection l accepts to handle, until l is
+// closed.
+func acceptLoop(l net.Listener, handle func(net.Conn)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -201,7 +217,7 @@ func (n *sshNode) serve(l net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		go n.serveConn(c)
+		handle(c)
 	}
 }
 
@@ -219,7 +235,19 @@ func (n *sshNode) serveConn(c net.Conn) {
 	for nc := range chans {
 		switch nc.ChannelType() {
 		case "session":
-			go n.session(sc, nc)
+			sn := n
+			if n.forSession != nil {
+				var why string
+				if sn, why = n.forSession(); why != "" {
+					_ = nc.Reject(gossh.Prohibited, why)
+					continue
+				}
+			}
+			n.sessions.Add(1)
+			go func() {
+				defer n.sessions.Done()
+				sn.session(sc, nc)
+			}()
 		case "direct-tcpip":
 			go directTCPIP(nc)
 		default:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/user"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -25,42 +24,26 @@ func sshStdio(home string, args []string, stdin io.Reader, stdout, stderr io.Wri
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if home == "" {
-		h, err := homeDir()
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		home = h
-	}
-	p := paths{home}
-	signer, err := loadHostKey(p, true)
+	h, err := newHomeSSH(home)
 	if err != nil {
-		fmt.Fprintf(stderr, "ssh-stdio: host key: %v\n", err)
+		fmt.Fprintf(stderr, "ssh-stdio: %v\n", err)
 		return 1
 	}
 	if *printKey {
-		_, _ = stdout.Write(gossh.MarshalAuthorizedKey(signer.PublicKey()))
+		_, _ = stdout.Write(gossh.MarshalAuthorizedKey(h.signer.PublicKey()))
 		return 0
 	}
-	cfg, err := loadConfig(p)
-	if err != nil {
+	// One connection, so a missing config fails it at once, before the
+	// client logs in.
+	if _, err := loadConfig(h.p); err != nil {
 		fmt.Fprintf(stderr, "ssh-stdio: this node has no agent config (%v); is the cluster up?\n", err)
 		return 1
 	}
-	u, err := user.Current()
-	if err != nil {
-		fmt.Fprintf(stderr, "ssh-stdio: who runs this node: %v\n", err)
+	if err := h.lookUpUser(); err != nil {
+		fmt.Fprintf(stderr, "ssh-stdio: %v\n", err)
 		return 1
 	}
-	// The sessions need the cluster's config (their SKYPILOT_* variables);
-	// their autostop accounting stays in this process.
-	d := &daemon{p: p, cfg: cfg}
-	sn := &sshNode{d: d, index: cfg.NodeIndex, node: cfg.Nodes[cfg.NodeIndex], user: u.Username}
-	sn.conf = &gossh.ServerConfig{PublicKeyCallback: sn.authorize, ServerVersion: "SSH-2.0-SkyGo_agent"}
-	sn.conf.AddHostKey(signer)
-	c := &stdioConn{r: stdin, w: stdout}
-	sn.serveConn(c)
+	h.serveConn(&stdioConn{r: stdin, w: stdout})
 	return 0
 }
 

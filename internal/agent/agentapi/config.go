@@ -40,11 +40,16 @@ type Node struct {
 	// running binary is used when empty.
 	Sky string `json:"sky,omitempty"`
 	// SSHUser, SSHPort and SSHKey are how the head reaches the node with
-	// transport "ssh": the user and port to log in with and the private
-	// key's path on the head.
+	// transport "ssh" or "agent-ssh": the user and port to log in with and
+	// the private key's path on the head.
 	SSHUser string `json:"ssh_user,omitempty"`
 	SSHPort int    `json:"ssh_port,omitempty"`
 	SSHKey  string `json:"ssh_key,omitempty"`
+	// SSHHostKey pins, for transport "agent-ssh", the node's SSH host key
+	// (authorized_keys form, as `sky agent ssh-serve --print-host-key`
+	// prints it): any other key is refused. Empty: the key is learnt on
+	// first contact and kept in the head's ~/.sky/known_hosts.
+	SSHHostKey string `json:"ssh_host_key,omitempty"`
 	// CPUs and GPUs the node offers to jobs.
 	CPUs float64            `json:"cpus"`
 	GPUs map[string]float64 `json:"gpus,omitempty"`
@@ -76,6 +81,10 @@ const (
 	TransportLocal = "local" // exec with HOME=Home on this machine (the default)
 	TransportSSH   = "ssh"   // the system ssh client
 	TransportSlurm = "slurm" // srun --overlap into the cluster's Slurm allocation
+	// TransportAgentSSH is an SSH client inside the head's agent, dialling
+	// the node's `sky agent ssh-serve` (nodes with neither ssh nor sshd:
+	// Kubernetes pods).
+	TransportAgentSSH = "agent-ssh"
 )
 
 // ConfigFromCluster builds the Config of node index from a provisioned
