@@ -362,7 +362,12 @@ func (p *Provisioner) settle(ctx context.Context, c *client, ns, name string) (m
 // the head by name where cluster DNS exists), the head's ssh service, and
 // the ports' load balancer.
 func (p *Provisioner) createServices(ctx context.Context, c *client, params podParams, ports []string, s settings) error {
-	svcs := buildServices(params)
+	var svcs []*corev1.Service
+	for i := 0; i < params.NumNodes; i++ {
+		pp := params
+		pp.Index = i
+		svcs = append(svcs, buildServices(pp)...)
+	}
 	if len(ports) > 0 && s.ports == "loadbalancer" {
 		var nums []int
 		for _, spec := range ports {
@@ -374,7 +379,9 @@ func (p *Provisioner) createServices(ctx context.Context, c *client, params podP
 				nums = append(nums, port)
 			}
 		}
-		svcs = append(svcs, buildLBService(params, nums))
+		if lb := buildLBService(params, nums); lb != nil {
+			svcs = append(svcs, lb)
+		}
 	}
 	return forEach(len(svcs), 16, func(i int) error {
 		_, err := c.cs.CoreV1().Services(params.Namespace).Create(ctx, svcs[i], metav1.CreateOptions{})
