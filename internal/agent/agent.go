@@ -17,6 +17,7 @@
 //	sky agent logs [--job N] [--rank R] [--follow] [--tail N]  # the job stream as SkyPilot shows it (a rank: raw); exit code per runtime.md
 //	sky agent set-autostop --json --idle-minutes N [--down] [--wait-for M] [--hook CMD] [--hook-timeout S]
 //	sky agent stop-daemon --json
+//	sky agent ssh-serve --listen HOST:PORT [--detach]  # the node's SSH server, for transport agent-ssh
 //
 // Config (see Config) lists the cluster's nodes head first, how the head
 // reaches each node (Transport) and this node's index. On the head,

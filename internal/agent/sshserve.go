@@ -68,6 +68,10 @@ func sshServe(ctx context.Context, home string, args []string, stdout, stderr io
 		_, _ = stdout.Write(gossh.MarshalAuthorizedKey(h.signer.PublicKey()))
 		return 0
 	}
+	if *listen == "" {
+		fmt.Fprintln(stderr, "ssh-serve: --listen HOST:PORT is required (the node's IP and a free port)")
+		return 2
+	}
 	if _, _, err := net.SplitHostPort(*listen); err != nil {
 		fmt.Fprintf(stderr, "ssh-serve: --listen %q: want HOST:PORT, e.g. the node's IP and a free port (%v)\n", *listen, err)
 		return 2
