@@ -163,7 +163,7 @@ func acquire(t testing.TB, path, what string) (*os.File, error) {
 		}
 		holder := strings.TrimSpace(readFile(path))
 		if holder == "" {
-			holder = "unknown (a flock(1) user such as CI's background build)"
+			holder = "unknown (one that does not write it, as flock(1) does not)"
 		}
 		if time.Now().After(deadline) {
 			f.Close()
