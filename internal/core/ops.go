@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -1064,11 +1065,22 @@ func liveGPUs(ctx context.Context, gl infra.GPULister, kind, region string, b ap
 		fmt.Fprintf(tw, "%s\t%s\t%d of %d free\n", g, strings.Join(parts, ", "), t.free, t.total)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "CLUSTER\tPARTITION\tGPU\tUTILIZATION")
-	for _, p := range places {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d free\n", p.Region, p.Zone, p.GPU, p.Free, p.Total)
+	if len(nodes) > 0 && nodes[0].Status != "" {
+		// Kubernetes: SkyPilot's per-node real-time availability table,
+		// always shown.
+		fmt.Fprintf(tw, "%s per-node GPU availability\n", display)
+		fmt.Fprintln(tw, "CONTEXT\tNODE\tvCPU\tMemory (GB)\tGPU\tGPU UTILIZATION\tNODE STATUS")
+		for _, n := range nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d of %d free\t%s\n", n.Region, n.Node, strconv.FormatFloat(n.CPUs, 'f', -1, 64),
+				strconv.FormatFloat(math.Round(n.MemoryGB*10)/10, 'f', -1, 64), n.GPU, n.Free, n.Total, n.Status)
+		}
+	} else {
+		fmt.Fprintln(tw, "CLUSTER\tPARTITION\tGPU\tUTILIZATION")
+		for _, p := range places {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d free\n", p.Region, p.Zone, p.GPU, p.Free, p.Total)
+		}
 	}
-	if b.Verbose {
+	if b.Verbose && (len(nodes) == 0 || nodes[0].Status == "") {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "CLUSTER\tNODE\tGPU\tGPU UTILIZATION")
 		for _, n := range nodes {

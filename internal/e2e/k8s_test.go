@@ -169,14 +169,14 @@ run: |
 	if len(st) != 1 || st["kc"].Status != "UP" {
 		t.Fatalf("sky status after the launch: %+v", st)
 	}
-	if x := e.must("exec", "kc", "--", "echo exec-on-$SKYPILOT_NODE_RANK"); !strings.Contains(x.out(), "exec-on-0") || !strings.Contains(x.out(), "exec-on-1") {
+	if x := e.must("exec", "--num-nodes", "2", "kc", "--", "echo exec-on-$SKYPILOT_NODE_RANK"); !strings.Contains(x.out(), "exec-on-0") || !strings.Contains(x.out(), "exec-on-1") {
 		t.Errorf("sky exec:\n%s", x)
 	}
 	if l := e.must("logs", "kc", "1", "--no-follow"); !strings.Contains(l.out(), "R rank=1") {
 		t.Errorf("sky logs kc 1:\n%s", l)
 	}
 	// A long job is cancelled: nothing of it is left in the pods.
-	e.must("exec", "-d", "kc", "--", "sleep 300 # k8s-cancel-me")
+	e.must("exec", "-d", "--num-nodes", "2", "kc", "--", "exec -a k8s-cancel-me sleep 300")
 	if !waitFor(30*time.Second, func() bool {
 		return strings.TrimSpace(c.Exec(t, ns, pods[1].Name, "pgrep -f k8s-cancel-[m]e || true")) != ""
 	}) {

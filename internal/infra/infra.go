@@ -127,6 +127,11 @@ type GPUUsage struct {
 	Free   int    `json:"free"`
 	// Requestable are the per-node counts found (the most one node has).
 	Requestable []int `json:"requestable_qty_per_node,omitempty"`
+	// CPUs, MemoryGB and Status describe a node row of an infrastructure
+	// that reports them (Kubernetes: capacity and Ready/NotReady).
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryGB float64 `json:"memory_gb,omitempty"`
+	Status   string  `json:"status,omitempty"`
 }
 
 // Factory opens one kind for a server.

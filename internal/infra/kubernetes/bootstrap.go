@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 	nodes := make([]agentapi.Node, len(info.Nodes))
 	for i, n := range info.Nodes {
 		nodes[i] = agentapi.Node{IP: n.InternalIP, Home: n.Home, Transport: agentapi.TransportAgentSSH,
-			Sky: skyInPod(n.Home), CPUs: n.CPUs, GPUs: n.GPUs,
+			Sky: skyInPod(n.Home), CPUs: schedulableCPUs(n.CPUs), GPUs: n.GPUs,
 			SSHUser: users[i], SSHPort: agentSSHPort}
 	}
 	if len(runners) == 1 {
@@ -137,4 +138,11 @@ func serveAgentSSH(ctx context.Context, r *Runner, n agentapi.Node, pub string) 
 		return "", fmt.Errorf("pod %s: starting its agent's SSH server for the head: %w", r.pod, err)
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// schedulableCPUs is what a pod offers the agent's scheduler: SkyPilot
+// gives Ray max(int(cpus), 1), so a pod asked for 0.2 CPUs still runs one
+// default job (0.5 CPU) at a time, as it does there.
+func schedulableCPUs(cpus float64) float64 {
+	return max(math.Floor(cpus), 1)
 }

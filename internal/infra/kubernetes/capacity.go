@@ -355,7 +355,15 @@ func gpuUsage(context string, nodes []nodeFree) []infra.GPUUsage {
 		a.total += total
 		a.free += free
 		a.largest = max(a.largest, total)
-		perNode = append(perNode, infra.GPUUsage{Region: context, Node: n.Name, GPU: n.Acc, Total: total, Free: free, Requestable: []int{total}})
+		status := "Ready"
+		switch {
+		case !n.Ready:
+			status = "NotReady"
+		case !n.Schedulable:
+			status = "SchedulingDisabled"
+		}
+		perNode = append(perNode, infra.GPUUsage{Region: context, Node: n.Name, GPU: n.Acc, Total: total, Free: free, Requestable: []int{total},
+			CPUs: n.CPUs, MemoryGB: n.MemoryGB, Status: status})
 	}
 	accs := make([]string, 0, len(byAcc))
 	for acc := range byAcc {

@@ -272,3 +272,9 @@ func executor(rc *rest.Config, restClient rest.Interface, ns, pod string, argv [
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
 }
+
+var _ provision.SkyLocator = (*Runner)(nil)
+
+// SkyCommand implements provision.SkyLocator: the pod's own copy of the
+// sky binary (Bootstrap put it there).
+func (r *Runner) SkyCommand() string { return provision.Quote(skyInPod(r.Home())) }

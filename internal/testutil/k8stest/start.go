@@ -239,6 +239,9 @@ func cleanStale(t testing.TB, withNode bool) {
 		if run != nil && d == run.dir {
 			continue
 		}
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			continue // the build's log beside the state dirs
+		}
 		f, err := os.OpenFile(filepath.Join(d, "owner.lock"), os.O_RDWR, 0)
 		if err != nil {
 			// just made by another process, which locks it next; an old
