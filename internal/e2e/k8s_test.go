@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skygo/skygo/internal/paths"
@@ -343,3 +344,49 @@ func TestK8sManagedJobRecovers(t *testing.T) {
 		t.Errorf("pods left after the managed job ended")
 	}
 }
+
+// TestK8sGPUsLabel: `sky gpus label` labels a GPU node that only GPU
+// Feature Discovery's product label describes, names the GPU node it
+// cannot label and why, and the labelled node's GPUs then show in `sky
+// gpus list`. The nodes are kwok's, made for this test.
+func TestK8sGPUsLabel(t *testing.T) {
+	e, c, _ := k8sEnv(t, false, "")
+	ctx := context.Background()
+	suffix := strings.ToLower(strings.TrimPrefix(filepath.Base(e.home), "skye2e-"))
+	mk := func(name string, labels map[string]string) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{"cpu": resourceQty("8"), "memory": resourceQty("64Gi"), "pods": resourceQty("110"), k8stest.GPUResource: resourceQty("4")}}}
+		n.Status.Allocatable = n.Status.Capacity
+		if _, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	gfd, bare := "kwok-gfd-"+suffix, "kwok-bare-"+suffix
+	mk(gfd, map[string]string{"type": "kwok-label-test", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"})
+	mk(bare, map[string]string{"type": "kwok-label-test"})
+
+	r := e.must("gpus", "label", "--context", k8stest.Context)
+	if !strings.Contains(r.out(), gfd+": labelled skypilot.co/accelerator=a100-80gb") {
+		t.Errorf("sky gpus label did not label the GFD node:\n%s", r)
+	}
+	if !strings.Contains(r.out(), bare+": not labelled") {
+		t.Errorf("sky gpus label did not name the node it cannot label:\n%s", r)
+	}
+	n, err := c.Client.CoreV1().Nodes().Get(ctx, gfd, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels[k8stest.GPUAccelLabel] != "a100-80gb" || n.Labels["nvidia.com/gpu.product"] == "" {
+		t.Errorf("node labels after sky gpus label: %v", n.Labels)
+	}
+	if g := e.must("gpus", "list", "--infra", "k8s"); !strings.Contains(g.out(), "A100-80GB") || !strings.Contains(g.out(), gfd) {
+		t.Errorf("sky gpus list after labelling lacks the A100 node:\n%s", g)
+	}
+	if r := e.must("gpus", "label", "--cleanup"); !strings.Contains(r.out(), "Nothing to clean up") {
+		t.Errorf("sky gpus label --cleanup:\n%s", r)
+	}
+}
+
+func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }

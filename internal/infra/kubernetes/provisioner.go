@@ -46,7 +46,6 @@ func (p *Provisioner) where() string { return where(p.context) }
 // settings are the kubernetes.* keys a launch reads, for one context.
 type settings struct {
 	namespace      string
-	image          string
 	podConfigs     []map[string]any
 	podSources     []string // what each of podConfigs came from, for errors
 	customLabels   map[string]string
