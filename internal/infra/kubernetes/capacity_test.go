@@ -185,12 +185,12 @@ func TestGPUUsage(t *testing.T) {
 		{Region: "ctx", GPU: "H100", Total: 12, Free: 7, Requestable: []int{1, 2, 4, 8}},
 		{Region: "ctx", GPU: "L4", Total: 4, Free: 0, Requestable: []int{1, 2}},
 		{Region: "ctx", GPU: "tpu-v5-lite-podslice", Total: 4, Free: 4, Requestable: []int{1, 2, 4}},
-		{Region: "ctx", Node: "a-h100", GPU: "H100", Total: 4, Free: 4, Requestable: []int{4}},
-		{Region: "ctx", Node: "cordoned", GPU: "L4", Total: 2, Free: 0, Requestable: []int{2}},
-		{Region: "ctx", Node: "l4", GPU: "L4", Total: 1, Free: 0, Requestable: []int{1}},
-		{Region: "ctx", Node: "l4-down", GPU: "L4", Total: 1, Free: 0, Requestable: []int{1}},
-		{Region: "ctx", Node: "tpu", GPU: "tpu-v5-lite-podslice", Total: 4, Free: 4, Requestable: []int{4}},
-		{Region: "ctx", Node: "z-h100", GPU: "H100", Total: 8, Free: 3, Requestable: []int{8}},
+		{Region: "ctx", Node: "a-h100", GPU: "H100", Total: 4, Free: 4, Requestable: []int{4}, Status: "Ready"},
+		{Region: "ctx", Node: "cordoned", GPU: "L4", Total: 2, Free: 0, Requestable: []int{2}, Status: "SchedulingDisabled"},
+		{Region: "ctx", Node: "l4", GPU: "L4", Total: 1, Free: 0, Requestable: []int{1}, Status: "Ready"},
+		{Region: "ctx", Node: "l4-down", GPU: "L4", Total: 1, Free: 0, Requestable: []int{1}, Status: "NotReady"},
+		{Region: "ctx", Node: "tpu", GPU: "tpu-v5-lite-podslice", Total: 4, Free: 4, Requestable: []int{4}, Status: "Ready"},
+		{Region: "ctx", Node: "z-h100", GPU: "H100", Total: 8, Free: 3, Requestable: []int{8}, Status: "Ready"},
 	}
 	got := gpuUsage("ctx", nodes)
 	if !reflect.DeepEqual(got, want) {
