@@ -23,6 +23,11 @@ import (
 // The server reaches the API with the test's kubeconfig only; pods on the
 // real node run the local base image, are dialled by pod IP, and reach
 // each other the same way.
+//
+// The file's name puts these tests last in the package (go test runs a
+// package's tests in file order): on a fresh machine CI builds the
+// Kubernetes binaries in the background while the other tests run, and
+// these wait for that build.
 
 // k8sEnv is a server whose kubeconfig is the test cluster's, with its own
 // namespace, and pods of the cluster on the real node through
