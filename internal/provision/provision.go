@@ -273,3 +273,25 @@ func WriteSecretFiles(ctx context.Context, r CommandRunner, files map[string][]b
 	}
 	return nil
 }
+
+// AuthorizeKeyCommand is the shell command that adds an authorized_keys
+// line to the node user's ~/.ssh/authorized_keys once (a repeated launch
+// adds nothing), with the modes sshd and the agent's SSH server demand.
+func AuthorizeKeyCommand(publicKey string) string {
+	q := Quote(strings.TrimSpace(publicKey))
+	return `mkdir -p ~/.ssh && chmod 700 ~/.ssh && { grep -qxF ` + q + ` ~/.ssh/authorized_keys 2>/dev/null || echo ` + q +
+		` >> ~/.ssh/authorized_keys; } && chmod 600 ~/.ssh/authorized_keys`
+}
+
+// HomePath resolves "~", "~/x" and relative paths against a node's home.
+func HomePath(home, p string) string {
+	switch {
+	case p == "~":
+		return home
+	case strings.HasPrefix(p, "~/"):
+		return home + "/" + p[2:]
+	case !strings.HasPrefix(p, "/"):
+		return home + "/" + p
+	}
+	return p
+}

@@ -62,3 +62,11 @@ func TestErrorsAreDistinguishable(t *testing.T) {
 		t.Errorf("message = %q, want %q", errs[0].Error(), want)
 	}
 }
+
+func TestHomePath(t *testing.T) {
+	for in, want := range map[string]string{"~": "/home/u", "~/a b": "/home/u/a b", "rel/x": "/home/u/rel/x", "/abs": "/abs"} {
+		if got := HomePath("/home/u", in); got != want {
+			t.Errorf("HomePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

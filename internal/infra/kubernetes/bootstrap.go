@@ -125,10 +125,9 @@ func ensureHeadKey(ctx context.Context, head provision.CommandRunner) (string, e
 // worker agent's SSH server on the pod's address (idempotent) and returns
 // the worker's host key for the head to pin.
 func serveAgentSSH(ctx context.Context, r *Runner, n agentapi.Node, pub string) (string, error) {
-	q := provision.Quote(pub)
 	sky := provision.Quote(n.Sky)
 	addr := net.JoinHostPort(n.IP, strconv.Itoa(agentSSHPort))
-	cmd := `mkdir -p ~/.ssh && chmod 700 ~/.ssh && { grep -qxF ` + q + ` ~/.ssh/authorized_keys 2>/dev/null || echo ` + q + ` >> ~/.ssh/authorized_keys; } && chmod 600 ~/.ssh/authorized_keys && ` +
+	cmd := provision.AuthorizeKeyCommand(pub) + ` && ` +
 		sky + ` agent ssh-serve --listen ` + provision.Quote(addr) + ` --detach && ` + sky + ` agent ssh-stdio --print-host-key`
 	res, err := r.Run(ctx, cmd, provision.RunOptions{})
 	if err == nil && res.ExitCode != 0 {

@@ -201,15 +201,7 @@ func (r *Runner) Rsync(ctx context.Context, localDir, remoteDir string, opts pro
 	if err != nil {
 		return err
 	}
-	dst := remoteDir
-	switch {
-	case dst == "~":
-		dst = home
-	case strings.HasPrefix(dst, "~/"):
-		dst = home + "/" + dst[2:]
-	case !strings.HasPrefix(dst, "/"):
-		dst = home + "/" + dst
-	}
+	dst := provision.HomePath(home, remoteDir)
 	res, err := r.Run(ctx, "mkdir -p "+provision.Quote(dst)+" && command -v rsync >/dev/null", provision.RunOptions{})
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("the pod's image has no rsync (exit %d %s); use an image with rsync installed", res.ExitCode, bytes.TrimSpace(res.Stderr))

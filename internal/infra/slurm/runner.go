@@ -132,15 +132,7 @@ func (r *Runner) Rsync(ctx context.Context, localDir, remoteDir string, opts pro
 	if len(ep.IdentityFiles) == 0 {
 		return fmt.Errorf("syncing %s to node %s: rsync needs key authentication to the login node; set IdentityFile for it in ~/.slurm/config", localDir, r.node)
 	}
-	dst := remoteDir
-	switch {
-	case dst == "~":
-		dst = r.home
-	case strings.HasPrefix(dst, "~/"):
-		dst = r.home + "/" + dst[2:]
-	case !strings.HasPrefix(dst, "/"):
-		dst = r.home + "/" + dst
-	}
+	dst := provision.HomePath(r.home, remoteDir)
 	if res, err := r.Run(ctx, "mkdir -p "+provision.Quote(dst), provision.RunOptions{}); err != nil || res.ExitCode != 0 {
 		if err == nil {
 			err = fmt.Errorf("mkdir exit %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))

@@ -36,8 +36,7 @@ func (in *Infra) WriteSSHConfig(info *provision.ClusterInfo) error {
 	hostKeys := make([]string, len(runners))
 	err = parallelNodes(len(runners), func(i int) error {
 		r := runners[i].(*Runner)
-		q := provision.Quote(strings.TrimSpace(pub))
-		cmd := `mkdir -p ~/.ssh && chmod 700 ~/.ssh && { grep -qxF ` + q + ` ~/.ssh/authorized_keys 2>/dev/null || echo ` + q + ` >> ~/.ssh/authorized_keys; } && chmod 600 ~/.ssh/authorized_keys && ` +
+		cmd := provision.AuthorizeKeyCommand(pub) + ` && ` +
 			r.SkyCommand() + ` agent ssh-stdio --print-host-key`
 		res, err := r.Run(ctx, cmd, provision.RunOptions{})
 		if err == nil && res.ExitCode != 0 {

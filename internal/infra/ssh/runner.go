@@ -381,15 +381,7 @@ func (r *Runner) Rsync(ctx context.Context, localDir, remoteDir string, opts pro
 	if err != nil {
 		return fmt.Errorf("syncing %s to %s: %w", localDir, r.ep, err)
 	}
-	dst := remoteDir
-	switch {
-	case dst == "~":
-		dst = home
-	case strings.HasPrefix(dst, "~/"):
-		dst = home + "/" + dst[2:]
-	case !strings.HasPrefix(dst, "/"):
-		dst = home + "/" + dst
-	}
+	dst := provision.HomePath(home, remoteDir)
 	if res, err := r.Run(ctx, "mkdir -p "+provision.Quote(dst), provision.RunOptions{}); err != nil || res.ExitCode != 0 {
 		if err == nil {
 			err = fmt.Errorf("mkdir exit %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
