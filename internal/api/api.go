@@ -281,7 +281,7 @@ type GPUsBody struct {
 	EnvVars map[string]string `json:"env_vars,omitempty"`
 }
 
-// GPUsLabelBody is the body of /gpus_label (`sky gpus label`).
+// GPUsLabelBody is the body of /kubernetes_label_gpus (`sky gpus label`).
 type GPUsLabelBody struct {
 	// Context is the kubeconfig context; "" means every allowed one.
 	Context string `json:"context,omitempty"`
@@ -297,6 +297,41 @@ type GPUNodeLabel struct {
 	Label string `json:"label,omitempty"`
 	// Skipped says why the node was not labelled.
 	Skipped string `json:"skipped,omitempty"`
+}
+
+// KubernetesNodeInfoBody is the body of /kubernetes_node_info.
+type KubernetesNodeInfoBody struct {
+	Context string `json:"context,omitempty"`
+}
+
+// KubernetesNodeInfo is one node of a context, as SkyPilot's
+// models.KubernetesNodeInfo.
+type KubernetesNodeInfo struct {
+	Name            string         `json:"name"`
+	AcceleratorType *string        `json:"accelerator_type"`
+	Total           map[string]int `json:"total"` // accelerator_count
+	Free            map[string]int `json:"free"`  // accelerators_available
+	IPAddress       *string        `json:"ip_address"`
+	CPUCount        float64        `json:"cpu_count"`
+	MemoryGB        float64        `json:"memory_gb"`
+	CPUFree         float64        `json:"cpu_free"`
+	MemoryFreeGB    float64        `json:"memory_free_gb"`
+	IsReady         bool           `json:"is_ready"`
+}
+
+// KubernetesNodesInfo is the result of /kubernetes_node_info.
+type KubernetesNodesInfo struct {
+	NodeInfoDict map[string]KubernetesNodeInfo `json:"node_info_dict"`
+	Hint         string                        `json:"hint"`
+}
+
+// RealtimeGPUAvailabilityBody is the body of
+// /realtime_kubernetes_gpu_availability.
+type RealtimeGPUAvailabilityBody struct {
+	Context        string `json:"context,omitempty"`
+	NameFilter     string `json:"name_filter,omitempty"`
+	QuantityFilter int    `json:"quantity_filter,omitempty"`
+	IsSSH          bool   `json:"is_ssh,omitempty"`
 }
 
 // CostReportBody is the body of /cost_report.

@@ -980,7 +980,7 @@ func flagCases(e *flagEnv) []flagCase {
 	add("gpus label --config", configRefused("gpus", "label"))
 	add("gpus label --context", refuses([]string{"gpus", "label", "--context", "nope"}, "no kubeconfig found"))
 	add("gpus label --cleanup", works([]string{"gpus", "label", "--cleanup"}, "Nothing to clean up"))
-	add("gpus label --async", works([]string{"gpus", "label", "--async"}, "Submitted sky.gpus_label request"))
+	add("gpus label --async", works([]string{"gpus", "label", "--async"}, "Submitted sky.kubernetes_label_gpus request"))
 	cs = append(cs, wholeCommandRefused("dashboard")...)
 
 	cs = append(cs, managedFlagCases()...)

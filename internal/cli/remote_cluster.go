@@ -476,5 +476,5 @@ func localDownRunRemote(f *Factory, opts *LocalDownOptions) error {
 // labels the GPU nodes of the context(s) it may use and streams one line
 // per node.
 func gpusLabelRunRemote(f *Factory, opts *GpusLabelOptions) error {
-	return f.call("gpus_label", api.GPUsLabelBody{Context: opts.Context, Cleanup: opts.Cleanup}, nil, callOptions{Async: opts.Async, Stream: true})
+	return f.call("kubernetes_label_gpus", api.GPUsLabelBody{Context: opts.Context, Cleanup: opts.Cleanup}, nil, callOptions{Async: opts.Async, Stream: true})
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/testutil"
 	"github.com/skygo/skygo/internal/testutil/k8stest"
 )
 
@@ -391,6 +392,18 @@ func TestK8sGPUsLabel(t *testing.T) {
 	}
 	if r := e.must("gpus", "label", "--cleanup"); !strings.Contains(r.out(), "Nothing to clean up") {
 		t.Errorf("sky gpus label --cleanup:\n%s", r)
+	}
+
+	// The Python SDK's node and GPU availability calls see the same.
+	probe := `import json, sky
+info = sky.get(sky.kubernetes_node_info())
+n = info['node_info_dict']['` + gfd + `']
+avail = sky.get(sky.realtime_kubernetes_gpu_availability(name_filter='A100-80GB'))
+print(json.dumps([n['accelerator_type'], n['total']['accelerator_count'], n['free']['accelerators_available'], avail]))`
+	py := runCmd(t, 60*time.Second, append(append([]string{}, e.env...), "PYTHONPATH="+filepath.Join(testutil.RepoRoot(t), "python")), "/usr/bin/python3", "-c", probe)
+	want := `["A100-80GB", 4, 4, [["` + k8stest.Context + `", [["A100-80GB", [1, 2, 4], 4, 4]]]]]`
+	if py.code != 0 || strings.TrimSpace(py.stdout) != want {
+		t.Errorf("the SDK's kubernetes_node_info / realtime_kubernetes_gpu_availability: want %s\n%s", want, py)
 	}
 }
 

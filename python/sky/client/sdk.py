@@ -1118,17 +1118,26 @@ def list_accelerator_counts(gpus_only: bool = True,
 
 
 def kubernetes_node_info(context: Optional[str] = None) -> RequestId:
-    raise _not_supported('sky.kubernetes_node_info',
-                         'the server has no Kubernetes node info operation')
+    """Request returns {'node_info_dict': {node: {name, accelerator_type,
+    total: {accelerator_count}, free: {accelerators_available}, ...}},
+    'hint': str} for one context (default: the current one)."""
+    return _submit('kubernetes_node_info', _set({}, context=context))
 
 
 def realtime_kubernetes_gpu_availability(
         context: Optional[str] = None, name_filter: Optional[str] = None,
         quantity_filter: Optional[int] = None,
         is_ssh: Optional[bool] = None) -> RequestId:
-    raise _not_supported(
-        'sky.realtime_kubernetes_gpu_availability',
-        'the server has no real-time GPU availability operation')
+    """Request returns [(context, [(gpu, requestable counts, capacity,
+    available), ...]), ...], live from the nodes."""
+    return _submit('realtime_kubernetes_gpu_availability',
+                   _set({}, context=context, name_filter=name_filter,
+                        quantity_filter=quantity_filter, is_ssh=is_ssh),
+                   _realtime_result)
+
+
+def _realtime_result(value: Any) -> Any:
+    return [(ctx, [tuple(row) for row in rows]) for ctx, rows in value or []]
 
 
 def optimize(dag: Any, minimize: Any = _enums.OptimizeTarget.COST,
