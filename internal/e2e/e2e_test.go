@@ -572,8 +572,10 @@ users:
 }
 
 // TestCheckFakeCredentials: with a fake ~/.aws/credentials and a fake
-// ~/.kube/config, `sky check -o json` enables AWS and Kubernetes (no
-// network: the kubeconfig's server is a closed port) and prints no secret.
+// ~/.kube/config, `sky check -o json` enables AWS (no network: pricing
+// still works) but not Kubernetes, whose only context's API server (a
+// closed port) does not answer, as SkyPilot leaves unreachable contexts
+// out; `sky check -v` says so, and nothing prints a secret.
 func TestCheckFakeCredentials(t *testing.T) {
 	e := newEnv(t)
 	fakeCloudHome(t, e)
@@ -592,10 +594,14 @@ func TestCheckFakeCredentials(t *testing.T) {
 	if caps := ws["AWS"]; !contains(caps, "compute") {
 		t.Errorf("AWS not enabled for compute: %v", ws)
 	}
-	if caps := ws["Kubernetes"]; !contains(caps, "compute") {
-		t.Errorf("Kubernetes not enabled for compute: %v", ws)
+	if caps, ok := ws["Kubernetes"]; ok {
+		t.Errorf("Kubernetes enabled (%v) though its only context does not answer", caps)
 	}
-	txt := e.must("check", "-v").out() + r.out()
+	v := e.must("check", "kubernetes", "-v")
+	if !strings.Contains(v.out(), "e2e: unreachable") {
+		t.Errorf("sky check kubernetes -v does not say the context is unreachable:\n%s", v)
+	}
+	txt := e.must("check", "-v").out() + r.out() + v.out()
 	for _, s := range []string{"e2e-fake-secret-do-not-print", "e2e-fake-token"} {
 		if strings.Contains(txt, s) {
 			t.Errorf("sky check printed a credential (%s)", s)

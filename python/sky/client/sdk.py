@@ -1136,7 +1136,7 @@ def realtime_kubernetes_gpu_availability(
                    _realtime_result)
 
 
-def _realtime_result(value: Any) -> Any:
+def _realtime_result(value: Any, _body: Any = None) -> Any:
     return [(ctx, [tuple(row) for row in rows]) for ctx, rows in value or []]
 
 
