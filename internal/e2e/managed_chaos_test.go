@@ -431,9 +431,16 @@ func TestManagedJobsServerChaos(t *testing.T) {
 		}
 		starts, dones := countPrefix(lines, "start "), countPrefix(lines, "done ")
 		// A run per attempt: the first and one per recovery; a cancelled
-		// job may be cancelled before its attempt ran.
-		if starts > j.RecoveryCount+1 || (want == "SUCCEEDED" && starts != j.RecoveryCount+1) {
-			t.Errorf("%s: %d runs started, want %d (one per attempt): %q\n%s", j, starts, j.RecoveryCount+1, lines, e.controllerLog(c.id))
+		// job may be cancelled before its attempt ran. A job cancelled
+		// while recovering may also have started the recovered run before
+		// the controller counted the recovery (the count moves when the
+		// task is RUNNING again), so one more start is allowed there.
+		maxStarts := j.RecoveryCount + 1
+		if c.cancelRec && c.cancelled {
+			maxStarts++
+		}
+		if starts > maxStarts || (want == "SUCCEEDED" && starts != j.RecoveryCount+1) {
+			t.Errorf("%s: %d runs started, want at most %d (one per attempt): %q\n%s", j, starts, maxStarts, lines, e.controllerLog(c.id))
 		}
 		wantDones := 0
 		if want == "SUCCEEDED" {
