@@ -159,6 +159,7 @@ func (e *Env) Logs(ctx context.Context, b api.JobsLogsBody, u api.User, admin bo
 func (e *Env) taskLog(ctx context.Context, id, tid int, b api.JobsLogsBody, w io.Writer) error {
 	streamed := map[int]bool{} // attempts shown live
 	waiting := false
+	live := &countingWriter{w: w}
 	for {
 		j, err := e.Store.GetManagedJob(ctx, id, false)
 		if err != nil {
@@ -167,7 +168,10 @@ func (e *Env) taskLog(ctx context.Context, id, tid int, b api.JobsLogsBody, w io
 		t := j.Tasks[tid]
 		switch {
 		case api.ManagedTerminal(t.Status):
-			if len(streamed) == 0 {
+			// A run so short that it ended as the live stream began may
+			// have shown nothing: the server's copy (saved before the
+			// task was marked ended) has it.
+			if len(streamed) == 0 || live.n == 0 {
 				return ux.PrintTail(TaskLogPath(e.Home, id, tid), b.Tail, w)
 			}
 			return nil
@@ -188,7 +192,7 @@ func (e *Env) taskLog(ctx context.Context, id, tid int, b api.JobsLogsBody, w io
 			if len(streamed) > 1 {
 				tail = 0
 			}
-			if err := e.Backend.CopyJobLog(ctx, t.ClusterName, e.user(j), t.AgentJobID, tail, true, w); err != nil && ctx.Err() != nil {
+			if err := e.Backend.CopyJobLog(ctx, t.ClusterName, e.user(j), t.AgentJobID, tail, true, live); err != nil && ctx.Err() != nil {
 				return ctx.Err()
 			}
 			continue
@@ -248,4 +252,16 @@ func (e *Env) controllerLog(ctx context.Context, j *state.ManagedJob, b api.Jobs
 		code = 101
 	}
 	return api.JobsLogsResult{JobID: j.JobID, Status: st, ExitCode: code}, nil
+}
+
+// countingWriter counts what a live log stream wrote.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
