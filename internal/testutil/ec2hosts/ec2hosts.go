@@ -137,7 +137,12 @@ type Cloud struct {
 	poll    time.Duration
 	proxy   *proxy
 	stopped chan struct{}
+	ctx     context.Context
 	cancel  context.CancelFunc
+
+	// recMu makes the watcher's reconciles and the proxy's (after a stop
+	// or terminate) take turns, so none acts on a stale listing.
+	recMu sync.Mutex
 
 	mu    sync.Mutex
 	insts map[string]*instance // by instance id
@@ -213,9 +218,9 @@ func Start(t testing.TB, o Options) *Cloud {
 	for _, s := range c.Subnets {
 		c.proxy.subnetZone.Store(s.ID, s.Zone)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go c.watch(ctx)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.proxy.settle = c.settle
+	go c.watch(c.ctx)
 	t.Logf("ec2hosts: bridge %s, moto %s (proxy %s), VPC %q %v with %d subnets, up in %.1fs",
 		c.CIDR, c.Moto.Endpoint, c.Endpoint, c.VPCName, c.VPCIDs, len(c.Subnets), time.Since(t0).Seconds())
 	t.Cleanup(func() {
@@ -440,7 +445,21 @@ func (c *Cloud) watch(ctx context.Context) {
 	}
 }
 
+// settle brings every host to its instance's state now: the proxy calls
+// it before it answers a StopInstances or TerminateInstances, so that, as
+// on EC2, an instance a caller sees stopped has no machine running any
+// more (the watcher alone could lag a quick stop and start).
+func (c *Cloud) settle() {
+	if err := c.reconcile(c.ctx); err != nil && c.ctx.Err() == nil {
+		c.mu.Lock()
+		c.errs = append(c.errs, err)
+		c.mu.Unlock()
+	}
+}
+
 func (c *Cloud) reconcile(ctx context.Context) error {
+	c.recMu.Lock()
+	defer c.recMu.Unlock()
 	seen := map[string]bool{}
 	for _, r := range c.Regions {
 		if err := c.reconcileRegion(ctx, r, seen); err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"regexp"
@@ -38,6 +39,9 @@ type proxy struct {
 	cfg        aws.Config // to moto itself
 	subnetZone sync.Map   // subnet id -> zone
 	refused    atomic.Int64
+	// settle runs after moto has stopped or terminated instances and
+	// before the caller hears so.
+	settle func()
 
 	mu      sync.Mutex
 	failing map[string]bool
@@ -80,10 +84,26 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// The same bytes go on: the signature covers them.
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if form, err := url.ParseQuery(string(body)); err == nil && form.Get("Action") == "RunInstances" {
+		form, _ := url.ParseQuery(string(body))
+		switch form.Get("Action") {
+		case "RunInstances":
 			if zone := p.zoneOf(r.Context(), form, regionOf(r)); zone != "" && p.isFailing(zone) {
 				p.refused.Add(1)
 				p.refuse(w, form.Get("InstanceType"), zone)
+				return
+			}
+		case "StopInstances", "TerminateInstances":
+			if p.settle != nil {
+				rec := httptest.NewRecorder()
+				p.rp.ServeHTTP(rec, r)
+				if rec.Code == http.StatusOK {
+					p.settle()
+				}
+				for k, v := range rec.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
 				return
 			}
 		}
