@@ -366,7 +366,8 @@ func writeExe(t *testing.T, path, body string) {
 // TestScriptSupervisesAgent: once the agent's config is there, the batch
 // script starts the head's daemon (here a stand-in sky that records its
 // pid as the real daemon does) in its own step, and starts it again when
-// it dies; the daemon gets the node's runtime dir as HOME.
+// it dies; the daemon gets the node's runtime dir as HOME. (The stand-in
+// writes HOME before its pid, so the pid's appearance means both are there.)
 func TestScriptSupervisesAgent(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -379,7 +380,7 @@ func TestScriptSupervisesAgent(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(sky), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeExe(t, sky, "#!/bin/bash\n[ \"$1 $2\" = \"agent daemon\" ] || exit 2\necho $$ > \"$HOME/.sky/agent/daemon.pid\"\necho \"$HOME\" > \"$HOME/.sky/agent/home\"\nexec sleep 300\n")
+	writeExe(t, sky, "#!/bin/bash\n[ \"$1 $2\" = \"agent daemon\" ] || exit 2\necho \"$HOME\" > \"$HOME/.sky/agent/home\"\necho $$ > \"$HOME/.sky/agent/daemon.pid\"\nexec sleep 300\n")
 	s := Script{JobName: "sup", Partition: "cpu", Base: filepath.Join(dir, "shared"), RuntimeDir: filepath.Join(dir, "node", "sup"),
 		NumNodes: 1, CPUsPerTask: 1, Sky: sky}
 	script := filepath.Join(dir, "job.sh")
