@@ -8,6 +8,17 @@ type VolumeMount struct {
 	Path    string `json:"path"`
 	Name    string `json:"volume_name"`
 	SubPath string `json:"sub_path,omitempty"`
+	// Ephemeral is set for a volume made with the cluster and deleted
+	// with it (the task gave a size, not a name); the backend names it.
+	Ephemeral *EphemeralVolume `json:"ephemeral,omitempty"`
+}
+
+// EphemeralVolume is the task's description of an ephemeral volume.
+type EphemeralVolume struct {
+	SizeGi float64           `json:"size_gi"`
+	Type   string            `json:"type,omitempty"` // k8s-pvc when empty
+	Labels map[string]string `json:"labels,omitempty"`
+	Config map[string]any    `json:"config,omitempty"`
 }
 
 // VolumeApplyBody is the body of /volumes/apply: the volume spec after

@@ -22,7 +22,7 @@ func TestRefreshFinishesCutOffAgentStart(t *testing.T) {
 	res, _ := resources.Parse(map[string]any{})
 	user := User{Name: "u", Hash: "h"}
 	if _, _, err := b.provisionWithFailover(ctx, "c1", api.TaskSpec{NumNodes: 2}, res, user,
-		localPlanner(func(int) {}), api.LaunchBody{}, nil, io.Discard); err != nil {
+		localPlanner(func(int) {}), api.LaunchBody{}, nil, nil, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Down(context.Background(), "c1", user, false, true, io.Discard) })

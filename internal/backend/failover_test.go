@@ -56,7 +56,7 @@ func TestFailoverWithoutRetryReportsEveryAttempt(t *testing.T) {
 	res, _ := resources.Parse(map[string]any{"cpus": 2})
 	var log bytes.Buffer
 	_, _, err := b.provisionWithFailover(context.Background(), "c1", api.TaskSpec{NumNodes: 1}, res, User{Name: "u"},
-		localPlanner(func(int) {}), api.LaunchBody{}, nil, &log)
+		localPlanner(func(int) {}), api.LaunchBody{}, nil, nil, &log)
 	if err == nil || !strings.Contains(err.Error(), "Provisioning attempts that failed") || !strings.Contains(err.Error(), "no capacity on local") {
 		t.Fatalf("want the capacity failure listed, got %v\nlog:\n%s", err, log.String())
 	}
@@ -76,7 +76,7 @@ func TestRetryUntilUpWaitsForCapacity(t *testing.T) {
 		}
 	})
 	c, h, err := b.provisionWithFailover(context.Background(), "c2", api.TaskSpec{NumNodes: 1}, res, User{Name: "u"},
-		plan, api.LaunchBody{Retry: true}, nil, &log)
+		plan, api.LaunchBody{Retry: true}, nil, nil, &log)
 	if err != nil {
 		t.Fatalf("retry-until-up: %v\nlog:\n%s", err, log.String())
 	}
@@ -99,7 +99,7 @@ func TestRetryUntilUpStopsWhenCancelled(t *testing.T) {
 		}
 	})
 	_, _, err := b.provisionWithFailover(ctx, "c3", api.TaskSpec{NumNodes: 1}, res, User{Name: "u"},
-		plan, api.LaunchBody{Retry: true}, nil, &bytes.Buffer{})
+		plan, api.LaunchBody{Retry: true}, nil, nil, &bytes.Buffer{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled, got %v", err)
 	}

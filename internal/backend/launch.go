@@ -93,7 +93,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	}
 	// Volumes are checked before anything is provisioned: a task that
 	// cannot have its volume must not run without it.
-	vols, place, err := b.resolveVolumes(ctx, &t)
+	vols, place, err := b.resolveVolumes(ctx, name, &t)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	}
 	switch {
 	case fresh:
-		c, h, err = b.provisionWithFailover(ctx, name, t, res, user, plan, body, place, log)
+		c, h, err = b.provisionWithFailover(ctx, name, t, res, user, plan, body, place, provisionVolumes(vols), log)
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +296,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err := checkFits(c, h, res, t.NumNodes); err != nil {
 		return nil, err
 	}
-	vols, place, err := b.resolveVolumes(ctx, &t)
+	vols, place, err := b.resolveVolumes(ctx, body.ClusterName, &t)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +472,7 @@ func gpuString(g map[string]float64) string {
 // and on a capacity error blocks it and asks again.
 // A volume's zone (pin) is where the head must be: the zone the optimizer
 // cannot choose, since only the volume's infrastructure knows it.
-func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.TaskSpec, res *resources.Resources, user User, plan Planner, body api.LaunchBody, pin *volumePlace, log io.Writer) (*state.Cluster, *Handle, error) {
+func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.TaskSpec, res *resources.Resources, user User, plan Planner, body api.LaunchBody, pin *volumePlace, vols []provision.Volume, log io.Writer) (*state.Cluster, *Handle, error) {
 	var blocked []optimizer.Blocked
 	var failures []string
 	capacityFailures, round := 0, 1
@@ -520,7 +520,8 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		_, byCapacity := plug.(infra.Capacity)
 		spec := provision.ClusterSpec{Name: name, NumNodes: t.NumNodes, Region: cand.Region, Zone: cand.Zone,
 			Resources: nodeResources(res, cand, byCapacity), Config: t.Config, Log: log,
-			Ports: res.Ports, Labels: res.Labels, UseSpot: cand.UseSpot, DiskSizeGB: res.DiskSizeGB(), DiskTier: res.DiskTier}
+			Ports: res.Ports, Labels: res.Labels, UseSpot: cand.UseSpot, DiskSizeGB: res.DiskSizeGB(), DiskTier: res.DiskTier,
+			Volumes: vols}
 		if body.Managed != nil {
 			spec.Progress = body.Managed.Progress
 		}

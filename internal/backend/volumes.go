@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -24,11 +26,50 @@ import (
 // volume's record says which clusters use it; a teardown detaches them.
 // The data never goes with the cluster.
 
-// boundVolume is one task volume with its record and its host.
+// boundVolume is one task volume with its record and its host. The
+// record of an ephemeral volume is stored once its cluster is up.
 type boundVolume struct {
 	mount api.VolumeMount
 	vol   *state.Volume
 	host  infra.VolumeHost
+}
+
+// ephemeralVolume binds a task volume made with the cluster: its
+// infrastructure names it and makes its record.
+func (b *Backend) ephemeralVolume(cluster string, m api.VolumeMount, numNodes int) (boundVolume, error) {
+	typ := m.Ephemeral.Type
+	if typ == "" {
+		typ = "k8s-pvc"
+	}
+	host, err := b.Infras.EphemeralVolumeHostFor(typ)
+	if err != nil {
+		return boundVolume{}, &ClusterError{Type: "NotSupportedError", Msg: fmt.Sprintf("volumes %s: %v", m.Path, err)}
+	}
+	v, err := host.EphemeralVolume(cluster, m)
+	if err != nil {
+		return boundVolume{}, &ClusterError{Type: "ValueError", Msg: fmt.Sprintf("volumes %s: %v", m.Path, err)}
+	}
+	if err := host.CheckVolume(v, numNodes); err != nil {
+		return boundVolume{}, &ClusterError{Type: "ValueError", Msg: err.Error()}
+	}
+	m.Name = v.Name
+	return boundVolume{mount: m, vol: v, host: host}, nil
+}
+
+func ephemeralNameTaken(cluster, name string) error {
+	return &ClusterError{Type: "ValueError", Msg: fmt.Sprintf("the ephemeral volume of cluster %s would be named %s, the name of a volume made with `sky volumes apply`; launch under another cluster name", cluster, name)}
+}
+
+// provisionVolumes are the bound volumes as the provisioner gets them.
+func provisionVolumes(vols []boundVolume) []provision.Volume {
+	var out []provision.Volume
+	for _, bv := range vols {
+		pv := provision.Volume{Name: bv.vol.Name, Type: bv.vol.Type, NameOnCloud: bv.vol.NameOnCloud,
+			Path: bv.mount.Path, SubPath: bv.mount.SubPath, Ephemeral: bv.vol.IsEphemeral, SizeGi: bv.vol.SizeGi}
+		_ = json.Unmarshal(bv.vol.Config, &pv.Config)
+		out = append(out, pv)
+	}
+	return out
 }
 
 // volumePlace is where a task's volumes live: an infra ID (kind and its
@@ -46,12 +87,32 @@ func topologyConflict(format string, args ...any) error {
 
 // resolveVolumes reads and checks the task's volumes. place is nil when
 // the task mounts none.
-func (b *Backend) resolveVolumes(ctx context.Context, t *api.TaskSpec) ([]boundVolume, *volumePlace, error) {
+func (b *Backend) resolveVolumes(ctx context.Context, cluster string, t *api.TaskSpec) ([]boundVolume, *volumePlace, error) {
 	var out []boundVolume
 	var place *volumePlace
 	for _, m := range t.Volumes {
 		if m.SubPath != "" && slices.Contains(strings.Split(m.SubPath, "/"), "..") {
 			return nil, nil, &ClusterError{Type: "ValueError", Msg: fmt.Sprintf("volumes %s: sub_path %q must stay inside the volume (no ..)", m.Path, m.SubPath)}
+		}
+		if m.Ephemeral != nil {
+			bv, err := b.ephemeralVolume(cluster, m, t.NumNodes)
+			if err != nil {
+				return nil, nil, err
+			}
+			if cur, err := b.Store.GetVolume(ctx, bv.vol.Name); err == nil && !cur.IsEphemeral {
+				return nil, nil, ephemeralNameTaken(cluster, bv.vol.Name)
+			}
+			// Made with the cluster, so anywhere its infrastructure
+			// reaches will do.
+			p := &volumePlace{id: infra.ID{Kind: bv.vol.Cloud}, volume: bv.vol.Name}
+			if place == nil {
+				place = p
+			} else if place.id.Kind != p.id.Kind {
+				return nil, nil, topologyConflict("Volumes %s (%s) and %s (an ephemeral volume on %s) live in different places; a cluster can mount only volumes of one place.",
+					place.volume, placeString(place), bv.vol.Name, p.id.Kind)
+			}
+			out = append(out, bv)
+			continue
 		}
 		v, err := b.Store.GetVolume(ctx, m.Name)
 		if errors.Is(err, state.ErrNotFound) {
@@ -136,7 +197,9 @@ func checkClusterPlace(c *state.Cluster, h *Handle, p *volumePlace) error {
 	if err != nil {
 		return err
 	}
-	if have.Kind != p.id.Kind || (p.id.Part(0) != "" && have.Part(0) != p.id.Part(0)) {
+	// A prefix of the cluster's ID: a region's volume suits its zones, and
+	// a Kubernetes context's name may itself hold '/'.
+	if !strings.HasPrefix(have.String()+"/", p.id.String()+"/") {
 		return topologyConflict("Volume %s lives on %s, but cluster %q is on %s. Launch a new cluster to mount it (`sky launch -c NEW ...`).",
 			p.volume, placeString(p), c.Name, h.Infra)
 	}
@@ -156,6 +219,11 @@ func (b *Backend) attachVolumes(ctx context.Context, c *state.Cluster, h *Handle
 	}
 	var mounts []api.VolumeMount
 	for _, bv := range vols {
+		if bv.vol.IsEphemeral {
+			if err := b.recordEphemeral(ctx, bv.vol, c, h); err != nil {
+				return err
+			}
+		}
 		zone, err := bv.host.AttachVolume(ctx, bv.vol, bv.mount, h.Info, runners)
 		if err != nil {
 			return &ClusterError{Type: "VolumeAttachError", Msg: fmt.Sprintf("Failed to mount volume %s at %s: %v", bv.vol.Name, bv.mount.Path, err)}
@@ -178,7 +246,9 @@ func (b *Backend) attachVolumes(ctx context.Context, c *state.Cluster, h *Handle
 			return fmt.Errorf("recording volume %s as used by %s: %w", bv.vol.Name, c.Name, err)
 		}
 		fmt.Fprintf(log, "Volume %s mounted at %s.\n", bv.vol.Name, bv.mount.Path)
-		mounts = append(mounts, bv.mount)
+		m := bv.mount
+		m.Ephemeral = nil // the record says the rest; the handle compares mounts
+		mounts = append(mounts, m)
 	}
 	return b.update(ctx, c, h, func(_ *state.Cluster, h *Handle) (string, error) {
 		for _, m := range mounts {
@@ -188,6 +258,30 @@ func (b *Backend) attachVolumes(ctx context.Context, c *state.Cluster, h *Handle
 		}
 		return "", nil
 	})
+}
+
+// recordEphemeral stores the record of an ephemeral volume its cluster's
+// provisioner has just made, in the place the cluster is and owned by
+// the cluster's user; a relaunch finds it there already.
+func (b *Backend) recordEphemeral(ctx context.Context, v *state.Volume, c *state.Cluster, h *Handle) error {
+	if cur, err := b.Store.GetVolume(ctx, v.Name); err == nil {
+		if !cur.IsEphemeral {
+			return ephemeralNameTaken(c.Name, v.Name) // made since the launch checked
+		}
+		return nil
+	} else if !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	rec := *v
+	rec.Region = h.Info.Region
+	rec.UserHash, rec.UserName, rec.Workspace = c.UserHash, c.UserName, c.Workspace
+	rec.Status = state.VolumeReady
+	rec.LaunchedAt = float64(time.Now().UnixNano()) / 1e9
+	err := b.Store.CreateVolume(context.WithoutCancel(ctx), &rec)
+	if err != nil && !errors.Is(err, state.ErrExists) {
+		return fmt.Errorf("recording ephemeral volume %s: %w", v.Name, err)
+	}
+	return nil
 }
 
 // unlinkVolumes removes the mounts of a cluster about to be torn down
@@ -227,6 +321,17 @@ func (b *Backend) releaseVolumes(ctx context.Context, cluster string) {
 		if !v.UsedBy(cluster) {
 			continue
 		}
+		if v.IsEphemeral {
+			// Its storage went with the cluster (the provisioner's
+			// Terminate), so the record goes too.
+			_, _ = b.Store.DeleteVolume(context.WithoutCancel(ctx), v.Name, func(cur *state.Volume) error {
+				if !cur.UsedBy(cluster) {
+					return state.ErrNoChange // a cluster of that name made it again
+				}
+				return nil
+			})
+			continue
+		}
 		_, _ = b.Store.UpdateVolume(context.WithoutCancel(ctx), v.Name, func(v *state.Volume) error {
 			if !v.UsedBy(cluster) {
 				return state.ErrNoChange
@@ -241,7 +346,7 @@ func (b *Backend) releaseVolumes(ctx context.Context, cluster string) {
 // launch does, for the plans that `sky launch --dryrun` and optimize
 // show; a volume a launch would refuse is the same error here.
 func (b *Backend) PinToVolumes(ctx context.Context, t *api.TaskSpec, res *resources.Resources) error {
-	_, place, err := b.resolveVolumes(ctx, t)
+	_, place, err := b.resolveVolumes(ctx, "", t)
 	if err != nil || place == nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func volumeFlagCases() []flagCase {
 		wantWorks(t, e.sky("volumes", "apply", "-y", "-n", "fwv-named", y), "Volume fwv-named already exists.")
 	})
 	add(k("apply", "type"), func(t *testing.T, e *flagEnv) {
-		wantRefused(t, e.sky("volumes", "apply", "-y", "-n", "fwv-pvc", "--type", "k8s-pvc", "--size", "1Gi"), "k8s-pvc", "Kubernetes")
+		wantRefused(t, e.sky("volumes", "apply", "-y", "-n", "fwv-pvc", "--type", "k8s-pvc", "--size", "1Gi"), "fwv-pvc", "no kubeconfig found")
 		wantRefused(t, e.sky("volumes", "apply", "-y", "-n", "fwv-bad", "--type", "nfs"), "type", "host-dir")
 	})
 	add(k("apply", "infra"), func(t *testing.T, e *flagEnv) {

@@ -262,7 +262,7 @@ override the YAML, and without a YAML the flags alone describe the volume.`,
 	addConfigFlag(cmd, &opts.Config)
 	fs.StringVarP(&opts.Name, "name", "n", "", "Volume name; overrides the YAML")
 	fs.StringVar(&opts.Infra, "infra", "", "Where the volume lives: local, ssh/POOL[/HOST], cloud, cloud/region, cloud/region/zone or k8s/CONTEXT; overrides the YAML")
-	fs.StringVar(&opts.Type, "type", "", "Volume type (host-dir; k8s-pvc, k8s-hostpath, runpod-network-volume need infrastructures this build lacks); overrides the YAML")
+	fs.StringVar(&opts.Type, "type", "", "Volume type: host-dir (local, ssh), k8s-pvc or k8s-hostpath (k8s); runpod-network-volume needs an infrastructure this build lacks; overrides the YAML")
 	fs.StringVar(&opts.Size, "size", "", "Volume size (e.g. 100Gi); overrides the YAML")
 	addBoolPair(fs, &existing, "use-existing", "", false, "Adopt an existing volume of that name", "Create a new volume")
 	addYesFlag(cmd, &opts.Yes)

@@ -119,6 +119,11 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request) (any, error) {
 		}
 	}
 	kind, rest, _ := strings.Cut(strings.Trim(place, "/"), "/")
+	kubernetes := false
+	if k := strings.ToLower(kind); k == "k8s" || k == "kubernetes" {
+		// Kubernetes contexts may hold '/' (EKS ARNs): the rest is one name.
+		kind, kubernetes = "kubernetes", true
+	}
 	host, err := infras.VolumeHostFor(kind, spec.Type)
 	if err != nil {
 		return nil, &op.Error{Type: "NotSupportedError", Message: err.Error()}
@@ -140,6 +145,12 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request) (any, error) {
 		return nil, err
 	}
 	id, err := infra.ParseID(strings.ToLower(kind) + "/" + rest)
+	if kubernetes {
+		id, err = infra.ID{Kind: kind}, nil
+		if rest != "" {
+			id.Parts = []string{rest}
+		}
+	}
 	if err != nil {
 		return nil, valueError("infra %q: %v", place, err)
 	}

@@ -23,8 +23,9 @@ func (e *skyEnv) volumeRow(name string) string {
 // what a task wrote into it across `sky down` and a relaunch; ls shows it
 // IN_USE by the cluster while attached and READY after; delete refuses
 // while it is in use and works after the down; a multi-node cluster on
-// this machine shares it; a missing or ephemeral volume fails the launch
-// before anything is provisioned.
+// this machine shares it; a missing volume, or an ephemeral one (a
+// Kubernetes PVC) with no Kubernetes enabled, fails the launch before
+// anything is provisioned.
 func TestVolumesFollowTheCluster(t *testing.T) {
 	e := newEnv(t)
 	r := e.must("volumes", "apply", "-y", "-n", "data", "--type", "host-dir", "--infra", "local")
@@ -75,7 +76,7 @@ func TestVolumesFollowTheCluster(t *testing.T) {
 	e.must("down", "-y", "vol1")
 
 	// Refused before provisioning: a volume that does not exist, an
-	// ephemeral one, and a place the volume is not.
+	// ephemeral one with no Kubernetes, and a place the volume is not.
 	missing := writeFile(t, "missing.yaml", "volumes:\n  ~/x: nosuch\nrun: echo no\n")
 	if r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "vol2", missing); r.code == 0 || !strings.Contains(r.out(), "Volume nosuch not found.") {
 		t.Errorf("launch with a missing volume: %s", r)
@@ -84,8 +85,8 @@ func TestVolumesFollowTheCluster(t *testing.T) {
 		t.Errorf("dry run with a missing volume: %s", r)
 	}
 	eph := writeFile(t, "eph.yaml", "volumes:\n  ~/x:\n    size: 10Gi\nrun: echo no\n")
-	if r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "vol2", eph); r.code == 0 || !strings.Contains(r.out(), "ephemeral volumes") {
-		t.Errorf("launch with an ephemeral volume: %s", r)
+	if r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "vol2", eph); r.code == 0 || !strings.Contains(r.out(), "kubernetes: not enabled") {
+		t.Errorf("launch with an ephemeral volume (a Kubernetes PVC) and no kubeconfig: %s", r)
 	}
 	if r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "vol2", "--infra", "ssh/pool", writer); r.code == 0 || !strings.Contains(r.out(), "volume data lives on local") {
 		t.Errorf("launch elsewhere than the volume: %s", r)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -408,3 +409,93 @@ print(json.dumps([n['accelerator_type'], n['total']['accelerator_count'], n['fre
 }
 
 func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }
+
+// TestK8sVolumes: a k8s-pvc volume made by `sky volumes apply` and an
+// ephemeral one made with the cluster are mounted in both pods of a
+// cluster on the real node; what the task writes to the named volume is
+// read back by a new cluster after `sky down`, while the ephemeral claim
+// and its record go with the first cluster. The claims bind to static
+// PersistentVolumes (this control plane has no provisioner).
+func TestK8sVolumes(t *testing.T) {
+	e, c, ns := k8sEnv(t, true, "")
+	hostDir := t.TempDir()
+	class := c.StaticStorage(t, ns, hostDir, 2)
+	vol := e.writeYAML(t, "vol.yaml", "name: data\ntype: k8s-pvc\ninfra: k8s\nsize: 1Gi\nconfig:\n  storage_class_name: "+class+"\n  access_mode: ReadWriteMany\n")
+	if r := e.must("volumes", "apply", "-y", vol); !strings.Contains(r.out(), "Created volume data") {
+		t.Fatalf("volumes apply: %s", r)
+	}
+	var recs []map[string]any
+	e.mustJSON(&recs, "volumes", "ls", "-o", "json")
+	if len(recs) != 1 || recs[0]["status"] != "READY" || recs[0]["region"] != k8stest.Context {
+		t.Fatalf("volumes ls after apply: %v", recs)
+	}
+	claim, _ := recs[0]["name_on_cloud"].(string)
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), claim, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the volume's claim %q: %v", claim, err)
+	}
+
+	resources := "resources:\n  infra: k8s\n  cpus: 0.2\n  memory: 0.25\n  image_id: docker:" + k8stest.NodeImage + "\n"
+	writer := e.writeYAML(t, "write.yaml", "num_nodes: 2\n"+resources+`volumes:
+  /data: data
+  ~/scratch:
+    size: 1Gi
+    config:
+      storage_class_name: `+class+`
+      access_mode: ReadWriteMany
+run: |
+  echo "from-rank-$SKYPILOT_NODE_RANK" > /data/rank$SKYPILOT_NODE_RANK.txt
+  echo scratch > ~/scratch/s.txt && echo "scratch-ok-$SKYPILOT_NODE_RANK"
+`)
+	r := e.launchOK(t, "-c", "kv", writer)
+	for _, want := range []string{"scratch-ok-0", "scratch-ok-1"} {
+		if !strings.Contains(r.out(), want) {
+			t.Errorf("launch output lacks %q:\n%s", want, r)
+		}
+	}
+	recs = nil
+	e.mustJSON(&recs, "volumes", "ls", "-o", "json")
+	byName := map[string]map[string]any{}
+	for _, rec := range recs {
+		byName[rec["name"].(string)] = rec
+	}
+	ephName := ""
+	for n, rec := range byName {
+		if rec["is_ephemeral"] == true {
+			ephName = n
+		}
+	}
+	if byName["data"]["status"] != "IN_USE" || ephName == "" || !strings.HasPrefix(ephName, "kv-") {
+		t.Errorf("volumes ls while kv runs: %v", recs)
+	}
+	pods := clusterPods(t, c, ns, "kv")
+	sel := "skypilot-cluster-name=" + pods[0].Labels["skypilot-cluster-name"]
+	if got := c.ListAll(t, ns, sel).PVCs; len(got) != 1 {
+		t.Errorf("the cluster's ephemeral claims: %v", got)
+	}
+	e.must("down", "-y", "kv")
+	if left := c.ListAll(t, ns, sel); !left.Empty() {
+		t.Errorf("objects left after sky down: %+v", left)
+	}
+	recs = nil
+	e.mustJSON(&recs, "volumes", "ls", "-o", "json")
+	if len(recs) != 1 || recs[0]["name"] != "data" || recs[0]["status"] != "READY" {
+		t.Errorf("volumes ls after down: want data READY alone, got %v", recs)
+	}
+
+	// A new cluster reads what the first one wrote.
+	reader := e.writeYAML(t, "read.yaml", resources+"volumes:\n  ~/d: data\nrun: cat ~/d/rank0.txt ~/d/rank1.txt\n")
+	r = e.launchOK(t, "-c", "kv2", reader)
+	if !strings.Contains(r.out(), "from-rank-0") || !strings.Contains(r.out(), "from-rank-1") {
+		t.Errorf("the second cluster did not read the volume's data back:\n%s", r)
+	}
+	e.must("down", "-y", "kv2")
+	if r := e.must("volumes", "delete", "-y", "data"); !strings.Contains(r.out(), "Volume data deleted.") {
+		t.Errorf("volumes delete: %s", r)
+	}
+	if !waitFor(30*time.Second, func() bool {
+		_, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), claim, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Errorf("claim %s left after volumes delete", claim)
+	}
+}

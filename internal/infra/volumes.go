@@ -41,6 +41,29 @@ type VolumeProber interface {
 	ProbeVolume(ctx context.Context, v *state.Volume) error
 }
 
+// EphemeralVolumeHost is implemented by volume hosts that make volumes
+// with a cluster and remove them with it (a task volume given a size,
+// not a name: Kubernetes PVCs). The provisioner makes the storage from
+// provision.ClusterSpec.Volumes and its Terminate removes it.
+type EphemeralVolumeHost interface {
+	VolumeHost
+	// EphemeralVolume is the record (not yet stored) of the volume the
+	// task asks for at m.Path on cluster: its name, type, size, config
+	// and name on the cloud, with IsEphemeral set.
+	EphemeralVolume(cluster string, m api.VolumeMount) (*state.Volume, error)
+}
+
+// EphemeralVolumeHostFor is the infrastructure that makes ephemeral
+// volumes of typ, or an error saying none in this build does.
+func (s *Set) EphemeralVolumeHostFor(typ string) (EphemeralVolumeHost, error) {
+	for _, k := range s.VolumeKinds(typ) {
+		if eh, ok := s.byKind[k].(EphemeralVolumeHost); ok {
+			return eh, nil
+		}
+	}
+	return nil, fmt.Errorf("no infrastructure of this build makes ephemeral volumes of type %s; ephemeral volumes (size:) are Kubernetes PVCs (type k8s-pvc)", typ)
+}
+
 // VolumeHostFor is the infrastructure that holds volumes of typ on kind,
 // or an error naming where that type can live in this build.
 func (s *Set) VolumeHostFor(kind, typ string) (VolumeHost, error) {
@@ -53,10 +76,8 @@ func (s *Set) VolumeHostFor(kind, typ string) (VolumeHost, error) {
 	switch {
 	case len(where) > 0:
 		return nil, fmt.Errorf("volume type %s cannot live on %s; it can on: %s", typ, kind, strings.Join(where, ", "))
-	case strings.HasPrefix(typ, "k8s-"):
-		return nil, fmt.Errorf("volume type %s needs the Kubernetes infrastructure, which this build cannot provision on yet; use type host-dir (infra local or ssh/<pool>)", typ)
 	}
-	return nil, fmt.Errorf("volume type %s is not available in this build; use type host-dir (infra local or ssh/<pool>)", typ)
+	return nil, fmt.Errorf("volume type %s is not available in this build; use type host-dir (infra local or ssh/<pool>) or k8s-pvc / k8s-hostpath (infra k8s)", typ)
 }
 
 // VolumeKinds are the kinds that hold volumes of typ, sorted.

@@ -97,7 +97,7 @@ func (f volumeFake) DetachVolume(context.Context, *state.Volume, api.VolumeMount
 }
 
 // TestVolumeHostFor: the kind that holds a type is found; others say
-// where the type can live, and Kubernetes types say why they cannot yet.
+// where the type can live.
 func TestVolumeHostFor(t *testing.T) {
 	s := NewSet(volumeFake{kind: "local", types: []string{"host-dir"}}, volumeFake{kind: "ssh", types: []string{"host-dir"}})
 	if _, err := s.VolumeHostFor("local", "host-dir"); err != nil {
@@ -106,8 +106,11 @@ func TestVolumeHostFor(t *testing.T) {
 	if _, err := s.VolumeHostFor("aws", "host-dir"); err == nil || !strings.Contains(err.Error(), "it can on: local, ssh") {
 		t.Errorf("host-dir on aws: %v", err)
 	}
-	if _, err := s.VolumeHostFor("k8s", "k8s-pvc"); err == nil || !strings.Contains(err.Error(), "Kubernetes") {
-		t.Errorf("k8s-pvc: %v", err)
+	if _, err := s.VolumeHostFor("kubernetes", "k8s-pvc"); err == nil || !strings.Contains(err.Error(), "k8s-pvc / k8s-hostpath (infra k8s)") {
+		t.Errorf("k8s-pvc without the Kubernetes plug-in: %v", err)
+	}
+	if _, err := s.EphemeralVolumeHostFor("k8s-pvc"); err == nil || !strings.Contains(err.Error(), "ephemeral volumes") {
+		t.Errorf("an ephemeral k8s-pvc without the Kubernetes plug-in: %v", err)
 	}
 	if got := s.VolumeKinds("host-dir"); strings.Join(got, ",") != "local,ssh" {
 		t.Errorf("VolumeKinds = %v", got)

@@ -117,6 +117,31 @@ type ClusterSpec struct {
 	// Provision waits (a Slurm allocation's pending reason); the managed
 	// jobs controller shows the latest as the job's details.
 	Progress func(text string)
+	// Volumes are the task's volumes, for infrastructures whose nodes
+	// take a volume only when they are made (a pod's spec lists its
+	// claims); every infrastructure still gets AttachVolume afterwards,
+	// where the others do their mounting.
+	Volumes []Volume
+}
+
+// Volume is one volume a cluster's nodes mount, as a provisioner sees it.
+type Volume struct {
+	// Name is the volume's record name; Type its volume type (k8s-pvc).
+	Name string
+	Type string
+	// NameOnCloud is the object that holds the data (the claim name).
+	NameOnCloud string
+	// Path is the mount path as the task wrote it (absolute or ~/...),
+	// SubPath a directory inside the volume mounted instead of its root.
+	Path    string
+	SubPath string
+	// Config is the volume's config (host_path, storage_class_name,
+	// access_mode, namespace, labels).
+	Config map[string]any
+	// Ephemeral volumes are made with the cluster and go with it; SizeGi
+	// is their size.
+	Ephemeral bool
+	SizeGi    float64
 }
 
 // NodeInfo describes one provisioned node.

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/skygo/skygo/internal/fielderr"
 	"github.com/skygo/skygo/internal/testutil"
-	"gopkg.in/yaml.v3"
 )
 
 // docsResources decodes every document of a YAML file and returns the

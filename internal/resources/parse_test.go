@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skygo/skygo/internal/fielderr"
 	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/fielderr"
 )
 
 // decode turns a YAML snippet into the value Parse receives.

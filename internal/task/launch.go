@@ -144,23 +144,16 @@ func validateForLaunch(t *Task, local bool) error {
 
 // CheckRunnable refuses what a task asks for that this build cannot give
 // it, with the file:line of the YAML: a job that ran without its volume
-// mounted would look like a success. (Named volumes are checked against
-// the cluster's infrastructure by the backend, before provisioning.) `sky validate` does not call it,
-// since the YAML itself is valid.
+// mounted would look like a success. (Task volumes, named or ephemeral,
+// are checked against the cluster's infrastructure by the backend,
+// before provisioning.) `sky validate` does not call it, since the YAML
+// itself is valid.
 func CheckRunnable(t *Task) error {
 	src := t.src
 	if src == nil {
 		src = &docSource{idx: newPosIndex()}
 	}
 	var errs ErrorList
-	for _, mp := range sortedKeys(t.Volumes) {
-		// Ephemeral volumes are PVCs made with the cluster: Kubernetes
-		// only, which this build cannot provision on yet.
-		if t.Volumes[mp].Ephemeral() {
-			errs = append(errs, src.errAt(joinKey("volumes", mp), true,
-				"ephemeral volumes (size:) are Kubernetes PVCs made with the cluster, which this build cannot provision yet: create a volume with `sky volumes apply` and name it here instead"))
-		}
-	}
 	if r := t.Resources; r != nil && len(r.Volumes) > 0 {
 		errs = append(errs, src.errAt("resources.volumes", true,
 			"volumes are not available in this build: resources.volumes would not be attached; remove it"))

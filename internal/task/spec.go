@@ -61,10 +61,15 @@ func Spec(t *Task) (api.TaskSpec, error) {
 	}
 	for _, mp := range sortedKeys(t.Volumes) {
 		v := t.Volumes[mp]
+		m := api.VolumeMount{Path: mp, Name: v.Name, SubPath: v.SubPath}
 		if v.Ephemeral() {
-			return s, fmt.Errorf("volumes %s: ephemeral volumes (size:) are not available in this build; create one with `sky volumes apply` and name it", mp)
+			gi, err := SizeGi(v.Size)
+			if err != nil {
+				return s, fmt.Errorf("volumes %s: %w", mp, err)
+			}
+			m.Ephemeral = &api.EphemeralVolume{SizeGi: gi, Type: v.Type, Labels: v.Labels, Config: v.Config}
 		}
-		s.Volumes = append(s.Volumes, api.VolumeMount{Path: mp, Name: v.Name, SubPath: v.SubPath})
+		s.Volumes = append(s.Volumes, m)
 	}
 	if y, err := t.ToYAML(); err == nil {
 		s.YAML = string(y)

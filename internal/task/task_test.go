@@ -535,8 +535,9 @@ func TestNumNodesOutOfRangeOrNotInteger(t *testing.T) {
 }
 
 // TestCheckRunnableVolumes: a named volume goes through (the backend
-// checks it against the cluster's infra) and into the spec; an ephemeral
-// one is refused at its line, as is resources.volumes.
+// checks it against the cluster's infra) and into the spec, as does an
+// ephemeral one (a k8s-pvc made with the cluster); an ephemeral volume of
+// another type is refused at its line when the YAML loads.
 func TestCheckRunnableVolumes(t *testing.T) {
 	tk := mustLoad(t, "run: echo hi\nvolumes:\n  /data: myvol\n  ~/sub:\n    name: other\n    sub_path: a/b\n", LoadOptions{})
 	if err := CheckRunnable(tk); err != nil {
@@ -550,10 +551,22 @@ func TestCheckRunnableVolumes(t *testing.T) {
 	if !reflect.DeepEqual(spec.Volumes, want) {
 		t.Errorf("spec volumes = %+v, want %+v", spec.Volumes, want)
 	}
-	eph := mustLoad(t, "run: echo hi\nvolumes:\n  /scratch:\n    size: 10Gi\n", LoadOptions{})
-	err = CheckRunnable(eph)
-	if err == nil || !strings.Contains(err.Error(), "t.yaml:3:") || !strings.Contains(err.Error(), "ephemeral volumes") {
-		t.Fatalf("CheckRunnable of an ephemeral volume = %v, want the file:line and the refusal", err)
+	eph := mustLoad(t, "run: echo hi\nvolumes:\n  /scratch:\n    size: 10Gi\n    labels: {team: ml}\n    config: {access_mode: ReadWriteMany}\n", LoadOptions{})
+	if err := CheckRunnable(eph); err != nil {
+		t.Fatalf("CheckRunnable of an ephemeral volume = %v", err)
+	}
+	spec, err = Spec(eph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEph := []api.VolumeMount{{Path: "/scratch", Ephemeral: &api.EphemeralVolume{SizeGi: 10,
+		Labels: map[string]string{"team": "ml"}, Config: map[string]any{"access_mode": "ReadWriteMany"}}}}
+	if !reflect.DeepEqual(spec.Volumes, wantEph) {
+		t.Errorf("ephemeral spec volumes = %+v, want %+v", spec.Volumes, wantEph)
+	}
+	_, err = LoadBytes("t.yaml", []byte("run: echo hi\nvolumes:\n  /scratch:\n    size: 10Gi\n    type: host-dir\n"), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:5:") || !strings.Contains(err.Error(), "k8s-pvc") {
+		t.Fatalf("load of an ephemeral host-dir volume = %v, want the file:line and the refusal", err)
 	}
 	if err := CheckRunnable(mustLoad(t, "run: echo hi\n", LoadOptions{})); err != nil {
 		t.Errorf("a task without volumes: %v", err)

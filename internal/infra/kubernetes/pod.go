@@ -93,7 +93,11 @@ type podParams struct {
 	SpotLabelKey, SpotLabelValue string
 
 	Command []string // the container command; nil runs keepAliveScript
-	Env     []corev1.EnvVar
+	// Volumes and VolumeMounts are the task's volumes (podVolumes); a pod
+	// with any runs with fsGroup 1000, as SkyPilot's do.
+	Volumes      []corev1.Volume
+	VolumeMounts []corev1.VolumeMount
+	Env          []corev1.EnvVar
 
 	ManagedJobID, ManagedJobName string // annotations when set
 }
@@ -243,6 +247,11 @@ func buildPod(p podParams) (*corev1.Pod, error) {
 				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
 			}},
 		},
+	}
+	if len(p.Volumes) > 0 {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, p.Volumes...)
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, p.VolumeMounts...)
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: new(int64(1000))}
 	}
 	if err := schedule(p, &pod.Spec); err != nil {
 		return nil, err

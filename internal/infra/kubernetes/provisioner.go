@@ -187,6 +187,10 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	if err := p.createServices(ctx, c, params, spec.Ports, s); err != nil {
 		return nil, err
 	}
+	if params.Volumes, params.VolumeMounts, err = p.podVolumes(ctx, c, s.namespace, name, params.User, spec.Volumes); err != nil {
+		p.cleanupAfter(c, s.namespace, name, err)
+		return nil, err
+	}
 	var missing []int
 	for i := 0; i < n; i++ {
 		if _, ok := existing[podName(name, i)]; !ok {
@@ -571,7 +575,7 @@ func podFailure(pod *corev1.Pod) string {
 func (p *Provisioner) unschedulable(ctx context.Context, c *client, ns string, pods []string) error {
 	detail := ""
 	for _, pn := range pods {
-		if msg := latestEvent(ctx, c, ns, pn, "FailedScheduling"); msg != "" {
+		if msg := latestEvent(ctx, c, ns, "Pod", pn, "FailedScheduling"); msg != "" {
 			detail = msg
 			break
 		}
@@ -605,12 +609,13 @@ func insufficient(msg string) []string {
 	return out
 }
 
-// latestEvent is the message of the newest event with reason on a pod.
-func latestEvent(ctx context.Context, c *client, ns, pod, reason string) string {
+// latestEvent is the message of the newest event with reason on an
+// object of kind (a Pod, a PersistentVolumeClaim).
+func latestEvent(ctx context.Context, c *client, ns, kind, name, reason string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	evs, err := c.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod + ",reason=" + reason})
+		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",reason=" + reason})
 	if err != nil || len(evs.Items) == 0 {
 		return ""
 	}
@@ -686,14 +691,19 @@ func (p *Provisioner) deleteAll(ctx context.Context, c *client, ns, name string)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting cluster %s in context %s: %w", name, p.context, err)
 	}
-	// Gone means gone: wait until the API no longer lists the pods, so a
-	// relaunch under the same name does not meet them terminating.
+	// Gone means gone: wait until the API no longer lists the pods, nor
+	// the claims their protection finalizer keeps while a pod uses them,
+	// so a relaunch under the same name does not meet them terminating.
 	for {
 		pl, err := core.Pods(ns).List(ctx, sel)
 		if err != nil {
 			return apiError(p.context, "listing pods", err)
 		}
-		if len(pl.Items) == 0 {
+		cl, err := core.PersistentVolumeClaims(ns).List(ctx, sel)
+		if err != nil {
+			return apiError(p.context, "listing PersistentVolumeClaims", err)
+		}
+		if len(pl.Items)+len(cl.Items) == 0 {
 			return nil
 		}
 		select {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -248,4 +251,52 @@ func (c *Cluster) KubeconfigWithContext(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// StaticStorage makes a StorageClass named for namespace ns with n
+// PersistentVolumes of 1Gi in it (ReadWriteOnce and ReadWriteMany, kept
+// when released), as an administrator without a volume provisioner does
+// (this control plane has none): a claim of that class binds to one at
+// once. Each volume is a directory under hostDir of the machine, which a
+// container on the real node sees; the directories are open to every
+// container user. Class and volumes are removed when the test ends.
+func (c *Cluster) StaticStorage(t testing.TB, ns, hostDir string, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	name := ns + "-static"
+	immediate := storagev1.VolumeBindingImmediate
+	retain := corev1.PersistentVolumeReclaimRetain
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "kubernetes.io/no-provisioner",
+		VolumeBindingMode: &immediate, ReclaimPolicy: &retain}
+	if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	for i := range n {
+		pvName := fmt.Sprintf("%s-%d", name, i)
+		dir := filepath.Join(hostDir, pvName)
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany},
+				StorageClassName:              name,
+				PersistentVolumeReclaimPolicy: retain,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+			}}
+		if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+		})
+	}
+	return name
 }
