@@ -220,7 +220,7 @@ func Start(t testing.TB, o Options) *Cloud {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.proxy.settle = c.settle
-	go c.watch(c.ctx)
+	go c.watch()
 	t.Logf("ec2hosts: bridge %s, moto %s (proxy %s), VPC %q %v with %d subnets, up in %.1fs",
 		c.CIDR, c.Moto.Endpoint, c.Endpoint, c.VPCName, c.VPCIDs, len(c.Subnets), time.Since(t0).Seconds())
 	t.Cleanup(func() {
@@ -428,17 +428,13 @@ func (c *Cloud) close() {
 	}
 }
 
-// watch polls the instances until ctx ends.
-func (c *Cloud) watch(ctx context.Context) {
+// watch settles the hosts every poll until the cloud is closed.
+func (c *Cloud) watch() {
 	defer close(c.stopped)
 	for {
-		if err := c.reconcile(ctx); err != nil && ctx.Err() == nil {
-			c.mu.Lock()
-			c.errs = append(c.errs, err)
-			c.mu.Unlock()
-		}
+		c.settle()
 		select {
-		case <-ctx.Done():
+		case <-c.ctx.Done():
 			return
 		case <-time.After(c.poll):
 		}
