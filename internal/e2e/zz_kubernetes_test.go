@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -497,5 +498,106 @@ run: |
 		return apierrors.IsNotFound(err)
 	}) {
 		t.Errorf("claim %s left after volumes delete", claim)
+	}
+}
+
+// TestK8sServe: a 2-replica service whose replicas are pods on the real
+// node (`kubernetes.ports: podip`, as there is no load-balancer
+// controller): the replica fixture goes to the pods as the workdir, each
+// replica serves at its pod IP, both answer through the load balancer on
+// this machine, and `sky serve down` leaves no pod.
+func TestK8sServe(t *testing.T) {
+	e, c, ns := k8sEnv(t, true, "  ports: podip\n")
+	e.env = append(e.env, "SKYGO_SERVE_DECISION_INTERVAL=1s", "SKYGO_SERVE_QPS_WINDOW=10s", "SKYGO_SERVE_RETRY_GAP=1s")
+	e.requireServe()
+	wd := t.TempDir()
+	buildReplica(t, wd)
+	yaml := svcYAML("k8s", "./replica", 8080, 1, fastProbe(60)+"replicas: 2\n")
+	yaml = strings.Replace(yaml, "  ports: 8080\n", "  ports: 8080\n  cpus: 0.2\n  memory: 0.25\n  image_id: docker:"+k8stest.NodeImage+"\n", 1)
+	yaml = strings.Replace(yaml, "run:", "workdir: "+wd+"\nrun:", 1)
+	p := e.writeYAML(t, "svc.yaml", yaml)
+	began := time.Now()
+	e.serveUp("k8ssvc", p)
+	s := e.waitService("k8ssvc", 150*time.Second, "2 READY", readyN(2, 1))
+	t.Logf("2 replicas READY in pods %.1fs after serve up: %v", time.Since(began).Seconds(), s)
+	var podIPs []string
+	for _, r := range s.Replicas {
+		for _, pod := range clusterPods(t, c, ns, r.Name) {
+			podIPs = append(podIPs, pod.Status.PodIP)
+		}
+	}
+	for _, r := range s.Replicas {
+		inPod := false
+		for _, ip := range podIPs {
+			inPod = inPod || strings.Contains(r.Endpoint, ip+":8080")
+		}
+		if !inPod {
+			t.Errorf("replica %d endpoint %q is not a pod IP of the replicas (%v) at the service port", r.ID, r.Endpoint, podIPs)
+		}
+	}
+	ep := e.endpoint("k8ssvc")
+	seen := map[int]bool{}
+	for i := 0; i < 50 && len(seen) < 2; i++ {
+		code, body := get(t, ep+"/", 10*time.Second)
+		id, v, ok := parseIdent(body)
+		if code != http.StatusOK || !ok || v != 1 {
+			t.Fatalf("GET %s/: %d %q", ep, code, body)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 2 {
+		t.Errorf("50 requests through the load balancer reached replicas %v, want 2 distinct", seen)
+	}
+	e.must("serve", "down", "-y", "k8ssvc")
+	if !waitFor(90*time.Second, func() bool {
+		pl, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "parent=skypilot"})
+		return err == nil && len(pl.Items) == 0
+	}) {
+		t.Errorf("replica pods left 90s after sky serve down")
+	}
+}
+
+// TestK8sPool: a managed-jobs pool of 2 workers in pods on the real node
+// runs its setup once in each; an array of 2 jobs on it succeeds on the
+// workers (each job checks the setup ran where it runs); `sky jobs pool
+// down` leaves no pod.
+func TestK8sPool(t *testing.T) {
+	e, c, ns := k8sEnv(t, true, "")
+	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
+	poolYAML := e.writeYAML(t, "pool.yaml", `pool:
+  workers: 2
+resources:
+  infra: k8s
+  cpus: 0.2
+  memory: 0.25
+  image_id: docker:`+k8stest.NodeImage+`
+setup: echo v1 >> ~/setup_marker
+run: echo the pool task's run is not run
+`)
+	jobYAML := e.writeYAML(t, "job.yaml", `name: kpj
+run: |
+  test "$(cat ~/setup_marker)" = v1
+  echo "rank $SKYPILOT_JOB_RANK on $(hostname)"
+`)
+	e.must("jobs", "pool", "apply", "-y", "-p", "kp", poolYAML)
+	e.waitPool("kp", 120*time.Second, "2 READY workers", allReady(2, 1))
+	for _, w := range []string{"kp-1", "kp-2"} {
+		if pods := clusterPods(t, c, ns, w); len(pods) != 1 || pods[0].Status.Phase != corev1.PodRunning {
+			t.Errorf("worker %s: want one Running pod, got %d", w, len(pods))
+		}
+	}
+	ids := submittedIDs(t, e.must("jobs", "launch", "-y", "-o", "id", "-p", "kp", "--num-jobs", "2", jobYAML))
+	js := e.waitPoolJobs(ids, 120*time.Second, "SUCCEEDED")
+	for _, id := range ids {
+		if j := js[id]; j.Worker == nil || (*j.Worker != "kp-1" && *j.Worker != "kp-2") {
+			t.Errorf("job %d: worker %v, want a worker of kp", id, j.Worker)
+		}
+	}
+	e.must("jobs", "pool", "down", "-y", "kp")
+	if !waitFor(90*time.Second, func() bool {
+		pl, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "parent=skypilot"})
+		return err == nil && len(pl.Items) == 0
+	}) {
+		t.Errorf("worker pods left 90s after sky jobs pool down")
 	}
 }
