@@ -259,7 +259,8 @@ func (c *Cluster) KubeconfigWithContext(t testing.TB, name string) string {
 // (this control plane has none): a claim of that class binds to one at
 // once. Each volume is a directory under hostDir of the machine, which a
 // container on the real node sees; the directories are open to every
-// container user. Class and volumes are removed when the test ends.
+// container user. It returns once the volumes are Available; class and
+// volumes are removed when the test ends.
 func (c *Cluster) StaticStorage(t testing.TB, ns, hostDir string, n int) string {
 	t.Helper()
 	ctx := context.Background()
@@ -297,6 +298,21 @@ func (c *Cluster) StaticStorage(t testing.TB, ns, hostDir string, n int) string 
 		t.Cleanup(func() {
 			_ = c.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
 		})
+	}
+	// Available once the controller-manager's binder has seen them: a
+	// claim made before that is offered to a provisioner (there is none,
+	// so it gets a ProvisioningFailed event) until the binder's resync.
+	for i := range n {
+		pvName := fmt.Sprintf("%s-%d", name, i)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			pv, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+			if err == nil && pv.Status.Phase == corev1.VolumeAvailable {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("PersistentVolume %s not Available after 30s (%v)", pvName, err)
+			}
+		}
 	}
 	return name
 }

@@ -115,7 +115,7 @@ func (r *runState) runScript(name string) error {
 					sshhosts.RunScripts(r.env(), "stop-k8s-node.sh")
 					r.ports.kubelet, r.ports.healthz = fresh.kubelet, fresh.healthz
 				} else {
-					r.stopScripts()
+					r.stopScripts(r.node != nil)
 					r.ports = fresh
 				}
 				continue
@@ -136,10 +136,15 @@ func logTails(out string) string {
 	return b.String()
 }
 
-// stopScripts stops this run's node and control plane, in that order,
-// while the apiserver can still take the node's deletion.
-func (r *runState) stopScripts() {
-	sshhosts.RunScripts(r.env(), "stop-k8s-node.sh", "stop-k8s.sh")
+// stopScripts stops this run's node (when it has one) and control plane,
+// in that order, while the apiserver can still take the node's deletion.
+// A run without a node must not run stop-k8s-node.sh: it removes the
+// machine's one bridge, which another process's node may be using.
+func (r *runState) stopScripts(node bool) {
+	if node {
+		sshhosts.RunScripts(r.env(), "stop-k8s-node.sh")
+	}
+	sshhosts.RunScripts(r.env(), "stop-k8s.sh")
 }
 
 func startControlPlane(t testing.TB, required bool) (*Cluster, string, error) {
@@ -253,13 +258,15 @@ func cleanStale(t testing.TB, withNode bool) {
 			f.Close()
 			continue // its process is alive
 		}
-		if _, err := os.Stat(filepath.Join(d, "k8s-node")); err == nil && !withNode {
+		_, err = os.Stat(filepath.Join(d, "k8s-node"))
+		hasNode := err == nil
+		if hasNode && !withNode {
 			f.Close()
 			continue
 		}
 		t.Logf("k8stest: stopping the cluster a killed run left in %s", d)
 		r := &runState{dir: d, bin: binDir()}
-		r.stopScripts()
+		r.stopScripts(hasNode)
 		if err := removeState(d); err != nil {
 			t.Log(err)
 		}
@@ -294,7 +301,7 @@ func mountsUnder(dir string) []string {
 func (r *runState) stop() []string {
 	pids := r.pids()
 	hadNode := r.node != nil
-	r.stopScripts()
+	r.stopScripts(hadNode)
 	var left []string
 	for _, p := range pids {
 		if alive(p) {
