@@ -336,6 +336,25 @@ func buildReplica(t testing.TB, dir string) string {
 	return bin
 }
 
+// reachesReplicas sends up to 50 GETs through the load balancer at ep,
+// each to be answered by a replica of version v, and fails unless n
+// distinct replicas answered.
+func reachesReplicas(t *testing.T, ep string, n, v int) {
+	t.Helper()
+	seen := map[int]bool{}
+	for i := 0; i < 50 && len(seen) < n; i++ {
+		code, body := get(t, ep+"/", 10*time.Second)
+		id, ver, ok := parseIdent(body)
+		if code != http.StatusOK || !ok || ver != v {
+			t.Fatalf("GET %s/: %d %q", ep, code, body)
+		}
+		seen[id] = true
+	}
+	if len(seen) != n {
+		t.Errorf("50 requests through the load balancer reached replicas %v, want %d distinct", seen, n)
+	}
+}
+
 // fastProbe is a readiness probe for tests: every second, 1 s timeout.
 func fastProbe(initialDelay int) string {
 	return fmt.Sprintf(`readiness_probe:

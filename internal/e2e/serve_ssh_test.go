@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,18 +48,7 @@ func TestServeSSHPool(t *testing.T) {
 		}
 	}
 	ep := e.endpoint("sshsvc")
-	seen := map[int]bool{}
-	for i := 0; i < 50 && len(seen) < 2; i++ {
-		code, body := get(t, ep+"/", 10*time.Second)
-		id, v, ok := parseIdent(body)
-		if code != http.StatusOK || !ok || v != 1 {
-			t.Fatalf("GET %s/: %d %q", ep, code, body)
-		}
-		seen[id] = true
-	}
-	if len(seen) != 2 {
-		t.Errorf("50 requests through the load balancer reached replicas %v, want 2 distinct", seen)
-	}
+	reachesReplicas(t, ep, 2, 1)
 	l := startLoad(ep+"/", 4, 0, 5*time.Millisecond)
 	time.Sleep(3 * time.Second)
 	l.Stop()

@@ -35,18 +35,7 @@ func TestServeReplicaKill(t *testing.T) {
 	ep := e.endpoint("kill")
 
 	// Both replicas answer; every path and method goes through.
-	seen := map[int]bool{}
-	for i := 0; i < 50 && len(seen) < 2; i++ {
-		code, body := get(t, ep+"/", 10*time.Second)
-		id, v, ok := parseIdent(body)
-		if code != http.StatusOK || !ok || v != 1 {
-			t.Fatalf("GET %s/: %d %q", ep, code, body)
-		}
-		seen[id] = true
-	}
-	if len(seen) != 2 {
-		t.Errorf("50 requests through the load balancer reached replicas %v, want 2 distinct", seen)
-	}
+	reachesReplicas(t, ep, 2, 1)
 	resp, err := http.Post(ep+"/echo", "text/plain", strings.NewReader("ping-body"))
 	if err != nil {
 		t.Fatalf("POST /echo: %v", err)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -536,18 +535,7 @@ func TestK8sServe(t *testing.T) {
 		}
 	}
 	ep := e.endpoint("k8ssvc")
-	seen := map[int]bool{}
-	for i := 0; i < 50 && len(seen) < 2; i++ {
-		code, body := get(t, ep+"/", 10*time.Second)
-		id, v, ok := parseIdent(body)
-		if code != http.StatusOK || !ok || v != 1 {
-			t.Fatalf("GET %s/: %d %q", ep, code, body)
-		}
-		seen[id] = true
-	}
-	if len(seen) != 2 {
-		t.Errorf("50 requests through the load balancer reached replicas %v, want 2 distinct", seen)
-	}
+	reachesReplicas(t, ep, 2, 1)
 	e.must("serve", "down", "-y", "k8ssvc")
 	if !waitFor(90*time.Second, func() bool {
 		pl, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "parent=skypilot"})

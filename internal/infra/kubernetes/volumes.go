@@ -296,6 +296,16 @@ func (in *Infra) checkStorageClass(ctx context.Context, c *client, vc volumeConf
 	return fmt.Errorf("context %s has no default StorageClass (it has: %s); set config.storage_class_name", c.context, have)
 }
 
+// claimOf is the client of a k8s-pvc volume's context and its config.
+func (in *Infra) claimOf(v *state.Volume) (*client, volumeConfig, error) {
+	vc, err := readVolumeConfig(v.Config)
+	if err != nil {
+		return nil, vc, err
+	}
+	c, err := in.client(v.Region)
+	return c, vc, err
+}
+
 // DeleteVolume implements infra.VolumeHost: the claim goes (its data with
 // it, as the class's reclaim policy says); a host path has nothing to
 // delete through the API.
@@ -303,11 +313,7 @@ func (in *Infra) DeleteVolume(ctx context.Context, v *state.Volume) error {
 	if v.Type != TypePVC {
 		return nil
 	}
-	vc, err := readVolumeConfig(v.Config)
-	if err != nil {
-		return err
-	}
-	c, err := in.client(v.Region)
+	c, vc, err := in.claimOf(v)
 	if err != nil {
 		return err
 	}
@@ -324,11 +330,7 @@ func (in *Infra) ProbeVolume(ctx context.Context, v *state.Volume) error {
 	if v.Type != TypePVC {
 		return nil
 	}
-	vc, err := readVolumeConfig(v.Config)
-	if err != nil {
-		return err
-	}
-	c, err := in.client(v.Region)
+	c, vc, err := in.claimOf(v)
 	if err != nil {
 		return err
 	}
