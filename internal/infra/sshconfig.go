@@ -2,6 +2,7 @@ package infra
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/provision"
 )
 
 // The generated `ssh <cluster>` entries, shared by every infrastructure
@@ -246,4 +248,23 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// NodeHostKey authorizes the public key pub on a node, runs then (a
+// shell command, e.g. starting the agent's SSH server; "" for none) and
+// returns the node's SSH host public key as its agent prints it, for a
+// known_hosts line. sky is the agent binary on the node as a shell word.
+func NodeHostKey(ctx context.Context, r provision.CommandRunner, pub, sky, then string) (string, error) {
+	cmd := provision.AuthorizeKeyCommand(pub) + ` && `
+	if then != "" {
+		cmd += then + ` && `
+	}
+	res, err := r.Run(ctx, cmd+sky+` agent ssh-stdio --print-host-key`, provision.RunOptions{})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
 }

@@ -127,16 +127,11 @@ func ensureHeadKey(ctx context.Context, head provision.CommandRunner) (string, e
 func serveAgentSSH(ctx context.Context, r *Runner, n agentapi.Node, pub string) (string, error) {
 	sky := provision.Quote(n.Sky)
 	addr := net.JoinHostPort(n.IP, strconv.Itoa(agentSSHPort))
-	cmd := provision.AuthorizeKeyCommand(pub) + ` && ` +
-		sky + ` agent ssh-serve --listen ` + provision.Quote(addr) + ` --detach && ` + sky + ` agent ssh-stdio --print-host-key`
-	res, err := r.Run(ctx, cmd, provision.RunOptions{})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
+	hk, err := infra.NodeHostKey(ctx, r, pub, sky, sky+` agent ssh-serve --listen `+provision.Quote(addr)+` --detach`)
 	if err != nil {
 		return "", fmt.Errorf("pod %s: starting its agent's SSH server for the head: %w", r.pod, err)
 	}
-	return strings.TrimSpace(string(res.Stdout)), nil
+	return hk, nil
 }
 
 // schedulableCPUs is what a pod offers the agent's scheduler: SkyPilot

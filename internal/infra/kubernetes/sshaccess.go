@@ -36,16 +36,11 @@ func (in *Infra) WriteSSHConfig(info *provision.ClusterInfo) error {
 		if err != nil {
 			return err
 		}
-		cmd := provision.AuthorizeKeyCommand(pub) + ` && ` +
-			provision.Quote(skyInPod(home)) + ` agent ssh-stdio --print-host-key`
-		res, err := r.Run(ctx, cmd, provision.RunOptions{})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		}
+		hk, err := infra.NodeHostKey(ctx, r, pub, provision.Quote(skyInPod(home)), "")
 		if err != nil {
 			return fmt.Errorf("pod %s: preparing ssh access: %w", r.pod, err)
 		}
-		hostKeys[i], users[i] = strings.TrimSpace(string(res.Stdout)), user
+		hostKeys[i], users[i] = hk, user
 		return nil
 	})
 	if err != nil {

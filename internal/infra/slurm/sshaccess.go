@@ -36,16 +36,11 @@ func (in *Infra) WriteSSHConfig(info *provision.ClusterInfo) error {
 	hostKeys := make([]string, len(runners))
 	err = parallelNodes(len(runners), func(i int) error {
 		r := runners[i].(*Runner)
-		cmd := provision.AuthorizeKeyCommand(pub) + ` && ` +
-			r.SkyCommand() + ` agent ssh-stdio --print-host-key`
-		res, err := r.Run(ctx, cmd, provision.RunOptions{})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		}
+		hk, err := infra.NodeHostKey(ctx, r, pub, r.SkyCommand(), "")
 		if err != nil {
 			return fmt.Errorf("node %s: preparing ssh access: %w", r.node, err)
 		}
-		hostKeys[i] = strings.TrimSpace(string(res.Stdout))
+		hostKeys[i] = hk
 		return nil
 	})
 	if err != nil {
