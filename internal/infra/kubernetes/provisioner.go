@@ -56,6 +56,40 @@ type settings struct {
 	autoscaler     string
 	ports          string
 	remoteIdentity string
+	// unsupported names the keys set that this build cannot honour; a
+	// launch is refused rather than run without them.
+	unsupported []string
+}
+
+// unsupportedKeys are kubernetes.* keys that change how or where a pod
+// runs and that SkyGo does not implement, with what to do instead.
+var unsupportedKeys = []struct{ key, msg string }{
+	{"kueue", "Kueue queues (kubernetes.kueue) are not supported by SkyGo yet: the pods would bypass the queue's admission; remove the key, or launch with SkyPilot"},
+	{"quota", "Kueue quotas (kubernetes.quota) are not supported by SkyGo yet: the pods would bypass the queue's admission; remove the key"},
+	{"dws", "GKE Dynamic Workload Scheduler (kubernetes.dws) is not supported by SkyGo yet; remove the key"},
+	{"enable_docker", "Docker inside pods (kubernetes.enable_docker) is not supported by SkyGo; remove the key"},
+	{"auto_mounts", "kubernetes.auto_mounts is not supported by SkyGo yet; mount the volumes with the task's volumes: instead"},
+	{"post_provision_runcmd", "kubernetes.post_provision_runcmd is not supported by SkyGo yet; put the commands at the start of the task's setup: instead"},
+}
+
+// setKey reports whether a config value asks for something: not null,
+// not an empty list or mapping, and not {enabled: false}.
+func setKey(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case []any:
+		return len(t) > 0
+	case map[string]any:
+		if e, ok := t["enabled"]; ok && len(t) <= 2 {
+			b, _ := e.(bool)
+			return b
+		}
+		return len(t) > 0
+	case string:
+		return t != ""
+	}
+	return true
 }
 
 func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings, error) {
@@ -110,6 +144,14 @@ func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings,
 				}
 			}
 		}
+	}
+	for _, u := range unsupportedKeys {
+		if v, ok := val(u.key); ok && setKey(v) {
+			s.unsupported = append(s.unsupported, u.msg)
+		}
+	}
+	if s.ports == "ingress" && len(spec.Ports) > 0 {
+		s.unsupported = append(s.unsupported, "kubernetes.ports: ingress is not supported by SkyGo yet; use loadbalancer (a LoadBalancer Service) or podip (the ports at the pod IP)")
 	}
 	s.limits, _ = val("set_pod_resource_limits")
 	if v, ok := val("provision_timeout"); ok && v != nil {
@@ -168,6 +210,9 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	s, err := p.settings(c, spec)
 	if err != nil {
 		return nil, &provision.ConfigError{Where: p.where(), Err: err}
+	}
+	if len(s.unsupported) > 0 {
+		return nil, &provision.ConfigError{Where: p.where(), Msg: strings.Join(s.unsupported, "; ")}
 	}
 	params, err := p.podParams(ctx, spec, s)
 	if err != nil {
