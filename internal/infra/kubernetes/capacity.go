@@ -60,6 +60,7 @@ type nodeFree struct {
 	GPUKey                    string
 	Labels                    map[string]string
 	Taints                    []corev1.Taint
+	IPs                       []string
 }
 
 const bytesPerGB = 1 << 30
@@ -112,6 +113,7 @@ func nodesFree(nodes []corev1.Node, pods []corev1.Pod, s *gpuLabelScheme) []node
 			GPUKey:        key,
 			Labels:        n.Labels,
 			Taints:        n.Spec.Taints,
+			IPs:           nodeIPs(n),
 		})
 	}
 	return out

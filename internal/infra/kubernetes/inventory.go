@@ -155,6 +155,17 @@ func (c capacitySource) Feasible(ctx context.Context, req optimizer.Request, num
 			if v, ok := cfg.RegionValue("kubernetes", name, "autoscaler"); ok {
 				autoscaler, _ = v.(string)
 			}
+			if v, ok := cfg.RegionValue("kubernetes", name, "allowed_nodes"); ok {
+				allowed, err := parseAllowedNodes(v)
+				if err != nil {
+					why = append(why, "context "+name+": "+err.Error())
+					continue
+				}
+				if nodes = allowedOnly(nodes, allowed); len(nodes) == 0 {
+					why = append(why, fmt.Sprintf("context %s: kubernetes.allowed_nodes admits none of its nodes (%s)", name, allowed))
+					continue
+				}
+			}
 		}
 		fitCPUs, fitMem, ok, reason := feasible(nodes, cpus, mem, acc, count, autoscaler)
 		if !ok {

@@ -90,6 +90,8 @@ type podParams struct {
 	ResourceLimits   any // kubernetes.set_pod_resource_limits: nil/false, true, or a multiplier >= 1
 
 	UseSpot                      bool
+	// AllowedNodeTerms restrict the pods to kubernetes.allowed_nodes.
+	AllowedNodeTerms []corev1.NodeSelectorTerm
 	SpotLabelKey, SpotLabelValue string
 
 	Command []string // the container command; nil runs keepAliveScript
@@ -509,6 +511,7 @@ func schedule(p podParams, spec *corev1.PodSpec) error {
 			Key: p.SpotLabelKey, Operator: corev1.TolerationOpEqual, Value: p.SpotLabelValue, Effect: corev1.TaintEffectNoSchedule,
 		})
 	}
+	restrictTo(aff, p.AllowedNodeTerms)
 	if aff.NodeAffinity != nil || aff.PodAffinity != nil || aff.PodAntiAffinity != nil {
 		spec.Affinity = aff
 	}

@@ -56,6 +56,7 @@ type settings struct {
 	autoscaler     string
 	ports          string
 	remoteIdentity string
+	allowed        *allowedNodes // nil: every node
 	// unsupported names the keys set that this build cannot honour; a
 	// launch is refused rather than run without them.
 	unsupported []string
@@ -152,6 +153,11 @@ func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings,
 	}
 	if s.ports == "ingress" && len(spec.Ports) > 0 {
 		s.unsupported = append(s.unsupported, "kubernetes.ports: ingress is not supported by SkyGo yet; use loadbalancer (a LoadBalancer Service) or podip (the ports at the pod IP)")
+	}
+	if v, ok := val("allowed_nodes"); ok {
+		if s.allowed, err = parseAllowedNodes(v); err != nil {
+			return s, err
+		}
 	}
 	s.limits, _ = val("set_pod_resource_limits")
 	if v, ok := val("provision_timeout"); ok && v != nil {
@@ -320,6 +326,11 @@ func (p *Provisioner) podParams(ctx context.Context, spec provision.ClusterSpec,
 		return pp, err
 	}
 	pp.GPULabelKeys = gpuLabelKeys(raw.nodes)
+	if s.allowed != nil {
+		if pp.AllowedNodeTerms, err = s.allowed.terms(raw.nodes); err != nil {
+			return pp, &provision.CapacityError{Where: p.where(), Msg: err.Error()} // another context may do
+		}
+	}
 	if acc != "" {
 		key, values, err := acceleratorSelector(raw.scheme, acc, raw.nodes)
 		if err != nil {
