@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
@@ -249,4 +251,20 @@ func rawLaunch(b *testing.B, c *k8stest.Cluster, ns, name string, n int) {
 	zero := int64(0)
 	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: "raw=" + name})
 	c.WaitPodsGone(b, ns, "raw="+name, 60*time.Second)
+}
+
+// TestPricingOnKwok: kubernetes.pricing prices the candidates, the
+// context's own rates over the global ones; without it pods cost nothing.
+func TestPricingOnKwok(t *testing.T) {
+	in, _, _ := kwokInfra(t, "  pricing:\n    cpu: 0.1\n    memory: 0.01\n    accelerators: {H100: 2}\n"+
+		"  context_configs:\n    "+k8stest.Context+":\n      pricing:\n        accelerators: {H100: 2.5}\n")
+	ctx := context.Background()
+	cands, why := in.Capacity().Feasible(ctx, optimizer.Request{AccName: "H100", AccCount: 2}, 1)
+	if len(cands) != 1 || cands[0].HourlyPrice != 5 {
+		t.Errorf("2x H100 at the context's 2.5 an hour: %+v (%s)", cands, why)
+	}
+	cands, why = in.Capacity().Feasible(ctx, optimizer.Request{CPUs: catalog.Bound{Value: 4}, Memory: catalog.Bound{Value: 16}}, 1)
+	if len(cands) != 1 || math.Abs(cands[0].HourlyPrice-(cands[0].VCPUs*0.1+cands[0].MemoryGiB*0.01)) > 1e-9 || cands[0].HourlyPrice == 0 {
+		t.Errorf("a CPU pod at the global rates: %+v (%s)", cands, why)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
+	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/optimizer"
 )
@@ -172,11 +173,31 @@ func (c capacitySource) Feasible(ctx context.Context, req optimizer.Request, num
 			why = append(why, "context "+name+": "+reason)
 			continue
 		}
+		price, err := contextPricing(cfg, name)
+		if err != nil {
+			why = append(why, "context "+name+": "+err.Error())
+			continue
+		}
 		cands = append(cands, optimizer.Candidate{Cloud: Kind, Region: name, VCPUs: fitCPUs, MemoryGiB: fitMem,
 			AccName: req.AccName, AccCount: req.AccCount, UseSpot: req.UseSpot,
-			InstanceType: instanceTypeName(fitCPUs, fitMem, acc, count)})
+			InstanceType: instanceTypeName(fitCPUs, fitMem, acc, count),
+			HourlyPrice:  price.Hourly(fitCPUs, fitMem, acc, float64(count))})
 	}
 	return cands, strings.Join(why, "; ")
+}
+
+// contextPricing is kubernetes.pricing for a context: the global rates,
+// then the context's own (kubernetes.context_configs.<context>.pricing)
+// merged over them. Without any, pods cost nothing.
+func contextPricing(cfg *config.Config, context string) (infra.Pricing, error) {
+	var p infra.Pricing
+	for _, keys := range [][]string{{"kubernetes", "pricing"}, {"kubernetes", "context_configs", context, "pricing"}} {
+		v, _ := cfg.Lookup(keys...)
+		if err := p.Overlay(v); err != nil {
+			return p, fmt.Errorf("%s: %w", strings.Join(keys, "."), err)
+		}
+	}
+	return p, nil
 }
 
 // hasSpotNodes: SkyPilot offers spot on Kubernetes only where GKE spot

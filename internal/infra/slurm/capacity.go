@@ -103,7 +103,7 @@ func (c capacity) Feasible(ctx context.Context, req optimizer.Request, numNodes 
 				continue
 			}
 			cand := optimizer.Candidate{Cloud: Kind, Region: cl, Zone: p.Name, VCPUs: r.CPUs, MemoryGiB: r.MemoryGB,
-				AccName: req.AccName, AccCount: req.AccCount, HourlyPrice: s.Pricing.Hourly(r),
+				AccName: req.AccName, AccCount: req.AccCount, HourlyPrice: s.Pricing.Hourly(r.CPUs, r.MemoryGB, r.GPU, float64(r.GPUCount)),
 				InstanceType: InstanceType(r.CPUs, r.MemoryGB, r.GPU, r.GPUCount)}
 			cands = append(cands, cand)
 		}

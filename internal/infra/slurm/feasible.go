@@ -3,8 +3,6 @@ package slurm
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,23 +226,4 @@ func capitalise(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// Hourly is the hourly cost of one node from slurm.pricing: with an
-// accelerator, count x its rate (CPU and memory are not charged; an
-// unlisted GPU costs 0); otherwise CPUs x cpu + GB x memory.
-func (p Pricing) Hourly(req Request) float64 {
-	if req.GPUCount > 0 {
-		rate, ok := p.Accelerators[req.GPU]
-		if !ok {
-			for _, k := range slices.Sorted(maps.Keys(p.Accelerators)) {
-				if strings.EqualFold(k, req.GPU) {
-					rate = p.Accelerators[k]
-					break
-				}
-			}
-		}
-		return float64(req.GPUCount) * rate
-	}
-	return req.CPUs*p.CPU + req.MemoryGB*p.Memory
 }

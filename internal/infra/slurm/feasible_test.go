@@ -169,24 +169,3 @@ func TestFitPartitionMaps(t *testing.T) {
 		t.Fatalf("%s %q %q", names(fit), gres, reason)
 	}
 }
-
-func TestHourly(t *testing.T) {
-	p := Pricing{CPU: 0.5, Memory: 0.1, Accelerators: map[string]float64{"H100": 4}}
-	cases := []struct {
-		req  Request
-		want float64
-	}{
-		{Request{CPUs: 4, MemoryGB: 16}, 4*0.5 + 16*0.1},
-		{Request{CPUs: 32, MemoryGB: 256, GPU: "H100", GPUCount: 8}, 32}, // CPU and memory ignored with a GPU
-		{Request{CPUs: 32, GPU: "h100", GPUCount: 2}, 8},
-		{Request{CPUs: 32, GPU: "A100", GPUCount: 2}, 0}, // unlisted GPU
-	}
-	for _, c := range cases {
-		if got := p.Hourly(c.req); got != c.want {
-			t.Errorf("Hourly(%+v) = %v, want %v", c.req, got, c.want)
-		}
-	}
-	if (Pricing{}).Hourly(Request{CPUs: 4, MemoryGB: 4}) != 0 {
-		t.Error("no pricing costs 0")
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/config"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -27,17 +28,10 @@ type Settings struct {
 	// GPUPartitionMap is GPU name -> partitions (a string or a list in YAML).
 	GPUPartitionMap map[string][]string
 	CPUPartition    []string
-	Pricing         Pricing
+	Pricing         infra.Pricing // slurm.pricing
 	// ProvisionTimeout is slurm.provision_timeout in seconds; nil = unset.
 	ProvisionTimeout *int
 	Workdir, Tmpdir  string
-}
-
-// Pricing is slurm.pricing: hourly rates per CPU, per GB of memory and per
-// accelerator (by name).
-type Pricing struct {
-	CPU, Memory  float64
-	Accelerators map[string]float64
 }
 
 // protectedOptions are the sbatch options SkyGo writes itself; a user value
@@ -141,7 +135,7 @@ func ResolveSettings(cfg *config.Config, cluster, partition string, task map[str
 
 	// pricing is deep-merged: cloud < cluster < partition.
 	for _, p := range []any{valueAt(cfg, "slurm", "pricing"), clusterSec["pricing"], partSec["pricing"]} {
-		if err := s.Pricing.overlay(p); err != nil {
+		if err := s.Pricing.Overlay(p); err != nil {
 			return bad("slurm pricing: %v", err)
 		}
 	}
@@ -329,48 +323,6 @@ func stringList(v any) ([]string, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("must be a string or a list of strings, got %s", kind(v))
-}
-
-func (p *Pricing) overlay(v any) error {
-	if v == nil {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return fmt.Errorf("must be a mapping {cpu, memory, accelerators}, got %s", kind(v))
-	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		switch k {
-		case "cpu", "memory":
-			f, ok := number(m[k])
-			if !ok || f < 0 {
-				return fmt.Errorf("%s must be a number >= 0, got %v", k, m[k])
-			}
-			if k == "cpu" {
-				p.CPU = f
-			} else {
-				p.Memory = f
-			}
-		case "accelerators":
-			am, ok := m[k].(map[string]any)
-			if !ok && m[k] != nil {
-				return fmt.Errorf("accelerators must be a mapping of name to hourly price, got %s", kind(m[k]))
-			}
-			if p.Accelerators == nil {
-				p.Accelerators = map[string]float64{}
-			}
-			for name, rv := range am {
-				f, ok := number(rv)
-				if !ok || f < 0 {
-					return fmt.Errorf("accelerators.%s must be a number >= 0, got %v", name, rv)
-				}
-				p.Accelerators[name] = f
-			}
-		default:
-			return fmt.Errorf("unknown key %q (want cpu, memory, accelerators)", k)
-		}
-	}
-	return nil
 }
 
 func number(v any) (float64, bool) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/config"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -84,7 +85,7 @@ func TestResolveSettingsLayers(t *testing.T) {
 	if !reflect.DeepEqual(s.CPUPartition, []string{"debug"}) {
 		t.Fatalf("cpu partition (task wins) %v", s.CPUPartition)
 	}
-	wantPrice := Pricing{CPU: 0.25, Memory: 0.05, Accelerators: map[string]float64{"H100": 3.5, "A100": 2}}
+	wantPrice := infra.Pricing{CPU: 0.25, Memory: 0.05, Accelerators: map[string]float64{"H100": 3.5, "A100": 2}}
 	if !reflect.DeepEqual(s.Pricing, wantPrice) {
 		t.Fatalf("pricing (deep merge) %+v", s.Pricing)
 	}
