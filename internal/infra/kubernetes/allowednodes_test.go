@@ -107,9 +107,14 @@ func TestAllowedNodesOnKwok(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Named in the task's config instead: no node of the context.
-	_, err = p.Provision(ctx, provision.ClusterSpec{Name: "nowhere", NumNodes: 1, Resources: provision.Resources{CPUs: 1, MemoryGB: 1},
-		Config: map[string]any{"kubernetes": map[string]any{"allowed_nodes": map[string]any{"names": []any{"no-such-node"}}}}})
+	// Naming no node of the context: the optimizer drops the context, and
+	// a launch there (another server's plan) fails over.
+	in, _, _ = kwokInfra(t, "  allowed_nodes:\n    names: [no-such-node]\n")
+	if cands, why := in.Capacity().Feasible(ctx, optimizer.Request{}, 1); len(cands) != 0 || !strings.Contains(why, "admits none") {
+		t.Errorf("feasible with no allowed node: %+v (%s)", cands, why)
+	}
+	p, _ = in.Provisioner(infra.ID{Kind: Kind, Parts: []string{k8stest.Context}})
+	_, err = p.Provision(ctx, provision.ClusterSpec{Name: "nowhere", NumNodes: 1, Resources: provision.Resources{CPUs: 1, MemoryGB: 1}})
 	var ce *provision.CapacityError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "admits none") {
 		t.Errorf("allowed_nodes naming no node: %v", err)
