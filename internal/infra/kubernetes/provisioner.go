@@ -55,7 +55,8 @@ type settings struct {
 	timeoutSet     bool
 	autoscaler     string
 	ports          string
-	remoteIdentity string
+	serviceAccount string // "" for the namespace's default
+	ownAccount     bool   // SkyGo makes serviceAccount and its roles
 	allowed        *allowedNodes // nil: every node
 	// unsupported names the keys set that this build cannot honour; a
 	// launch is refused rather than run without them.
@@ -110,7 +111,7 @@ func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings,
 		s, _ := v.(string)
 		return s
 	}
-	s := settings{namespace: c.namespace, autoscaler: str("autoscaler"), ports: str("ports"), remoteIdentity: str("remote_identity")}
+	s := settings{namespace: c.namespace, autoscaler: str("autoscaler"), ports: str("ports")}
 	if ns := str("namespace"); ns != "" {
 		s.namespace = ns
 	}
@@ -153,6 +154,11 @@ func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings,
 	}
 	if s.ports == "ingress" && len(spec.Ports) > 0 {
 		s.unsupported = append(s.unsupported, "kubernetes.ports: ingress is not supported by SkyGo yet; use loadbalancer (a LoadBalancer Service) or podip (the ports at the pod IP)")
+	}
+	if v, ok := val("remote_identity"); ok {
+		if s.serviceAccount, s.ownAccount, err = resolveIdentity(v, p.context); err != nil {
+			return s, err
+		}
 	}
 	if v, ok := val("allowed_nodes"); ok {
 		if s.allowed, err = parseAllowedNodes(v); err != nil {
@@ -235,6 +241,9 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		return nil, &provision.ConfigError{Where: p.where(),
 			Msg: fmt.Sprintf("cluster %s has %d pods in namespace %s but %d nodes were asked for; run `sky down %s` first", spec.Name, len(existing), s.namespace, n, spec.Name)}
 	}
+	if err := p.ensureIdentity(ctx, c, s.namespace, s.serviceAccount, s.ownAccount); err != nil {
+		return nil, err
+	}
 	if err := p.createServices(ctx, c, params, spec.Ports, s); err != nil {
 		return nil, err
 	}
@@ -314,7 +323,8 @@ func (p *Provisioner) podParams(ctx context.Context, spec provision.ClusterSpec,
 	pp := podParams{NameOnCloud: p.in.nameOnCloud(spec.Name), DisplayName: spec.Name, Namespace: s.namespace,
 		User: p.in.userName(), NumNodes: max(spec.NumNodes, 1), CPUs: cpus, MemoryGB: mem,
 		Accelerator: acc, AccCount: count, Labels: spec.Labels, CustomLabels: s.customLabels,
-		CustomAnnotations: s.customAnnots, PodConfigs: s.podConfigs, PodConfigSources: s.podSources, ResourceLimits: s.limits, UseSpot: spec.UseSpot}
+		CustomAnnotations: s.customAnnots, PodConfigs: s.podConfigs, PodConfigSources: s.podSources, ResourceLimits: s.limits, UseSpot: spec.UseSpot,
+		ServiceAccount: s.serviceAccount}
 	if pp.Image = strings.TrimPrefix(spec.ImageID, "docker:"); pp.Image == "" {
 		pp.Image = p.defaultImage(ctx, acc != "")
 	}
