@@ -195,13 +195,20 @@ func toInt(v any) (int, error) {
 }
 
 // scheduleTimeout is how long pods may stay unscheduled: the setting,
-// else SkyPilot's min(10 + 0.2 x (N-1), 60) s, at least 60 s with an
-// autoscaler (nodes take that long to appear).
-func (s settings) scheduleTimeout(numNodes int) time.Duration {
+// else SkyPilot's min(10 + 0.2 x (N-1), 60) s, or min(180 + 0.2 x (N-1),
+// 240) s with a ReadWriteMany volume (network storage binds slowly), at
+// least 60 s with an autoscaler (nodes take that long to appear).
+func (s settings) scheduleTimeout(numNodes int, vols []provision.Volume) time.Duration {
 	if s.timeoutSet {
 		return s.timeout
 	}
-	d := time.Duration(math.Min(10+0.2*float64(numNodes-1), 60) * float64(time.Second))
+	base, most := 10.0, 60.0
+	for _, v := range vols {
+		if m, _ := v.Config["access_mode"].(string); v.Type == TypePVC && m == "ReadWriteMany" {
+			base, most = 180, 240
+		}
+	}
+	d := time.Duration(math.Min(base+0.2*float64(numNodes-1), most) * float64(time.Second))
 	if s.autoscaler != "" && d < time.Minute {
 		d = time.Minute
 	}
@@ -483,7 +490,7 @@ func portRange(s string) (int, int, error) {
 // that the failover loop understands.
 func (p *Provisioner) waitPods(ctx context.Context, c *client, s settings, spec provision.ClusterSpec, name string, n int) (map[string]corev1.Pod, error) {
 	pods := c.cs.CoreV1().Pods(s.namespace)
-	timeout := s.scheduleTimeout(n)
+	timeout := s.scheduleTimeout(n, spec.Volumes)
 	start := time.Now()
 	lastProgress := ""
 	progress := func(text string) {
@@ -645,6 +652,10 @@ func (p *Provisioner) unschedulable(ctx context.Context, c *client, ns string, p
 			detail = msg
 			break
 		}
+	}
+	if strings.Contains(detail, "unbound") && strings.Contains(detail, "PersistentVolumeClaim") {
+		// No node will do until the claim binds: not a capacity matter.
+		return &provision.ConfigError{Where: p.where(), Msg: "the pods' PersistentVolumeClaim is not bound (no PersistentVolume matches it and its StorageClass made none): '" + detail + "'; check `kubectl describe pvc` and the volume's storage_class_name"}
 	}
 	msg := "Timed out while waiting for nodes to start. Cluster may be out of resources or may be too slow to autoscale. Pod status: Pending"
 	if detail != "" {

@@ -217,3 +217,47 @@ func TestVolumeChecks(t *testing.T) {
 		t.Errorf("host_path /data: %v", err)
 	}
 }
+
+// TestUnboundClaimOnKwok: a claim nothing can bind keeps the pods
+// unschedulable; the launch fails saying so, not as a capacity error
+// another context could fix, and leaves no pod.
+func TestUnboundClaimOnKwok(t *testing.T) {
+	in, c, ns := kwokInfra(t, "  provision_timeout: 3\n")
+	ctx := context.Background()
+	class := c.StaticStorage(t, ns, t.TempDir(), 0) // a class with no volume in it
+	v := &state.Volume{Name: "empty", Type: TypePVC, SizeGi: 1, NameOnCloud: "empty-1", Config: rawJSON(t, map[string]any{"storage_class_name": class})}
+	if err := in.ApplyVolume(ctx, v, false); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := in.Provisioner(infra.ID{Kind: Kind, Parts: []string{k8stest.Context}})
+	_, err := p.Provision(ctx, provision.ClusterSpec{Name: "unbound", NumNodes: 1, Resources: provision.Resources{CPUs: 1, MemoryGB: 1},
+		Volumes: []provision.Volume{asProvisioned(t, v, "/data")}})
+	var ce *provision.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "not bound") {
+		t.Errorf("launch with an unbindable claim: %v", err)
+	}
+	if left := c.ListAll(t, ns, clusterSelector(in.nameOnCloud("unbound"))); len(left.Pods) != 0 {
+		t.Errorf("pods left: %+v", left)
+	}
+}
+
+func TestScheduleTimeout(t *testing.T) {
+	rwx := []provision.Volume{{Type: TypePVC, Config: map[string]any{"access_mode": "ReadWriteMany"}}}
+	for _, tc := range []struct {
+		s    settings
+		n    int
+		vols []provision.Volume
+		want time.Duration
+	}{
+		{settings{}, 1, nil, 10 * time.Second},
+		{settings{}, 1000, nil, 60 * time.Second},
+		{settings{}, 6, rwx, 181 * time.Second},
+		{settings{}, 1000, rwx, 240 * time.Second},
+		{settings{autoscaler: "gke"}, 1, nil, 60 * time.Second},
+		{settings{timeoutSet: true, timeout: 5 * time.Second}, 1, rwx, 5 * time.Second},
+	} {
+		if got := tc.s.scheduleTimeout(tc.n, tc.vols); got != tc.want {
+			t.Errorf("%+v n=%d vols=%v: %v, want %v", tc.s, tc.n, tc.vols, got, tc.want)
+		}
+	}
+}
