@@ -589,3 +589,23 @@ run: |
 		t.Errorf("worker pods left 90s after sky jobs pool down")
 	}
 }
+
+// TestK8sPostProvision: kubernetes.post_provision_runcmd runs in each pod
+// once, before setup (both entry forms), and not again when the cluster
+// is launched on again.
+func TestK8sPostProvision(t *testing.T) {
+	e, c, ns := k8sEnv(t, true, "  post_provision_runcmd:\n    - echo ran >> /tmp/ppr\n    - [touch, /tmp/ppr list]\n")
+	task := e.writeYAML(t, "ppr.yaml", "num_nodes: 2\nresources:\n  infra: k8s\n  cpus: 0.2\n  memory: 0.25\n  image_id: docker:"+k8stest.NodeImage+
+		"\nsetup: test -e '/tmp/ppr list'\nrun: echo ppr-$(wc -l < /tmp/ppr)\n")
+	e.launchOK(t, "-c", "kppr", task)
+	r := e.launchOK(t, "-c", "kppr", task)
+	if strings.Count(r.out(), "ppr-1") != 2 {
+		t.Errorf("want each of the 2 pods to have run the commands once:\n%s", r)
+	}
+	for _, p := range clusterPods(t, c, ns, "kppr") {
+		if got := strings.TrimSpace(c.Exec(t, ns, p.Name, "cat /tmp/ppr")); got != "ran" {
+			t.Errorf("pod %s: /tmp/ppr %q, want one line", p.Name, got)
+		}
+	}
+	e.must("down", "-y", "kppr")
+}

@@ -34,9 +34,13 @@ const headKey = ".sky/ssh/cluster-key"
 // key of the cluster's own that lets the head's agent reach each worker's
 // agent (`sky agent ssh-serve` on the pod network).
 func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer) ([]agentapi.Node, error) {
+	runcmd, err := in.postProvisionScript(info.Meta[metaContext])
+	if err != nil {
+		return nil, err
+	}
 	users := make([]string, len(runners))
 	var mu sync.Mutex
-	err := forEach(len(runners), 16, func(i int) error {
+	err = forEach(len(runners), 16, func(i int) error {
 		r, ok := runners[i].(*Runner)
 		if !ok {
 			return fmt.Errorf("node %d is not a pod", i)
@@ -48,6 +52,11 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 		copied, err := infra.EnsureBinary(ctx, r, in.env.Sky)
 		if err != nil {
 			return fmt.Errorf("pod %s: %w", r.pod, err)
+		}
+		if runcmd != "" {
+			if err := runPostProvision(ctx, r, runcmd, log); err != nil {
+				return err
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -89,6 +98,66 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 		return nil, err
 	}
 	return nodes, nil
+}
+
+// postProvisionDone marks a pod whose post_provision_runcmd ran.
+const postProvisionDone = ".sky/post_provision_runcmd.done"
+
+// postProvisionScript is kubernetes.post_provision_runcmd of the server's
+// config for a context, as one script that stops at the first failing
+// command; "" when there is none. An entry is a command line, or a list
+// of words (cloud-init's two forms).
+func (in *Infra) postProvisionScript(context string) (string, error) {
+	cfg, err := in.serverConfig()
+	if err != nil {
+		return "", err
+	}
+	v, _ := cfg.RegionValue("kubernetes", context, "post_provision_runcmd")
+	if v == nil {
+		return "", nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return "", fmt.Errorf("kubernetes.post_provision_runcmd must be a list of commands, not %T", v)
+	}
+	lines := []string{"set -e"}
+	for i, e := range list {
+		switch t := e.(type) {
+		case string:
+			lines = append(lines, t)
+		case []any:
+			words := make([]string, len(t))
+			for k, w := range t {
+				words[k] = fmt.Sprint(w)
+			}
+			lines = append(lines, provision.Join(words...))
+		default:
+			return "", fmt.Errorf("kubernetes.post_provision_runcmd[%d] must be a command line or a list of words, not %T", i, e)
+		}
+	}
+	if len(lines) == 1 {
+		return "", nil
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// runPostProvision runs the script once in a pod (a marker in its home
+// says it ran, so a relaunch onto the same pod does not run it again),
+// its output going to the launch's log; a failure fails the launch.
+func runPostProvision(ctx context.Context, r *Runner, script string, log io.Writer) error {
+	cmd := `[ -e ~/` + postProvisionDone + ` ] && exit 0; ( ` + "bash -c " + provision.Quote(script) +
+		` ) && mkdir -p ~/.sky && touch ~/` + postProvisionDone
+	res, err := r.Run(ctx, cmd, provision.RunOptions{})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	}
+	if len(res.Stdout) > 0 {
+		fmt.Fprintf(log, "post_provision_runcmd in pod %s:\n%s", r.pod, res.Stdout)
+	}
+	if err != nil {
+		return &provision.ConfigError{Where: where(r.c.context), Msg: "kubernetes.post_provision_runcmd failed in pod " + r.pod, Err: err}
+	}
+	return nil
 }
 
 // ensureHeadKey returns the public half of the head's key for its

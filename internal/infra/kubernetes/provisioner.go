@@ -71,7 +71,6 @@ var unsupportedKeys = []struct{ key, msg string }{
 	{"dws", "GKE Dynamic Workload Scheduler (kubernetes.dws) is not supported by SkyGo yet; remove the key"},
 	{"enable_docker", "Docker inside pods (kubernetes.enable_docker) is not supported by SkyGo; remove the key"},
 	{"auto_mounts", "kubernetes.auto_mounts is not supported by SkyGo yet; mount the volumes with the task's volumes: instead"},
-	{"post_provision_runcmd", "kubernetes.post_provision_runcmd is not supported by SkyGo yet; put the commands at the start of the task's setup: instead"},
 }
 
 // setKey reports whether a config value asks for something: not null,

@@ -22,8 +22,6 @@ func TestUnsupportedKeysRefused(t *testing.T) {
 		{kube: map[string]any{"kueue": map[string]any{"local_queue_name": "q"}}, want: "kubernetes.kueue"},
 		{kube: map[string]any{"dws": map[string]any{"enabled": true}}, want: "kubernetes.dws"},
 		{kube: map[string]any{"dws": map[string]any{"enabled": false, "max_run_duration": "1h"}}},
-		{kube: map[string]any{"post_provision_runcmd": []any{"echo hi"}}, want: "setup:"},
-		{kube: map[string]any{"post_provision_runcmd": []any{}}},
 		{kube: map[string]any{"auto_mounts": []any{map[string]any{"volume_name": "v", "mount_paths": []any{"/v"}}}}, want: "auto_mounts"},
 		{kube: map[string]any{"ports": "ingress"}, ports: []string{"8080"}, want: "ingress"},
 		{kube: map[string]any{"ports": "ingress"}},
