@@ -104,12 +104,8 @@ func (b *Backend) resolveVolumes(ctx context.Context, cluster string, t *api.Tas
 			}
 			// Made with the cluster, so anywhere its infrastructure
 			// reaches will do.
-			p := &volumePlace{id: infra.ID{Kind: bv.vol.Cloud}, volume: bv.vol.Name}
-			if place == nil {
-				place = p
-			} else if place.id.Kind != p.id.Kind {
-				return nil, nil, topologyConflict("Volumes %s (%s) and %s (an ephemeral volume on %s) live in different places; a cluster can mount only volumes of one place.",
-					place.volume, placeString(place), bv.vol.Name, p.id.Kind)
+			if place, err = mergePlace(place, &volumePlace{id: infra.ID{Kind: bv.vol.Cloud}, volume: bv.vol.Name}); err != nil {
+				return nil, nil, err
 			}
 			out = append(out, bv)
 			continue
@@ -135,18 +131,38 @@ func (b *Backend) resolveVolumes(ctx context.Context, cluster string, t *api.Tas
 		if v.Region != "" {
 			p.id.Parts = []string{v.Region}
 		}
-		switch {
-		case place == nil:
-			place = p
-		case place.id.String() != p.id.String() || (place.zone != "" && p.zone != "" && place.zone != p.zone):
-			return nil, nil, topologyConflict("Volumes %s (%s) and %s (%s) live in different places; a cluster can mount only volumes of one place.",
-				place.volume, placeString(place), v.Name, placeString(p))
-		case place.zone == "":
-			place.zone = p.zone
+		if place, err = mergePlace(place, p); err != nil {
+			return nil, nil, err
 		}
 		out = append(out, boundVolume{mount: m, vol: v, host: host})
 	}
 	return out, place, nil
+}
+
+// mergePlace is the one place that suits both the volumes of place and
+// volume p, or SkyPilot's VolumeTopologyConflict. A place of a kind alone
+// (an ephemeral volume's: anywhere of that infrastructure) takes the
+// other's region and zone.
+func mergePlace(place, p *volumePlace) (*volumePlace, error) {
+	conflict := func() error {
+		return topologyConflict("Volumes %s (%s) and %s (%s) live in different places; a cluster can mount only volumes of one place.",
+			place.volume, placeString(place), p.volume, placeString(p))
+	}
+	switch {
+	case place == nil:
+		return p, nil
+	case place.id.Kind != p.id.Kind:
+		return nil, conflict()
+	case len(p.id.Parts) == 0:
+		return place, nil
+	case len(place.id.Parts) == 0:
+		return p, nil
+	case place.id.String() != p.id.String() || (place.zone != "" && p.zone != "" && place.zone != p.zone):
+		return nil, conflict()
+	case place.zone == "":
+		place.zone = p.zone
+	}
+	return place, nil
 }
 
 func placeString(p *volumePlace) string {

@@ -49,3 +49,42 @@ func TestForcePlace(t *testing.T) {
 		t.Errorf("cluster elsewhere: %v", err)
 	}
 }
+
+// TestMergePlace: volumes of one place merge (a zone fills in); an
+// ephemeral volume's place, its kind alone, takes a named volume's
+// region in either order; other places conflict.
+func TestMergePlace(t *testing.T) {
+	k8s := func(name string, parts ...string) *volumePlace {
+		return &volumePlace{id: infra.ID{Kind: "kubernetes", Parts: parts}, volume: name}
+	}
+	for _, order := range [][2]*volumePlace{{k8s("eph"), k8s("data", "ctx")}, {k8s("data", "ctx"), k8s("eph")}} {
+		got, err := mergePlace(mergeOrFail(t, nil, order[0]), order[1])
+		if err != nil || got.id.String() != "kubernetes/ctx" {
+			t.Errorf("%s then %s: %+v %v, want kubernetes/ctx", order[0].volume, order[1].volume, got, err)
+		}
+	}
+	var ce *ClusterError
+	if _, err := mergePlace(k8s("a", "ctx1"), k8s("b", "ctx2")); !errors.As(err, &ce) || ce.Type != "VolumeTopologyConflict" {
+		t.Errorf("two contexts: %v", err)
+	}
+	if _, err := mergePlace(k8s("eph"), &volumePlace{id: infra.ID{Kind: "local"}, volume: "l"}); !errors.As(err, &ce) {
+		t.Errorf("kubernetes and local: %v", err)
+	}
+	zoned := &volumePlace{id: infra.ID{Kind: "ssh", Parts: []string{"lab"}}, zone: "h1", volume: "z"}
+	got, err := mergePlace(&volumePlace{id: infra.ID{Kind: "ssh", Parts: []string{"lab"}}, volume: "y"}, zoned)
+	if err != nil || got.zone != "h1" {
+		t.Errorf("zone fill-in: %+v %v", got, err)
+	}
+	if _, err := mergePlace(got, &volumePlace{id: zoned.id, zone: "h2", volume: "w"}); err == nil {
+		t.Errorf("two hosts of a pool merged")
+	}
+}
+
+func mergeOrFail(t *testing.T, place, p *volumePlace) *volumePlace {
+	t.Helper()
+	out, err := mergePlace(place, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -410,8 +410,9 @@ print(json.dumps([n['accelerator_type'], n['total']['accelerator_count'], n['fre
 
 func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }
 
-// TestK8sVolumes: a k8s-pvc volume made by `sky volumes apply` and an
-// ephemeral one made with the cluster are mounted in both pods of a
+// TestK8sVolumes: a k8s-pvc volume made by `sky volumes apply` (at a ~/
+// path: a link to its mount) and an ephemeral one made with the cluster
+// (at an absolute path, listed first) are mounted in both pods of a
 // cluster on the real node; what the task writes to the named volume is
 // read back by a new cluster after `sky down`, while the ephemeral claim
 // and its record go with the first cluster. The claims bind to static
@@ -436,15 +437,15 @@ func TestK8sVolumes(t *testing.T) {
 
 	resources := "resources:\n  infra: k8s\n  cpus: 0.2\n  memory: 0.25\n  image_id: docker:" + k8stest.NodeImage + "\n"
 	writer := e.writeYAML(t, "write.yaml", "num_nodes: 2\n"+resources+`volumes:
-  /data: data
-  ~/scratch:
+  ~/data: data
+  /scratch:
     size: 1Gi
     config:
       storage_class_name: `+class+`
       access_mode: ReadWriteMany
 run: |
-  echo "from-rank-$SKYPILOT_NODE_RANK" > /data/rank$SKYPILOT_NODE_RANK.txt
-  echo scratch > ~/scratch/s.txt && echo "scratch-ok-$SKYPILOT_NODE_RANK"
+  echo "from-rank-$SKYPILOT_NODE_RANK" > ~/data/rank$SKYPILOT_NODE_RANK.txt
+  echo scratch > /scratch/s.txt && echo "scratch-ok-$SKYPILOT_NODE_RANK"
 `)
 	r := e.launchOK(t, "-c", "kv", writer)
 	for _, want := range []string{"scratch-ok-0", "scratch-ok-1"} {
