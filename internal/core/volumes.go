@@ -229,9 +229,30 @@ func (e *Env) volumesLs(ctx context.Context, r *op.Request) (any, error) {
 	}
 	out := make([]api.VolumeRecord, 0, len(vols))
 	for _, v := range vols {
-		out = append(out, volumeRecord(v))
+		rec := volumeRecord(v)
+		if b.Refresh {
+			if pods, err := e.volumePods(ctx, v); err == nil && len(pods) > 0 {
+				rec.UsedByPods = pods
+				if rec.Status == string(state.VolumeReady) {
+					rec.Status = string(state.VolumeInUse)
+				}
+			}
+		}
+		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// volumePods are the pods that mount v, where its infrastructure can say.
+func (e *Env) volumePods(ctx context.Context, v *state.Volume) ([]string, error) {
+	host, err := e.Backend.Infras.VolumeHostFor(v.Cloud, v.Type)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := host.(infra.VolumePodLister); ok {
+		return l.VolumePods(ctx, v)
+	}
+	return nil, nil
 }
 
 // refreshVolume makes a volume's record agree with the world: users that
@@ -362,6 +383,12 @@ func (e *Env) deleteVolume(ctx context.Context, name string, purge bool, r *op.R
 	}
 	if len(v.UsedByClusters) > 0 && !purge {
 		return valueError("Volume %s is used by cluster(s) %s.", name, strings.Join(v.UsedByClusters, ", "))
+	}
+	if !purge {
+		// Workloads of others: their pods would lose the claim once they end.
+		if pods, err := e.volumePods(ctx, v); err == nil && len(pods) > 0 {
+			return valueError("Volume %s is used by pod(s) %s.", name, strings.Join(pods, ", "))
+		}
 	}
 	// NOT_READY first, conditionally on nobody using it: a launch
 	// resolving the volume from now on refuses it, so no cluster mounts

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -490,6 +491,30 @@ run: |
 		t.Errorf("the second cluster did not read the volume's data back:\n%s", r)
 	}
 	e.must("down", "-y", "kv2")
+
+	// A pod of somebody else's that mounts the claim: ls -r shows it, and
+	// delete refuses while it is there.
+	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}, Spec: corev1.PodSpec{
+		NodeSelector: map[string]string{"type": "kwok"},
+		Containers:   []corev1.Container{{Name: "c", Image: "example/none"}},
+		Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recs = nil
+	e.mustJSON(&recs, "volumes", "ls", "-r", "-o", "json")
+	if len(recs) != 1 || recs[0]["status"] != "IN_USE" || fmt.Sprint(recs[0]["usedby_pods"]) != "[foreign]" {
+		t.Errorf("volumes ls -r with a foreign pod: %v", recs)
+	}
+	if r := e.exec(cmdTimeout, nil, "volumes", "delete", "-y", "data"); r.code == 0 || !strings.Contains(r.out(), "Volume data is used by pod(s) foreign.") {
+		t.Errorf("delete while a foreign pod mounts it: %s", r)
+	}
+	zero := int64(0)
+	if err := c.Client.CoreV1().Pods(ns).Delete(context.Background(), "foreign", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitPodsGone(t, ns, "", 30*time.Second)
 	if r := e.must("volumes", "delete", "-y", "data"); !strings.Contains(r.out(), "Volume data deleted.") {
 		t.Errorf("volumes delete: %s", r)
 	}

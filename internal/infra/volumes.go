@@ -41,6 +41,14 @@ type VolumeProber interface {
 	ProbeVolume(ctx context.Context, v *state.Volume) error
 }
 
+// VolumePodLister is implemented by volume hosts whose volumes other
+// workloads than SkyGo's clusters may mount (a claim used by any pod of
+// its namespace): the names of the live pods that mount v. `sky volumes
+// ls -r` shows them and `sky volumes delete` refuses while there are any.
+type VolumePodLister interface {
+	VolumePods(ctx context.Context, v *state.Volume) ([]string, error)
+}
+
 // EphemeralVolumeHost is implemented by volume hosts that make volumes
 // with a cluster and remove them with it (a task volume given a size,
 // not a name: Kubernetes PVCs). The provisioner makes the storage from

@@ -48,6 +48,7 @@ var accessModes = []string{"ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany",
 var (
 	_ infra.EphemeralVolumeHost = (*Infra)(nil)
 	_ infra.VolumeProber        = (*Infra)(nil)
+	_ infra.VolumePodLister     = (*Infra)(nil)
 )
 
 // VolumeTypes implements infra.VolumeHost.
@@ -350,6 +351,36 @@ func (in *Infra) ProbeVolume(ctx context.Context, v *state.Volume) error {
 		}
 	}
 	return nil
+}
+
+// VolumePods implements infra.VolumePodLister: the pods of the claim's
+// namespace, not finished, that mount it.
+func (in *Infra) VolumePods(ctx context.Context, v *state.Volume) ([]string, error) {
+	if v.Type != TypePVC {
+		return nil, nil
+	}
+	c, vc, err := in.claimOf(v)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := c.cs.CoreV1().Pods(vc.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, apiError(v.Region, "listing pods", err)
+	}
+	var out []string
+	for _, pod := range pl.Items {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, pv := range pod.Spec.Volumes {
+			if pv.PersistentVolumeClaim != nil && pv.PersistentVolumeClaim.ClaimName == v.NameOnCloud {
+				out = append(out, pod.Name)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // CheckVolume implements infra.VolumeHost: a claim one node only may

@@ -135,6 +135,9 @@ func TestVolumesOnKwok(t *testing.T) {
 			t.Errorf("pod %s is %s", pod.Name, pod.Status.Phase)
 		}
 	}
+	if pods, err := in.VolumePods(ctx, data); err != nil || len(pods) != 2 {
+		t.Errorf("pods mounting the named volume: %v %v, want the cluster's 2", pods, err)
+	}
 	// An absolute path needs nothing more on the nodes.
 	if _, err := in.AttachVolume(ctx, data, api.VolumeMount{Path: "/data", Name: "data"}, info, nil); err != nil {
 		t.Errorf("attach of a volume the pods mount: %v", err)
@@ -166,6 +169,9 @@ func TestVolumesOnKwok(t *testing.T) {
 	}
 	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-2ab3", metav1.GetOptions{}); err != nil {
 		t.Errorf("Terminate took the named volume's claim: %v", err)
+	}
+	if pods, err := in.VolumePods(ctx, data); err != nil || len(pods) != 0 {
+		t.Errorf("pods mounting the named volume after Terminate: %v %v", pods, err)
 	}
 	if err := in.DeleteVolume(ctx, data); err != nil {
 		t.Fatal(err)
