@@ -254,6 +254,34 @@ run: |
 	}
 }
 
+// TestAWSLostRunInstancesAnswer: the network drops RunInstances' answer
+// after EC2 (moto, which has no ClientToken idempotency) made the
+// instances, and the SDK sends the call again: the launch terminates the
+// duplicates it did not hear of and comes up with its 2 nodes, rather
+// than waiting for 2 instances while there are 4.
+func TestAWSLostRunInstancesAnswer(t *testing.T) {
+	e, c := awsEnv(t)
+	cl := awsx.EC2(c.Config(t, "us-east-1"), "us-east-1")
+	c.LoseRunInstancesAnswers(1)
+	r := e.launchOK(t, "-c", "lost", "--num-nodes", "2", "--infra", "aws/us-east-1", "--instance-type", awsType, "--", "echo ran-$SKYPILOT_NODE_RANK")
+	if c.LostAnswers() != 1 {
+		t.Fatalf("the harness dropped %d answers, want 1", c.LostAnswers())
+	}
+	if !strings.Contains(r.out(), "Terminating 2 duplicate instance(s)") || !strings.Contains(r.out(), "ran-0") || !strings.Contains(r.out(), "ran-1") {
+		t.Errorf("launch output:\n%s", r.out())
+	}
+	live := 0
+	for _, x := range clusterInstances(t, cl, "lost") {
+		if x.State != nil && (x.State.Name == types.InstanceStateNameRunning || x.State.Name == types.InstanceStateNamePending) {
+			live++
+		}
+	}
+	if live != 2 {
+		t.Errorf("%d live instances after the launch, want 2", live)
+	}
+	e.must("down", "-y", "lost")
+}
+
 func instanceIDs(insts []types.Instance) []string {
 	out := make([]string, len(insts))
 	for i, x := range insts {

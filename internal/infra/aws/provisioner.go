@@ -2,7 +2,9 @@ package aws
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -196,7 +198,11 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		}
 	}
 	if missing := n - len(existing); missing > 0 {
-		sg, sgOwned, err = p.create(ctx, ss, spec, missing, len(existing) == 0)
+		var made []string
+		sg, sgOwned, made, err = p.create(ctx, ss, spec, missing, len(existing) == 0)
+		if err == nil {
+			err = p.dropDuplicates(ctx, ss, spec, existing, made)
+		}
 		if err != nil {
 			// Nothing half-made is left behind for the next candidate;
 			// a cluster that was up before is stopped, not destroyed.
@@ -216,6 +222,38 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		}
 	}
 	return info, nil
+}
+
+// dropDuplicates terminates the cluster's instances that are neither
+// the ones it had nor the ones RunInstances answered with: a RunInstances
+// whose answer was lost and that the SDK sent again (an EC2 without
+// ClientToken idempotency, such as an emulator, makes the batch twice).
+// Without this the wait for exactly n instances would never end.
+func (p *Provisioner) dropDuplicates(ctx context.Context, ss *session, spec provision.ClusterSpec, existing []types.Instance, made []string) error {
+	keep := map[string]bool{}
+	for _, id := range append(ids(existing), made...) {
+		keep[id] = true
+	}
+	all, err := ss.instances(ctx)
+	if err != nil {
+		return p.classify("listing the cluster's instances", err)
+	}
+	var extra []string
+	for _, x := range all {
+		if id := aws.ToString(x.InstanceId); !keep[id] {
+			extra = append(extra, id)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	if spec.Log != nil {
+		fmt.Fprintf(spec.Log, "Terminating %d duplicate instance(s) of %s (%s): a retried RunInstances made them.\n", len(extra), spec.Name, strings.Join(extra, ", "))
+	}
+	if _, err := ss.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: extra}); err != nil {
+		return p.classify("terminating duplicate instances", err)
+	}
+	return nil
 }
 
 // cleanupFailed removes (or, for a cluster that was up before, stops)
@@ -258,26 +296,26 @@ func (p *Provisioner) resume(ctx context.Context, ss *session, existing []types.
 
 // create makes the missing instances: network, security group, image,
 // instance profile, then RunInstances subnet by subnet.
-func (p *Provisioner) create(ctx context.Context, ss *session, spec provision.ClusterSpec, count int, fresh bool) (sg string, sgOwned bool, err error) {
+func (p *Provisioner) create(ctx context.Context, ss *session, spec provision.ClusterSpec, count int, fresh bool) (sg string, sgOwned bool, made []string, err error) {
 	vpc, subnets, err := p.network(ctx, ss)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	sgID, sgName, owned, err := p.securityGroup(ctx, ss, spec, vpc)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	image, err := p.image(ctx, spec)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	profile, err := p.instanceProfile(ctx, ss, spec.Name)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	userData, err := p.userData(ss)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	user, _ := p.in.userTag()
 	tags := []types.Tag{
@@ -334,7 +372,7 @@ func (p *Provisioner) create(ctx context.Context, ss *session, spec provision.Cl
 		out, err := p.runInstances(ctx, ss, in)
 		if err != nil {
 			if awsx.CredentialCodes[awsx.Code(err)] {
-				return "", false, p.classify("RunInstances", err)
+				return "", false, nil, p.classify("RunInstances", err)
 			}
 			zone := aws.ToString(sub.AvailabilityZone)
 			failures = append(failures, fmt.Sprintf("%s: %s", zone, awsx.Message(err)))
@@ -351,12 +389,15 @@ func (p *Provisioner) create(ctx context.Context, ss *session, spec provision.Cl
 				{Key: aws.String(tagHead), Value: aws.String("1")},
 			}})
 			if err != nil {
-				return "", false, p.classify("tagging the head instance", err)
+				return "", false, nil, p.classify("tagging the head instance", err)
 			}
 		}
-		return sgName, owned, nil
+		for _, x := range out.Instances {
+			made = append(made, aws.ToString(x.InstanceId))
+		}
+		return sgName, owned, made, nil
 	}
-	return "", false, &provision.CapacityError{Where: p.where(), Msg: "Failed to launch instances: " + strings.Join(failures, "; ")}
+	return "", false, nil, &provision.CapacityError{Where: p.where(), Msg: "Failed to launch instances: " + strings.Join(failures, "; ")}
 }
 
 // runInstances is RunInstances, retried while a just-made instance
@@ -365,6 +406,9 @@ func (p *Provisioner) create(ctx context.Context, ss *session, spec provision.Cl
 func (p *Provisioner) runInstances(ctx context.Context, ss *session, in *ec2.RunInstancesInput) (*ec2.RunInstancesOutput, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
+		// A token per call: the SDK's own retries of this call reuse it,
+		// so EC2 makes the instances once even if an answer is lost.
+		in.ClientToken = aws.String(clientToken())
 		out, err := ss.ec2.RunInstances(ctx, in, awsx.FailFast)
 		if err == nil || awsx.Code(err) != "InvalidParameterValue" || !strings.Contains(strings.ToLower(awsx.Message(err)), "iaminstanceprofile") || time.Now().After(deadline) {
 			return out, err
@@ -375,6 +419,14 @@ func (p *Provisioner) runInstances(ctx context.Context, ss *session, in *ec2.Run
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// clientToken is a fresh RunInstances idempotency token (at most 64
+// ASCII characters).
+func clientToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "skygo-" + hex.EncodeToString(b)
 }
 
 // rootDisk is the root device mapping: disk_size GB of gp3, or the

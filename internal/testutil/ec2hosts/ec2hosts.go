@@ -316,6 +316,14 @@ func (c *Cloud) SubnetIn(zone string) (Subnet, bool) {
 // (SubnetId or a network interface's); a launch naming neither passes.
 func (c *Cloud) FailCapacity(zones ...string) { c.proxy.setFailing(zones) }
 
+// LoseRunInstancesAnswers makes the next n RunInstances calls reach moto
+// (which makes the instances) and then close the connection unanswered,
+// so the caller's SDK sends the call again; LostAnswers counts them.
+func (c *Cloud) LoseRunInstancesAnswers(n int) { c.proxy.lose.Store(int64(n)) }
+
+// LostAnswers is how many RunInstances answers were dropped so far.
+func (c *Cloud) LostAnswers() int { return int(c.proxy.lost.Load()) }
+
 // CapacityErrors is how many RunInstances calls were refused so far
 // (each retry of the SDK counts).
 func (c *Cloud) CapacityErrors() int { return int(c.proxy.refused.Load()) }

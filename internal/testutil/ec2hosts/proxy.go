@@ -39,6 +39,10 @@ type proxy struct {
 	cfg        aws.Config // to moto itself
 	subnetZone sync.Map   // subnet id -> zone
 	refused    atomic.Int64
+	// lose is how many more RunInstances answers to drop after moto has
+	// made the instances (the connection closes unanswered), as a network
+	// can; lost counts those dropped.
+	lose, lost atomic.Int64
 	// settle runs after moto has stopped or terminated instances and
 	// before the caller hears so.
 	settle func()
@@ -92,6 +96,21 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				p.refuse(w, form.Get("InstanceType"), zone)
 				return
 			}
+			if p.lose.Add(-1) >= 0 {
+				rec := httptest.NewRecorder()
+				p.rp.ServeHTTP(rec, r)
+				if hj, ok := w.(http.Hijacker); ok {
+					if conn, _, err := hj.Hijack(); err == nil {
+						p.lost.Add(1)
+						conn.Close()
+						return
+					}
+				}
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+				return
+			}
+			p.lose.Add(1) // back to 0: none to lose
 		case "StopInstances", "TerminateInstances":
 			if p.settle != nil {
 				rec := httptest.NewRecorder()
