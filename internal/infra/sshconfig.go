@@ -259,10 +259,7 @@ func NodeHostKey(ctx context.Context, r provision.CommandRunner, pub, sky, then 
 	if then != "" {
 		cmd += then + ` && `
 	}
-	res, err := r.Run(ctx, cmd+sky+` agent ssh-stdio --print-host-key`, provision.RunOptions{})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
+	res, err := provision.RunChecked(ctx, r, cmd+sky+` agent ssh-stdio --print-host-key`, provision.RunOptions{})
 	if err != nil {
 		return "", err
 	}

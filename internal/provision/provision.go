@@ -280,6 +280,16 @@ type AgentCaller interface {
 	CallAgent(ctx context.Context, verb string, args []string, stdin []byte) (res Result, handled bool)
 }
 
+// RunChecked runs cmd on r, a nonzero exit being an error too ("exit N:
+// <stderr>"); the result is returned either way, for its output.
+func RunChecked(ctx context.Context, r CommandRunner, cmd string, opts RunOptions) (Result, error) {
+	res, err := r.Run(ctx, cmd, opts)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	}
+	return res, err
+}
+
 // WriteSecretFiles writes files (paths relative to the node's home) to
 // the node through stdin, never a command line, with mode 0600 (umask
 // 077 for the directories made), each replaced whole by a rename.

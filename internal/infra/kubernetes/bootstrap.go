@@ -147,10 +147,7 @@ func (in *Infra) postProvisionScript(context string) (string, error) {
 func runPostProvision(ctx context.Context, r *Runner, script string, log io.Writer) error {
 	cmd := `[ -e ~/` + postProvisionDone + ` ] && exit 0; ( ` + "bash -c " + provision.Quote(script) +
 		` ) && mkdir -p ~/.sky && touch ~/` + postProvisionDone
-	res, err := r.Run(ctx, cmd, provision.RunOptions{})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
+	res, err := provision.RunChecked(ctx, r, cmd, provision.RunOptions{})
 	if len(res.Stdout) > 0 {
 		fmt.Fprintf(log, "post_provision_runcmd in pod %s:\n%s", r.pod, res.Stdout)
 	}

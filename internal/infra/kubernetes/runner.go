@@ -183,11 +183,7 @@ func (r *Runner) Upload(ctx context.Context, localPath, remotePath string) error
 		dir = remotePath[:i]
 	}
 	cmd := "mkdir -p " + provision.QuoteHomePath(dir) + " && cat > " + provision.QuoteHomePath(remotePath)
-	res, err := r.Run(ctx, cmd, provision.RunOptions{Stdin: f})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
-	}
-	if err != nil {
+	if _, err := provision.RunChecked(ctx, r, cmd, provision.RunOptions{Stdin: f}); err != nil {
 		return fmt.Errorf("copying %s to pod %s:%s: %w", localPath, r.pod, remotePath, err)
 	}
 	return nil

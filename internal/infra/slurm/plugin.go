@@ -179,11 +179,7 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 	err = parallelNodes(len(runners), func(i int) error {
 		r := runners[i].(*Runner)
 		cmd := "mkdir -p ~/.sky && cp " + provision.Quote(envFile) + " ~/" + agentapi.SlurmJobEnvFile
-		res, err := r.Run(ctx, cmd, provision.RunOptions{})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		}
-		if err != nil {
+		if _, err := provision.RunChecked(ctx, r, cmd, provision.RunOptions{}); err != nil {
 			return fmt.Errorf("node %s: copying the allocation's environment: %w", r.node, err)
 		}
 		return nil

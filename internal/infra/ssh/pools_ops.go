@@ -401,14 +401,8 @@ func cleanHost(ctx context.Context, d *Dialer, res *Resolver, p *Pool, h Host, s
 	}
 	cctx, cancel := context.WithTimeout(ctx, sshProbeTimeout)
 	defer cancel()
-	out, err := NewRunner(d, ep, "", "", "").Run(cctx, script, provision.RunOptions{})
-	if err != nil {
-		return err
-	}
-	if out.ExitCode != 0 {
-		return fmt.Errorf("exit %d: %s", out.ExitCode, strings.TrimSpace(string(out.Stderr)))
-	}
-	return nil
+	_, err = provision.RunChecked(cctx, NewRunner(d, ep, "", "", ""), script, provision.RunOptions{})
+	return err
 }
 
 // describeSSHPools replaces the SSH check result's details with each

@@ -526,11 +526,7 @@ func (p *Provisioner) payOwed(ctx context.Context, c *claims, cands []*candidate
 		for _, name := range owed {
 			scripts = append(scripts, cleanupScript(name))
 		}
-		res, err := r.Run(ctx, strings.Join(scripts, "; "), provision.RunOptions{})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		}
-		if err != nil {
+		if _, err := provision.RunChecked(ctx, r, strings.Join(scripts, "; "), provision.RunOptions{}); err != nil {
 			cd.err = fmt.Errorf("removing what clusters %s left on host %s when it could not be reached: %w", strings.Join(owed, ", "), cd.host.Name, err)
 			continue
 		}
