@@ -175,7 +175,7 @@ func (a *allowedNodes) terms(nodes []corev1.Node) ([]corev1.NodeSelectorTerm, er
 		}
 	}
 	if admitted == 0 {
-		return nil, fmt.Errorf("kubernetes.allowed_nodes admits none of the context's %d nodes (%s)", len(nodes), a)
+		return nil, a.noneAdmitted(len(nodes))
 	}
 	if len(names) > 0 {
 		sort.Strings(names)
@@ -183,6 +183,12 @@ func (a *allowedNodes) terms(nodes []corev1.Node) ([]corev1.NodeSelectorTerm, er
 			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: names}}})
 	}
 	return terms, nil
+}
+
+// noneAdmitted is the error of a context none of whose total nodes is
+// allowed, for the optimizer and a launch alike.
+func (a *allowedNodes) noneAdmitted(total int) error {
+	return fmt.Errorf("kubernetes.allowed_nodes admits none of the context's %d nodes (%s)", total, a)
 }
 
 func (a *allowedNodes) String() string {

@@ -162,8 +162,9 @@ func (c capacitySource) Feasible(ctx context.Context, req optimizer.Request, num
 					why = append(why, "context "+name+": "+err.Error())
 					continue
 				}
+				total := len(nodes)
 				if nodes = allowedOnly(nodes, allowed); len(nodes) == 0 {
-					why = append(why, fmt.Sprintf("context %s: kubernetes.allowed_nodes admits none of its nodes (%s)", name, allowed))
+					why = append(why, "context "+name+": "+allowed.noneAdmitted(total).Error())
 					continue
 				}
 			}
