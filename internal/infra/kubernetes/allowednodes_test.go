@@ -3,6 +3,8 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -118,5 +120,35 @@ func TestAllowedNodesOnKwok(t *testing.T) {
 	var ce *provision.CapacityError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "admits none") {
 		t.Errorf("allowed_nodes naming no node: %v", err)
+	}
+}
+
+// TestBadLaunchKeyKeepsDown: a launch-only key the config gets wrong
+// refuses launches but not status or down of the context's clusters.
+func TestBadLaunchKeyKeepsDown(t *testing.T) {
+	in, c, ns := kwokInfra(t, "")
+	ctx := context.Background()
+	p, _ := in.Provisioner(infra.ID{Kind: Kind, Parts: []string{k8stest.Context}})
+	if _, err := p.Provision(ctx, provision.ClusterSpec{Name: "kept", NumNodes: 1, Resources: provision.Resources{CPUs: 1, MemoryGB: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// The server's config goes wrong afterwards, in a way its schema
+	// lets through: allowed_nodes allowing no node.
+	cfg := "kubernetes:\n  namespace: " + ns + "\n  allowed_nodes:\n    names: []\n"
+	if err := os.WriteFile(filepath.Join(in.env.Home, ".sky", "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bp := p
+	if _, err := bp.Provision(ctx, provision.ClusterSpec{Name: "new", NumNodes: 1}); err == nil || !strings.Contains(err.Error(), "allowed_nodes") {
+		t.Errorf("launch with a bad allowed_nodes: %v", err)
+	}
+	if st, err := bp.Query(ctx, "kept"); err != nil || len(st) != 1 {
+		t.Errorf("status with a bad allowed_nodes: %+v %v", st, err)
+	}
+	if err := bp.Terminate(ctx, "kept"); err != nil {
+		t.Errorf("down with a bad allowed_nodes: %v", err)
+	}
+	if left := c.ListAll(t, ns, clusterSelector(in.nameOnCloud("kept"))); !left.Empty() {
+		t.Errorf("left after down: %+v", left)
 	}
 }

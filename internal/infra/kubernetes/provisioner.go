@@ -93,6 +93,22 @@ func setKey(v any) bool {
 	return true
 }
 
+// namespace is where the context's clusters live, which is all that
+// Terminate and Query need: a launch-only key the config gets wrong must
+// not keep a cluster from being seen or torn down.
+func (p *Provisioner) namespace(c *client) (string, error) {
+	cfg, err := p.in.serverConfig()
+	if err != nil {
+		return "", err
+	}
+	if v, _ := cfg.RegionValue("kubernetes", p.context, "namespace"); v != nil {
+		if ns, _ := v.(string); ns != "" {
+			return ns, nil
+		}
+	}
+	return c.namespace, nil
+}
+
 func (p *Provisioner) settings(c *client, spec provision.ClusterSpec) (settings, error) {
 	cfg, err := p.in.serverConfig()
 	if err != nil {
@@ -727,11 +743,11 @@ func (p *Provisioner) Terminate(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	s, err := p.settings(c, provision.ClusterSpec{})
+	ns, err := p.namespace(c)
 	if err != nil {
 		return &provision.ConfigError{Where: p.where(), Err: err}
 	}
-	return p.deleteAll(ctx, c, s.namespace, p.in.nameOnCloud(cluster))
+	return p.deleteAll(ctx, c, ns, p.in.nameOnCloud(cluster))
 }
 
 func (p *Provisioner) deleteAll(ctx context.Context, c *client, ns, name string) error {
@@ -797,17 +813,17 @@ func (p *Provisioner) Query(ctx context.Context, cluster string) ([]provision.No
 	if err != nil {
 		return nil, err
 	}
-	s, err := p.settings(c, provision.ClusterSpec{})
+	ns, err := p.namespace(c)
 	if err != nil {
 		return nil, &provision.ConfigError{Where: p.where(), Err: err}
 	}
 	name := p.in.nameOnCloud(cluster)
 	sel := metav1.ListOptions{LabelSelector: clusterSelector(name)}
-	pl, err := c.cs.CoreV1().Pods(s.namespace).List(ctx, sel)
+	pl, err := c.cs.CoreV1().Pods(ns).List(ctx, sel)
 	if err != nil {
 		return nil, apiError(p.context, "listing the cluster's pods", err)
 	}
-	sl, err := c.cs.CoreV1().Services(s.namespace).List(ctx, sel)
+	sl, err := c.cs.CoreV1().Services(ns).List(ctx, sel)
 	if err != nil {
 		return nil, apiError(p.context, "listing the cluster's services", err)
 	}
