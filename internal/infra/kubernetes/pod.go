@@ -90,9 +90,9 @@ type podParams struct {
 	ResourceLimits   any // kubernetes.set_pod_resource_limits: nil/false, true, or a multiplier >= 1
 
 	UseSpot                      bool
+	SpotLabelKey, SpotLabelValue string
 	// AllowedNodeTerms restrict the pods to kubernetes.allowed_nodes.
 	AllowedNodeTerms []corev1.NodeSelectorTerm
-	SpotLabelKey, SpotLabelValue string
 
 	Command []string // the container command; nil runs keepAliveScript
 	// Volumes and VolumeMounts are the task's volumes (podVolumes); a pod

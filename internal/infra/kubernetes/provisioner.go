@@ -55,8 +55,8 @@ type settings struct {
 	timeoutSet     bool
 	autoscaler     string
 	ports          string
-	serviceAccount string // "" for the namespace's default
-	ownAccount     bool   // SkyGo makes serviceAccount and its roles
+	serviceAccount string        // "" for the namespace's default
+	ownAccount     bool          // SkyGo makes serviceAccount and its roles
 	allowed        *allowedNodes // nil: every node
 	// unsupported names the keys set that this build cannot honour; a
 	// launch is refused rather than run without them.
