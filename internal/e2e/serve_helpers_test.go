@@ -757,6 +757,53 @@ func lbAnswers(endpoint string) bool {
 	return true
 }
 
+// listenerPids are the processes holding a listening TCP socket on the
+// port of endpoint, from /proc/net/tcp{,6} and the processes' fds. Other
+// tests running in parallel may bind a port a stopped load balancer freed,
+// so whether a port answers says nothing about whose it is.
+func listenerPids(endpoint string) []int {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return nil
+	}
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			// local_address is addr:PORT in hex; state 0A is LISTEN.
+			if len(fs) < 10 || fs[3] != "0A" {
+				continue
+			}
+			if _, hexPort, ok := strings.Cut(fs[1], ":"); ok {
+				if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil && int(p) == port {
+					inodes["socket:["+fs[9]+"]"] = true
+				}
+			}
+		}
+	}
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir("/proc/" + ent.Name() + "/fd")
+		for _, fd := range fds {
+			if target, err := os.Readlink("/proc/" + ent.Name() + "/fd/" + fd.Name()); err == nil && inodes[target] {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // nodeOf is the SKYGO_LOCAL_NODE of a process, the node it belongs to.
 func nodeOf(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
