@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/skygo/skygo/internal/client"
 )
 
 // TestRegularUserCannotReadOthersJobs: with basic auth, bob cannot read
@@ -15,34 +12,9 @@ import (
 // `queue -u` lists every job on his own clusters but not hers; the admin
 // reads both.
 func TestRegularUserCannotReadOthersJobs(t *testing.T) {
-	e := newEnv(t)
-	srv := *e
-	srv.env = append(append([]string{}, e.env...), "ENABLE_BASIC_AUTH=true", "SKYPILOT_INITIAL_BASIC_AUTH=admin:adminpw")
-	startForegroundServer(t, &srv, e.port)
-	endpoint := func(user string) []string {
-		return []string{fmt.Sprintf("SKYPILOT_API_SERVER_ENDPOINT=http://%s:%spw@127.0.0.1:%d", user, user, e.port)}
-	}
-	admin, err := client.New(client.Options{Endpoint: fmt.Sprintf("http://admin:adminpw@127.0.0.1:%d", e.port), Home: e.home})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range []string{"alice", "bob"} {
-		if err := admin.Do(context.Background(), "POST", "/users/create", map[string]string{"username": u, "password": u + "pw"}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	as := func(user string, args ...string) result {
-		t.Helper()
-		return e.exec(cmdTimeout, endpoint(user), args...)
-	}
-	mustAs := func(user string, args ...string) result {
-		t.Helper()
-		r := as(user, args...)
-		if r.code != 0 {
-			t.Fatalf("%s: %s\n%s", user, r, e.serverLogTail())
-		}
-		return r
-	}
+	tm := newTeam(t)
+	e := tm.skyEnv
+	as, mustAs := tm.as, tm.mustAs
 	// Each owner tears down their own cluster: the env's cleanup runs as
 	// nobody in particular and would not see them.
 	t.Cleanup(func() { as("alice", "down", "-y", "ca"); as("bob", "down", "-y", "cb") })
