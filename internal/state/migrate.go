@@ -244,6 +244,13 @@ var migrations = []migration{
 		)`,
 		`CREATE UNIQUE INDEX volumes_name_on_cloud ON volumes (cloud, region, name_on_cloud)`,
 	}},
+	{13, "a service's load balancer port, reserved for its life", []string{
+		// NULL (a row from before this step, until its controller claims
+		// the port it has) is distinct from every port in both dialects,
+		// so the unique index binds only rows that hold one.
+		`ALTER TABLE services ADD COLUMN lb_port INTEGER`,
+		`CREATE UNIQUE INDEX services_lb_port ON services (lb_port)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.

@@ -2,6 +2,9 @@ package state
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
 
 	"github.com/skygo/skygo/internal/api"
 )
@@ -117,9 +120,94 @@ func (s *Service) Replica(id int) *Replica {
 // Clone is a deep copy of s, for a mutation to edit.
 func (s *Service) Clone() *Service { return cloneDoc(s) }
 
-// CreateService inserts a new service; ErrExists when the name is taken.
+// ErrPortTaken means another service holds the load balancer port.
+var ErrPortTaken = errors.New("port held by another service")
+
+// A service's load balancer port is reserved for the service's life in
+// the lb_port column of its row, under a unique index: allocated once in
+// the same INSERT that creates the service, it stays while the row does
+// (a load balancer that restarts binds it again), and two servers sharing
+// the database cannot hand one port to two services. The record's
+// LB.Port mirrors it.
+
+// CreateService inserts a new service holding port v.LB.Port (none when
+// 0); ErrExists when the name is taken, ErrPortTaken when the port is.
 func (s *Store) CreateService(ctx context.Context, v *Service) error {
-	return docCreate(ctx, s, "services", "service", v)
+	m := v.rowMeta()
+	if m.CreatedAt == 0 {
+		m.CreatedAt = nowSeconds()
+	}
+	if m.Workspace == "" {
+		m.Workspace = "default"
+	}
+	record, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var port any
+	if v.LB.Port != 0 {
+		port = v.LB.Port
+	}
+	_, err = s.exec(ctx, "create service", `INSERT INTO services (`+docCols+`, lb_port) VALUES (?, ?, ?, ?, ?, ?, 1, ?)`,
+		m.Name, m.UserHash, m.UserName, m.Workspace, m.CreatedAt, string(record), port)
+	if isUniqueViolation(err) {
+		if _, gerr := s.GetService(ctx, m.Name); gerr == nil {
+			return ErrExists
+		}
+		return ErrPortTaken
+	}
+	if err == nil {
+		m.Version = 1
+	}
+	return err
+}
+
+// ServicePorts returns the reserved load balancer ports, each with its
+// service.
+func (s *Store) ServicePorts(ctx context.Context) (map[int]string, error) {
+	rows, err := s.query(ctx, "list service ports", `SELECT lb_port, name FROM services WHERE lb_port IS NOT NULL`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int]string{}
+	for rows.Next() {
+		var port int
+		var name string
+		if err := rows.Scan(&port, &name); err != nil {
+			return nil, err
+		}
+		out[port] = name
+	}
+	return out, rows.Err()
+}
+
+// ServicePort returns the port service name holds (0: none yet, a row
+// from before ports were reserved); ErrNotFound without the service.
+func (s *Store) ServicePort(ctx context.Context, name string) (int, error) {
+	var port sql.NullInt64
+	err := s.queryRow(ctx, "get service port", `SELECT lb_port FROM services WHERE name = ?`, name).Scan(&port)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int(port.Int64), nil
+}
+
+// ReserveServicePort gives service name port, if it holds none yet, and
+// returns the port it holds: port, or the one it already had.
+// ErrPortTaken when another service holds port.
+func (s *Store) ReserveServicePort(ctx context.Context, name string, port int) (int, error) {
+	_, err := s.exec(ctx, "reserve service port", `UPDATE services SET lb_port = ? WHERE name = ? AND lb_port IS NULL`, port, name)
+	if isUniqueViolation(err) {
+		return 0, ErrPortTaken
+	}
+	if err != nil {
+		return 0, err
+	}
+	return s.ServicePort(ctx, name)
 }
 
 // GetService reads one service; ErrNotFound when there is none.
