@@ -42,6 +42,9 @@ type State struct {
 	PID        int    `json:"pid"`
 	Listen     string `json:"listen"` // the address the proxy serves on
 	Generation int64  `json:"generation"`
+	// Known says the controller pushed a ready set since the load
+	// balancer started; until then requests are held.
+	Known bool `json:"known"`
 	// Requests counts the requests that arrived in each of the last
 	// seconds (at most the window the load balancer keeps, 10 minutes):
 	// [unix second, count] pairs, oldest first, zero seconds left out.

@@ -63,10 +63,12 @@ type backend struct {
 	pool      connPool
 }
 
-// set is one ready set, never changed once published.
+// set is one ready set, never changed once published. The set New
+// starts with (generation 0, before any push) holds.
 type set struct {
 	gen      int64
 	hold     bool
+	known    bool       // a push made this set
 	backends []*backend // shuffled once, for round_robin
 	// changed is closed when a newer set replaces this one, waking the
 	// requests held for a replica.
@@ -104,7 +106,8 @@ type Balancer struct {
 	proxy *httputil.ReverseProxy
 }
 
-// New returns a Balancer with an empty ready set.
+// New returns a Balancer whose replicas are not known yet: requests wait
+// (up to the hold timeout) for the first SetReplicas.
 func New(o Options) (*Balancer, error) {
 	p, err := ParsePolicy(o.Policy)
 	if err != nil {
@@ -117,7 +120,10 @@ func New(o Options) (*Balancer, error) {
 		log:           newRateLog(o.Log),
 		closing:       make(chan struct{}),
 	}
-	b.cur.Store(&set{changed: make(chan struct{})})
+	// Until the controller's first push the replicas are unknown, not
+	// absent: a load balancer just (re)started holds requests for them
+	// rather than answering 503 for the moments before the push.
+	b.cur.Store(&set{hold: true, changed: make(chan struct{})})
 	b.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// The replica sees its own address as Host (the transport sets
@@ -183,7 +189,7 @@ func (b *Balancer) SetReplicas(rs ReplicaSet) error {
 	}
 	b.pruneRetired()
 	rand.Shuffle(len(parsed), func(i, j int) { parsed[i], parsed[j] = parsed[j], parsed[i] })
-	next := &set{gen: rs.Generation, hold: rs.Hold, backends: parsed, changed: make(chan struct{})}
+	next := &set{gen: rs.Generation, hold: rs.Hold, known: true, backends: parsed, changed: make(chan struct{})}
 	b.cur.Store(next)
 	close(old.changed)
 	if len(old.backends) != len(parsed) || len(keep) > 0 || old.hold != next.hold {
@@ -557,6 +563,7 @@ func (b *Balancer) State() State {
 	s := b.cur.Load()
 	st := State{
 		Generation: s.gen,
+		Known:      s.known,
 		Requests:   b.counts.snapshot(time.Now().Unix()),
 		Waiting:    int(b.waiting.Load()),
 		InFlight:   map[int]int64{},

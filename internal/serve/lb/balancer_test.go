@@ -131,14 +131,40 @@ func TestInstanceAwareLeastLoadWeighsByTargetQPS(t *testing.T) {
 	l.settled(t)
 }
 
+// A request arriving before the controller's first push is held: the
+// replicas are not known yet. Once a push says there are none (and not
+// to hold), it and every later request get 503 "No ready replicas".
 func TestNoReadyReplicaIs503(t *testing.T) {
 	l := newTestLB(t, Options{})
-	code, body := get(t, http.DefaultClient, l.url+"/v1/models")
-	if code != 503 || strings.TrimSpace(body) != NoReadyReplicas {
-		t.Fatalf("got %d %q, want 503 %q", code, body, NoReadyReplicas)
+	if st := l.State(); st.Known {
+		t.Fatalf("state before any push: %+v, want known false", st)
 	}
-	// A push of an empty set without hold says the same.
+	type result struct {
+		code int
+		body string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, body := get(t, http.DefaultClient, l.url+"/v1/models")
+		done <- result{code, body}
+	}()
+	held := func() bool {
+		select {
+		case r := <-done:
+			t.Fatalf("request before the first push answered %d %q, want it held", r.code, r.body)
+		default:
+		}
+		return l.State().Waiting == 1
+	}
+	waitFor(t, "the request before the first push to be held", held)
 	l.push(t, false)
+	if r := <-done; r.code != 503 || strings.TrimSpace(r.body) != NoReadyReplicas {
+		t.Fatalf("got %d %q, want 503 %q", r.code, r.body, NoReadyReplicas)
+	}
+	if !l.State().Known {
+		t.Errorf("state after a push: known false")
+	}
+	// Known and empty: 503 at once.
 	if code, _ := get(t, http.DefaultClient, l.url+"/"); code != 503 {
 		t.Fatalf("status %d, want 503", code)
 	}

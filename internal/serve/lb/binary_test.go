@@ -83,3 +83,74 @@ func TestServeLBCommand(t *testing.T) {
 		t.Errorf("log: %s", stderr.String())
 	}
 }
+
+// A load balancer (re)started by the controller knows no replica until
+// the controller's first push, moments later: a request that arrives in
+// between is held and served by the replica the push brings, not
+// answered 503 "No ready replicas" (the service may have ready replicas
+// all along).
+func TestServeLBHoldsUntilTheFirstPush(t *testing.T) {
+	bin := testutil.SkyBinary(t)
+	dir, err := os.MkdirTemp("", "lbhold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "lb.sock")
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	var stderr syncBuf
+	cmd := exec.Command(bin, "serve-lb", "--service", "svc", "--listen", addr, "--control", sock)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	if !waitSocket(sock, exited) {
+		t.Fatalf("sky serve-lb did not come up: %s", stderr.String())
+	}
+	c := Dial(sock)
+	ctx := ctxTimeout(t, 30*time.Second)
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := (&http.Client{Timeout: 60 * time.Second}).Get("http://" + addr + "/first")
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, err = b.ReadFrom(resp.Body)
+		done <- result{resp.StatusCode, b.String(), err}
+	}()
+	waitFor(t, "the request before the first push to be held", func() bool {
+		select {
+		case r := <-done:
+			t.Fatalf("request before the first push answered %d %q (%v), want it held until the push", r.code, strings.TrimSpace(r.body), r.err)
+		default:
+		}
+		st, err := c.State(ctx)
+		return err == nil && st.Waiting == 1 && !st.Known
+	})
+	rep := replicaServer(t, named(2))
+	if err := c.SetReplicas(ctx, ReplicaSet{Generation: 1, Replicas: []Replica{{ID: 2, URL: rep.URL}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.code != 200 || r.body != "replica 2" {
+			t.Fatalf("held request: %d %q %v, want 200 from replica 2", r.code, r.body, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("held request not served after the push")
+	}
+}
