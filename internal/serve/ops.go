@@ -111,7 +111,7 @@ func (e *Env) Up(ctx context.Context, b api.ServeUpBody, u api.User, workspace s
 	s := &state.Service{RowMeta: state.RowMeta{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace},
 		Latest: 1, Versions: map[int]*state.ServiceVersion{1: {Task: ts, Service: sp, At: now()}},
 		UpdateMode: api.UpdateRolling, Target: sp.MinReplicas(), LB: state.LoadBalancer{Host: e.lbHost()}}
-	err := e.Store.CreateService(ctx, s)
+	err := e.createService(ctx, s)
 	if errors.Is(err, state.ErrExists) {
 		return api.ServeUpResult{}, valueErr("service %s was created by another request meanwhile; pick another name with -n", name)
 	}
@@ -244,7 +244,10 @@ func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, e
 
 func policyString(sp api.ServiceSpec) string { return sp.PolicyString() }
 
-// Status lists services (all the user may see when b names none).
+// Status lists the services the user may see (their own; every one for
+// an admin), or those of them b names. Another user's service named is
+// not found, as one that does not exist: its record, replicas and
+// endpoint are its owner's.
 func (e *Env) Status(ctx context.Context, b api.ServeStatusBody, u api.User) ([]api.ServiceRecord, error) {
 	all, err := e.Store.ListServices(ctx)
 	if err != nil {
@@ -256,10 +259,7 @@ func (e *Env) Status(ctx context.Context, b api.ServeStatusBody, u api.User) ([]
 	}
 	out := []api.ServiceRecord{}
 	for _, s := range all {
-		if len(want) > 0 && !want[s.Name] {
-			continue
-		}
-		if len(want) == 0 && !mayTouch(s, u) {
+		if (len(want) > 0 && !want[s.Name]) || !mayTouch(s, u) {
 			continue
 		}
 		delete(want, s.Name)

@@ -68,6 +68,7 @@ type Env struct {
 	services  *controller.Controller
 	replicas  *controller.Controller
 	lbClients map[string]*lb.Client
+	lbSilence map[string]*silence
 }
 
 // Timings. The decision interval, the QPS window and the first launch

@@ -32,6 +32,9 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 		return e.downSteps(ctx, s)
 	}
 	st, _, err := e.ensureLB(ctx, s)
+	if errors.Is(err, errLBWaiting) {
+		return controller.Result{RequeueAfter: 2 * time.Second}, nil
+	}
 	if err != nil {
 		e.note(name, "Load balancer: %v.", err)
 		return controller.Result{RequeueAfter: 2 * time.Second}, nil

@@ -26,7 +26,9 @@ func Dial(sock string) *Client {
 		},
 		MaxIdleConns: 1, IdleConnTimeout: 30 * time.Second,
 	}
-	return &Client{hc: &http.Client{Transport: tr, Timeout: 5 * time.Second}}
+	// Each call's context bounds it; the client's own limit only stops a
+	// call made without one from waiting for ever.
+	return &Client{hc: &http.Client{Transport: tr, Timeout: time.Minute}}
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

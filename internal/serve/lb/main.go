@@ -20,8 +20,8 @@ const drainTimeout = 5 * time.Second
 
 // Main is `sky serve-lb`: it serves until POST /shutdown or SIGTERM, then
 // drains and returns 0. It returns 2 for bad flags and for a listen port
-// already taken (the controller then picks another port), 1 for any other
-// failure to start.
+// already taken (the controller tries again later: a service keeps its
+// port), 1 for any other failure to start.
 func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sky serve-lb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -81,7 +81,7 @@ func Main(args []string, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			fmt.Fprintf(stderr, "sky serve-lb: %s is in use: start the load balancer on another port\n", *listen)
+			fmt.Fprintf(stderr, "sky serve-lb: %s is in use by another process: stop it, or wait for it to free the port\n", *listen)
 			return 2
 		}
 		fmt.Fprintf(stderr, "sky serve-lb: listen %s: %v\n", *listen, err)

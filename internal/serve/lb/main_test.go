@@ -152,7 +152,7 @@ func TestMainRefusesBadFlagsAndATakenPort(t *testing.T) {
 		want string
 	}{
 		{[]string{"--listen", taken.Addr().String(), "--control", sock}, 2, "--service is required"},
-		{[]string{"--service", "s", "--listen", taken.Addr().String(), "--control", sock}, 2, taken.Addr().String() + " is in use: start the load balancer on another port"},
+		{[]string{"--service", "s", "--listen", taken.Addr().String(), "--control", sock}, 2, taken.Addr().String() + " is in use by another process"},
 		{[]string{"--service", "s", "--listen", "127.0.0.1:0", "--control", sock, "--policy", "random"}, 2, `unknown load balancing policy "random"`},
 		{[]string{"--service", "s", "--listen", "127.0.0.1:0", "--control", sock, "--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
 		{[]string{"--service", "s", "--listen", "127.0.0.1:0", "--control", sock, "--tls-cert", "/nonexistent/c", "--tls-key", "/nonexistent/k"}, 1, "TLS certificate /nonexistent/c"},
