@@ -134,7 +134,6 @@ func (e *Env) askSlot(ctx context.Context, j *state.ManagedJob, tid int) (contro
 	return controller.Result{RequeueAfter: resyncEvery}, nil
 }
 
-
 // launchTask runs one launch attempt of a task: mark it, adopt what an
 // earlier cut-off attempt left, or tear down leftovers and launch.
 func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int) (controller.Result, error) {
