@@ -1,10 +1,13 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/skygo/skygo/internal/api"
@@ -88,5 +91,82 @@ func TestCancelGiveUp(t *testing.T) {
 		if got := cancelGiveUp(tries); got != want {
 			t.Errorf("cancelGiveUp(%d) = %v, want %v", tries, got, want)
 		}
+	}
+}
+
+func testStore(t *testing.T) *state.Store {
+	t.Helper()
+	st, err := state.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestPoolStatusShowsOwnPools: a user's pool status lists their own
+// pools, a named pool of another user is reported missing, and the
+// admin sees every pool.
+func TestPoolStatusShowsOwnPools(t *testing.T) {
+	ctx := context.Background()
+	st := testStore(t)
+	e := &Env{Store: st, Home: t.TempDir()}
+	for _, p := range []*state.Pool{
+		{RowMeta: state.RowMeta{Name: "ap", UserHash: "h-alice", UserName: "alice"}, SpecVersion: 1},
+		{RowMeta: state.RowMeta{Name: "bp", UserHash: "h-bob", UserName: "bob"}, SpecVersion: 1},
+	} {
+		if err := st.CreatePool(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(recs []api.PoolRecord) string {
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	bob := api.User{ID: "h-bob", Name: "bob", Role: state.RoleUser}
+	admin := api.User{ID: "h-admin", Name: "admin", Role: state.RoleAdmin}
+	recs, err := e.PoolStatus(ctx, api.PoolStatusBody{}, bob)
+	if err != nil || names(recs) != "bp" {
+		t.Errorf("bob's pool status: %q, %v; want only bp", names(recs), err)
+	}
+	_, hidden := e.PoolStatus(ctx, api.PoolStatusBody{Names: []string{"ap"}}, bob)
+	_, missing := e.PoolStatus(ctx, api.PoolStatusBody{Names: []string{"ap"}}, api.User{ID: "h-carol", Name: "carol"})
+	if hidden == nil || missing == nil || hidden.Error() != missing.Error() {
+		t.Errorf("bob naming alice's pool: %v; another user naming it: %v; want the same missing-pool error", hidden, missing)
+	}
+	recs, err = e.PoolStatus(ctx, api.PoolStatusBody{}, admin)
+	if err != nil || names(recs) != "ap,bp" {
+		t.Errorf("the admin's pool status: %q, %v; want ap,bp", names(recs), err)
+	}
+}
+
+// TestWorkerWithLeftoverTakesNoJob: a READY worker on which a cancelled
+// job's run may still go is not offered to the next job.
+func TestWorkerWithLeftoverTakesNoJob(t *testing.T) {
+	ctx := context.Background()
+	st := testStore(t)
+	e := &Env{Store: st, Home: t.TempDir()}
+	p := &state.Pool{RowMeta: state.RowMeta{Name: "ap", UserHash: "h-alice", UserName: "alice"}, SpecVersion: 1,
+		Workers: []*state.PoolWorker{
+			{ID: 1, SpecVersion: 1, Status: api.WorkerReady, Cluster: "ap-1", Leftovers: []int{7}},
+			{ID: 2, SpecVersion: 1, Status: api.WorkerReady, Cluster: "ap-2"},
+		}}
+	if err := st.CreatePool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"ap-1", "ap-2"} {
+		if err := st.CreateCluster(ctx, &state.Cluster{Name: c, UserHash: "h-alice", UserName: "alice", Status: state.ClusterUp}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	views, err := e.readyWorkers(ctx, p, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(views) != 1 || views[0].Cluster != "ap-2" {
+		t.Errorf("workers offered: %+v; want only ap-2 (ap-1 has a leftover run)", views)
 	}
 }
