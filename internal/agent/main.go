@@ -95,7 +95,7 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 			if err := decodeJSON(stdin, &spec); err != nil {
 				return nil, &codedError{"bad_request", "reading job spec on stdin: " + err.Error()}
 			}
-			return call(home, "submit", spec)
+			return call(ctx, home, "submit", spec)
 		}
 	case "queue":
 		skip := fs.Bool("skip-finished", false, "only unfinished jobs")
@@ -114,7 +114,7 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 			if err != nil {
 				return nil, err
 			}
-			return call(home, "cancel", cancelRequest{JobIDs: ids, All: *all, UserHash: *userHash})
+			return call(ctx, home, "cancel", cancelRequest{JobIDs: ids, All: *all, UserHash: *userHash})
 		}
 	case "set-autostop":
 		var a agentapi.AutostopConfig
@@ -129,7 +129,7 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 			if *cancel {
 				a.IdleMinutes, a.IdleSeconds = -1, 0
 			}
-			return call(home, "set-autostop", a)
+			return call(ctx, home, "set-autostop", a)
 		}
 	case "kill-rank":
 		job := fs.Int("job", 0, "job id")
@@ -193,13 +193,20 @@ func parseIDs(args []string) ([]int, error) {
 }
 
 // call sends one request to this node's daemon and decodes its result.
-func call(home, verb string, body any) (json.RawMessage, error) {
+func call(ctx context.Context, home, verb string, body any) (json.RawMessage, error) {
 	home, err := homeOr(home)
 	if err != nil {
 		return nil, err
 	}
 	p := paths{home}
-	res, err := callAt(p, verb, body, 30*time.Minute)
+	// A daemon that is stopped accepts the call and never answers: an
+	// in-process caller's deadline (the server's, for a node on its own
+	// machine) bounds the wait.
+	timeout := 30 * time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, max(time.Until(dl), time.Millisecond))
+	}
+	res, err := callAt(p, verb, body, timeout)
 	var ce *codedError
 	if err != nil && errors.As(err, &ce) && strings.HasPrefix(ce.msg, notRunning) {
 		// On a supervised node the daemon comes back by itself within a
@@ -207,7 +214,7 @@ func call(home, verb string, body any) (json.RawMessage, error) {
 		// Only a call that never reached a daemon is sent again.
 		if _, serr := os.Stat(p.supervised()); serr == nil {
 			for deadline := time.Now().Add(supervisedRestartWait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if res, err = callAt(p, verb, body, 30*time.Minute); err == nil || !errors.As(err, &ce) || !strings.HasPrefix(ce.msg, notRunning) {
+				if res, err = callAt(p, verb, body, timeout); err == nil || !errors.As(err, &ce) || !strings.HasPrefix(ce.msg, notRunning) {
 					break
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -182,6 +183,19 @@ type ClusterError struct {
 func (e *ClusterError) Error() string     { return e.Msg }
 func (e *ClusterError) ErrorType() string { return e.Type }
 
+// TypeNotOwner is the type of the error an operation on another user's
+// cluster gets.
+const TypeNotOwner = "ClusterOwnerIdentityMismatchError"
+
+// IsPermission says whether err is a refusal of the caller's rights (the
+// cluster is another user's, or a file on the way may not be read): an
+// answer, which asking again does not change, not a cluster that did not
+// answer.
+func IsPermission(err error) bool {
+	var ce *ClusterError
+	return (errors.As(err, &ce) && ce.Type == TypeNotOwner) || errors.Is(err, fs.ErrPermission)
+}
+
 func notFound(name string) error {
 	return &ClusterError{Type: "ClusterDoesNotExist", Msg: fmt.Sprintf("Cluster %q does not exist. Run `sky status` to see your clusters.", name)}
 }
@@ -197,7 +211,7 @@ func (b *Backend) loadCluster(ctx context.Context, name, userHash string, allUse
 		return nil, nil, err
 	}
 	if !allUsers && userHash != "" && c.UserHash != "" && c.UserHash != userHash {
-		return nil, nil, &ClusterError{Type: "ClusterOwnerIdentityMismatchError",
+		return nil, nil, &ClusterError{Type: TypeNotOwner,
 			Msg: fmt.Sprintf("Cluster %q belongs to user %s; you cannot operate on another user's cluster.", name, c.UserName)}
 	}
 	h, err := HandleOf(c)

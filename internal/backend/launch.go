@@ -35,6 +35,12 @@ type User struct {
 	// Admin may read every user's clusters (their queues and logs); acting
 	// on them still takes --all-users, as for anyone.
 	Admin bool
+	// Controller is the managed-jobs controller acting for a job it
+	// admitted on a cluster the job's user does not own (a pool's worker,
+	// the pool owner's): the job's queue, submit and cancel there are not
+	// checked against the cluster's owner, and Name and Hash still say
+	// whose job it is.
+	Controller bool
 }
 
 // Planner asks the optimizer for a plan; the core supplies it because it
@@ -286,7 +292,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	}
 	unlock := sync.OnceFunc(release)
 	defer unlock()
-	c, h, err := b.loadCluster(ctx, body.ClusterName, user.Hash, false)
+	c, h, err := b.loadCluster(ctx, body.ClusterName, user.Hash, user.Controller)
 	if err != nil {
 		return nil, err
 	}

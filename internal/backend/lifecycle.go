@@ -377,7 +377,7 @@ func (b *Backend) Queue(ctx context.Context, name string, user User, allUsers, s
 
 // head returns the head node's runner of an UP cluster.
 func (b *Backend) head(ctx context.Context, name string, user User, allUsers bool) (provision.CommandRunner, error) {
-	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
+	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers || user.Controller)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (e *Env) poolStatus(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	return e.Jobs.PoolStatus(ctx, b)
+	return e.Jobs.PoolStatus(ctx, b, r.User)
 }
 
 func (e *Env) poolDown(ctx context.Context, r *op.Request) (any, error) {
@@ -50,7 +50,7 @@ func (e *Env) poolLogs(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	return nil, e.Jobs.PoolLogs(ctx, b, r.Log)
+	return nil, e.Jobs.PoolLogs(ctx, b, r.User, r.Log)
 }
 
 // poolSyncDown leaves the pool's logs in the request's files directory,
@@ -60,7 +60,7 @@ func (e *Env) poolSyncDown(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	srcs, err := e.Jobs.PoolLogFiles(ctx, b)
+	srcs, err := e.Jobs.PoolLogFiles(ctx, b, r.User)
 	if err != nil {
 		return nil, err
 	}

@@ -146,7 +146,7 @@ func (e *Env) wireGroup(ctx context.Context, j *state.ManagedJob) error {
 		if t.Status != api.ManagedRunning {
 			continue
 		}
-		if err := e.Backend.RunOnNodes(ctx, t.ClusterName, e.user(j), cmd, hosts); err != nil {
+		if err := e.Backend.RunOnNodes(ctx, t.ClusterName, e.actor(j), cmd, hosts); err != nil {
 			return err
 		}
 	}

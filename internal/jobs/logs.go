@@ -181,7 +181,7 @@ func (e *Env) taskLog(ctx context.Context, id, tid int, b api.JobsLogsBody, w io
 				if t.Attempt > 1 {
 					_ = ux.PrintTail(TaskLogPath(e.Home, id, tid), 0, w)
 				}
-				return e.Backend.CopyJobLog(ctx, t.ClusterName, e.user(j), t.AgentJobID, b.Tail, false, w)
+				return e.Backend.CopyJobLog(ctx, t.ClusterName, e.actor(j), t.AgentJobID, b.Tail, false, w)
 			}
 			if len(streamed) == 0 && t.Attempt > 1 {
 				_ = ux.PrintTail(TaskLogPath(e.Home, id, tid), b.Tail, w)
@@ -192,7 +192,7 @@ func (e *Env) taskLog(ctx context.Context, id, tid int, b api.JobsLogsBody, w io
 			if len(streamed) > 1 {
 				tail = 0
 			}
-			if err := e.Backend.CopyJobLog(ctx, t.ClusterName, e.user(j), t.AgentJobID, tail, true, live); err != nil && ctx.Err() != nil {
+			if err := e.Backend.CopyJobLog(ctx, t.ClusterName, e.actor(j), t.AgentJobID, tail, true, live); err != nil && ctx.Err() != nil {
 				return ctx.Err()
 			}
 			continue

@@ -824,6 +824,40 @@ func (e *Env) watchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorke
 	if !alive {
 		return e.workerLost(ctx, p, w, w.Status, "its cluster was lost (preempted or failed)")
 	}
+	if len(w.Leftovers) > 0 {
+		return e.endLeftovers(ctx, p, w)
+	}
+	return controller.Result{RequeueAfter: workerWatchEvery}, nil
+}
+
+// endLeftovers ends the runs that cancelled jobs left on a worker that
+// did not answer when they were cancelled; the worker takes jobs again
+// once none is left.
+func (e *Env) endLeftovers(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
+	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
+	defer log.Close()
+	var ended []int
+	for _, id := range w.Leftovers {
+		if err := e.endJobsOn(ctx, w.Cluster, poolOwner(p), id, log); err != nil {
+			fmt.Fprintf(log, "Ending cancelled job %d's run on %s failed; trying again: %s\n", id, w.Cluster, firstLine(err.Error()))
+			continue
+		}
+		ended = append(ended, id)
+	}
+	if len(ended) == 0 {
+		return controller.Result{RequeueAfter: time.Second}, nil
+	}
+	_, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerReady, api.WorkerNotReady}, func(w *state.PoolWorker) {
+		w.Leftovers = slices.DeleteFunc(w.Leftovers, func(id int) bool { return slices.Contains(ended, id) })
+	})
+	if err != nil || nw == nil {
+		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+	}
+	e.poolNote(p.Name, "Worker %d: the run of cancelled job(s) %v on it ended.", w.ID, ended)
+	if len(nw.Leftovers) > 0 {
+		return controller.Result{RequeueAfter: time.Second}, nil
+	}
+	e.kick() // jobs waiting for a worker may take it
 	return controller.Result{RequeueAfter: workerWatchEvery}, nil
 }
 

@@ -62,10 +62,11 @@ func (e *Env) PoolApply(ctx context.Context, b api.PoolApplyBody, u api.User, wo
 		cur = nil
 	case err != nil:
 		return api.PoolApplyResult{}, err
+	case mayUsePool(u, cur) != nil:
+		// The name is taken, which cannot be hidden; whose it is can.
+		return api.PoolApplyResult{}, valueErr("the name %s is taken by another user's pool; give your pool another name (-p NAME)", name)
 	case cur.Down != nil:
 		return api.PoolApplyResult{}, valueErr("pool %s is being torn down; apply again once `sky jobs pool status %s` no longer lists it", name, name)
-	case cur.UserHash != u.ID && u.Role != state.RoleAdmin:
-		return api.PoolApplyResult{}, valueErr("pool %s belongs to user %s; only they (or an admin) may update it", name, cur.UserName)
 	}
 	if err := e.feasible(ctx, *b.Task, workspace, b.EnvVars); err != nil {
 		return api.PoolApplyResult{}, err
@@ -125,11 +126,11 @@ func (e *Env) poolResize(ctx context.Context, b api.PoolApplyBody, u api.User, l
 	}
 	n := *b.Workers
 	p, err := e.Store.UpdatePool(ctx, b.Name, func(p *state.Pool) error {
+		if err := mayUsePool(u, p); err != nil {
+			return err
+		}
 		if p.Down != nil {
 			return valueErr("pool %s is being torn down", b.Name)
-		}
-		if p.UserHash != u.ID && u.Role != state.RoleAdmin {
-			return valueErr("pool %s belongs to user %s; only they (or an admin) may resize it", b.Name, p.UserName)
 		}
 		sv := p.Specs[p.SpecVersion]
 		if sv == nil {
@@ -166,8 +167,9 @@ func policyString(p api.PoolPolicy) string {
 	return fmt.Sprintf("%d worker(s)", p.Min())
 }
 
-// PoolStatus lists pools (all when b names none) with their workers.
-func (e *Env) PoolStatus(ctx context.Context, b api.PoolStatusBody) ([]api.PoolRecord, error) {
+// PoolStatus lists the pools u may use (all of them when b names none)
+// with their workers; a named pool u may not use is missing.
+func (e *Env) PoolStatus(ctx context.Context, b api.PoolStatusBody, u api.User) ([]api.PoolRecord, error) {
 	ps, err := e.Store.ListPools(ctx)
 	if err != nil {
 		return nil, err
@@ -178,7 +180,7 @@ func (e *Env) PoolStatus(ctx context.Context, b api.PoolStatusBody) ([]api.PoolR
 	}
 	out := []api.PoolRecord{}
 	for _, p := range ps {
-		if len(want) > 0 && !want[p.Name] {
+		if (len(want) > 0 && !want[p.Name]) || mayUsePool(u, p) != nil {
 			continue
 		}
 		delete(want, p.Name)
@@ -238,7 +240,7 @@ func (e *Env) PoolDown(ctx context.Context, b api.PoolDownBody, u api.User, log 
 		}
 		names = nil
 		for _, p := range ps {
-			if p.UserHash == u.ID || u.Role == state.RoleAdmin {
+			if mayUsePool(u, p) == nil {
 				names = append(names, p.Name)
 			}
 		}
@@ -249,8 +251,8 @@ func (e *Env) PoolDown(ctx context.Context, b api.PoolDownBody, u api.User, log 
 	}
 	for _, n := range names {
 		_, err := e.Store.UpdatePool(ctx, n, func(p *state.Pool) error {
-			if p.UserHash != u.ID && u.Role != state.RoleAdmin {
-				return valueErr("pool %s belongs to user %s; only they (or an admin) may tear it down", n, p.UserName)
+			if err := mayUsePool(u, p); err != nil {
+				return err
 			}
 			if p.Down != nil {
 				if b.Purge && !p.Down.Purge {
@@ -292,8 +294,8 @@ func (e *Env) PoolDown(ctx context.Context, b api.PoolDownBody, u api.User, log 
 // PoolLogs writes a pool's controller log, or a worker's launch and
 // setup log; with follow it goes on until the worker is up (or failed),
 // or for the controller log until the pool is gone.
-func (e *Env) PoolLogs(ctx context.Context, b api.PoolLogsBody, w io.Writer) error {
-	p, err := e.Store.GetPool(ctx, b.Name)
+func (e *Env) PoolLogs(ctx context.Context, b api.PoolLogsBody, u api.User, w io.Writer) error {
+	p, err := e.usablePool(ctx, u, b.Name)
 	if errors.Is(err, state.ErrNotFound) {
 		return valueErr("pool %s does not exist; `sky jobs pool status` lists the pools", b.Name)
 	}
@@ -364,8 +366,8 @@ func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, e
 // PoolLogFiles names the pool's log files a sync-down copies (file name
 // -> path on the server): the controller's and every worker's, or only
 // the controller's, or only the given workers'.
-func (e *Env) PoolLogFiles(ctx context.Context, b api.PoolSyncDownBody) (map[string]string, error) {
-	p, err := e.Store.GetPool(ctx, b.Name)
+func (e *Env) PoolLogFiles(ctx context.Context, b api.PoolSyncDownBody, u api.User) (map[string]string, error) {
+	p, err := e.usablePool(ctx, u, b.Name)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, valueErr("pool %s does not exist; `sky jobs pool status` lists the pools", b.Name)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ func (e *Env) launchOnPool(ctx context.Context, j *state.ManagedJob, spec *api.J
 	if t.Launching && t.ClusterName != "" {
 		// An attempt cut off after it chose its worker: its job may be
 		// there already.
-		if job, err := e.Backend.TaggedJob(ctx, t.ClusterName, e.user(j), taskTag(j.JobID, tid, t.Attempt)); err == nil && job != nil {
+		if job, err := e.Backend.TaggedJob(ctx, t.ClusterName, e.actor(j), taskTag(j.JobID, tid, t.Attempt)); err == nil && job != nil {
 			e.note(j.JobID, "Found job %d of attempt %d on worker %s, submitted before a restart: following it.", job.JobID, t.Attempt, t.ClusterName)
 			return e.started(ctx, j, tid, job.JobID)
 		}
@@ -141,7 +142,7 @@ func (e *Env) execOnWorker(ctx context.Context, j *state.ManagedJob, spec *api.J
 	log := e.clog(j.JobID)
 	defer log.Close()
 	fmt.Fprintf(log, "Submitting task %d (%s), attempt %d, to worker %s.\n", tid, t.Name, t.Attempt, t.ClusterName)
-	res, err := e.Backend.Exec(lctx, body, e.workerUser(ctx, j), log)
+	res, err := e.Backend.Exec(lctx, body, e.actor(j), log)
 	if err == nil {
 		return e.started(ctx, j, tid, res.JobID)
 	}
@@ -154,6 +155,11 @@ func (e *Env) execOnWorker(ctx context.Context, j *state.ManagedJob, spec *api.J
 	var ce *backend.ClusterError
 	if errors.As(err, &ce) && ce.Type == "ResourcesMismatchError" {
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, fmt.Sprintf("the task does not fit the workers of pool %s: %s", j.Pool, ce.Msg))
+	}
+	if classify(err) == faultDenied {
+		// An answer, not silence: submitting again would be refused again.
+		fmt.Fprintf(log, "Worker %s refused the submit: %s\n", t.ClusterName, firstLine(err.Error()))
+		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, deniedReason(t.ClusterName, err))
 	}
 	// The worker went (or does not answer): the attempt lets it go and
 	// picks a worker again.
@@ -177,25 +183,31 @@ func (e *Env) execOnWorker(ctx context.Context, j *state.ManagedJob, spec *api.J
 	return controller.Result{RequeueAfter: poolWaitEvery}, nil
 }
 
-// workerUser is who a pool job's exec acts as: the job's user, whose
-// hash is only given when the pool is theirs (a worker belongs to the
-// pool's owner, and the pool serves every user of its workspace).
-func (e *Env) workerUser(ctx context.Context, j *state.ManagedJob) backend.User {
-	u := e.user(j)
-	if p, err := e.Store.GetPool(ctx, j.Pool); err == nil && p.UserHash != j.UserHash {
-		u.Hash = ""
-	}
-	return u
-}
-
 // releaseWorker ends a pool job's jobs on worker (every attempt's, a
 // cut-off one's too) and keeps the worker: the pool's cleanup where a
 // launched task's cluster would be torn down.
 func (e *Env) releaseWorker(ctx context.Context, j *state.ManagedJob, worker string, log io.Writer) error {
-	user := e.user(j)
+	return e.endJobsOn(ctx, worker, e.actor(j), j.JobID, log)
+}
+
+// releaseTimeout bounds one attempt to end a job's jobs on a worker: a
+// worker whose agent is stopped accepts the call and never answers.
+var releaseTimeout = 10 * time.Second
+
+// endJobsOn cancels managed job id's jobs on worker. A worker that is
+// gone took them with it; one that refuses the controller (faultDenied)
+// cannot be made to end them, and asking again changes nothing, so that
+// is noted and not an error.
+func (e *Env) endJobsOn(ctx context.Context, worker string, user backend.User, id int, log io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
 	jobs, err := e.Backend.Queue(ctx, worker, user, true, false)
 	if err != nil {
-		if backend.IsNotFound(err) {
+		switch classify(err) {
+		case faultGone:
+			return nil
+		case faultDenied:
+			fmt.Fprintf(log, "Worker %s refused the controller (%s): job %d's jobs there are left to its owner.\n", worker, firstLine(err.Error()), id)
 			return nil
 		}
 		if alive, aerr := e.Backend.ClusterAlive(ctx, worker); aerr == nil && !alive {
@@ -203,7 +215,7 @@ func (e *Env) releaseWorker(ctx context.Context, j *state.ManagedJob, worker str
 		}
 		return fmt.Errorf("reading the jobs of worker %s: %w", worker, err)
 	}
-	prefix := fmt.Sprintf("%d/", j.JobID)
+	prefix := fmt.Sprintf("%d/", id)
 	var ids []int
 	for _, x := range jobs {
 		if tag, _ := x.Metadata[api.MetaManagedTag].(string); strings.HasPrefix(tag, prefix) && !x.Status.Terminal() {
@@ -213,11 +225,72 @@ func (e *Env) releaseWorker(ctx context.Context, j *state.ManagedJob, worker str
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := e.Backend.Cancel(ctx, worker, user, ids, false, true); err != nil && !backend.IsNotFound(err) {
+	if _, err := e.Backend.Cancel(ctx, worker, user, ids, false, true); err != nil {
+		switch classify(err) {
+		case faultGone:
+			return nil
+		case faultDenied:
+			fmt.Fprintf(log, "Worker %s refused the controller (%s): job(s) %v there are left to its owner.\n", worker, firstLine(err.Error()), ids)
+			return nil
+		}
 		return fmt.Errorf("cancelling job(s) %v on worker %s: %w", ids, worker, err)
 	}
 	fmt.Fprintf(log, "Cancelled job(s) %v on worker %s; the worker is kept.\n", ids, worker)
 	return nil
+}
+
+// cancelTries is how many attempts a cancelled pool job makes to end its
+// job on its worker before it is CANCELLED anyway: a cancel always ends
+// the job, and the worker's controller ends the job left there
+// (PoolWorker.Leftovers) once the worker answers again.
+const cancelTries = 3
+
+// cancelGiveUp says whether a cancelled pool task stops trying to end
+// its job on its worker after tries failed attempts.
+func cancelGiveUp(tries int) bool { return tries >= cancelTries }
+
+// releaseFailed records a failed attempt of a cancelled pool task to end
+// its job on its worker, and says whether the cancel gives up on it: the
+// job is then a leftover of the worker, which takes no job until its
+// controller has ended it.
+func (e *Env) releaseFailed(ctx context.Context, j *state.ManagedJob, tid int, rerr error, log io.Writer) (giveUp bool, err error) {
+	t := j.Tasks[tid]
+	tries := 0
+	if _, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
+		nt := n.Tasks[tid]
+		if nt.Status != api.ManagedCancelling {
+			return nil, state.ErrNoChange
+		}
+		nt.CancelTries++
+		tries = nt.CancelTries
+		return nil, nil
+	}); err != nil {
+		return false, err
+	}
+	fmt.Fprintf(log, "Ending task %d's job on worker %s failed (attempt %d of %d): %s\n", tid, t.ClusterName, tries, cancelTries, firstLine(rerr.Error()))
+	if !cancelGiveUp(tries) {
+		return false, nil
+	}
+	w := 0
+	if _, err := e.Store.UpdatePool(ctx, j.Pool, func(p *state.Pool) error {
+		for _, x := range p.Workers {
+			if x.Cluster == t.ClusterName {
+				w = x.ID
+				if !slices.Contains(x.Leftovers, j.JobID) {
+					x.Leftovers = append(x.Leftovers, j.JobID)
+					return nil
+				}
+			}
+		}
+		return state.ErrNoChange
+	}); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return false, err
+	}
+	if w > 0 {
+		e.poolNote(j.Pool, "Worker %d (%s) did not answer to end cancelled job %d's run; it takes no job until that run is ended.", w, t.ClusterName, j.JobID)
+		e.pokeWorker(j.Pool, w)
+	}
+	return true, nil
 }
 
 // readyWorkers is the pool's READY workers with the jobs on each (jobs
@@ -244,8 +317,8 @@ func (e *Env) readyWorkers(ctx context.Context, p *state.Pool, self int, demands
 	}
 	var out []workerView
 	for _, w := range p.Workers {
-		if w.Status != api.WorkerReady {
-			continue
+		if w.Status != api.WorkerReady || len(w.Leftovers) > 0 {
+			continue // not ready, or a cancelled job may still run there
 		}
 		v := workerView{Cluster: w.Cluster, Version: w.SpecVersion, Jobs: len(on[w.Cluster])}
 		c, err := e.Store.GetCluster(ctx, w.Cluster)
@@ -325,10 +398,11 @@ func taskDemands(ts api.TaskSpec) []demand {
 }
 
 // checkPoolJob refuses a submission to a pool that does not exist (or
-// is going down), or that the pool cannot run, and warns that the job's
+// is going down), that u may not use (mayUsePool: told as a pool that
+// does not exist), or that the pool cannot run, and warns that the job's
 // own setup and file mounts are not run: the workers ran the pool's.
-func (e *Env) checkPoolJob(ctx context.Context, b *api.JobsLaunchBody, log io.Writer) error {
-	p, err := e.Store.GetPool(ctx, b.Pool)
+func (e *Env) checkPoolJob(ctx context.Context, b *api.JobsLaunchBody, u api.User, log io.Writer) error {
+	p, err := e.usablePool(ctx, u, b.Pool)
 	if errors.Is(err, state.ErrNotFound) {
 		return valueErr("pool %q does not exist: create it with `sky jobs pool apply -p %s POOL_YAML`", b.Pool, b.Pool)
 	}

@@ -134,10 +134,6 @@ func (e *Env) askSlot(ctx context.Context, j *state.ManagedJob, tid int) (contro
 	return controller.Result{RequeueAfter: resyncEvery}, nil
 }
 
-func (e *Env) user(j *state.ManagedJob) backend.User {
-	return backend.User{Name: j.UserName, Hash: j.UserHash}
-}
-
 // launchTask runs one launch attempt of a task: mark it, adopt what an
 // earlier cut-off attempt left, or tear down leftovers and launch.
 func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int) (controller.Result, error) {
@@ -194,7 +190,7 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 	if !t.Launching {
 		return controller.Result{RequeueAfter: time.Second}, nil
 	}
-	user := e.user(j)
+	user := e.actor(j)
 	tag := taskTag(j.JobID, tid, t.Attempt)
 	log := e.clog(j.JobID)
 	defer log.Close()
@@ -375,6 +371,9 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 	if backend.Precheck(lerr) {
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, msg)
 	}
+	if classify(lerr) == faultDenied {
+		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, deniedReason(j.Tasks[tid].ClusterName, lerr))
+	}
 	if err := e.downCluster(ctx, j, j.Tasks[tid].ClusterName, log); err != nil {
 		return controller.Result{}, err
 	}
@@ -492,8 +491,13 @@ func orDash(s string) string {
 // cluster when the job is not plainly running.
 func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int) (controller.Result, error) {
 	t := j.Tasks[tid]
-	user := e.user(j)
+	user := e.actor(j)
 	job, err := e.Backend.AgentJob(ctx, t.ClusterName, user, t.AgentJobID)
+	if err != nil && classify(err) == faultDenied {
+		// A refusal is an answer: the cluster is there, and waiting for
+		// it to answer otherwise would only resubmit the job.
+		return e.failTask(ctx, j, tid, api.ManagedFailedController, deniedReason(t.ClusterName, err))
+	}
 	if err != nil || job == nil {
 		alive, aerr := e.Backend.ClusterAlive(ctx, t.ClusterName)
 		if aerr == nil && !alive {
@@ -782,7 +786,7 @@ func (e *Env) saveLogs(ctx context.Context, j *state.ManagedJob, tid int) {
 	defer f.Close()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := e.Backend.CopyJobLog(cctx, t.ClusterName, e.user(j), t.AgentJobID, 0, false, f); err != nil {
+	if err := e.Backend.CopyJobLog(cctx, t.ClusterName, e.actor(j), t.AgentJobID, 0, false, f); err != nil {
 		fmt.Fprintf(f, "(the log of attempt %d could not be read from cluster %s: %s)\n", t.Attempt, t.ClusterName, firstLine(err.Error()))
 	}
 	_, _ = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
@@ -822,7 +826,13 @@ func (e *Env) downCluster(ctx context.Context, j *state.ManagedJob, name string,
 	if _, err := e.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
-	err := e.Backend.Down(ctx, name, e.user(j), true, true, log)
+	err := e.Backend.Down(ctx, name, e.actor(j), true, true, log)
+	if err != nil && classify(err) == faultDenied {
+		// Not the job's user's cluster (any more): it is not the job's
+		// to tear down.
+		fmt.Fprintf(log, "Cluster %s is left: %s\n", name, firstLine(err.Error()))
+		return nil
+	}
 	if err != nil && !backend.IsNotFound(err) {
 		return fmt.Errorf("tearing down %s: %w", name, err)
 	}
@@ -931,8 +941,17 @@ func (e *Env) cancelSteps(ctx context.Context, j *state.ManagedJob) (controller.
 			}
 			e.saveLogs(ctx, j, t.TaskID)
 			if err := e.downCluster(ctx, j, t.ClusterName, log); err != nil {
-				errs[t.TaskID] = err
-				return
+				if j.Pool == "" {
+					errs[t.TaskID] = err // a cluster is never left running
+					return
+				}
+				// A worker that does not answer must not hold the
+				// cancel: after a few attempts the job ends anyway.
+				giveUp, ferr := e.releaseFailed(ctx, j, t.TaskID, err, log)
+				if ferr != nil || !giveUp {
+					errs[t.TaskID] = errors.Join(err, ferr)
+					return
+				}
 			}
 			t0 := now()
 			_, errs[t.TaskID] = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
@@ -986,8 +1005,11 @@ func (e *Env) gracefulStop(ctx context.Context, j *state.ManagedJob, t *state.Ma
 	if j.Cancel.GracefulTimeout != nil {
 		wait = time.Duration(*j.Cancel.GracefulTimeout) * time.Second
 	}
-	user := e.user(j)
-	if _, err := e.Backend.Cancel(ctx, t.ClusterName, user, []int{t.AgentJobID}, false, true); err != nil {
+	user := e.actor(j)
+	cctx, cancel := context.WithTimeout(ctx, releaseTimeout) // a head that never answers must not hold the cancel
+	_, err := e.Backend.Cancel(cctx, t.ClusterName, user, []int{t.AgentJobID}, false, true)
+	cancel()
+	if err != nil {
 		return
 	}
 	deadline := time.Now().Add(wait)

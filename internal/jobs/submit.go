@@ -45,7 +45,7 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 		return api.JobsLaunchResult{}, valueErr("--num-jobs %d: want 1 or more", b.NumJobs)
 	}
 	if b.Pool != "" {
-		if err := e.checkPoolJob(ctx, &b, log); err != nil {
+		if err := e.checkPoolJob(ctx, &b, u, log); err != nil {
 			return api.JobsLaunchResult{}, err
 		}
 	}

@@ -131,6 +131,10 @@ type ManagedTask struct {
 	LogsSaved bool `json:"logs_saved,omitempty"`
 	// ClusterGone says the task's cluster was torn down after it ended.
 	ClusterGone bool `json:"cluster_gone,omitempty"`
+	// CancelTries counts a cancelled pool task's failed attempts to end
+	// its job on its worker; a bounded number, and the task is CANCELLED
+	// anyway (its job is left to the worker's controller to end).
+	CancelTries int `json:"cancel_tries,omitempty"`
 }
 
 // JobStatus is the status a job shows: its first non-terminal task's,

@@ -68,6 +68,11 @@ type PoolWorker struct {
 	Reason     string  `json:"reason,omitempty"`
 	Infra      string  `json:"infra,omitempty"`
 	Resources  string  `json:"resources,omitempty"`
+	// Leftovers are managed jobs that ended (cancelled) while their job
+	// on this worker could not be reached to be cancelled: the worker's
+	// controller ends those jobs once it answers, and no job is assigned
+	// to the worker before.
+	Leftovers []int `json:"leftovers,omitempty"`
 }
 
 // Clone is a deep copy of p, for a mutation to edit.
