@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"strings"
+
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/config"
 )
@@ -59,9 +61,28 @@ func CheckSize(b api.JobsLaunchBody, l SubmitLimits) error {
 	return nil
 }
 
-// submitLimits are the limits of the server's config as it is now (a
+// CheckDAGDocs refuses a DAG YAML with more documents than a job of the
+// most tasks needs (the tasks, a header and a leading "---"), by counting
+// its document markers before the YAML is parsed: a 32 MiB body of
+// "---" lines would otherwise be parsed into millions of tasks first.
+func CheckDAGDocs(dagYAML string, l SubmitLimits) error {
+	markers := 0
+	for line := range strings.Lines(dagYAML) {
+		if rest, ok := strings.CutPrefix(line, "---"); ok && (strings.TrimSpace(rest) == "" || rest[0] == ' ' || rest[0] == '\t') {
+			markers++
+		}
+	}
+	if markers > l.MaxPipelineTasks+1 {
+		return valueErr("the job's YAML has %d documents, more than this API server's limit of %d tasks per pipeline or job group allows; split it into several jobs, "+
+			"or have the server's admin raise %s in the API server's config (~/.sky/config.yaml where `sky api start` runs)",
+			markers+1, l.MaxPipelineTasks, KeyMaxPipelineTasks)
+	}
+	return nil
+}
+
+// SubmitLimits are the limits of the server's config as it is now (a
 // change applies to the next submission without a restart).
-func (e *Env) submitLimits() SubmitLimits {
+func (e *Env) SubmitLimits() SubmitLimits {
 	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
 	if err != nil {
 		return SubmitLimitsFrom(nil)

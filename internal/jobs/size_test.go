@@ -138,3 +138,29 @@ func TestSubmitBoundsAndCancellation(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckDAGDocs(t *testing.T) {
+	lim := SubmitLimits{MaxArraySize: 10, MaxPipelineTasks: 3}
+	for _, tc := range []struct {
+		name, yaml string
+		ok         bool
+	}{
+		{"one task", "run: echo\n", true},
+		{"header and three tasks, leading marker", "---\nname: p\n---\nrun: a\n---\nrun: b\n---\nrun: c\n", true},
+		// Four tasks may be a header and three: CheckSize, after parsing, decides.
+		{"header and four tasks", "name: p\n---\nrun: a\n---\nrun: b\n---\nrun: c\n---\nrun: d\n", true},
+		{"header and five tasks", "name: p\n---\nrun: a\n---\nrun: b\n---\nrun: c\n---\nrun: d\n---\nrun: e\n", false},
+		{"a marker inside a line is not one", "run: |\n  echo ---\n  echo '--- x'\n---\nrun: b\n", true},
+		{"markers with comments and tags", "--- # a\nrun: a\n--- !t\nrun: b\n---\t\nrun: c\n---\nrun: d\n---\nrun: e\n", false},
+		{"a million markers", strings.Repeat("---\n", 1_000_000), false},
+		{"not markers", "----\nrun: a\n---x\n", true},
+	} {
+		err := CheckDAGDocs(tc.yaml, lim)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "jobs.max_pipeline_tasks") {
+			t.Errorf("%s: %v does not name jobs.max_pipeline_tasks", tc.name, err)
+		}
+	}
+}

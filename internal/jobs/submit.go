@@ -44,7 +44,7 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	if b.NumJobs < 0 {
 		return api.JobsLaunchResult{}, valueErr("--num-jobs %d: want 1 or more", b.NumJobs)
 	}
-	if err := CheckSize(b, e.submitLimits()); err != nil {
+	if err := CheckSize(b, e.SubmitLimits()); err != nil {
 		return api.JobsLaunchResult{}, err
 	}
 	if b.Pool != "" {

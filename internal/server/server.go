@@ -572,6 +572,40 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 // make the server hold.
 const maxBody = 32 << 20
 
+// maxBodyValues bounds the JSON values of a body. A body is decoded
+// (to redact it, then into the op's type) before any op can check what
+// it asks for, and a value costs far more decoded than its bytes: 32 MiB
+// of "{}," is eleven million maps, gigabytes. A real body holds a few
+// thousand (a pipeline of 100 tasks with 1000 envs each: 100,000).
+const maxBodyValues = 250_000
+
+// jsonValues counts the values of a JSON text, about: the objects and
+// arrays it opens and the commas between elements, outside strings. It
+// reads the bytes once and allocates nothing.
+func jsonValues(body []byte) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range body {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[', ',':
+			n++
+		}
+	}
+	return n
+}
+
 func (s *Server) submitHandler(name string, o op.Op) handler {
 	return func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		// MaxBytesReader, not a LimitReader: past the limit it stops
@@ -584,6 +618,10 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		}
 		if err != nil {
 			return nil, errf(http.StatusBadRequest, "reading request body: %v", err)
+		}
+		if n := jsonValues(body); n > maxBodyValues {
+			return nil, errf(http.StatusRequestEntityTooLarge, "the body of POST %s holds about %d JSON values, more than the API server's limit of %d per request; "+
+				"send fewer tasks, ids or names at a time", r.URL.Path, n, maxBodyValues)
 		}
 		if len(strings.TrimSpace(string(body))) == 0 {
 			body = []byte("{}")

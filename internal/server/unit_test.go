@@ -206,3 +206,38 @@ func TestBodyLimit(t *testing.T) {
 		t.Errorf("a body of maxBody bytes: %+v %v", rec, err)
 	}
 }
+
+func TestJSONValues(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{``, 0},
+		{`{}`, 1},
+		{`{"a":1,"b":[1,2,3]}`, 5},
+		{`{"task_yaml":"run: echo {[,,,]}\n","x":"\"{,"}`, 2},
+		{`{"s":"a\\","t":[{}]}`, 4},
+		{strings.Repeat("{},", 1000), 2000},
+	} {
+		if got := jsonValues([]byte(tc.body)); got != tc.want {
+			t.Errorf("jsonValues(%.40q) = %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestBodyValuesLimit: a small body that would decode into millions of
+// values is refused with a 413 before it is decoded or recorded.
+func TestBodyValuesLimit(t *testing.T) {
+	s := newTestServer(t, Options{},
+		op.Op{Name: "jobs.echo", Run: func(_ context.Context, r *op.Request) (any, error) { return len(r.Body), nil }})
+	body := `{"tasks":[` + strings.Repeat("{},", maxBodyValues) + `{}]}`
+	req := httptest.NewRequest("POST", "/jobs/echo", strings.NewReader(body))
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "limit of 250000 per request") {
+		t.Errorf("a body of %d maps: %d %s", maxBodyValues, w.Code, w.Body)
+	}
+	if recs, _ := s.store.ListRequests(context.Background(), state.RequestFilter{AllStatuses: true}); len(recs) != 0 {
+		t.Errorf("the refused body was recorded as %d request(s)", len(recs))
+	}
+}
