@@ -14,6 +14,8 @@ var ServerOnlyKeys = []string{
 	"jobs.controller.consolidation_mode", "serve.controller.consolidation_mode",
 	"jobs.controller.controller_logs_gc_retention_hours",
 	"jobs.controller.task_logs_gc_retention_hours", "slurm.cluster_configs",
+	// The bounds of one request's work protect the server from its users.
+	"jobs.max_array_size", "jobs.max_pipeline_tasks",
 }
 
 // OverlayClient lays a request's client config over the server config.

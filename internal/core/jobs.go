@@ -22,6 +22,10 @@ func (e *Env) jobsLaunch(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	// Before the YAML is parsed: its size in tasks is what is bounded.
+	if err := jobs.CheckDAGDocs(b.DAGYAML, e.Jobs.SubmitLimits()); err != nil {
+		return nil, err
+	}
 	if err := submittedJobs(&b); err != nil {
 		return nil, err
 	}

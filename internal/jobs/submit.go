@@ -44,6 +44,9 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	if b.NumJobs < 0 {
 		return api.JobsLaunchResult{}, valueErr("--num-jobs %d: want 1 or more", b.NumJobs)
 	}
+	if err := CheckSize(b, e.SubmitLimits()); err != nil {
+		return api.JobsLaunchResult{}, err
+	}
 	if b.Pool != "" {
 		if err := e.checkPoolJob(ctx, &b, u, log); err != nil {
 			return api.JobsLaunchResult{}, err
@@ -170,7 +173,13 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	}
 	res := api.JobsLaunchResult{Name: name}
 	fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("Launching managed job '%s' from jobs controller...", name)))
-	for _, j := range jobs {
+	for i, j := range jobs {
+		if ctx.Err() != nil {
+			// The request was cancelled: the jobs not yet given their
+			// files end now rather than wait for a launch that would fail.
+			e.abandon(jobs[i:], "the launch request was cancelled before the job was fully submitted")
+			return res, ctx.Err()
+		}
 		if err := e.keepFiles(j.JobID, trees); err != nil {
 			_, _ = e.failController(ctx, j, "copying the uploaded files failed: "+err.Error())
 			return res, err
@@ -181,6 +190,30 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	}
 	e.kick()
 	return res, nil
+}
+
+// abandon ends jobs that were recorded but whose submission did not
+// finish, as CANCELLED; it runs after the request's context is done.
+func (e *Env) abandon(jobs []*state.ManagedJob, why string) {
+	ctx := context.Background()
+	t0 := now()
+	for _, j := range jobs {
+		_, _ = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
+			if n.ScheduleState != api.ScheduleWaiting {
+				return nil, state.ErrNoChange
+			}
+			var ev []state.ManagedEventIn
+			for _, t := range n.Tasks {
+				if api.ManagedTerminal(t.Status) {
+					continue
+				}
+				t.Status, t.EndAt, t.FailureReason = api.ManagedCancelled, t0, why
+				ev = append(ev, state.TaskEvent(t.TaskID, t.Status, why))
+			}
+			n.ScheduleState = api.ScheduleDone
+			return ev, nil
+		})
+	}
 }
 
 // priorityOf is the job's priority: every task that sets one must agree.

@@ -232,6 +232,14 @@ func copyTree(src, dst string, excludes []string) error {
 		target := filepath.Join(dst, rel)
 		switch {
 		case d.IsDir():
+			// A link (or file) the node's job left where the source has a
+			// directory is replaced, not followed: the copy must not write
+			// where the link points, as rsync -a does not.
+			if fi, err := os.Lstat(target); err == nil && !fi.IsDir() {
+				if err := os.Remove(target); err != nil {
+					return err
+				}
+			}
 			return os.MkdirAll(target, 0o755)
 		case d.Type()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
@@ -271,7 +279,10 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	tmp := dst + ".skygo-tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, st.Mode().Perm())
+	// Exclusive: a link planted at tmp fails the create instead of being
+	// written through; the rename then replaces dst itself, link or not.
+	_ = os.Remove(tmp)
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_EXCL, st.Mode().Perm())
 	if err != nil {
 		return err
 	}

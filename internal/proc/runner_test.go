@@ -93,6 +93,46 @@ func TestRsyncAdditiveWithExcludes(t *testing.T) {
 	}
 }
 
+// TestRsyncReplacesLinksLeftOnTheNode: a job can leave a link where the
+// next sync has a directory or a file; the sync replaces the link and
+// never writes where it points.
+func TestRsyncReplacesLinksLeftOnTheNode(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run("fallback="+strconv.FormatBool(fallback), func(t *testing.T) {
+			src, home, outside := t.TempDir(), t.TempDir(), t.TempDir()
+			for path, body := range map[string]string{"d/x.txt": "x", "f.txt": "f"} {
+				full := filepath.Join(src, path)
+				os.MkdirAll(filepath.Dir(full), 0o755)
+				os.WriteFile(full, []byte(body), 0o644)
+			}
+			dst := filepath.Join(home, "sky_workdir")
+			os.MkdirAll(dst, 0o755)
+			for _, name := range []string{"d", "f.txt", "f.txt.skygo-tmp"} {
+				if err := os.Symlink(outside, filepath.Join(dst, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			if fallback {
+				err = copyTree(src, dst, nil)
+			} else {
+				err = NewRunner(home, "127.0.0.9").Rsync(context.Background(), src, "~/sky_workdir", provision.RsyncOptions{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ls, _ := os.ReadDir(outside); len(ls) != 0 {
+				t.Errorf("the sync wrote %s through a link", ls[0].Name())
+			}
+			for path, want := range map[string]string{"d/x.txt": "x", "f.txt": "f"} {
+				if b, err := os.ReadFile(filepath.Join(dst, path)); err != nil || string(b) != want {
+					t.Errorf("%s = %q %v", path, b, err)
+				}
+			}
+		})
+	}
+}
+
 func TestUploadResolvesHome(t *testing.T) {
 	home := t.TempDir()
 	src := filepath.Join(t.TempDir(), "bin")

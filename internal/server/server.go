@@ -565,18 +565,63 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 	mux.Handle(pattern, h)
 }
 
-// maxBody bounds a request body; tasks travel as YAML strings, uploads go
-// elsewhere.
+// maxBody bounds the body of every operation's POST: tasks travel as
+// YAML strings (a task with thousands of envs is well under 1 MiB), the
+// workdir and file mounts as uploads, which have their own limit. A body
+// is read whole before it is queued, so the bound is what one request can
+// make the server hold.
 const maxBody = 32 << 20
+
+// maxBodyValues bounds the JSON values of a body. A body is decoded
+// (to redact it, then into the op's type) before any op can check what
+// it asks for, and a value costs far more decoded than its bytes: 32 MiB
+// of "{}," is eleven million maps, gigabytes. A real body holds a few
+// thousand (a pipeline of 100 tasks with 1000 envs each: 100,000).
+const maxBodyValues = 250_000
+
+// jsonValues counts the values of a JSON text, about: the objects and
+// arrays it opens and the commas between elements, outside strings. It
+// reads the bytes once and allocates nothing.
+func jsonValues(body []byte) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range body {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[', ',':
+			n++
+		}
+	}
+	return n
+}
 
 func (s *Server) submitHandler(name string, o op.Op) handler {
 	return func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		// MaxBytesReader, not a LimitReader: past the limit it stops
+		// reading and has the connection closed instead of draining it.
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, errf(http.StatusRequestEntityTooLarge, "the body of POST %s is larger than the API server's limit of %d MiB per request; "+
+				"put large data in files (workdir, file_mounts), which are uploaded, rather than in the task's envs or commands", r.URL.Path, maxBody>>20)
+		}
 		if err != nil {
 			return nil, errf(http.StatusBadRequest, "reading request body: %v", err)
 		}
-		if len(body) > maxBody {
-			return nil, errf(http.StatusRequestEntityTooLarge, "request body is larger than %d MiB", maxBody>>20)
+		if n := jsonValues(body); n > maxBodyValues {
+			return nil, errf(http.StatusRequestEntityTooLarge, "the body of POST %s holds about %d JSON values, more than the API server's limit of %d per request; "+
+				"send fewer tasks, ids or names at a time", r.URL.Path, n, maxBodyValues)
 		}
 		if len(strings.TrimSpace(string(body))) == 0 {
 			body = []byte("{}")

@@ -176,3 +176,68 @@ func TestOpErrorsAndPanics(t *testing.T) {
 		t.Fatalf("non-object body: HTTP %d", w.Code)
 	}
 }
+
+// TestBodyLimit: an operation's body past maxBody is refused with a 413
+// that names the limit, before it is queued; one at the limit is taken.
+func TestBodyLimit(t *testing.T) {
+	s := newTestServer(t, Options{},
+		op.Op{Name: "jobs.echo", Run: func(_ context.Context, r *op.Request) (any, error) { return len(r.Body), nil }})
+	pad := func(n int) string {
+		const head, tail = `{"msg":"`, `"}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+	req := httptest.NewRequest("POST", "/jobs/echo", strings.NewReader(pad(maxBody+1)))
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "limit of 32 MiB") {
+		t.Errorf("a body of maxBody+1 bytes: %d %s", w.Code, w.Body)
+	}
+	if recs, _ := s.store.ListRequests(context.Background(), state.RequestFilter{AllStatuses: true}); len(recs) != 0 {
+		t.Errorf("the refused body was recorded as %d request(s)", len(recs))
+	}
+	req = httptest.NewRequest("POST", "/jobs/echo", strings.NewReader(pad(maxBody)))
+	w = httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, req)
+	id := w.Header().Get(api.HeaderRequestID)
+	if w.Code != 200 || id == "" {
+		t.Fatalf("a body of maxBody bytes: %d %s", w.Code, w.Body)
+	}
+	if rec, err := s.waitFinal(context.Background(), id); err != nil || rec.Status != api.RequestSucceeded {
+		t.Errorf("a body of maxBody bytes: %+v %v", rec, err)
+	}
+}
+
+func TestJSONValues(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{``, 0},
+		{`{}`, 1},
+		{`{"a":1,"b":[1,2,3]}`, 5},
+		{`{"task_yaml":"run: echo {[,,,]}\n","x":"\"{,"}`, 2},
+		{`{"s":"a\\","t":[{}]}`, 4},
+		{strings.Repeat("{},", 1000), 2000},
+	} {
+		if got := jsonValues([]byte(tc.body)); got != tc.want {
+			t.Errorf("jsonValues(%.40q) = %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestBodyValuesLimit: a small body that would decode into millions of
+// values is refused with a 413 before it is decoded or recorded.
+func TestBodyValuesLimit(t *testing.T) {
+	s := newTestServer(t, Options{},
+		op.Op{Name: "jobs.echo", Run: func(_ context.Context, r *op.Request) (any, error) { return len(r.Body), nil }})
+	body := `{"tasks":[` + strings.Repeat("{},", maxBodyValues) + `{}]}`
+	req := httptest.NewRequest("POST", "/jobs/echo", strings.NewReader(body))
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "limit of 250000 per request") {
+		t.Errorf("a body of %d maps: %d %s", maxBodyValues, w.Code, w.Body)
+	}
+	if recs, _ := s.store.ListRequests(context.Background(), state.RequestFilter{AllStatuses: true}); len(recs) != 0 {
+		t.Errorf("the refused body was recorded as %d request(s)", len(recs))
+	}
+}

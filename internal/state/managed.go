@@ -223,6 +223,9 @@ func scanManaged(sc interface{ Scan(...any) error }, withSpec bool) (*ManagedJob
 // in one transaction. It sets each job's JobID.
 func (s *Store) CreateManagedJobs(ctx context.Context, jobs []*ManagedJob, spec []byte) error {
 	now := nowSeconds()
+	// One string for every job of an array: a conversion per job would
+	// copy the whole spec that many times.
+	specText := string(spec)
 	return s.tx(ctx, "create managed jobs", func(tx *sql.Tx) error {
 		for _, j := range jobs {
 			if j.SubmittedAt == 0 {
@@ -240,7 +243,7 @@ func (s *Store) CreateManagedJobs(ctx context.Context, jobs []*ManagedJob, spec 
 			q := `INSERT INTO managed_jobs (name, user_hash, user_name, workspace, pool, priority, schedule_state, status,
 				submitted_at, parent_job_id, record, spec, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
 			args := []any{j.Name, j.UserHash, j.UserName, j.Workspace, j.Pool, j.Priority, j.ScheduleState, j.Status,
-				j.SubmittedAt, j.ParentJobID, string(record), string(spec)}
+				j.SubmittedAt, j.ParentJobID, string(record), specText}
 			var id int64
 			if s.dialect == Postgres {
 				if err := tx.QueryRowContext(ctx, s.rebind(q+` RETURNING job_id`), args...).Scan(&id); err != nil {

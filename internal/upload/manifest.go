@@ -383,11 +383,61 @@ func checkEntry(e api.UploadEntry) error {
 		if len(e.SHA256) != 64 || !isHex(e.SHA256) || e.Size < 0 {
 			return fmt.Errorf("manifest file %q: needs a size and a 64-digit hex sha256", p)
 		}
-	case api.EntryDir, api.EntrySymlink:
+	case api.EntryDir:
+	case api.EntrySymlink:
+		// A root that is a link would have the server read (and sync to
+		// the node, or upload to a bucket) whatever it points at on the
+		// server's disk; a client resolves a root link before it scans.
+		if isRoot(p) {
+			return fmt.Errorf("manifest entry %q: the root of a workdir or file mount must be a directory or a file, not a symlink", p)
+		}
+		if e.Link == "" || strings.Contains(e.Link, "\x00") {
+			return fmt.Errorf("manifest symlink %q: needs a target without NUL bytes", p)
+		}
 	default:
 		return fmt.Errorf("manifest entry %q: unknown type %q", p, e.Type)
 	}
 	return nil
+}
+
+// isRoot says whether a checked manifest path names the root of one
+// local source (workdir, mounts/<i>, storage/<i>/<j>).
+func isRoot(p string) bool {
+	switch n := strings.Count(p, "/"); {
+	case strings.HasPrefix(p, "mounts/"):
+		return n == 1
+	case strings.HasPrefix(p, "storage/"):
+		return n == 2
+	default:
+		return p == WorkdirRoot
+	}
+}
+
+// checkTree refuses a manifest whose entries do not form a tree the
+// server can build without following a link: an entry below a symlink
+// (the server would write through the link, anywhere on its disk) or
+// below a file. types maps every entry's path to its type.
+func checkTree(types map[string]string) error {
+	for p := range types {
+		for i := strings.IndexByte(p, '/'); i >= 0; i = nextSlash(p, i) {
+			switch t := types[p[:i]]; t {
+			case "", api.EntryDir:
+			case api.EntrySymlink:
+				return fmt.Errorf("manifest entry %q is inside %q, which is a symlink; an upload keeps links as links and cannot hold files behind one", p, p[:i])
+			default:
+				return fmt.Errorf("manifest entry %q is inside %q, which is a %s, not a directory", p, p[:i], t)
+			}
+		}
+	}
+	return nil
+}
+
+func nextSlash(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }
 
 func isHex(s string) bool {

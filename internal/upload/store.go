@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/skygo/skygo/internal/api"
 )
 
@@ -104,19 +106,22 @@ func (s *Store) check(m api.UploadManifest) error {
 	}
 	var total int64
 	var largest api.UploadEntry
-	seen := make(map[string]bool, len(m.Entries))
+	types := make(map[string]string, len(m.Entries))
 	for _, e := range m.Entries {
 		if err := checkEntry(e); err != nil {
 			return badRequest("%v", err)
 		}
-		if seen[e.Path] {
+		if _, dup := types[e.Path]; dup {
 			return badRequest("manifest path %q appears twice", e.Path)
 		}
-		seen[e.Path] = true
+		types[e.Path] = e.Type
 		total += e.Size
 		if e.Size > largest.Size {
 			largest = e
 		}
+	}
+	if err := checkTree(types); err != nil {
+		return badRequest("%v", err)
 	}
 	if total > s.MaxBytes {
 		return &ClientError{Status: 413, Msg: (&TooLargeError{Total: total, Limit: s.MaxBytes, Largest: largest.Path, LargestSize: largest.Size}).Error()}
@@ -403,25 +408,33 @@ func (s *Store) Commit(userID string, m api.UploadManifest) (api.UploadResult, e
 
 // build writes the entries under dir in path order: directories (their
 // modes applied last, so a read-only one can still be filled), files as
-// links to their blobs, symlinks as written.
+// links to their blobs, symlinks as written. Every name is made relative
+// to its parent directory's descriptor, each parent opened without
+// following a link (see treeDir), so no entry lands outside dir whatever
+// the manifest holds; check has refused entries below a link already.
 func (s *Store) build(userID, dir string, m api.UploadManifest) error {
 	es := append([]api.UploadEntry(nil), m.Entries...)
 	sort.Slice(es, func(i, j int) bool { return es[i].Path < es[j].Path })
+	td, err := openTreeDir(dir)
+	if err != nil {
+		return err
+	}
+	defer td.close()
 	var dirs []api.UploadEntry
 	for _, e := range es {
-		dst := filepath.Join(dir, filepath.FromSlash(e.Path))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		parent, name, err := td.parent(e.Path)
+		if err != nil {
 			return err
 		}
 		switch e.Type {
 		case api.EntryDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
+			if err := unix.Mkdirat(parent, name, 0o755); err != nil && err != unix.EEXIST {
+				return fmt.Errorf("mkdir %s: %w", e.Path, err)
 			}
 			dirs = append(dirs, e)
 		case api.EntrySymlink:
-			if err := os.Symlink(e.Link, dst); err != nil {
-				return err
+			if err := unix.Symlinkat(e.Link, parent, name); err != nil {
+				return fmt.Errorf("symlink %s: %w", e.Path, err)
 			}
 		case api.EntryFile:
 			src, err := s.blobFor(userID, e)
@@ -431,17 +444,19 @@ func (s *Store) build(userID, dir string, m api.UploadManifest) error {
 				}
 				return err
 			}
-			if err := os.Link(src, dst); err != nil {
+			// Flags 0: the blob itself is linked, never what a link names.
+			if err := unix.Linkat(unix.AT_FDCWD, src, parent, name, 0); err != nil {
 				// Too many links to one inode, or a store across devices.
-				if err := copyFile(src, dst, os.FileMode(e.Mode&0o777)); err != nil {
-					return err
+				if err := copyFileAt(src, parent, name, os.FileMode(e.Mode&0o777)); err != nil {
+					return fmt.Errorf("%s: %w", e.Path, err)
 				}
 			}
 		}
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		dst := filepath.Join(dir, filepath.FromSlash(dirs[i].Path))
-		_ = os.Chmod(dst, os.FileMode(dirs[i].Mode&0o7777)|0o700)
+		if err := td.chmodDir(dirs[i].Path, dirs[i].Mode&0o7777|0o700); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(filepath.Join(dir, treeMarker), nil, 0o600)
 }
