@@ -341,8 +341,11 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	var b struct {
 		Config map[string]any `json:"override_skypilot_config"`
 	}
-	if err := r.Decode(&b); err != nil || b.Config == nil {
-		return server, err
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	if b.Config == nil {
+		return server, e.checkWorkspaceAccess(r, server)
 	}
 	merged, warnings := config.OverlayClient(server, config.New(b.Config))
 	for _, w := range warnings {
@@ -355,5 +358,32 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 		}
 		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
-	return merged, nil
+	return merged, e.checkWorkspaceAccess(r, merged)
+}
+
+// checkWorkspaceAccess refuses a request whose active workspace is a
+// private one its user may not use: every operation that makes or uses
+// something reads its config here, so nothing is made in, or run from, a
+// workspace the user is not allowed in.
+func (e *Env) checkWorkspaceAccess(r *op.Request, cfg *config.Config) error {
+	u := userOf(r)
+	ws := cfg.ActiveWorkspace()
+	if u.Admin || cfg.WorkspaceAllows(ws, u.Name, u.Hash) {
+		return nil
+	}
+	return &op.Error{Type: "PermissionError", Message: config.WorkspaceAccessError(ws, u.Name).Error()}
+}
+
+// workspaceAccess is which workspaces the request's user may see and use,
+// under the server's config: all of them for an admin.
+func (e *Env) workspaceAccess(r *op.Request) (func(ws string) bool, error) {
+	u := userOf(r)
+	if u.Admin {
+		return func(string) bool { return true }, nil
+	}
+	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
+	if err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
+	return func(ws string) bool { return cfg.WorkspaceAllows(ws, u.Name, u.Hash) }, nil
 }

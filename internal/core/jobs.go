@@ -29,6 +29,9 @@ func (e *Env) jobsLaunch(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.Backend.CheckVolumeAccess(ctx, b.Tasks, userOf(r)); err != nil {
+		return nil, opErr(err)
+	}
 	return e.Jobs.Submit(ctx, b, r.User, cfg.ActiveWorkspace(), r.Log)
 }
 
