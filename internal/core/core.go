@@ -374,6 +374,26 @@ func (e *Env) checkWorkspaceAccess(r *op.Request, cfg *config.Config) error {
 	return &op.Error{Type: "PermissionError", Message: config.WorkspaceAccessError(ws, u.Name).Error()}
 }
 
+// hiddenWorkspaces are the defined workspaces the request's user may not
+// see (none for an admin), for the listings that filter in the database.
+func (e *Env) hiddenWorkspaces(r *op.Request) ([]string, error) {
+	u := userOf(r)
+	if u.Admin {
+		return nil, nil
+	}
+	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
+	if err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
+	var hidden []string
+	for _, ws := range cfg.WorkspaceNames() {
+		if !cfg.WorkspaceAllows(ws, u.Name, u.Hash) {
+			hidden = append(hidden, ws)
+		}
+	}
+	return hidden, nil
+}
+
 // workspaceAccess is which workspaces the request's user may see and use,
 // under the server's config: all of them for an admin.
 func (e *Env) workspaceAccess(r *op.Request) (func(ws string) bool, error) {

@@ -40,6 +40,11 @@ func (e *Env) jobsQueue(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	hidden, err := e.hiddenWorkspaces(r)
+	if err != nil {
+		return nil, err
+	}
+	b.HiddenWorkspaces = hidden
 	return e.Jobs.Queue(ctx, b, r.User)
 }
 

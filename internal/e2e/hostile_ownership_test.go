@@ -217,6 +217,13 @@ func TestHostilePrivateWorkspace(t *testing.T) {
 		t.Errorf("bob submitted a managed job into the private workspace: %s", r)
 	}
 	tm.mustAs("alice", "launch", "-y", "-c", "aw", "-w", "secret", "--", "echo alice")
+	tm.mustAs("alice", "jobs", "launch", "-y", "-d", "-n", "alicesecretjob", "-w", "secret", "--", "echo alice")
+	if r := tm.mustAs("bob", "jobs", "queue", "-u", "-o", "json"); strings.Contains(r.stdout, "alicesecretjob") {
+		t.Errorf("bob's jobs queue -u shows alice's job of the private workspace: %s", r)
+	}
+	if r := tm.mustAs("admin", "jobs", "queue", "-u", "-o", "json"); !strings.Contains(r.stdout, "alicesecretjob") {
+		t.Errorf("the admin's jobs queue -u misses the private workspace's job: %s", r)
+	}
 	if names := tm.clusterNames("bob"); hasName(names, "aw") {
 		t.Errorf("bob's status -u shows alice's cluster of the private workspace: %v", names)
 	}
