@@ -115,7 +115,12 @@ func (e *Env) Ops() []op.Op {
 	ops := e.ops()
 	for i := range ops {
 		run := ops[i].Run
+		name := ops[i].Name
 		ops[i].Run = func(ctx context.Context, r *op.Request) (any, error) {
+			if adminOnlyOp(name) && !userOf(r).Admin {
+				return nil, &op.Error{Type: "PermissionError", Message: fmt.Sprintf(
+					"%s changes infrastructure that every user of this API server shares (and the clusters on it): only an admin may run it.", adminOnlyOps[name])}
+			}
 			if bytes.Contains(r.Body, []byte(`"`+requestConfigKey+`"`)) {
 				if _, err := e.requestConfig(r); err != nil {
 					return nil, err
@@ -125,6 +130,23 @@ func (e *Env) Ops() []op.Op {
 		}
 	}
 	return ops
+}
+
+// adminOnlyOps are the operations that act on shared infrastructure
+// rather than on the caller's own objects, with the command that sends
+// each: `sky local down` removes every user's local clusters.
+var adminOnlyOps = map[string]string{
+	"local_up":              "`sky local up`",
+	"local_down":            "`sky local down`",
+	"ssh_up":                "`sky ssh up`",
+	"ssh_down":              "`sky ssh down`",
+	"kubernetes_label_gpus": "`sky gpus label`",
+}
+
+// adminOnlyOp says whether only an admin may run operation name.
+func adminOnlyOp(name string) bool {
+	_, ok := adminOnlyOps[name]
+	return ok
 }
 
 func (e *Env) ops() []op.Op {

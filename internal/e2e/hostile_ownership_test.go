@@ -125,7 +125,8 @@ func (tm *team) clusterNames(user string) []string {
 }
 
 // TestHostileAdminActsOnUsersClusters: `down -u` by bob leaves alice's
-// cluster (the flag selects, it does not authorize); the admin sets
+// cluster (the flag selects, it does not authorize), and `sky local down`,
+// which would remove every user's local clusters, is the admin's; the admin sets
 // autostop on and tears down a user's cluster by name, and `down -a -u`
 // takes down every user's.
 func TestHostileAdminActsOnUsersClusters(t *testing.T) {
@@ -134,6 +135,12 @@ func TestHostileAdminActsOnUsersClusters(t *testing.T) {
 	tm.mustAs("alice", "launch", "-y", "-c", "ca2", "--", "echo a2")
 	tm.mustAs("bob", "launch", "-y", "-c", "cb1", "--", "echo b1")
 
+	if r := tm.as("bob", "local", "down"); r.code == 0 || !strings.Contains(r.out(), "only an admin") {
+		t.Errorf("bob's local down: %s", r)
+	}
+	if names := tm.clusterNames("admin"); len(names) != 3 {
+		t.Fatalf("after bob's local down: %v, want ca1, ca2 and cb1", names)
+	}
 	r := tm.as("bob", "down", "-u", "-y")
 	if names := tm.clusterNames("admin"); !hasName(names, "ca1") || !hasName(names, "ca2") {
 		t.Fatalf("bob's down -u took down alice's clusters: %v\n%s", names, r)
