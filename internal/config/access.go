@@ -35,10 +35,11 @@ func (c *Config) WorkspaceAllows(ws, userName, userID string) bool {
 	return false
 }
 
-// WorkspaceAccessError is the refusal of a private workspace.
-func WorkspaceAccessError(ws, userName string) error {
-	return fmt.Errorf("User %s does not have access to workspace '%s': it is private and its allowed_users does not name you. "+
-		"Ask an admin to add you to workspaces.%s.allowed_users in the API server's config, or use another workspace (-w NAME)", userName, ws, ws)
+// WorkspaceAccessMessage is the refusal of a private workspace, for the
+// user to read.
+func WorkspaceAccessMessage(ws, userName string) string {
+	return fmt.Sprintf("User %s does not have access to workspace '%s': it is private and its allowed_users does not name you. "+
+		"Ask an admin to add you to workspaces.%s.allowed_users in the API server's config, or use another workspace (-w NAME).", userName, ws, ws)
 }
 
 // Roles are the roles a SkyGo user can have.

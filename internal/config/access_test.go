@@ -32,7 +32,7 @@ func TestWorkspaceAllows(t *testing.T) {
 			t.Errorf("WorkspaceAllows(%q, %q, %q) = %v, want %v", c.ws, c.name, c.id, got, c.want)
 		}
 	}
-	if msg := WorkspaceAccessError("secret", "bob").Error(); !strings.Contains(msg, "does not have access to workspace 'secret'") || !strings.Contains(msg, "workspaces.secret.allowed_users") {
+	if msg := WorkspaceAccessMessage("secret", "bob"); !strings.Contains(msg, "does not have access to workspace 'secret'") || !strings.Contains(msg, "workspaces.secret.allowed_users") {
 		t.Errorf("message: %s", msg)
 	}
 }

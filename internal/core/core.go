@@ -393,7 +393,7 @@ func (e *Env) checkWorkspaceAccess(r *op.Request, cfg *config.Config) error {
 	if u.Admin || cfg.WorkspaceAllows(ws, u.Name, u.Hash) {
 		return nil
 	}
-	return &op.Error{Type: "PermissionError", Message: config.WorkspaceAccessError(ws, u.Name).Error()}
+	return &op.Error{Type: "PermissionError", Message: config.WorkspaceAccessMessage(ws, u.Name)}
 }
 
 // hiddenWorkspaces are the defined workspaces the request's user may not
