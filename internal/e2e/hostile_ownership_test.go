@@ -127,8 +127,8 @@ func (tm *team) clusterNames(user string) []string {
 // TestHostileAdminActsOnUsersClusters: `down -u` by bob leaves alice's
 // cluster (the flag selects, it does not authorize), and `sky local down`,
 // which would remove every user's local clusters, is the admin's; the admin sets
-// autostop on and tears down a user's cluster by name, and `down -a -u`
-// takes down every user's.
+// autostop on, stops, starts and tears down a user's cluster by name, and
+// `down -a -u` takes down every user's.
 func TestHostileAdminActsOnUsersClusters(t *testing.T) {
 	tm := newTeam(t)
 	tm.mustAs("alice", "launch", "-y", "-c", "ca1", "--", "echo a1")
@@ -154,6 +154,29 @@ func TestHostileAdminActsOnUsersClusters(t *testing.T) {
 
 	if r := tm.mustAs("admin", "autostop", "-y", "-i", "30", "ca1"); strings.Contains(r.out(), "another user") {
 		t.Errorf("admin autostop of alice's cluster: %s", r)
+	}
+	statusOf := func(name string) string {
+		t.Helper()
+		var recs []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		}
+		r := tm.mustAs("admin", "status", "-u", "-o", "json")
+		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
+			t.Fatalf("status -u -o json: %v\n%s", err, r)
+		}
+		for _, c := range recs {
+			if c.Name == name {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	if r := tm.mustAs("admin", "stop", "-y", "ca2"); strings.Contains(r.out(), "another user") || statusOf("ca2") != "STOPPED" {
+		t.Errorf("admin stop of alice's cluster: %s; status %s", r, statusOf("ca2"))
+	}
+	if r := tm.mustAs("admin", "start", "-y", "ca2"); strings.Contains(r.out(), "another user") || statusOf("ca2") != "UP" {
+		t.Errorf("admin start of alice's cluster: %s; status %s", r, statusOf("ca2"))
 	}
 	if r := tm.mustAs("admin", "down", "-y", "ca1"); strings.Contains(r.out(), "failed") || strings.Contains(r.out(), "another user") {
 		t.Errorf("admin down of alice's cluster: %s", r)
