@@ -112,6 +112,9 @@ type JobsQueueBody struct {
 	// Verbose fetches the fields of -v (details, schedule_state, ...).
 	Verbose bool   `json:"verbose,omitempty"`
 	Pool    string `json:"pool,omitempty"`
+	// HiddenWorkspaces are the private workspaces the caller may not
+	// see; the server sets them, a client cannot.
+	HiddenWorkspaces []string `json:"-"`
 }
 
 // JobsQueueResult is what /jobs/queue returns: one record per task of

@@ -32,8 +32,9 @@ import (
 type User struct {
 	Name string
 	Hash string
-	// Admin may read every user's clusters (their queues and logs); acting
-	// on them still takes --all-users, as for anyone.
+	// Admin may read every user's clusters (their queues and logs) and
+	// stop, start, tear down or set autostop on them; launching onto or
+	// running a task on another user's cluster stays its owner's.
 	Admin bool
 	// Controller is the managed-jobs controller acting for a job it
 	// admitted on a cluster the job's user does not own (a pool's worker,
@@ -99,7 +100,7 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	}
 	// Volumes are checked before anything is provisioned: a task that
 	// cannot have its volume must not run without it.
-	vols, place, err := b.resolveVolumes(ctx, name, &t)
+	vols, place, err := b.resolveVolumes(ctx, name, &t, user)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +303,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if err := checkFits(c, h, res, t.NumNodes); err != nil {
 		return nil, err
 	}
-	vols, place, err := b.resolveVolumes(ctx, body.ClusterName, &t)
+	vols, place, err := b.resolveVolumes(ctx, body.ClusterName, &t, user)
 	if err != nil {
 		return nil, err
 	}

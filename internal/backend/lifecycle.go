@@ -26,13 +26,13 @@ func ValidateClusterName(name string) error {
 }
 
 // Stop stops every node of a cluster, keeping its disks (directories).
-func (b *Backend) Stop(ctx context.Context, name string, user User, allUsers bool, log io.Writer) error {
+func (b *Backend) Stop(ctx context.Context, name string, user User, anyOwner bool, log io.Writer) error {
 	unlock, err := b.lock(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
+	c, h, err := b.loadCluster(ctx, name, user.Hash, anyOwner)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (b *Backend) Start(ctx context.Context, name string, user User, force, retr
 		return err
 	}
 	defer unlock()
-	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
+	c, h, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
 	if err != nil {
 		return err
 	}
@@ -130,14 +130,15 @@ func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, 
 }
 
 // Down removes a cluster and everything on it. With purge, a failure to
-// clean up the infrastructure still removes the record.
-func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, purge bool, log io.Writer) error {
+// clean up the infrastructure still removes the record. anyOwner (an
+// admin, or the server itself) may remove another user's cluster.
+func (b *Backend) Down(ctx context.Context, name string, user User, anyOwner, purge bool, log io.Writer) error {
 	unlock, err := b.lock(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
+	c, h, err := b.loadCluster(ctx, name, user.Hash, anyOwner)
 	if err != nil {
 		return err
 	}
@@ -304,7 +305,7 @@ func (b *Backend) Autostop(ctx context.Context, name string, user User, cfg agen
 		return err
 	}
 	defer unlock()
-	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
+	c, h, err := b.loadCluster(ctx, name, user.Hash, user.Admin)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func topologyConflict(format string, args ...any) error {
 
 // resolveVolumes reads and checks the task's volumes. place is nil when
 // the task mounts none.
-func (b *Backend) resolveVolumes(ctx context.Context, cluster string, t *api.TaskSpec) ([]boundVolume, *volumePlace, error) {
+func (b *Backend) resolveVolumes(ctx context.Context, cluster string, t *api.TaskSpec, u User) ([]boundVolume, *volumePlace, error) {
 	var out []boundVolume
 	var place *volumePlace
 	for _, m := range t.Volumes {
@@ -116,6 +116,9 @@ func (b *Backend) resolveVolumes(ctx context.Context, cluster string, t *api.Tas
 		}
 		if err != nil {
 			return nil, nil, err
+		}
+		if !MayUseVolume(v, u) {
+			return nil, nil, VolumeOwnerError(v, "mount")
 		}
 		if v.Status == state.VolumeNotReady {
 			return nil, nil, &ClusterError{Type: "ValueError", Msg: fmt.Sprintf("Volume %s is NOT_READY (%s); see `sky volumes ls -r`.", v.Name, v.ErrorMessage)}
@@ -361,8 +364,8 @@ func (b *Backend) releaseVolumes(ctx context.Context, cluster string) {
 // PinToVolumes forces the place of the task's volumes onto res, as a
 // launch does, for the plans that `sky launch --dryrun` and optimize
 // show; a volume a launch would refuse is the same error here.
-func (b *Backend) PinToVolumes(ctx context.Context, t *api.TaskSpec, res *resources.Resources) error {
-	_, place, err := b.resolveVolumes(ctx, "", t)
+func (b *Backend) PinToVolumes(ctx context.Context, t *api.TaskSpec, res *resources.Resources, u User) error {
+	_, place, err := b.resolveVolumes(ctx, "", t, u)
 	if err != nil || place == nil {
 		return err
 	}

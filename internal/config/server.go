@@ -10,7 +10,7 @@ import (
 // change who may use which cloud, where the database is, or how the
 // server's own daemons and controllers run.
 var ServerOnlyKeys = []string{
-	"api_server", "allowed_clouds", "workspaces", "db", "daemons",
+	"api_server", "allowed_clouds", "workspaces", "rbac", "db", "daemons",
 	"jobs.controller.consolidation_mode", "serve.controller.consolidation_mode",
 	"jobs.controller.controller_logs_gc_retention_hours",
 	"jobs.controller.task_logs_gc_retention_hours", "slurm.cluster_configs",

@@ -115,7 +115,12 @@ func (e *Env) Ops() []op.Op {
 	ops := e.ops()
 	for i := range ops {
 		run := ops[i].Run
+		name := ops[i].Name
 		ops[i].Run = func(ctx context.Context, r *op.Request) (any, error) {
+			if adminOnlyOp(name) && !userOf(r).Admin {
+				return nil, &op.Error{Type: "PermissionError", Message: fmt.Sprintf(
+					"%s changes infrastructure that every user of this API server shares (and the clusters on it): only an admin may run it.", adminOnlyOps[name])}
+			}
 			if bytes.Contains(r.Body, []byte(`"`+requestConfigKey+`"`)) {
 				if _, err := e.requestConfig(r); err != nil {
 					return nil, err
@@ -125,6 +130,23 @@ func (e *Env) Ops() []op.Op {
 		}
 	}
 	return ops
+}
+
+// adminOnlyOps are the operations that act on shared infrastructure
+// rather than on the caller's own objects, with the command that sends
+// each: `sky local down` removes every user's local clusters.
+var adminOnlyOps = map[string]string{
+	"local_up":              "`sky local up`",
+	"local_down":            "`sky local down`",
+	"ssh_up":                "`sky ssh up`",
+	"ssh_down":              "`sky ssh down`",
+	"kubernetes_label_gpus": "`sky gpus label`",
+}
+
+// adminOnlyOp says whether only an admin may run operation name.
+func adminOnlyOp(name string) bool {
+	_, ok := adminOnlyOps[name]
+	return ok
 }
 
 func (e *Env) ops() []op.Op {
@@ -341,8 +363,11 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	var b struct {
 		Config map[string]any `json:"override_skypilot_config"`
 	}
-	if err := r.Decode(&b); err != nil || b.Config == nil {
-		return server, err
+	if err := r.Decode(&b); err != nil {
+		return nil, err
+	}
+	if b.Config == nil {
+		return server, e.checkWorkspaceAccess(r, server)
 	}
 	merged, warnings := config.OverlayClient(server, config.New(b.Config))
 	for _, w := range warnings {
@@ -355,5 +380,52 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 		}
 		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
-	return merged, nil
+	return merged, e.checkWorkspaceAccess(r, merged)
+}
+
+// checkWorkspaceAccess refuses a request whose active workspace is a
+// private one its user may not use: every operation that makes or uses
+// something reads its config here, so nothing is made in, or run from, a
+// workspace the user is not allowed in.
+func (e *Env) checkWorkspaceAccess(r *op.Request, cfg *config.Config) error {
+	u := userOf(r)
+	ws := cfg.ActiveWorkspace()
+	if u.Admin || cfg.WorkspaceAllows(ws, u.Name, u.Hash) {
+		return nil
+	}
+	return &op.Error{Type: "PermissionError", Message: config.WorkspaceAccessMessage(ws, u.Name)}
+}
+
+// hiddenWorkspaces are the defined workspaces the request's user may not
+// see (none for an admin), for the listings that filter in the database.
+func (e *Env) hiddenWorkspaces(r *op.Request) ([]string, error) {
+	u := userOf(r)
+	if u.Admin {
+		return nil, nil
+	}
+	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
+	if err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
+	var hidden []string
+	for _, ws := range cfg.WorkspaceNames() {
+		if !cfg.WorkspaceAllows(ws, u.Name, u.Hash) {
+			hidden = append(hidden, ws)
+		}
+	}
+	return hidden, nil
+}
+
+// workspaceAccess is which workspaces the request's user may see and use,
+// under the server's config: all of them for an admin.
+func (e *Env) workspaceAccess(r *op.Request) (func(ws string) bool, error) {
+	u := userOf(r)
+	if u.Admin {
+		return func(string) bool { return true }, nil
+	}
+	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
+	if err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
+	return func(ws string) bool { return cfg.WorkspaceAllows(ws, u.Name, u.Hash) }, nil
 }

@@ -33,6 +33,9 @@ func (e *Env) jobsLaunch(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.Backend.CheckVolumeAccess(ctx, b.Tasks, userOf(r)); err != nil {
+		return nil, opErr(err)
+	}
 	return e.Jobs.Submit(ctx, b, r.User, cfg.ActiveWorkspace(), r.Log)
 }
 
@@ -41,6 +44,11 @@ func (e *Env) jobsQueue(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
+	hidden, err := e.hiddenWorkspaces(r)
+	if err != nil {
+		return nil, err
+	}
+	b.HiddenWorkspaces = hidden
 	return e.Jobs.Queue(ctx, b, r.User)
 }
 

@@ -227,7 +227,7 @@ func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
 		if err != nil {
 			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
-		if err := e.Backend.PinToVolumes(ctx, &b.Task, res); err != nil {
+		if err := e.Backend.PinToVolumes(ctx, &b.Task, res, userOf(r)); err != nil {
 			return nil, opErr(err)
 		}
 		if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
@@ -310,7 +310,7 @@ func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
 		if err != nil {
 			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
-		if err := e.Backend.PinToVolumes(ctx, &b.Task, res); err != nil {
+		if err := e.Backend.PinToVolumes(ctx, &b.Task, res, userOf(r)); err != nil {
 			return nil, opErr(err)
 		}
 		p, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil)
@@ -421,6 +421,12 @@ func (e *Env) clusterNames(ctx context.Context, b api.ClustersBody, u backend.Us
 	return names, nil
 }
 
+// mayActOnOthers says whether the request may stop, start, tear down or
+// set autostop on another user's cluster: an admin's may. -u/--all-users
+// only selects which clusters a command names; it grants nothing, so a
+// user's `sky down -u` is refused on every cluster not theirs.
+func mayActOnOthers(r *op.Request) bool { return userOf(r).Admin }
+
 // forEach runs f on every selected cluster and joins the errors.
 func (e *Env) forEach(ctx context.Context, r *op.Request, f func(name string) error) (any, error) {
 	var b api.ClustersBody
@@ -454,7 +460,7 @@ func (e *Env) stop(ctx context.Context, r *op.Request) (any, error) {
 		if err := e.drainJobs(ctx, n, userOf(r), b, r.Log); err != nil {
 			return err
 		}
-		return e.Backend.Stop(ctx, n, userOf(r), b.AllUsers, r.Log)
+		return e.Backend.Stop(ctx, n, userOf(r), mayActOnOthers(r), r.Log)
 	})
 }
 
@@ -471,7 +477,7 @@ func (e *Env) down(ctx context.Context, r *op.Request) (any, error) {
 		if err := e.drainJobs(ctx, n, userOf(r), b, r.Log); err != nil && !b.Purge {
 			return err
 		}
-		return e.Backend.Down(ctx, n, userOf(r), b.AllUsers, b.Purge, r.Log)
+		return e.Backend.Down(ctx, n, userOf(r), mayActOnOthers(r), b.Purge, r.Log)
 	})
 }
 
@@ -656,6 +662,17 @@ func (e *Env) status(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	access, err := e.workspaceAccess(r)
+	if err != nil {
+		return nil, err
+	}
+	visible := cs[:0]
+	for _, c := range cs {
+		if access(c.Workspace) {
+			visible = append(visible, c)
+		}
+	}
+	cs = visible
 	want := map[string]bool{}
 	for _, n := range b.ClusterNames {
 		want[n] = true
@@ -985,8 +1002,15 @@ func (e *Env) workspaces(ctx context.Context, r *op.Request) (any, error) {
 	}
 	defined, _ := cfg.Get("workspaces")
 	m, _ := defined.(map[string]any)
+	access, err := e.workspaceAccess(r)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]any{}
 	for _, name := range cfg.WorkspaceNames() {
+		if !access(name) {
+			continue // a private workspace is not seen by those it excludes
+		}
 		ws, _ := m[name].(map[string]any)
 		if ws == nil {
 			ws = map[string]any{}

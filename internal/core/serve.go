@@ -36,6 +36,9 @@ func (e *Env) serveUp(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.Backend.CheckVolumeAccess(ctx, []api.TaskSpec{b.Task}, userOf(r)); err != nil {
+		return nil, opErr(err)
+	}
 	return e.Serve.Up(ctx, b, r.User, cfg.ActiveWorkspace(), r.Log)
 }
 
@@ -51,6 +54,9 @@ func (e *Env) serveUpdate(ctx context.Context, r *op.Request) (any, error) {
 	cfg, err := e.requestConfig(r)
 	if err != nil {
 		return nil, err
+	}
+	if err := e.Backend.CheckVolumeAccess(ctx, []api.TaskSpec{b.Task}, userOf(r)); err != nil {
+		return nil, opErr(err)
 	}
 	return e.Serve.Update(ctx, b, r.User, cfg.ActiveWorkspace(), r.Log)
 }

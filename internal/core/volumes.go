@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
@@ -138,7 +139,12 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request) (any, error) {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := e.Store.GetVolume(ctx, spec.Name); err == nil {
+	if cur, err := e.Store.GetVolume(ctx, spec.Name); err == nil {
+		// Names are one namespace for all users: another user's volume
+		// of this name is not the caller's to "already have".
+		if !backend.MayUseVolume(cur, userOf(r)) {
+			return nil, valueError("Volume %s already exists and belongs to another user; choose another name.", spec.Name)
+		}
 		fmt.Fprintf(r.Log, "Volume %s already exists.\n", spec.Name)
 		return nil, nil
 	} else if !errors.Is(err, state.ErrNotFound) {
@@ -203,7 +209,7 @@ func (e *Env) volumesLs(ctx context.Context, r *op.Request) (any, error) {
 	if err := r.Decode(&b); err != nil {
 		return nil, err
 	}
-	vols, err := e.Store.ListVolumes(ctx)
+	vols, err := e.visibleVolumes(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +247,28 @@ func (e *Env) volumesLs(ctx context.Context, r *op.Request) (any, error) {
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// visibleVolumes are the volumes the request's user may see: their own,
+// or everyone's for an admin, less those of workspaces the user may not
+// use.
+func (e *Env) visibleVolumes(ctx context.Context, r *op.Request) ([]*state.Volume, error) {
+	vols, err := e.Store.ListVolumes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	access, err := e.workspaceAccess(r)
+	if err != nil {
+		return nil, err
+	}
+	u := userOf(r)
+	kept := vols[:0]
+	for _, v := range vols {
+		if backend.MayUseVolume(v, u) && access(v.Workspace) {
+			kept = append(kept, v)
+		}
+	}
+	return kept, nil
 }
 
 // volumePods are the pods that mount v, where its infrastructure can say.
@@ -331,7 +359,9 @@ func (e *Env) volumesDelete(ctx context.Context, r *op.Request) (any, error) {
 	}
 	names := b.Names
 	if b.All {
-		vols, err := e.Store.ListVolumes(ctx)
+		// -a is every volume the caller may delete: a user's own, an
+		// admin's all.
+		vols, err := e.visibleVolumes(ctx, r)
 		if err != nil {
 			return nil, err
 		}
@@ -376,6 +406,9 @@ func (e *Env) deleteVolume(ctx context.Context, name string, purge bool, r *op.R
 		return valueError("Volume %s not found.", name)
 	} else if err != nil {
 		return err
+	}
+	if !backend.MayUseVolume(v, userOf(r)) {
+		return opErr(backend.VolumeOwnerError(v, "delete"))
 	}
 	// Users the record names but that are gone no longer hold it.
 	if nv, err := e.refreshVolume(ctx, v); err == nil {

@@ -106,3 +106,13 @@ func (tm *team) teardownAll() {
 		t.Errorf("team cleanup: %s", r)
 	}
 }
+
+// newTeamWithConfig is newTeam with a server config (the YAML of
+// ~/.sky/config.yaml: workspaces, rbac, ...) that only the server reads:
+// it is handed over as SKYPILOT_GLOBAL_CONFIG, so the clients' own
+// config stays empty.
+func newTeamWithConfig(t *testing.T, yaml string, extraServerEnv ...string) *team {
+	t.Helper()
+	path := writeFile(t, "server-config.yaml", yaml)
+	return newTeam(t, append([]string{"SKYPILOT_GLOBAL_CONFIG=" + path}, extraServerEnv...)...)
+}

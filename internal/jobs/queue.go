@@ -12,7 +12,7 @@ import (
 // Queue answers `sky jobs queue`: one record per task of each selected
 // job, newest job first.
 func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.JobsQueueResult, error) {
-	f := state.ManagedFilter{IDs: b.JobIDs, After: b.After, Before: b.Before, Pool: b.Pool}
+	f := state.ManagedFilter{IDs: b.JobIDs, After: b.After, Before: b.Before, Pool: b.Pool, HiddenWorkspaces: b.HiddenWorkspaces}
 	if !b.AllUsers {
 		f.UserHash = u.ID
 	}

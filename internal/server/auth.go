@@ -268,7 +268,10 @@ func (s *Server) createToken(ctx context.Context, creator api.User, name, role s
 		return "", nil, errors.New("token_name is required")
 	}
 	if role == "" {
-		role = state.RoleUser
+		var err error
+		if role, err = s.defaultRole(); err != nil {
+			return "", nil, err
+		}
 	}
 	if role != state.RoleUser && role != state.RoleAdmin {
 		return "", nil, fmt.Errorf("role %q: want %s or %s", role, state.RoleUser, state.RoleAdmin)

@@ -182,6 +182,8 @@ type Server struct {
 	// patterns are the fixed routes routes() registered, which the API
 	// description must all describe.
 	patterns []string
+	// rbacCache holds the rbac: section of the server's config.
+	rbacCache rbacCache
 }
 
 // isLoopback reports whether host only accepts local connections.
@@ -503,6 +505,10 @@ func (s *Server) wrap(h handler) http.Handler {
 			s.writeErr(w, r, err)
 			return
 		}
+		if err := s.authorize(r, u.Role); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
 		v, err := h(w, r, u)
 		if err != nil {
 			s.writeErr(w, r, err)
@@ -808,12 +814,11 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, u api.User
 	var targets []*api.Request
 	if len(b.RequestIDs) > 0 {
 		for _, id := range b.RequestIDs {
-			rec, err := s.store.GetRequest(ctx, id)
+			// Another user's request is "not found", as /api/get says:
+			// a non-admin learns nothing about ids that are not theirs.
+			rec, err := s.lookup(ctx, u, id)
 			if err != nil {
 				return nil, err
-			}
-			if !s.isAdmin(u) && rec.UserID != u.ID {
-				return nil, errf(http.StatusForbidden, "Forbidden: request %s belongs to another user", rec.RequestID)
 			}
 			targets = append(targets, rec)
 		}

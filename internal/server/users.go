@@ -52,7 +52,11 @@ func (s *Server) handleCreateUser(w http.ResponseWriter, r *http.Request, u api.
 		return nil, errf(http.StatusBadRequest, "username and password are required")
 	}
 	if b.Role == "" {
-		b.Role = state.RoleUser
+		role, err := s.defaultRole()
+		if err != nil {
+			return nil, err
+		}
+		b.Role = role
 	}
 	if b.Role != state.RoleUser && b.Role != state.RoleAdmin {
 		return nil, errf(http.StatusBadRequest, "role %q: want %s or %s", b.Role, state.RoleUser, state.RoleAdmin)

@@ -298,6 +298,9 @@ type ManagedFilter struct {
 	Limit  int
 	Offset int
 	Order  string
+	// HiddenWorkspaces leaves out the jobs of these workspaces (a job
+	// recorded without one is in "default").
+	HiddenWorkspaces []string
 }
 
 func (f ManagedFilter) where() (string, []any) {
@@ -326,6 +329,10 @@ func (f ManagedFilter) where() (string, []any) {
 			where = append(where, c.col+" = ?")
 			args = append(args, c.v)
 		}
+	}
+	if len(f.HiddenWorkspaces) > 0 {
+		where = append(where, "COALESCE(NULLIF(workspace, ''), 'default') NOT IN "+inClause(len(f.HiddenWorkspaces)))
+		args = append(args, anys(f.HiddenWorkspaces)...)
 	}
 	if f.NotDone {
 		where = append(where, "schedule_state <> ?")
