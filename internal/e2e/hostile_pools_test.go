@@ -252,7 +252,10 @@ func (tm *team) freezeNode(cluster string) (thaw func()) {
 		}
 		return len(stopped)
 	}
-	if freeze() == 0 {
+	// A job the controller already calls RUNNING may still be starting
+	// on the node (its agent daemon is started on demand), so wait for a
+	// process of the node to appear rather than expect one at once.
+	if !waitFor(30*time.Second, func() bool { return freeze() > 0 }) {
 		tm.t.Fatalf("node %s has no process to stop", cluster)
 	}
 	go func() {
