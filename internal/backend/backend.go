@@ -52,6 +52,9 @@ type Backend struct {
 	// repairs are the agent-start repairs in flight, by cluster name;
 	// the channel closes when one ends (see finishAgentStart).
 	repairs map[string]chan struct{}
+	// launches are the launches holding their cluster's lock on this
+	// server, by cluster name: what `sky down` interrupts.
+	launches map[string]*launchRun
 }
 
 // instanceID is this process's instance name (random, made once).

@@ -129,15 +129,38 @@ func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, 
 	return nil
 }
 
-// Down removes a cluster and everything on it. With purge, a failure to
-// clean up the infrastructure still removes the record.
+// Down removes a cluster and everything on it. The record goes only once
+// the infrastructure says nothing of the cluster is left; a teardown that
+// fails keeps it, with the reason, for status to show and a retry to
+// finish. With purge (the user's --purge) a failure still removes the
+// record; on this machine's infrastructures the server's sweeper then
+// reaps what was left (ReapOrphan).
+//
+// A launch of the cluster in progress on this server is interrupted
+// first, rather than waited for: it may be stuck provisioning for minutes.
+// The teardown then takes the lock the launch lets go of and removes what
+// it made.
 func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, purge bool, log io.Writer) error {
+	// Another user's cluster is refused before anything is interrupted.
+	if _, _, err := b.loadCluster(ctx, name, user.Hash, allUsers); err != nil && !IsNotFound(err) {
+		return err
+	}
+	interrupted := b.interruptLaunch(name, user.Hash, allUsers)
+	if interrupted {
+		fmt.Fprintf(log, "Interrupting the launch of cluster %s in progress...\n", name)
+	}
 	unlock, err := b.lock(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	c, h, err := b.loadCluster(ctx, name, user.Hash, allUsers)
+	if interrupted && IsNotFound(err) {
+		// The launch was stopped before it recorded the cluster: it made
+		// nothing.
+		fmt.Fprintf(log, "The launch of cluster %s was interrupted before it made anything.\n", name)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -145,8 +168,12 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	b.unlinkVolumes(ctx, h, log)
 	if p, perr := b.provisioner(h); perr == nil {
 		b.unmountStorage(ctx, h)
-		if err := p.Terminate(ctx, name); err != nil && !purge {
-			return fmt.Errorf("terminating %s: %w (use --purge to remove the record anyway)", name, err)
+		if err := p.Terminate(ctx, name); err != nil {
+			if !purge {
+				b.setReason(ctx, c, h, "teardown failed: "+err.Error())
+				return fmt.Errorf("terminating %s: %w (the cluster is kept; run `sky down %s` again, or add --purge to remove its record anyway)", name, err, name)
+			}
+			fmt.Fprintf(log, "Warning: terminating %s failed: %v; its record is removed anyway (--purge).\n", name, err)
 		}
 	} else if !purge {
 		return perr
