@@ -90,6 +90,9 @@ func (b *Backend) launch(ctx context.Context, interrupt context.CancelCauseFunc,
 		return nil, err
 	}
 
+	if c != nil && h.Terminating {
+		return nil, &ClusterError{Type: "ClusterNotUpError", Msg: fmt.Sprintf("Cluster %q is being torn down (%s); wait for `sky status` to stop listing it, or run `sky down %s`, then launch again.", name, h.Reason, name)}
+	}
 	fresh := c == nil || h.Info == nil
 	setupHash := hashSetup(&t)
 	// --fast skips provisioning and setup only where they would change

@@ -164,14 +164,32 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 	if err != nil {
 		return err
 	}
+	return b.downLocked(ctx, c, h, purge, log)
+}
+
+// downLocked is Down once the cluster's lock is held and its record read.
+func (b *Backend) downLocked(ctx context.Context, c *state.Cluster, h *Handle, purge bool, log io.Writer) error {
+	name := c.Name
+	// Marked before anything goes: should this server die midway, the
+	// record says a teardown began, and the sweeper of the next server
+	// finishes it instead of a refresh bringing the half-removed cluster
+	// back.
+	if !h.Terminating {
+		if err := b.update(ctx, c, h, func(_ *state.Cluster, rh *Handle) (string, error) {
+			rh.Terminating, rh.Reason = true, "tearing down"
+			return "", nil
+		}); err != nil {
+			return err
+		}
+	}
 	// "Terminating cluster <c>...done." is the client's line, once the request ends.
 	b.unlinkVolumes(ctx, h, log)
 	if p, perr := b.provisioner(h); perr == nil {
 		b.unmountStorage(ctx, h)
 		if err := p.Terminate(ctx, name); err != nil {
 			if !purge {
-				b.setReason(ctx, c, h, "teardown failed: "+err.Error())
-				return fmt.Errorf("terminating %s: %w (the cluster is kept; run `sky down %s` again, or add --purge to remove its record anyway)", name, err, name)
+				b.setReason(ctx, c, h, "teardown failed (retried): "+err.Error())
+				return fmt.Errorf("terminating %s: %w (the cluster is kept and its teardown retried; run `sky down %s` again, or add --purge to remove its record anyway)", name, err, name)
 			}
 			fmt.Fprintf(log, "Warning: terminating %s failed: %v; its record is removed anyway (--purge).\n", name, err)
 		}
@@ -205,8 +223,8 @@ func (b *Backend) Down(ctx context.Context, name string, user User, allUsers, pu
 // that fails.
 func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster, error) {
 	h, err := HandleOf(c)
-	if err != nil || h.Info == nil {
-		return c, err
+	if err != nil || h.Info == nil || h.Terminating {
+		return c, err // a teardown under way (or cut short) is the sweeper's
 	}
 	p, err := b.provisioner(h)
 	if err != nil {

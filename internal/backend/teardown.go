@@ -72,63 +72,93 @@ func interruptedError(ctx context.Context, name string, err error) error {
 // hold on a cluster before looking again later.
 const sweepLockWait = 2 * time.Second
 
-// OrphanNames lists the clusters that have something left on an
-// infrastructure of this machine (infra.Remnants) and no record: what the
-// sweeper is to reap. A name with a record is left to its record's
-// operations (down, refresh); it is looked at again under the cluster's
-// lock before anything is reaped (ReapOrphan).
-func (b *Backend) OrphanNames(ctx context.Context) ([]string, error) {
-	if b.Infras == nil {
-		return nil, nil
-	}
+// SweepNames lists what the sweeper is to look at: the clusters that have
+// something left on an infrastructure of this machine (infra.Remnants)
+// and no record, and the recorded clusters whose teardown began and did
+// not finish (its server died, or it failed). Each is looked at again
+// under the cluster's lock before anything is done (ReapOrphan).
+func (b *Backend) SweepNames(ctx context.Context) ([]string, error) {
 	set := map[string]bool{}
 	var errs []error
-	for _, in := range b.Infras.All() {
-		rem, ok := in.(infra.Remnants)
-		if !ok {
-			continue
+	if b.Infras != nil {
+		for _, in := range b.Infras.All() {
+			rem, ok := in.(infra.Remnants)
+			if !ok {
+				continue
+			}
+			names, err := rem.Remnants()
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, n := range names {
+				set[n] = true
+			}
 		}
-		names, err := rem.Remnants()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, n := range names {
+	}
+	cs, err := b.Store.ListClusters(ctx, state.ClusterFilter{})
+	if err != nil {
+		return nil, err
+	}
+	recorded := map[string]bool{}
+	for _, c := range cs {
+		h, err := HandleOf(c)
+		recorded[c.Name] = err == nil && h.Terminating
+	}
+	remnants := make([]string, 0, len(set))
+	for n := range set {
+		remnants = append(remnants, n)
+	}
+	return toSweep(remnants, recorded), errors.Join(errs...)
+}
+
+// toSweep decides which clusters the sweeper looks at, from the names
+// with remains on this machine and the recorded clusters (true: its
+// teardown began). A recorded cluster is its record's operations' (down,
+// refresh) unless its teardown began and no one is finishing it; a
+// remnant no record holds is left over.
+func toSweep(remnants []string, recorded map[string]bool) []string {
+	set := map[string]bool{}
+	for _, n := range remnants {
+		if _, ok := recorded[n]; !ok {
 			set[n] = true
 		}
 	}
-	var out []string
-	for n := range set {
-		if _, err := b.Store.GetCluster(ctx, n); errors.Is(err, state.ErrNotFound) {
-			out = append(out, n)
-		} else if err != nil {
-			errs = append(errs, err)
+	for n, terminating := range recorded {
+		if terminating {
+			set[n] = true
 		}
 	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
 	sort.Strings(out)
-	return out, errors.Join(errs...)
+	return out
 }
 
-// ReapOrphan removes what is left of cluster name on this machine's
-// infrastructures when no record holds it, and says whether there was
-// anything to reap. It returns ErrBusy when an operation holds the
-// cluster (the next sweep looks again).
+// ReapOrphan finishes what a teardown left: the remains on this
+// machine's infrastructures of cluster name when no record holds them, or
+// the whole teardown of a recorded cluster marked Terminating whose
+// teardown no one is carrying out. It says whether it did anything, and
+// returns ErrBusy when an operation holds the cluster (the next sweep
+// looks again).
 //
-// Why this never reaps a cluster being made: every operation that creates
-// a cluster's resources (a launch, a start) holds the cluster's lock from
-// before it writes the cluster's record (recordLaunch, before any
-// provisioning) until it lets go, and a teardown holds it until the record
-// is gone, after the resources. So under the lock, "no record" means no
-// one is making or using this cluster: what is on the machine under its
-// name is left over from a teardown cut short (a crash, a --purge) or a
-// record lost, and nothing will be made under that name until a launch
-// takes the lock after this returns. The same holds right after a crash:
-// a launch cut short left its record behind (INIT), which its own retry or
+// Why this never reaps a cluster being made or used: every operation that
+// creates a cluster's resources (a launch, a start) holds the cluster's
+// lock from before it writes the cluster's record (recordLaunch, before
+// any provisioning) until it lets go, and a teardown holds it until the
+// record is gone, after the resources. So under the lock, "no record"
+// means no one is making or using this cluster: what is on the machine
+// under its name is left over (a teardown whose failure was ignored, a
+// --purge, a record lost), and nothing will be made under
+// that name until a launch takes the lock after this returns. A record
+// marked Terminating under the lock is a teardown that was cut short or
+// failed: no launch reuses such a cluster, so finishing it takes nothing
+// from anyone. The same holds right after a crash: a launch cut short
+// left its record behind (INIT, not Terminating), which its own retry or
 // `sky down` handles; the sweeper leaves it alone.
 func (b *Backend) ReapOrphan(ctx context.Context, name string, log io.Writer) (bool, error) {
-	if b.Infras == nil {
-		return false, nil
-	}
 	unlock, err := b.tryLock(ctx, name, sweepLockWait)
 	if err != nil {
 		return false, err
@@ -143,14 +173,24 @@ func (b *Backend) ReapOrphan(ctx context.Context, name string, log io.Writer) (b
 	var recorded string
 	if c != nil {
 		h, herr := HandleOf(c)
-		if herr != nil || h.Info == nil && h.Infra == "" {
-			return false, herr // being made, or unreadable: not ours to judge
+		if herr != nil {
+			return false, herr
+		}
+		if h.Terminating {
+			fmt.Fprintf(log, "Finishing the teardown of cluster %s that was cut short.\n", name)
+			if err := b.downLocked(ctx, c, h, false, log); err != nil {
+				return false, err
+			}
+			return true, nil
 		}
 		id, perr := infra.ParseID(h.Infra)
 		if perr != nil {
-			return false, nil
+			return false, nil // not ours to judge
 		}
 		recorded = id.Kind
+	}
+	if b.Infras == nil {
+		return false, nil
 	}
 	reaped := false
 	var errs []error

@@ -71,7 +71,7 @@ func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) ([]*controlle
 	// cluster whose remains cannot be removed backs off on its own.
 	sweeper := controller.New(controller.ReconcilerFunc(e.reconcileOrphan), controller.Options{
 		Name: "sweeper", Workers: 2, Logger: log, Metrics: m, Timeout: sweepTimeout,
-		Resync: e.Backend.OrphanNames, ResyncEvery: sweepEvery,
+		Resync: e.Backend.SweepNames, ResyncEvery: sweepEvery,
 	})
 	out := append([]*controller.Controller{autostop, refresh, liveness, sweeper}, e.Jobs.Controllers(m, log)...)
 	return append(out, e.Serve.Controllers(m, log)...), nil
