@@ -287,6 +287,7 @@ func TestHostileDownInterruptsLaunch(t *testing.T) {
 	}
 	select {
 	case lr := <-launched:
+		t.Logf("sky down: %s\nthe launch: %s", r, lr)
 		if lr.code == 0 {
 			t.Errorf("the interrupted launch reported success: %s", lr)
 		} else if !strings.Contains(lr.out(), "interrupted") {
