@@ -79,6 +79,9 @@ func (b *Backend) Start(ctx context.Context, name string, user User, force, retr
 	if err != nil {
 		return err
 	}
+	if h.Terminating {
+		return &ClusterError{Type: "ClusterNotUpError", Msg: fmt.Sprintf("Cluster %q is being torn down (%s); it cannot be started. Run `sky down %s` to finish the teardown.", name, h.Reason, name)}
+	}
 	if c.Status == state.ClusterUp {
 		if !force {
 			fmt.Fprintf(log, "Cluster %s is already UP.\n", name)

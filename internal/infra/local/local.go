@@ -152,8 +152,13 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 			return nil, &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q already exists with %d node(s), not %d; run `sky down %s` first or use another name", spec.Name, len(rec.Nodes), n, spec.Name)}
 		}
 	} else {
-		// A crash during an earlier Terminate may have left files behind
-		// without a record; start clean.
+		// A crash during an earlier Terminate may have left files, or
+		// processes, behind without a record; start clean. (The caller
+		// holds the cluster's lock: no live incarnation of this name
+		// exists.)
+		if err := p.killCluster(spec.Name); err != nil {
+			return nil, err
+		}
 		if err := os.RemoveAll(p.ClusterDir(spec.Name)); err != nil {
 			return nil, fmt.Errorf("clearing leftovers of cluster %q: %w", spec.Name, err)
 		}
