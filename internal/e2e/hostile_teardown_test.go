@@ -129,7 +129,7 @@ func (w *localWatch) leftovers() []string {
 
 // teamQueue is every managed job of every user, as the admin sees them.
 func (tm *team) teamQueue() (map[int]mjob, result, bool) {
-	r := tm.as("admin", "jobs", "queue", "-a", "-u", "-o", "json")
+	r := tm.as("admin", "jobs", "queue", "-a", "-u", "-v", "-o", "json")
 	if r.code != 0 {
 		return nil, r, false
 	}
