@@ -53,6 +53,9 @@ type Backend struct {
 	// repairs are the agent-start repairs in flight, by cluster name;
 	// the channel closes when one ends (see finishAgentStart).
 	repairs map[string]chan struct{}
+	// launches are the launches holding their cluster's lock on this
+	// server, by cluster name: what `sky down` interrupts.
+	launches map[string]*launchRun
 }
 
 // instanceID is this process's instance name (random, made once).
@@ -83,6 +86,11 @@ type Handle struct {
 	// cluster has run its setup, so a later refresh may restart the agent
 	// and call it UP again, which it may not do for a launch cut short.
 	AgentDown bool `json:"agent_down,omitempty"`
+	// Terminating marks a cluster whose teardown began: only a teardown
+	// moves it on from there (no refresh repairs its agents, no launch
+	// reuses it), and when the server that began it died, or the
+	// teardown failed, the sweeper finishes it (ReapOrphan).
+	Terminating bool `json:"terminating,omitempty"`
 	// InflightLaunch is the submit key of the job a launch is submitting
 	// or following; one left behind names a launch a crash cut off.
 	InflightLaunch string `json:"inflight_launch,omitempty"`

@@ -53,7 +53,18 @@ type Planner func(ctx context.Context, r *resources.Resources, numNodes int, blo
 // inside the job, on every launch). Progress goes to log as SkyPilot's
 // launch lines (cli-output.md §sky launch), with the stages in progress
 // as ux status lines.
+//
+// Until it lets go of the cluster's lock, a `sky down` of the cluster on
+// this server interrupts it (interruptLaunch): its context is cancelled,
+// and the teardown waiting for the lock removes what it made.
 func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, plan Planner, log io.Writer) (*api.LaunchResult, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	res, err := b.launch(ctx, cancel, body, user, plan, log)
+	return res, interruptedError(ctx, body.ClusterName, err)
+}
+
+func (b *Backend) launch(ctx context.Context, interrupt context.CancelCauseFunc, body api.LaunchBody, user User, plan Planner, log io.Writer) (*api.LaunchResult, error) {
 	name := body.ClusterName
 	if err := ValidateClusterName(name); err != nil {
 		return nil, err
@@ -70,9 +81,11 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 	if err != nil {
 		return nil, err
 	}
+	forget := b.startLaunch(name, user.Hash, interrupt)
 	// The lock covers changing the cluster, not watching it: once the job
-	// is submitted, a down or stop must not wait for the job to end.
-	unlock := sync.OnceFunc(release)
+	// is submitted, a down or stop must not wait for the job to end (nor
+	// interrupt it: the launch is over).
+	unlock := sync.OnceFunc(func() { forget(); release() })
 	defer unlock()
 
 	c, h, err := b.loadCluster(ctx, name, user.Hash, false)
@@ -84,6 +97,9 @@ func (b *Backend) Launch(ctx context.Context, body api.LaunchBody, user User, pl
 		return nil, err
 	}
 
+	if c != nil && h.Terminating {
+		return nil, &ClusterError{Type: "ClusterNotUpError", Msg: fmt.Sprintf("Cluster %q is being torn down (%s); wait for `sky status` to stop listing it, or run `sky down %s`, then launch again.", name, h.Reason, name)}
+	}
 	fresh := c == nil || h.Info == nil
 	setupHash := hashSetup(&t)
 	// --fast skips provisioning and setup only where they would change

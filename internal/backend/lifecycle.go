@@ -79,6 +79,9 @@ func (b *Backend) Start(ctx context.Context, name string, user User, force, retr
 	if err != nil {
 		return err
 	}
+	if h.Terminating {
+		return &ClusterError{Type: "ClusterNotUpError", Msg: fmt.Sprintf("Cluster %q is being torn down (%s); it cannot be started. Run `sky down %s` to finish the teardown.", name, h.Reason, name)}
+	}
 	if c.Status == state.ClusterUp {
 		if !force {
 			fmt.Fprintf(log, "Cluster %s is already UP.\n", name)
@@ -129,25 +132,70 @@ func (b *Backend) startLocked(ctx context.Context, c *state.Cluster, h *Handle, 
 	return nil
 }
 
-// Down removes a cluster and everything on it. With purge, a failure to
-// clean up the infrastructure still removes the record. anyOwner (an
-// admin, or the server itself) may remove another user's cluster.
+// Down removes a cluster and everything on it. The record goes only once
+// the infrastructure says nothing of the cluster is left; a teardown that
+// fails keeps it, with the reason, for status to show and a retry to
+// finish. With purge (the user's --purge) a failure still removes the
+// record; on this machine's infrastructures the server's sweeper then
+// reaps what was left (ReapOrphan). anyOwner (an admin, or the server
+// itself) may remove another user's cluster.
+//
+// A launch of the cluster in progress on this server is interrupted
+// first, rather than waited for: it may be stuck provisioning for minutes.
+// The teardown then takes the lock the launch lets go of and removes what
+// it made.
 func (b *Backend) Down(ctx context.Context, name string, user User, anyOwner, purge bool, log io.Writer) error {
+	// Another user's cluster is refused before anything is interrupted.
+	if _, _, err := b.loadCluster(ctx, name, user.Hash, anyOwner); err != nil && !IsNotFound(err) {
+		return err
+	}
+	interrupted := b.interruptLaunch(name, user.Hash, anyOwner)
+	if interrupted {
+		fmt.Fprintf(log, "Interrupting the launch of cluster %s in progress...\n", name)
+	}
 	unlock, err := b.lock(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	c, h, err := b.loadCluster(ctx, name, user.Hash, anyOwner)
+	if interrupted && IsNotFound(err) {
+		// The launch was stopped before it recorded the cluster: it made
+		// nothing.
+		fmt.Fprintf(log, "The launch of cluster %s was interrupted before it made anything.\n", name)
+		return nil
+	}
 	if err != nil {
 		return err
+	}
+	return b.downLocked(ctx, c, h, purge, log)
+}
+
+// downLocked is Down once the cluster's lock is held and its record read.
+func (b *Backend) downLocked(ctx context.Context, c *state.Cluster, h *Handle, purge bool, log io.Writer) error {
+	name := c.Name
+	// Marked before anything goes: should this server die midway, the
+	// record says a teardown began, and the sweeper of the next server
+	// finishes it instead of a refresh bringing the half-removed cluster
+	// back.
+	if !h.Terminating {
+		if err := b.update(ctx, c, h, func(_ *state.Cluster, rh *Handle) (string, error) {
+			rh.Terminating, rh.Reason = true, "tearing down"
+			return "", nil
+		}); err != nil {
+			return err
+		}
 	}
 	// "Terminating cluster <c>...done." is the client's line, once the request ends.
 	b.unlinkVolumes(ctx, h, log)
 	if p, perr := b.provisioner(h); perr == nil {
 		b.unmountStorage(ctx, h)
-		if err := p.Terminate(ctx, name); err != nil && !purge {
-			return fmt.Errorf("terminating %s: %w (use --purge to remove the record anyway)", name, err)
+		if err := p.Terminate(ctx, name); err != nil {
+			if !purge {
+				b.setReason(ctx, c, h, "teardown failed (retried): "+err.Error())
+				return fmt.Errorf("terminating %s: %w (the cluster is kept and its teardown retried; run `sky down %s` again, or add --purge to remove its record anyway)", name, err, name)
+			}
+			fmt.Fprintf(log, "Warning: terminating %s failed: %v; its record is removed anyway (--purge).\n", name, err)
 		}
 	} else if !purge {
 		return perr
@@ -179,8 +227,8 @@ func (b *Backend) Down(ctx context.Context, name string, user User, anyOwner, pu
 // that fails.
 func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster, error) {
 	h, err := HandleOf(c)
-	if err != nil || h.Info == nil {
-		return c, err
+	if err != nil || h.Info == nil || h.Terminating {
+		return c, err // a teardown under way (or cut short) is the sweeper's
 	}
 	p, err := b.provisioner(h)
 	if err != nil {

@@ -39,7 +39,7 @@ func (b *Backend) headAgentDown(ctx context.Context, head provision.CommandRunne
 // caller retries on its backoff.
 func (b *Backend) CheckAgent(ctx context.Context, c *state.Cluster) (*state.Cluster, error) {
 	h, err := HandleOf(c)
-	if err != nil || h.Info == nil {
+	if err != nil || h.Info == nil || h.Terminating {
 		return c, err
 	}
 	switch {

@@ -222,12 +222,14 @@ func RequestedResources(t api.TaskSpec) string {
 
 // DownIfExists tears down a cluster a controller made (a pool worker, a
 // service replica) if it is still there; what is reports it under
-// (what + " " + name).
+// (what + " " + name). A teardown that fails keeps the record and is an
+// error: the controller tries again, rather than forgetting a cluster
+// whose processes and addresses are still there.
 func (b *Backend) DownIfExists(ctx context.Context, name string, user User, what string, log io.Writer) error {
 	if _, err := b.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
-	err := b.Down(ctx, name, user, true, true, log)
+	err := b.Down(ctx, name, user, true, false, log)
 	if err != nil && !IsNotFound(err) {
 		return fmt.Errorf("tearing down %s %s: %w", what, name, err)
 	}

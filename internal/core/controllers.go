@@ -39,6 +39,13 @@ const (
 	// A cluster whose agent could not be restarted is tried again after
 	// livenessBackoff, doubling up to livenessMaxBackoff.
 	livenessBackoff, livenessMaxBackoff = 2 * time.Second, time.Minute
+	// sweepEvery is how often this machine is searched for what is left
+	// of clusters that no record holds (and at start, right after a
+	// crash); a search reads /proc and the local infrastructure's
+	// directories and leases.
+	sweepEvery = time.Minute
+	// sweepTimeout bounds the reaping of one cluster's remains.
+	sweepTimeout = 2 * time.Minute
 )
 
 // Controllers builds the reconcilers the server runs, counting into m
@@ -60,7 +67,13 @@ func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) ([]*controlle
 		BaseBackoff: livenessBackoff, MaxBackoff: livenessMaxBackoff,
 		Resync: e.upClusterNames, ResyncEvery: livenessEvery,
 	})
-	out := append([]*controller.Controller{autostop, refresh, liveness}, e.Jobs.Controllers(m, log)...)
+	// The sweeper: keyed by cluster name like the others, so that one
+	// cluster whose remains cannot be removed backs off on its own.
+	sweeper := controller.New(controller.ReconcilerFunc(e.reconcileOrphan), controller.Options{
+		Name: "sweeper", Workers: 2, Logger: log, Metrics: m, Timeout: sweepTimeout,
+		Resync: e.Backend.SweepNames, ResyncEvery: sweepEvery,
+	})
+	out := append([]*controller.Controller{autostop, refresh, liveness, sweeper}, e.Jobs.Controllers(m, log)...)
 	return append(out, e.Serve.Controllers(m, log)...), nil
 }
 
@@ -111,6 +124,17 @@ func (e *Env) reconcileStatus(ctx context.Context, name string) (controller.Resu
 // restarts the agents when it does not (backend.CheckAgent).
 func (e *Env) reconcileAgent(ctx context.Context, name string) (controller.Result, error) {
 	return e.reconcileCluster(ctx, name, e.Backend.CheckAgent)
+}
+
+// reconcileOrphan reaps what is left on this machine of cluster name if
+// no record holds it (backend.ReapOrphan says why that is safe even while
+// launches run); a cluster an operation holds is looked at again later.
+func (e *Env) reconcileOrphan(ctx context.Context, name string) (controller.Result, error) {
+	_, err := e.Backend.ReapOrphan(ctx, name, logWriter{controller.Logger(ctx)})
+	if errors.Is(err, backend.ErrBusy) {
+		return controller.Result{RequeueAfter: sweepEvery}, nil
+	}
+	return controller.Result{}, err
 }
 
 // reconcileCluster runs look on the current row of cluster name (a

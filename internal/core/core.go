@@ -79,7 +79,13 @@ func New(o Options) (*Env, error) {
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
 	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky,
 		Down: func(ctx context.Context, name string, log io.Writer) error {
-			if err := e.Backend.Down(ctx, name, backend.User{}, true, true, log); err != nil {
+			err := e.Backend.Down(ctx, name, backend.User{}, true, false, log)
+			if backend.IsNotFound(err) {
+				// Remains with no record (a teardown cut short): reaped
+				// under the cluster's lock, as the sweeper does.
+				_, err = e.Backend.ReapOrphan(ctx, name, log)
+			}
+			if err != nil {
 				return err
 			}
 			// The backend leaves the per-cluster line to whoever asked.

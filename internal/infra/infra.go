@@ -95,6 +95,18 @@ type SSHAccess interface {
 	RemoveSSHConfig(cluster string) error
 }
 
+// Remnants is implemented by infrastructures whose clusters live on this
+// machine (the local one): they can list, by cluster name, whatever of a
+// cluster is still here (processes, network namespaces, leases,
+// directories), record or not, and reap it. The server's sweeper reaps
+// the names no cluster record holds.
+type Remnants interface {
+	// Remnants lists the names of the clusters with anything left here.
+	Remnants() ([]string, error)
+	// Reap removes everything of cluster name; nil only once all is gone.
+	Reap(ctx context.Context, cluster string) error
+}
+
 // Operations is implemented by infrastructures with commands of their own
 // (`sky ssh up`, `sky local down`).
 type Operations interface {

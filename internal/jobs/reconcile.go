@@ -826,7 +826,11 @@ func (e *Env) downCluster(ctx context.Context, j *state.ManagedJob, name string,
 	if _, err := e.Store.GetCluster(ctx, name); errors.Is(err, state.ErrNotFound) {
 		return nil
 	}
-	err := e.Backend.Down(ctx, name, e.actor(j), true, true, log)
+	// Never --purge: a teardown that fails keeps the cluster's record, and
+	// the job its cluster, until a later reconcile finishes it; dropping
+	// the record would leave its processes and addresses with nothing to
+	// find them by.
+	err := e.Backend.Down(ctx, name, e.actor(j), true, false, log)
 	if err != nil && classify(err) == faultDenied {
 		// Not the job's user's cluster (any more): it is not the job's
 		// to tear down.

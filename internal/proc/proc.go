@@ -24,11 +24,42 @@ import (
 // empty environment and are never listed. The caller's own process is
 // skipped so that a process never kills itself by accident.
 func ProcsWithEnv(kv string) []int {
+	want := []byte(kv)
+	return procsWhere(func(entry []byte) bool { return bytes.Equal(entry, want) })
+}
+
+// ProcsWithEnvPrefix is ProcsWithEnv for every entry starting with
+// prefix ("SKYGO_LOCAL_NODE=/root/clusters/c/": every node of a cluster,
+// including nodes no record lists any more).
+func ProcsWithEnvPrefix(prefix string) []int {
+	want := []byte(prefix)
+	return procsWhere(func(entry []byte) bool { return bytes.HasPrefix(entry, want) })
+}
+
+// EnvValuesWithPrefix lists, for every live process, the entries of its
+// environment starting with prefix, each once: what is left of a kind of
+// process on this machine, by marker.
+func EnvValuesWithPrefix(prefix string) []string {
+	want := []byte(prefix)
+	seen := map[string]bool{}
+	var out []string
+	procsWhere(func(entry []byte) bool {
+		if bytes.HasPrefix(entry, want) && !seen[string(entry)] {
+			seen[string(entry)] = true
+			out = append(out, string(entry))
+		}
+		return false
+	})
+	return out
+}
+
+// procsWhere lists the live processes other than this one with an
+// environment entry that match accepts.
+func procsWhere(match func(entry []byte) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	want := []byte(kv)
 	self := os.Getpid()
 	var pids []int
 	for _, e := range entries {
@@ -41,7 +72,7 @@ func ProcsWithEnv(kv string) []int {
 			continue
 		}
 		for _, entry := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(entry, want) {
+			if match(entry) {
 				pids = append(pids, pid)
 				break
 			}
@@ -90,9 +121,19 @@ func KillProcsWithEnv(kv string, grace time.Duration) error {
 // next command (an interactive bash, as a job's rank runs, ignores
 // SIGTERM), so a job torn down could still write "done".
 func KillProcsWithEnvNow(kv string) error {
+	return killNow(kv, func() []int { return ProcsWithEnv(kv) })
+}
+
+// KillProcsWithEnvPrefixNow is KillProcsWithEnvNow for every process with
+// an environment entry starting with prefix.
+func KillProcsWithEnvPrefixNow(prefix string) error {
+	return killNow(prefix, func() []int { return ProcsWithEnvPrefix(prefix) })
+}
+
+func killNow(kv string, find func() []int) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pids := ProcsWithEnv(kv)
+		pids := find()
 		if len(pids) == 0 {
 			return nil
 		}

@@ -41,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,7 +137,7 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 	if err := p.checkCapacity(spec.Resources); err != nil {
 		return nil, err
 	}
-	unlock, err := p.lock()
+	unlock, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +152,13 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 			return nil, &provision.ConfigError{Where: "local", Msg: fmt.Sprintf("cluster %q already exists with %d node(s), not %d; run `sky down %s` first or use another name", spec.Name, len(rec.Nodes), n, spec.Name)}
 		}
 	} else {
-		// A crash during an earlier Terminate may have left files behind
-		// without a record; start clean.
+		// A crash during an earlier Terminate may have left files, or
+		// processes, behind without a record; start clean. (The caller
+		// holds the cluster's lock: no live incarnation of this name
+		// exists.)
+		if err := p.killCluster(spec.Name); err != nil {
+			return nil, err
+		}
 		if err := os.RemoveAll(p.ClusterDir(spec.Name)); err != nil {
 			return nil, fmt.Errorf("clearing leftovers of cluster %q: %w", spec.Name, err)
 		}
@@ -222,7 +228,7 @@ func (p *Provisioner) newRecord(spec provision.ClusterSpec, n int) (*record, err
 	}
 	if err := p.write(rec); err != nil {
 		for _, l := range leases {
-			net.remove(l)
+			_ = net.remove(l)
 		}
 		return nil, err
 	}
@@ -360,7 +366,7 @@ func (p *Provisioner) Start(ctx context.Context, name string) (*provision.Cluste
 	if err := validName(name); err != nil {
 		return nil, err
 	}
-	unlock, err := p.lock()
+	unlock, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -386,30 +392,26 @@ func (p *Provisioner) Start(ctx context.Context, name string) (*provision.Cluste
 }
 
 // Terminate implements provision.Provisioner: processes are killed at once and
-// the cluster directory removed, releasing its addresses.
+// the cluster directory removed, releasing its addresses. It returns nil
+// only once nothing of the cluster is left on this machine (no process,
+// namespace, veth, lease or directory), so that the caller may then drop
+// its record; any error leaves enough behind (the record file goes last,
+// a lease only after its network) for a retried Terminate, or the
+// server's sweeper, to find the rest.
+//
+// Processes are found by the node marker under the cluster's directory,
+// recorded nodes or not, so a record that is corrupt or already gone (a
+// teardown that crashed) does not hide any.
 func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err := validName(name); err != nil {
 		return err
 	}
-	rec, err := p.read(name)
-	if err != nil {
-		return err
-	}
 	var nodes []provision.NodeInfo
-	if rec != nil {
-		if err := p.killNodes(rec, true); err != nil {
-			return err
-		}
+	if rec, err := p.read(name); err == nil && rec != nil {
 		nodes = rec.Nodes
-	} else {
-		// No record (crashed Terminate): still kill whatever carries a
-		// marker under the cluster directory.
-		dirs, _ := filepath.Glob(filepath.Join(p.ClusterDir(name), "node-*"))
-		for _, d := range dirs {
-			if err := proc.KillProcsWithEnvNow(proc.EnvNode + "=" + d); err != nil {
-				return err
-			}
-		}
+	}
+	if err := p.killCluster(name); err != nil {
+		return err
 	}
 	// The network goes before the record that would let a retried
 	// Terminate find it.
@@ -425,10 +427,100 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 		return fmt.Errorf("cluster %q still has mounts that could not be unmounted: %s; unmount them (fusermount3 -uz PATH) and run sky down again",
 			name, strings.Join(left, ", "))
 	}
+	// The nodes first, the record last: a teardown cut short leaves the
+	// record, so `sky local down`, a status refresh and a retried
+	// Terminate still know the cluster.
+	dirs, _ := filepath.Glob(filepath.Join(p.ClusterDir(name), "node-*"))
+	for _, d := range dirs {
+		if err := removeTree(d); err != nil {
+			return fmt.Errorf("removing cluster %q: %w", name, err)
+		}
+	}
+	// A process started while the nodes went (a request's command on a
+	// node, racing this teardown) carries the marker too; once the
+	// directories are gone no new one can start there.
+	if err := p.killCluster(name); err != nil {
+		return err
+	}
 	if err := removeTree(p.ClusterDir(name)); err != nil {
 		return fmt.Errorf("removing cluster %q: %w", name, err)
 	}
+	if left := p.remainsOf(name); len(left) > 0 {
+		return fmt.Errorf("cluster %q is not gone after its teardown: %s is still there; run sky down again", name, strings.Join(left, ", "))
+	}
 	return nil
+}
+
+// killCluster ends every process of every node of cluster name at once.
+func (p *Provisioner) killCluster(name string) error {
+	if err := proc.KillProcsWithEnvPrefixNow(p.nodeMarkerPrefix(name)); err != nil {
+		return fmt.Errorf("stopping the processes of cluster %q: %w", name, err)
+	}
+	return nil
+}
+
+// nodeMarkerPrefix is how the node marker of every node of cluster name
+// starts (node directories are <cluster dir>/node-<i>).
+func (p *Provisioner) nodeMarkerPrefix(name string) string {
+	return proc.EnvNode + "=" + p.ClusterDir(name) + string(filepath.Separator)
+}
+
+// remainsOf lists what of cluster name is on this machine: its directory,
+// processes and leases.
+func (p *Provisioner) remainsOf(name string) []string {
+	var out []string
+	if _, err := os.Lstat(p.ClusterDir(name)); err == nil {
+		out = append(out, "directory "+p.ClusterDir(name))
+	}
+	if pids := proc.ProcsWithEnvPrefix(p.nodeMarkerPrefix(name)); len(pids) > 0 {
+		out = append(out, fmt.Sprintf("processes %v", pids))
+	}
+	n := &Network{Dir: p.netDir()}
+	for _, l := range n.readLeases() {
+		if l.Root == p.root && l.Cluster == name {
+			out = append(out, "lease of "+l.IP+" ("+l.NetNS+")")
+		}
+	}
+	return out
+}
+
+// netDir is where this provisioner's leases live.
+func (p *Provisioner) netDir() string {
+	if p.Net != nil && p.Net.Dir != "" {
+		return p.Net.Dir
+	}
+	return DefaultNetDir
+}
+
+// Remnants lists the clusters that have anything on this machine under
+// this provisioner's root: a directory, a process carrying a node marker
+// there, or a lease. The server's sweeper compares it with its records.
+func (p *Provisioner) Remnants() ([]string, error) {
+	set := map[string]bool{}
+	ents, err := os.ReadDir(filepath.Join(p.root, "clusters"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range ents {
+		set[e.Name()] = true
+	}
+	prefix := proc.EnvNode + "=" + filepath.Join(p.root, "clusters") + string(filepath.Separator)
+	for _, kv := range proc.EnvValuesWithPrefix(prefix) {
+		if name, _, ok := strings.Cut(strings.TrimPrefix(kv, prefix), string(filepath.Separator)); ok {
+			set[name] = true
+		}
+	}
+	for _, name := range (&Network{Dir: p.netDir()}).leasedClusters(p.root) {
+		set[name] = true
+	}
+	var out []string
+	for name := range set {
+		if validName(name) == nil {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // removeTree removes dir once the nodes' processes are dead. The API
@@ -552,7 +644,7 @@ func (p *Provisioner) write(rec *record) error {
 
 // lock serialises record changes of all local clusters (IP allocation
 // must see every cluster).
-func (p *Provisioner) lock() (func(), error) {
+func (p *Provisioner) lock(ctx context.Context) (func(), error) {
 	if err := os.MkdirAll(p.root, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", p.root, err)
 	}
@@ -560,11 +652,25 @@ func (p *Provisioner) lock() (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("locking local infra: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking local infra: %w", err)
+	// Polled rather than blocking, so that a launch waiting here (behind
+	// another server's allocation, or a stuck one) can be cancelled: a
+	// `sky down` of the cluster interrupts it.
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("locking local infra: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for the local infrastructure's lock (%s): %w", f.Name(), context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return func() { f.Close() }, nil
 }
 
 // allocateIPs picks n loopback addresses not used by any local cluster,

@@ -450,11 +450,11 @@ func (l lease) live() bool {
 func (n *Network) allocate(root, cluster string, k int) ([]lease, error) {
 	used := map[string]bool{}
 	for _, l := range n.readLeases() {
-		if l.live() {
+		if l.live() || n.remove(l) != nil {
+			// A stale lease whose network could not be removed stays
+			// taken: its address is not handed out over what is left.
 			used[l.IP] = true
-			continue
 		}
-		n.remove(l)
 	}
 	var out []lease
 	now := time.Now().UTC()
@@ -509,20 +509,20 @@ func (n *Network) ensureNode(node provision.NodeInfo) error {
 	if nsErr == nil && interfaceExists(veth) {
 		return nil
 	}
-	removeNet(node.NetNS, veth)
+	_ = removeNet(node.NetNS, veth)
 	mtu := hostMTU()
 	// The host may still know the address by the MAC of a node that had
 	// it before (made by a build whose MACs were random): forgotten first.
 	host := fmt.Sprintf("neigh flush to %[7]s dev %[4]s\nnetns add %[1]s\nlink add %[2]s mtu %[3]d address %[5]s type veth peer name eth0 mtu %[3]d address %[6]s netns %[1]s\nlink set %[2]s master %[4]s up\n",
 		node.NetNS, veth, mtu, Bridge, macOf(0x48, ip), macOf(0x4e, ip), ip)
 	if err := ipCmd(host, "-batch", "-"); err != nil {
-		removeNet(node.NetNS, veth)
+		_ = removeNet(node.NetNS, veth)
 		return fmt.Errorf("making the network of node %d: %w", node.Index, err)
 	}
 	inside := fmt.Sprintf("addr add %s/%d dev eth0\nlink set eth0 up\nlink set lo up\nroute add default via %s\n",
 		ip, n.Prefix.Bits(), n.bridgeAddr())
 	if err := ipCmd(inside, "-n", node.NetNS, "-batch", "-"); err != nil {
-		removeNet(node.NetNS, veth)
+		_ = removeNet(node.NetNS, veth)
 		return fmt.Errorf("making the network of node %d: %w", node.Index, err)
 	}
 	return nil
@@ -549,36 +549,54 @@ func hostMTU() int {
 }
 
 // removeNet deletes a node's veth (its eth0 goes with it) and namespace,
-// by name; what is already gone is no error.
-func removeNet(netns, veth string) {
+// by name, and checks that both are gone: what is already gone is no
+// error, what is still there after its `ip ... del` is one (the caller
+// keeps the lease naming it, so a retried teardown or the sweeper finds
+// it again).
+func removeNet(netns, veth string) error {
+	var errs []error
 	if veth != "" && interfaceExists(veth) {
-		_ = ipCmd("", "link", "del", veth)
+		if err := ipCmd("", "link", "del", veth); err != nil && interfaceExists(veth) {
+			errs = append(errs, err)
+		}
 	}
 	if netns != "" {
 		if _, err := os.Stat(proc.NetNSPath(netns)); err == nil {
-			_ = ipCmd("", "netns", "del", netns)
+			if err := ipCmd("", "netns", "del", netns); err != nil {
+				if _, serr := os.Stat(proc.NetNSPath(netns)); serr == nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
-// remove deletes l's network and the lease itself.
-func (n *Network) remove(l lease) {
-	removeNet(l.NetNS, l.Veth)
-	_ = os.Remove(n.leasePath(l.IP))
+// remove deletes l's network, then the lease itself: a lease goes only
+// once what it names is gone.
+func (n *Network) remove(l lease) error {
+	if err := removeNet(l.NetNS, l.Veth); err != nil {
+		return fmt.Errorf("removing the network of %s (node %d of %q): %w", l.IP, l.Node, l.Cluster, err)
+	}
+	if err := os.Remove(n.leasePath(l.IP)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // release removes the networks and leases of a cluster's nodes: those its
 // leases name, and those of nodes (recorded, may be nil) whose lease is
-// missing.
+// missing. It says what could not be removed.
 func (n *Network) release(root, cluster string, nodes []provision.NodeInfo) error {
 	unlock, err := machineLock(n.Dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	var errs []error
 	for _, l := range n.readLeases() {
 		if l.Root == root && l.Cluster == cluster {
-			n.remove(l)
+			errs = append(errs, n.remove(l))
 		}
 	}
 	for _, node := range nodes {
@@ -586,10 +604,22 @@ func (n *Network) release(root, cluster string, nodes []provision.NodeInfo) erro
 			continue
 		}
 		if ip, err := netip.ParseAddr(node.InternalIP); err == nil {
-			removeNet(node.NetNS, vethName(ip))
+			errs = append(errs, removeNet(node.NetNS, vethName(ip)))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// leasedClusters lists the clusters under root holding a lease on this
+// machine.
+func (n *Network) leasedClusters(root string) []string {
+	var out []string
+	for _, l := range n.readLeases() {
+		if l.Root == root {
+			out = append(out, l.Cluster)
+		}
+	}
+	return out
 }
 
 // Leftovers lists the namespaces still leased to clusters under root:
@@ -616,7 +646,7 @@ func RemoveLeftovers(root string) {
 	defer unlock()
 	for _, l := range n.readLeases() {
 		if l.Root == root || strings.HasPrefix(l.Root, root+"/") {
-			n.remove(l)
+			_ = n.remove(l)
 		}
 	}
 }

@@ -31,6 +31,7 @@ type Infra struct {
 }
 
 var (
+	_ infra.Remnants       = (*Infra)(nil)
 	_ infra.Capacity       = (*Infra)(nil)
 	_ infra.Operations     = (*Infra)(nil)
 	_ infra.CheckDescriber = (*Infra)(nil)
@@ -60,6 +61,12 @@ func Open(env infra.Env) (infra.Infra, error) {
 	}
 	return &Infra{env: env, P: p}, nil
 }
+
+// Remnants implements infra.Remnants.
+func (in *Infra) Remnants() ([]string, error) { return in.P.Remnants() }
+
+// Reap implements infra.Remnants.
+func (in *Infra) Reap(ctx context.Context, cluster string) error { return in.P.Terminate(ctx, cluster) }
 
 // Kind implements infra.Infra.
 func (in *Infra) Kind() string { return Kind }
@@ -127,15 +134,24 @@ func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
 	return map[string]bool{"enabled": true}, nil
 }
 
+// down is `sky local down`: every cluster with anything on this machine
+// goes, recorded or not (env.Down reaps what no record holds), half torn
+// down ones included. One that fails does not keep the others; the
+// infrastructure stays enabled until all are gone, so that the failed
+// ones can still be seen and taken down.
 func (in *Infra) down(ctx context.Context, r *op.Request) (any, error) {
-	names, err := in.P.Clusters()
+	names, err := in.P.Remnants()
 	if err != nil {
 		return nil, err
 	}
+	var errs []error
 	for _, name := range names {
 		if err := in.env.Down(ctx, name, r.Log); err != nil {
-			return nil, err
+			errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the local infrastructure is still enabled: %w", errors.Join(errs...))
 	}
 	if err := in.env.Store.SetSetting(ctx, check.SettingLocalDisabled, "1"); err != nil {
 		return nil, err
