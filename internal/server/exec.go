@@ -11,25 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
 )
-
-// pool bounds how many requests of one schedule run at once.
-type pool struct {
-	name    string
-	sem     chan struct{}
-	waiting atomic.Int64
-	busy    atomic.Int64
-}
-
-func newPool(name string, n int) *pool {
-	return &pool{name: name, sem: make(chan struct{}, n)}
-}
 
 // job is the in-memory handle of a request this process is executing.
 type job struct {
@@ -167,15 +154,10 @@ func (e *executor) submit(rec *api.Request, o op.Op, req *op.Request, logFile *o
 			e.mu.Unlock()
 			close(j.done)
 		}()
-		p.waiting.Add(1)
-		select {
-		case p.sem <- struct{}{}:
-			p.waiting.Add(-1)
-		case <-ctx.Done(): // cancelled while queued
-			p.waiting.Add(-1)
-			return
+		if p.acquire(ctx, rec.UserID) != nil {
+			return // cancelled while queued
 		}
-		defer func() { <-p.sem }()
+		defer p.release(rec.UserID)
 		e.run(ctx, rec, o, req, p)
 	}()
 }
