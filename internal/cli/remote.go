@@ -33,6 +33,10 @@ type callOptions struct {
 	// shows (log tails): a stop signal cancels the request instead of
 	// leaving it running for nobody.
 	CancelOnStop bool
+	// Background is for a call made beside the command's main one (the
+	// sections of `sky status`): it leaves stop signals to the main call,
+	// which says what happens to the requests.
+	Background bool
 }
 
 // remoteError is a failed request's error with the type the server gave
@@ -82,6 +86,10 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 		return err
 	}
 	ctx, caught, stop := stopContext(context.Background(), onStop)
+	if co.Background {
+		stop()
+		ctx, caught, stop = context.Background(), func() os.Signal { return nil }, func() {}
+	}
 	defer stop()
 	id, err := c.Submit(ctx, op, body)
 	if err != nil {
