@@ -274,6 +274,7 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 		// ones take minutes whatever happens and share by turns only.
 		long: newPool("long", long), short: newFairPool("short", short, perUserLimit(short)),
 		follow:  newFairPool("follow", follow, perUserLimit(follow)),
+		writes:  newFairPool("record-writes", recordWriteSlots, perUserLimit(recordWriteSlots)),
 		baseCtx: execCtx, jobs: map[string]*job{}, attachGrace: defaultAttachGrace}
 	s.exec.unfollowed = func(id, why string) {
 		if _, err := s.cancel(context.Background(), id, "request cancelled: "+why, "reason", why); err != nil {
@@ -624,7 +625,7 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		if err != nil {
 			return nil, fmt.Errorf("create request log: %w", err)
 		}
-		if err := s.store.CreateRequest(r.Context(), rec); err != nil {
+		if err := s.exec.writeRecord(r.Context(), u.ID, func() error { return s.store.CreateRequest(r.Context(), rec) }); err != nil {
 			logFile.Close()
 			return nil, err
 		}
