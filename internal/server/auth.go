@@ -111,22 +111,6 @@ type authFlight struct {
 
 const authCacheTTL = 30 * time.Second
 
-func (c *authCache) get(key string) (api.User, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || time.Now().After(e.expires) {
-		return api.User{}, false
-	}
-	return e.user, true
-}
-
-func (c *authCache) put(key string, u api.User) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.putLocked(key, u)
-}
-
 func (c *authCache) putLocked(key string, u api.User) {
 	if len(c.m) > 10000 || c.m == nil { // bound memory; a full reset is fine for a cache
 		c.m = map[string]authEntry{}
