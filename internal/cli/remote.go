@@ -85,10 +85,10 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	if body, err = f.withRequestConfig(body); err != nil {
 		return err
 	}
-	ctx, caught, stop := stopContext(context.Background(), onStop)
-	if co.Background {
-		stop()
-		ctx, caught, stop = context.Background(), func() os.Signal { return nil }, func() {}
+	var ctx context.Context = context.Background()
+	caught, stop := func() os.Signal { return nil }, func() {}
+	if !co.Background {
+		ctx, caught, stop = stopContext(ctx, onStop)
 	}
 	defer stop()
 	id, err := c.Submit(ctx, op, body)
