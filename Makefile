@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk fuzz clean catalog-snapshot openapi
+.PHONY: build test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
@@ -48,6 +48,14 @@ bench: build
 # _SLEEP and _QUEUED change the sizes.
 bench-managed: build
 	SKYGO_BENCH_MANAGED=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'Managed' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
+
+# bench-storm: a team server under a storm (issue 26): `sky status` p50/p99
+# alone, then while 200 `sky jobs queue` clients loop and 50 managed jobs
+# launch and run; a few minutes, run once. SKYGO_BENCH_STORM_CLIENTS,
+# _JOBS, _SLEEP, _RUNS and _MAX_SECONDS change the sizes,
+# SKYGO_BENCH_STORM_SERVER_ENV="K=V ..." adds environment to the server.
+bench-storm: build
+	SKYGO_BENCH_STORM=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'StatusUnderStorm' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
 
 # bench-serve: the SkyServe load balancer (`sky serve-lb` in front of two
 # replica processes) against one replica served directly: req/s and p50

@@ -23,6 +23,9 @@ type StatusOptions struct {
 	Pools       bool
 	AllUsers    bool
 	Output      string
+	// background is set for a section of the status made beside the
+	// clusters' request (see inBackground).
+	background bool
 }
 
 func newStatusCmd(f *Factory, runF func(*StatusOptions) error) *cobra.Command {

@@ -267,7 +267,7 @@ func statusManagedJobs(f *Factory, opts *StatusOptions) {
 	fmt.Fprintln(io.Out, io.Bold(io.Cyan("Managed jobs")))
 	var res api.JobsQueueResult
 	b := api.JobsQueueBody{SkipFinished: true, AllUsers: opts.AllUsers, Limit: shownInStatus, Verbose: opts.Verbose}
-	if err := f.call("jobs.queue", b, &res, callOptions{}); err != nil {
+	if err := f.call("jobs.queue", b, &res, callOptions{Background: opts.background}); err != nil {
 		fmt.Fprintf(io.Out, "Failed to query managed jobs: %v\n", err)
 		return
 	}

@@ -346,7 +346,7 @@ func poolLogsRun(f *Factory, opts *PoolLogsOptions) error {
 func statusPools(f *Factory, opts *StatusOptions) {
 	io := opts.IO
 	var recs []api.PoolRecord
-	if err := f.call("jobs.pool_status", api.PoolStatusBody{}, &recs, callOptions{}); err != nil {
+	if err := f.call("jobs.pool_status", api.PoolStatusBody{}, &recs, callOptions{Background: opts.background}); err != nil {
 		fmt.Fprintf(io.Out, "\nFailed to query pools: %v\n", err)
 		return
 	}

@@ -33,6 +33,10 @@ type callOptions struct {
 	// shows (log tails): a stop signal cancels the request instead of
 	// leaving it running for nobody.
 	CancelOnStop bool
+	// Background is for a call made beside the command's main one (the
+	// sections of `sky status`): it leaves stop signals to the main call,
+	// which says what happens to the requests.
+	Background bool
 }
 
 // remoteError is a failed request's error with the type the server gave
@@ -81,7 +85,11 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	if body, err = f.withRequestConfig(body); err != nil {
 		return err
 	}
-	ctx, caught, stop := stopContext(context.Background(), onStop)
+	var ctx context.Context = context.Background()
+	caught, stop := func() os.Signal { return nil }, func() {}
+	if !co.Background {
+		ctx, caught, stop = stopContext(ctx, onStop)
+	}
 	defer stop()
 	id, err := c.Submit(ctx, op, body)
 	if err != nil {

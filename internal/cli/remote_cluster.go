@@ -56,6 +56,23 @@ func agoEpoch(now time.Time, epoch int64) string {
 }
 
 func statusRunRemote(f *Factory, opts *StatusOptions) error {
+	// SkyPilot lists in-progress managed jobs, then services, then pools
+	// under the clusters, unless the command asked about particular
+	// clusters. They are asked for at once, beside the clusters, as
+	// SkyPilot's client does: one request after another, `sky status`
+	// took four times as long as its slowest request on a busy server.
+	var jobsSection, servicesSection, poolsSection func()
+	if opts.Output != "json" && !opts.IP && !opts.Endpoints && opts.Endpoint == 0 && len(opts.Clusters) == 0 {
+		if opts.ManagedJobs {
+			jobsSection = inBackground(f, opts, statusManagedJobs)
+		}
+		if opts.Services {
+			servicesSection = inBackground(f, opts, statusServices)
+		}
+		if opts.Pools {
+			poolsSection = inBackground(f, opts, statusPools)
+		}
+	}
 	var recs []json.RawMessage
 	body := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, Refresh: opts.Refresh}
 	if err := f.call("status", body, &recs, callOptions{}); err != nil {
@@ -104,17 +121,10 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 	if c, err := f.Client(); err == nil && c.Local {
 		defer noteSkyPilotClusters(context.Background(), opts.IO)
 	}
-	// SkyPilot lists in-progress managed jobs, then services, then pools
-	// under the clusters, unless the command asked about particular
-	// clusters.
-	if opts.Pools && len(opts.Clusters) == 0 {
-		defer statusPools(f, opts)
-	}
-	if opts.Services && len(opts.Clusters) == 0 {
-		defer statusServices(f, opts)
-	}
-	if opts.ManagedJobs && len(opts.Clusters) == 0 {
-		defer statusManagedJobs(f, opts)
+	for _, section := range []func(){poolsSection, servicesSection, jobsSection} { // deferred: printed last to first
+		if section != nil {
+			defer section()
+		}
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.Out, "No existing clusters.")
@@ -147,6 +157,25 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 	}
 	fmt.Fprintln(opts.IO.Out, opts.IO.Bold("Clusters"))
 	return tb.render(opts.IO.Out)
+}
+
+// inBackground starts a section of `sky status` now, writing into a
+// buffer, and returns a func that waits for it and prints what it wrote.
+func inBackground(f *Factory, opts *StatusOptions, section func(*Factory, *StatusOptions)) func() {
+	var buf bytes.Buffer
+	io := *opts.IO
+	io.Out = &buf
+	o := *opts
+	o.IO, o.background = &io, true
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		section(f, &o)
+	}()
+	return func() {
+		<-done
+		_, _ = opts.IO.Out.Write(buf.Bytes())
+	}
 }
 
 func orDash(s string) string {

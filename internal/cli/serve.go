@@ -613,7 +613,7 @@ func serviceCells(r api.ServiceRecord, now time.Time, apiHost string) []string {
 func statusServices(f *Factory, opts *StatusOptions) {
 	io := opts.IO
 	var recs []api.ServiceRecord
-	err := f.call("serve.status", api.ServeStatusBody{}, &recs, callOptions{})
+	err := f.call("serve.status", api.ServeStatusBody{}, &recs, callOptions{Background: opts.background})
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == 404 {
 		return // an API server of a build without SkyServe

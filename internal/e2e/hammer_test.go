@@ -583,7 +583,7 @@ func formatIntervals(ivs []state.Interval) string {
 // startForegroundServer runs `sky api start --foreground` on port as a
 // child of the test, in e's HOME with e's environment, waits until it
 // answers, and stops it by its PID at cleanup.
-func startForegroundServer(t *testing.T, e *skyEnv, port int) int {
+func startForegroundServer(t testing.TB, e *skyEnv, port int) int {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "server-b.log")
 	logf, err := os.Create(logPath)

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -72,9 +74,26 @@ func (e *authError) Error() string { return e.msg }
 // basic-auth client (and every health probe) would pay it and 200
 // concurrent clients would queue behind the CPU. Entries expire quickly so
 // a changed password or deleted token stops working within authCacheTTL.
+//
+// A cache alone still let a storm through: when an entry was missing or
+// had just expired, every call of that user arriving before the first
+// check finished ran a bcrypt of its own. With 200 clients of one user on
+// 2 CPUs that was over a hundred comparisons at once (measured: 98% of the
+// server's CPU in bcrypt), each slowing the others, so the calls kept
+// missing the cache and `sky status` took a minute. So one check runs per
+// credential at a time (the others wait for its answer), and at most
+// hashSlots comparisons run at once, whatever the number of credentials.
 type authCache struct {
-	mu sync.Mutex
-	m  map[string]authEntry
+	mu      sync.Mutex
+	m       map[string]authEntry
+	flights map[string]*authFlight
+	// gen counts flushes: a check that began before a flush (a password
+	// changed, a user deleted) must not put its answer back in the cache.
+	gen     uint64
+	hashing chan struct{}
+	// checks counts the credential checks run (cache misses that did
+	// the work), exported as skygo_api_credential_checks_total.
+	checks atomic.Int64
 }
 
 type authEntry struct {
@@ -82,22 +101,18 @@ type authEntry struct {
 	expires time.Time
 }
 
-const authCacheTTL = 30 * time.Second
-
-func (c *authCache) get(key string) (api.User, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || time.Now().After(e.expires) {
-		return api.User{}, false
-	}
-	return e.user, true
+// authFlight is a credential check under way, which callers presenting
+// the same credentials wait for.
+type authFlight struct {
+	done chan struct{}
+	user api.User
+	err  error
 }
 
-func (c *authCache) put(key string, u api.User) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) > 10000 { // bound memory; a full reset is fine for a cache
+const authCacheTTL = 30 * time.Second
+
+func (c *authCache) putLocked(key string, u api.User) {
+	if len(c.m) > 10000 || c.m == nil { // bound memory; a full reset is fine for a cache
 		c.m = map[string]authEntry{}
 	}
 	c.m[key] = authEntry{user: u, expires: time.Now().Add(authCacheTTL)}
@@ -106,7 +121,66 @@ func (c *authCache) put(key string, u api.User) {
 func (c *authCache) flush() {
 	c.mu.Lock()
 	c.m = map[string]authEntry{}
+	c.gen++
 	c.mu.Unlock()
+}
+
+// lookup answers from the cache, or runs check for key once for every
+// caller that asks while it runs, and caches a success. check must not
+// depend on any one caller's context: its answer is everyone's. A caller
+// whose ctx ends stops waiting.
+func (c *authCache) lookup(ctx context.Context, key string, check func() (api.User, error)) (api.User, error) {
+	c.mu.Lock()
+	if e, ok := c.m[key]; ok && time.Now().Before(e.expires) {
+		c.mu.Unlock()
+		return e.user, nil
+	}
+	if f, ok := c.flights[key]; ok {
+		c.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.user, f.err
+		case <-ctx.Done():
+			return api.User{}, ctx.Err()
+		}
+	}
+	if c.flights == nil {
+		c.flights = map[string]*authFlight{}
+	}
+	f := &authFlight{done: make(chan struct{})}
+	c.flights[key] = f
+	gen := c.gen
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.flights, key)
+		if f.err == nil && gen == c.gen {
+			c.putLocked(key, f.user)
+		}
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	c.checks.Add(1)
+	f.user, f.err = check()
+	return f.user, f.err
+}
+
+// hashSlots bounds the bcrypt comparisons running at once: one per CPU
+// keeps logins going while leaving the server's other work a share of
+// the machine even when many different credentials arrive together.
+func hashSlots() int { return max(runtime.NumCPU(), 1) }
+
+// compareHash is bcrypt.CompareHashAndPassword within the hashing bound.
+func (c *authCache) compareHash(hash []byte, pass string) error {
+	c.mu.Lock()
+	if c.hashing == nil {
+		c.hashing = make(chan struct{}, hashSlots())
+	}
+	slots := c.hashing
+	c.mu.Unlock()
+	slots <- struct{}{}
+	defer func() { <-slots }()
+	return bcrypt.CompareHashAndPassword(hash, []byte(pass))
 }
 
 // authEnabled reports whether callers must prove who they are. In SkyGo an
@@ -153,28 +227,26 @@ func (s *Server) checkToken(ctx context.Context, token string) (api.User, error)
 		return api.User{}, bad
 	}
 	hash := HashToken(token)
-	if u, ok := s.auth.get("t:" + hash); ok {
-		return u, nil
-	}
-	t, err := s.store.GetTokenByHash(ctx, hash)
-	if err != nil {
-		if !errors.Is(err, state.ErrNotFound) {
-			s.log.Error("token lookup", "err", err)
+	return s.auth.lookup(ctx, "t:"+hash, func() (api.User, error) {
+		ctx := context.WithoutCancel(ctx)
+		t, err := s.store.GetTokenByHash(ctx, hash)
+		if err != nil {
+			if !errors.Is(err, state.ErrNotFound) {
+				s.log.Error("token lookup", "err", err)
+			}
+			return api.User{}, bad
 		}
-		return api.User{}, bad
-	}
-	if t.ExpiresAt != nil && float64(time.Now().Unix()) > *t.ExpiresAt {
-		return api.User{}, bad
-	}
-	su, err := s.store.GetUser(ctx, t.UserID)
-	if err != nil {
-		return api.User{}, bad
-	}
-	u := api.User{ID: su.ID, Name: su.Name, Role: su.Role}
-	s.auth.put("t:"+hash, u)
-	// Recording use is a write; the cache above keeps it to once per TTL.
-	_ = s.store.TouchToken(ctx, t.ID)
-	return u, nil
+		if t.ExpiresAt != nil && float64(time.Now().Unix()) > *t.ExpiresAt {
+			return api.User{}, bad
+		}
+		su, err := s.store.GetUser(ctx, t.UserID)
+		if err != nil {
+			return api.User{}, bad
+		}
+		// Recording use is a write; the cache keeps it to once per TTL.
+		_ = s.store.TouchToken(ctx, t.ID)
+		return api.User{ID: su.ID, Name: su.Name, Role: su.Role}, nil
+	})
 }
 
 func (s *Server) checkBasic(ctx context.Context, cred string) (api.User, error) {
@@ -188,22 +260,19 @@ func (s *Server) checkBasic(ctx context.Context, cred string) (api.User, error) 
 		return api.User{}, bad
 	}
 	key := "b:" + HashToken(string(raw))
-	if u, ok := s.auth.get(key); ok {
-		return u, nil
-	}
-	su, err := s.store.GetUserByName(ctx, name)
-	if err != nil || su.PasswordHash == "" {
-		// Spend the same time as a real check so timing does not reveal
-		// which user names exist.
-		_ = bcrypt.CompareHashAndPassword(s.dummyHash(), []byte(pass))
-		return api.User{}, bad
-	}
-	if bcrypt.CompareHashAndPassword([]byte(su.PasswordHash), []byte(pass)) != nil {
-		return api.User{}, bad
-	}
-	u := api.User{ID: su.ID, Name: su.Name, Role: su.Role}
-	s.auth.put(key, u)
-	return u, nil
+	return s.auth.lookup(ctx, key, func() (api.User, error) {
+		su, err := s.store.GetUserByName(context.WithoutCancel(ctx), name)
+		if err != nil || su.PasswordHash == "" {
+			// Spend the same time as a real check so timing does not reveal
+			// which user names exist.
+			_ = s.auth.compareHash(s.dummyHash(), pass)
+			return api.User{}, bad
+		}
+		if s.auth.compareHash([]byte(su.PasswordHash), pass) != nil {
+			return api.User{}, bad
+		}
+		return api.User{ID: su.ID, Name: su.Name, Role: su.Role}, nil
+	})
 }
 
 // ensureInitialAdmin creates the admin named by SKYPILOT_INITIAL_BASIC_AUTH

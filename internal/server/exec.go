@@ -11,25 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
 )
-
-// pool bounds how many requests of one schedule run at once.
-type pool struct {
-	name    string
-	sem     chan struct{}
-	waiting atomic.Int64
-	busy    atomic.Int64
-}
-
-func newPool(name string, n int) *pool {
-	return &pool{name: name, sem: make(chan struct{}, n)}
-}
 
 // job is the in-memory handle of a request this process is executing.
 type job struct {
@@ -54,6 +41,9 @@ type executor struct {
 	long    *pool
 	short   *pool
 	follow  *pool
+	// writes admits request-record writes (create, start, finish) to the
+	// database, fairly between users (see writeRecord).
+	writes  *pool
 	baseCtx context.Context
 	// unfollowed cancels a request nobody follows any more, saying why.
 	// It must record the outcome before cancelling (see Server.cancel).
@@ -167,15 +157,10 @@ func (e *executor) submit(rec *api.Request, o op.Op, req *op.Request, logFile *o
 			e.mu.Unlock()
 			close(j.done)
 		}()
-		p.waiting.Add(1)
-		select {
-		case p.sem <- struct{}{}:
-			p.waiting.Add(-1)
-		case <-ctx.Done(): // cancelled while queued
-			p.waiting.Add(-1)
-			return
+		if p.acquire(ctx, rec.UserID) != nil {
+			return // cancelled while queued
 		}
-		defer func() { <-p.sem }()
+		defer p.release(rec.UserID)
 		e.run(ctx, rec, o, req, p)
 	}()
 }
@@ -185,7 +170,11 @@ func (e *executor) run(ctx context.Context, rec *api.Request, o op.Op, req *op.R
 	// The DB may be shared with other goroutines' slow writes; use a
 	// context that survives cancellation so status writes still land.
 	bg := context.WithoutCancel(ctx)
-	ok, err := e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestPending}, api.RequestRunning, state.RequestUpdate{PID: &pid})
+	var ok bool
+	err := e.writeRecord(bg, rec.UserID, func() (err error) {
+		ok, err = e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestPending}, api.RequestRunning, state.RequestUpdate{PID: &pid})
+		return err
+	})
 	if err != nil || !ok {
 		if err != nil {
 			e.log.Error("start request", "request_id", rec.RequestID, "err", err)
@@ -223,7 +212,11 @@ func (e *executor) run(ctx context.Context, rec *api.Request, o op.Op, req *op.R
 			fmt.Fprintln(req.Log, "Request cancelled.")
 		}
 	}
-	moved, err := e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestRunning}, to, upd)
+	var moved bool
+	err = e.writeRecord(bg, rec.UserID, func() (err error) {
+		moved, err = e.store.SetRequestStatus(bg, rec.RequestID, []api.RequestStatus{api.RequestRunning}, to, upd)
+		return err
+	})
 	if err != nil {
 		e.log.Error("finish request", "request_id", rec.RequestID, "err", err)
 	}
@@ -236,6 +229,25 @@ func (e *executor) run(ctx context.Context, rec *api.Request, o op.Op, req *op.R
 	}
 	e.metrics.finished(rec.Name, string(final), time.Since(start))
 	e.log.Info("request finished", "request_id", rec.RequestID, "name", rec.Name, "status", final, "duration", time.Since(start).Round(time.Millisecond).String())
+}
+
+// recordWriteSlots is how many request-record writes may wait for the
+// database at once. SQLite has one writer; database/sql hands its
+// connection to a random waiter, so with a storm's hundreds of writes
+// waiting, another user's write waited for a random share of them (about
+// half a second each, three writes per request, on the benchmark's
+// CPU-starved server). Through a small fair pool, a user waits behind a
+// few writes at most; a few keep the writer busy.
+const recordWriteSlots = 4
+
+// writeRecord runs write (a request-record write) within the fair write
+// pool.
+func (e *executor) writeRecord(ctx context.Context, user string, write func() error) error {
+	if err := e.writes.acquire(ctx, user); err != nil {
+		return err
+	}
+	defer e.writes.release(user)
+	return write()
 }
 
 // safeRun turns a panic in an operation into a FAILED request instead of

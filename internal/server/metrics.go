@@ -56,9 +56,19 @@ func newMetrics(pools ...*pool) *metrics {
 			Name:        "skygo_api_workers",
 			Help:        "Size of each worker pool.",
 			ConstLabels: prometheus.Labels{"pool": p.name},
-		}, func() float64 { return float64(cap(p.sem)) }))
+		}, func() float64 { return float64(p.size) }))
 	}
 	return m
+}
+
+// countCredentialChecks exports how many credential checks (bcrypt for a
+// password) the server ran: with the auth cache it stays near one per
+// user per TTL however many calls arrive.
+func (m *metrics) countCredentialChecks(n func() int64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "skygo_api_credential_checks_total",
+		Help: "Credential checks run (cache misses), for passwords and tokens.",
+	}, func() float64 { return float64(n()) }))
 }
 
 func (m *metrics) finished(name, status string, d time.Duration) {

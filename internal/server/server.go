@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -270,7 +271,12 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	execCtx, stop := context.WithCancel(context.Background())
 	s.stopExec = stop
 	s.exec = &executor{store: s.store, log: s.log, logDir: s.paths.RequestLogs,
-		long: newPool("long", long), short: newPool("short", short), follow: newPool("follow", follow),
+		// Short requests (status, queues, logs) must answer at once whoever
+		// else is busy, so no one user may take all of their slots; long
+		// ones take minutes whatever happens and share by turns only.
+		long: newPool("long", long), short: newFairPool("short", short, perUserLimit(short)),
+		follow:  newFairPool("follow", follow, perUserLimit(follow)),
+		writes:  newFairPool("record-writes", recordWriteSlots, perUserLimit(recordWriteSlots)),
 		baseCtx: execCtx, jobs: map[string]*job{}, attachGrace: defaultAttachGrace}
 	s.exec.unfollowed = func(id, why string) {
 		if _, err := s.cancel(context.Background(), id, "request cancelled: "+why, "reason", why); err != nil {
@@ -278,6 +284,7 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 		}
 	}
 	s.metrics = newMetrics(s.exec.long, s.exec.short, s.exec.follow)
+	s.metrics.countCredentialChecks(s.auth.checks.Load)
 	s.uploads = upload.NewStore(paths.Uploads(opts.Home), opts.UploadLimit)
 	if opts.UploadMaxAge > 0 {
 		s.uploads.MaxAge = opts.UploadMaxAge
@@ -376,8 +383,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.log.Info("API server listening", "addr", ln.Addr().String(), "pid", os.Getpid(), "version", version.Version,
-		"db", s.store.Where(), "long_workers", cap(s.exec.long.sem), "short_workers", cap(s.exec.short.sem),
-		"follow_workers", cap(s.exec.follow.sem),
+		"db", s.store.Where(), "long_workers", s.exec.long.size, "short_workers", s.exec.short.size,
+		"follow_workers", s.exec.follow.size, "short_per_user", s.exec.short.perUser, "follow_per_user", s.exec.follow.perUser,
 		"basic_auth", s.opts.BasicAuth, "service_accounts", s.opts.ServiceAccounts)
 	if err := s.loops.Start(ctx); err != nil {
 		return err
@@ -484,10 +491,25 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeJSON(w, http.StatusNotFound, map[string]string{"detail": err.Error()})
 	case errors.Is(err, state.ErrAmbiguous):
 		s.writeJSON(w, http.StatusBadRequest, map[string]string{"detail": err.Error()})
+	case clientGone(r, err):
+		// A client that hangs up (Ctrl-C, a timeout, a killed script) is
+		// normal on a busy server, not a fault of ours: no one is left to
+		// answer, and an ERROR line would hide real ones.
+		s.log.Info("client went away before its answer", "path", r.URL.Path, "reason", err.Error())
 	default:
 		s.log.Error("internal error", "path", r.URL.Path, "err", err)
 		s.writeJSON(w, http.StatusInternalServerError, map[string]string{"detail": "internal server error: " + err.Error()})
 	}
+}
+
+// clientGone says whether err comes from the client having closed its
+// connection: the request's context ended (Go ends it when the
+// connection closes), or the connection broke under a read or write.
+func clientGone(r *http.Request, err error) bool {
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return true
+	}
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // wrap adds versioning, shutdown, authentication and error mapping.
@@ -654,7 +676,7 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		if err != nil {
 			return nil, fmt.Errorf("create request log: %w", err)
 		}
-		if err := s.store.CreateRequest(r.Context(), rec); err != nil {
+		if err := s.exec.writeRecord(r.Context(), u.ID, func() error { return s.store.CreateRequest(r.Context(), rec) }); err != nil {
 			logFile.Close()
 			return nil, err
 		}
