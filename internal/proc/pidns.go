@@ -255,12 +255,14 @@ func nodePIDNS(exe, home string) (*os.File, error) {
 			return ns, nil
 		}
 	}
-	c := exec.Command(exe, "agent", PIDInitVerb)
+	// pid-init is in the node's sandbox too: a job reads /proc/1/root,
+	// which must not be this machine's root with the server's ~/.sky.
+	c := SandboxCommand(exe, home, []string{exe, "agent", PIDInitVerb})
 	c.Dir = "/"
 	// The marker makes it one of the node's processes for stop and
 	// teardown; nothing else of the server's environment goes in.
 	c.Env = []string{EnvNode + "=" + filepath.Clean(home)}
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID}
+	c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
 	if err := c.Start(); err != nil {
 		return nil, fmt.Errorf("starting its pid 1: %w", err)
 	}
