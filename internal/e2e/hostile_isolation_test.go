@@ -152,3 +152,26 @@ func TestHostileLocalInfraIsForAdmins(t *testing.T) {
 		t.Errorf("the admin's launch on the local infrastructure:\n%s", r)
 	}
 }
+
+// TestLocalCheckSaysPIDIsolation: `sky check -v local` says whether a
+// node's jobs see only their node's processes, and warns when they see
+// the whole machine (here: the server's environment turns it off).
+func TestLocalCheckSaysPIDIsolation(t *testing.T) {
+	if err := skyproc.PIDNamespaceAvailable(); err != nil {
+		t.Skipf("local nodes get no PID namespace here: %v", err)
+	}
+	on := newEnv(t)
+	if r := on.must("check", "-v", "local"); !strings.Contains(r.out(), "each node has its own PID namespace") {
+		t.Errorf("sky check -v local does not say jobs see only their node's processes:\n%s", r)
+	}
+	off := newEnv(t)
+	r := off.exec(cmdTimeout, []string{skyproc.EnvPIDNS + "=0"}, "check", "-v", "local")
+	if r.code != 0 || !strings.Contains(r.out(), "nodes get no PID namespace of their own ("+skyproc.EnvPIDNS+"=0 is set)") ||
+		!strings.Contains(r.out(), "jobs see every process of this machine") {
+		t.Errorf("sky check -v local with PID namespaces off:\n%s", r)
+	}
+	task := writeFile(t, "t.yaml", "run: echo \"PID1 $(tr '\\0' ' ' < /proc/1/cmdline)\"\n")
+	if r := off.must("launch", "-y", "-c", "nopidns", task); strings.Contains(r.stdout, skyproc.PIDInitVerb) {
+		t.Errorf("with %s=0 a job still runs under the node's pid 1:\n%s", skyproc.EnvPIDNS, r)
+	}
+}

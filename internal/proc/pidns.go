@@ -130,7 +130,7 @@ func DescribePIDNS() string {
 	if err := PIDNamespaceAvailable(); err != nil {
 		return "jobs see every process of this machine in /proc, the API server's included (" + err.Error() + ")"
 	}
-	return "each node has its own PID namespace; a job's /proc lists only its node's processes"
+	return "each node has its own PID namespace (a job's /proc lists only its node's processes)"
 }
 
 // ownPIDNS holds this process's PID namespace, for a thread that entered
