@@ -136,7 +136,7 @@ func TestHostileLocalJobOpenFiles(t *testing.T) {
 // user) is refused with what to do, unless the admin allowed it; the
 // admin's own launch goes ahead.
 func TestHostileLocalInfraIsForAdmins(t *testing.T) {
-	tm := newTeam(t, "SKYGO_LOCAL_FOR_USERS=0")
+	tm := newTeam(t, "SKYGO_LOCAL_FOR_USERS=0", "SKYGO_JOBS_RETRY_GAP=1s")
 	task := writeFile(t, "t.yaml", "run: echo ran-as-$USER\n")
 	r := tm.as("bob", "launch", "-y", "--infra", "local", "-c", "bobs", task)
 	if r.code == 0 || strings.Contains(r.stdout, "ran-as-") {
@@ -150,6 +150,19 @@ func TestHostileLocalInfraIsForAdmins(t *testing.T) {
 	}
 	if r := tm.mustAs("admin", "launch", "-y", "--infra", "local", "-c", "admins", task); !strings.Contains(r.stdout, "ran-as-") {
 		t.Errorf("the admin's launch on the local infrastructure:\n%s", r)
+	}
+
+	// A managed job is held to its owner's role when the controller
+	// launches its cluster.
+	bob := *tm.skyEnv
+	bob.env = append(append([]string{}, tm.env...), tm.endpoint("bob")...)
+	ids := bob.jobsLaunch("--infra", "local", "-n", "bobs-mj", task)
+	q := bob.waitManaged(ids, 3*time.Minute, "over", func(m mjob) bool { return terminal(m.Status) })
+	for _, m := range q {
+		t.Logf("bob's managed job: %s", m)
+		if m.Status == "SUCCEEDED" || m.FailureReason == nil || !strings.Contains(*m.FailureReason, "only admins may launch on it") {
+			t.Errorf("bob's managed job on the local infrastructure: %s", m)
+		}
 	}
 }
 
