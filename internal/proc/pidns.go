@@ -59,6 +59,11 @@ func PIDInitMain() int {
 	// Handled (not ignored), so they reach pid 1 at all and are reset for
 	// any child.
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGUSR1, syscall.SIGUSR2)
+	// Ready: whoever started it waits for its stdout to close.
+	if null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		_ = syscall.Dup2(int(null.Fd()), 1)
+		null.Close()
+	}
 	stopping := false
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -263,27 +268,34 @@ func nodePIDNS(exe, home string) (*os.File, error) {
 	// teardown; nothing else of the server's environment goes in.
 	c.Env = []string{EnvNode + "=" + filepath.Clean(home)}
 	c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
-	if err := c.Start(); err != nil {
+	// pid-init closes its stdout once it handles SIGTERM: a stop's
+	// SIGTERM that came earlier, to a pid 1 without a handler, would be
+	// dropped, and the node would wait for the SIGKILL.
+	ready, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer ready.Close()
+	c.Stdout = w
+	err = c.Start()
+	w.Close()
+	if err != nil {
 		return nil, fmt.Errorf("starting its pid 1: %w", err)
 	}
 	pid := c.Process.Pid
 	go func() { _ = c.Wait() }()
-	// exec has replaced the forked copy once the marker is readable.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if ns, ok := openNodeInit(pid, home); ok {
-			if _, err := f.Seek(0, io.SeekStart); err == nil {
-				_ = f.Truncate(0)
-				_, _ = f.WriteString(strconv.Itoa(pid) + "\n")
-			}
-			return ns, nil
-		}
-		if time.Now().After(deadline) || !Alive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			return nil, fmt.Errorf("its pid 1 (%s agent %s) did not come up", exe, PIDInitVerb)
-		}
-		time.Sleep(5 * time.Millisecond)
+	_ = ready.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.Copy(io.Discard, ready)
+	ns, ok := openNodeInit(pid, home)
+	if !ok {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return nil, fmt.Errorf("its pid 1 (%s agent %s) did not come up", exe, PIDInitVerb)
 	}
+	if _, err := f.Seek(0, io.SeekStart); err == nil {
+		_ = f.Truncate(0)
+		_, _ = f.WriteString(strconv.Itoa(pid) + "\n")
+	}
+	return ns, nil
 }
 
 // openNodeInit opens the PID namespace of pid when pid is the pid-init
