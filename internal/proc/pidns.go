@@ -245,6 +245,11 @@ var pidnsMu sync.Mutex
 func nodePIDNS(exe, home string) (*os.File, error) {
 	pidnsMu.Lock()
 	defer pidnsMu.Unlock()
+	// A node torn down meanwhile (its directory gone) gets no new pid 1,
+	// which nothing would end.
+	if fi, err := os.Stat(home); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("the node's directory %s is gone (torn down?)", home)
+	}
 	path := NodeInitFile(home)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
