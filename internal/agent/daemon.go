@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -96,6 +97,9 @@ func runDaemon() error {
 	if err != nil {
 		return err
 	}
+	// Ranks and SSH sessions inherit the open-files limit a SkyPilot job
+	// expects.
+	proc.RaiseOpenFiles()
 	st, err := openStore(p.db(), false)
 	if err != nil {
 		return err

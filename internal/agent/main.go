@@ -64,6 +64,8 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 		return execRank(stdin, stdout)
 	case proc.SandboxVerb:
 		return proc.SandboxMain(rest)
+	case proc.PIDInitVerb:
+		return proc.PIDInitMain()
 	case "daemon":
 		if err := runDaemon(); err != nil {
 			fmt.Fprintf(stderr, "agent daemon: %v\n", err)
@@ -159,7 +161,7 @@ func mainAt(ctx context.Context, home string, args []string, stdin io.Reader, st
 
 const usage = `usage: sky agent <verb> [flags]   (internal; run on cluster nodes)
 verbs: start, stop-daemon, submit, queue, status, cancel, logs, set-autostop,
-       exec-rank, kill-rank, ping, ssh-stdio, ssh-serve`
+       exec-rank, kill-rank, ping, ssh-stdio, ssh-serve, sandbox-exec, pid-init`
 
 func writeJSON(w io.Writer, v any) {
 	b, err := json.Marshal(v)

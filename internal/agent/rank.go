@@ -71,7 +71,8 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	err = cmd.Start()
+	// In this process's network namespace, which is the node's.
+	err = proc.StartNode(cmd, home, "")
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -229,6 +230,8 @@ func execRank(stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintf(os.Stderr, "exec-rank: reading rank spec on stdin: %v\n", err)
 		return 2
 	}
+	// The rank inherits the open-files limit a SkyPilot job expects.
+	proc.RaiseOpenFiles()
 	// Signals to exec-rank (a dropped SSH session, a cancelled runner) end
 	// the rank's whole process group instead of orphaning it.
 	sigs := make(chan os.Signal, 1)

@@ -478,7 +478,7 @@ func (s *session) start(argv []string) error {
 			inW.Close()
 		}()
 	}
-	err := proc.StartIn(cmd, proc.NetNSPath(s.n.node.NetNS))
+	err := proc.StartNode(cmd, home, proc.NetNSPath(s.n.node.NetNS))
 	for _, f := range closeAfterStart {
 		f.Close()
 	}

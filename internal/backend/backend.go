@@ -42,6 +42,10 @@ type Backend struct {
 	Infras *infra.Set
 	// RetryDelay is the first pause of --retry-until-up (default 5 s).
 	RetryDelay time.Duration
+	// MayProvision, when set, is the server's word on whether user may
+	// have a new cluster made on the infrastructure of that kind; an error
+	// says why not and what to do, and the launch tries other places.
+	MayProvision func(ctx context.Context, user User, kind string) error
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex

@@ -530,6 +530,9 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		where := id.String()
 		plug, err := b.Infras.Get(id)
 		var prov provision.Provisioner
+		if err == nil && b.MayProvision != nil {
+			err = b.MayProvision(ctx, user, id.Kind)
+		}
 		if err == nil {
 			prov, err = plug.Provisioner(id)
 		}

@@ -143,6 +143,11 @@ func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	if err != nil {
 		return err
 	}
+	// Read once; the server's environment is what its children start
+	// from, and the first admin's password has no business there. (Jobs
+	// cannot read this process's /proc/PID/environ, the initial block, at
+	// all: a local node has a PID namespace of its own.)
+	_ = os.Unsetenv("SKYPILOT_INITIAL_BASIC_AUTH")
 	if err := adoptLegacyState(ctx, so.Home); err != nil {
 		return err
 	}
@@ -152,7 +157,7 @@ func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	}
 	defer st.Close()
 	so.Store = st
-	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host})
+	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host, Auth: so.BasicAuth || so.ServiceAccounts})
 	if err != nil {
 		return err
 	}

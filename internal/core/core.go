@@ -59,6 +59,10 @@ type Options struct {
 	// Host is the address the server listens on; services' load
 	// balancers listen there too (default 127.0.0.1).
 	Host string
+	// Auth is set when callers log in (basic auth or service accounts):
+	// then only admins launch on the local infrastructure, unless
+	// EnvLocalForUsers allows everyone.
+	Auth bool
 }
 
 // New builds the operations' environment.
@@ -102,6 +106,9 @@ func New(o Options) (*Env, error) {
 		return nil, err
 	}
 	e.Backend.Infras = infras
+	if o.Auth {
+		e.Backend.MayProvision = e.mayProvision
+	}
 	e.Jobs = &jobs.Env{Home: o.Home, Store: o.Store, Backend: e.Backend,
 		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
 			return e.planner(ctx, body, log)

@@ -19,7 +19,7 @@ import (
 var jobEnvAllowed = []string{
 	"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL",
 	"PWD", "OLDPWD", "SHLVL", "_", "PYTHONUNBUFFERED",
-	"SKYGO_LOCAL_NODE", "SKYGO_NODE_IP", "SKYGO_RANK_TAG",
+	"SKYGO_LOCAL_NODE", "SKYGO_NODE_IP", "SKYGO_RANK_TAG", "SKYGO_LOCAL_PIDNS",
 }
 
 // TestJobEnvironmentAndServerFiles: the server is auto-started by a client

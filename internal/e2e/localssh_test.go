@@ -69,17 +69,21 @@ func TestLocalSSH(t *testing.T) {
 	if out := runCmdStdin(t, 30*time.Second, e.env, "echo via-stdin $SKYPILOT_NODE_RANK\n", "ssh", "-F", gen, "-o", "BatchMode=yes", "-T", "dev-worker1"); !strings.Contains(out.stdout, "via-stdin 1\n") {
 		t.Errorf("echo ... | ssh -T dev-worker1: %s", out)
 	}
-	// A dropped connection ends the command, as with sshd.
-	pidFile := filepath.Join(e.nodeHome("dev", 0), "sleeper.pid")
-	drop := exec.Command("ssh", "-F", gen, "-o", "BatchMode=yes", "dev", "echo $$ > ~/sleeper.pid; exec sleep 120")
+	// A dropped connection ends the command, as with sshd. The command is
+	// found by its arguments among the node's processes: its own $$ is a
+	// pid of the node's PID namespace, not of this machine's.
+	drop := exec.Command("ssh", "-F", gen, "-o", "BatchMode=yes", "dev", "exec sleep 120.25")
 	drop.Env = e.env
 	if err := drop.Start(); err != nil {
 		t.Fatal(err)
 	}
 	var pid int
 	if !waitFor(15*time.Second, func() bool {
-		b, _ := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		for _, p := range skyproc.ProcsWithEnv(skyproc.EnvNode + "=" + e.nodeHome("dev", 0)) {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); string(b) == "sleep\x00120.25\x00" {
+				pid = p
+			}
+		}
 		return pid > 0
 	}) {
 		t.Fatal("the command over ssh did not start")
@@ -88,6 +92,15 @@ func TestLocalSSH(t *testing.T) {
 	_ = drop.Wait()
 	if !waitFor(10*time.Second, func() bool { return !skyproc.Alive(pid) }) {
 		t.Errorf("the command of a dropped ssh connection (pid %d) still runs", pid)
+	}
+
+	// A session is in its node's PID namespace, under the node's pid 1.
+	if skyproc.PIDNamespaceAvailable() == nil {
+		for _, alias := range []string{"dev", "dev-worker1"} {
+			if out := ssh(alias, `tr '\0' ' ' < /proc/1/cmdline`); !strings.Contains(out.stdout, "agent "+skyproc.PIDInitVerb) {
+				t.Errorf("ssh %s: pid 1 is not the node's: %s", alias, out)
+			}
+		}
 	}
 
 	// A pty: ssh -tt gives the command a terminal.

@@ -33,7 +33,11 @@ func newTeam(t *testing.T, extraServerEnv ...string) *team {
 	t.Helper()
 	e := newEnv(t)
 	srv := *e
-	srv.env = append(append(append([]string{}, e.env...), "ENABLE_BASIC_AUTH=true", "SKYPILOT_INITIAL_BASIC_AUTH=admin:adminpw"), extraServerEnv...)
+	// The local infrastructure is admins-only on a server with users
+	// unless the admin allows it (core.EnvLocalForUsers); the team's
+	// users launch there, as their attacks need. extraServerEnv may say
+	// SKYGO_LOCAL_FOR_USERS=0 (the last value wins).
+	srv.env = append(append(append([]string{}, e.env...), "ENABLE_BASIC_AUTH=true", "SKYPILOT_INITIAL_BASIC_AUTH=admin:adminpw", "SKYGO_LOCAL_FOR_USERS=1"), extraServerEnv...)
 	startForegroundServer(t, &srv, e.port)
 	admin, err := client.New(client.Options{Endpoint: fmt.Sprintf("http://admin:adminpw@127.0.0.1:%d", e.port), Home: e.home})
 	if err != nil {

@@ -206,7 +206,9 @@ func TestUploadsArePerUser(t *testing.T) {
 	// The env's own cleanup then runs without auth, on a server of its own.
 	srv := *e
 	srv.dir = t.TempDir()
-	srv.env = append(append([]string{}, e.env...), "ENABLE_BASIC_AUTH=true", "SKYPILOT_INITIAL_BASIC_AUTH=admin:adminpw")
+	// alice launches on the local infrastructure, which the admin allows
+	// users here.
+	srv.env = append(append([]string{}, e.env...), "ENABLE_BASIC_AUTH=true", "SKYPILOT_INITIAL_BASIC_AUTH=admin:adminpw", "SKYGO_LOCAL_FOR_USERS=1")
 	startForegroundServer(t, &srv, e.port)
 	as := func(user string) *client.Client {
 		c, err := client.New(client.Options{Endpoint: fmt.Sprintf("http://%s:%spw@127.0.0.1:%d", user, user, srv.port), Home: t.TempDir()})

@@ -76,7 +76,10 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // passes, because the server's environment is whatever the client that
 // auto-started it had — cloud credentials, SKYPILOT_INITIAL_BASIC_AUTH —
 // and every user's job would see it.
-var passedEnv = []string{"PATH", "USER", "LOGNAME", "LANG", "LC_ALL"}
+//
+// EnvPIDNS passes too when set: the node's agent must follow the server's
+// choice of PID namespaces.
+var passedEnv = []string{"PATH", "USER", "LOGNAME", "LANG", "LC_ALL", EnvPIDNS}
 
 // NodeEnv is the environment of commands on the local node at home: PATH,
 // USER, LOGNAME, LANG and LC_ALL from base (PATH defaulting to the usual

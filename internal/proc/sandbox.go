@@ -94,6 +94,7 @@ func SandboxMain(args []string) int {
 	// Capabilities belong to a thread; the one that drops them must be
 	// the one that executes the job.
 	runtime.LockOSThread()
+	RaiseOpenFiles()
 	if err := enterSandbox(args[0], args[1]); err != nil {
 		fmt.Fprintf(os.Stderr, "sky: cannot hide %s from the job: %v\n", args[0], err)
 		return 126
@@ -162,6 +163,14 @@ func enterSandbox(hide, keep string) error {
 	// lead back to the hidden files; enter it again through the new one.
 	if cwd == "" || os.Chdir(cwd) != nil {
 		if err := os.Chdir(keep); err != nil {
+			return err
+		}
+	}
+	// Forked into the node's PID namespace (StartNode): /proc becomes that
+	// namespace's, the last step, since the binds above went through the
+	// machine's /proc/self.
+	if inChildPIDNS() {
+		if err := mountOwnProc(); err != nil {
 			return err
 		}
 	}

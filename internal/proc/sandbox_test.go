@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "agent" && os.Args[2] == SandboxVerb {
 		os.Exit(SandboxMain(os.Args[3:]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == "agent" && os.Args[2] == PIDInitVerb {
+		os.Exit(PIDInitMain())
+	}
 	os.Exit(m.Run())
 }
 

@@ -418,8 +418,9 @@ func (p *Provisioner) Terminate(ctx context.Context, name string) error {
 	if err := p.releaseNet(name, nodes); err != nil {
 		return fmt.Errorf("removing the network of cluster %q: %w", name, err)
 	}
-	// The list of volume directories its jobs saw goes with it.
-	_ = os.Remove(proc.SandboxVolumesFile(p.ClusterDir(name)))
+	// The list of volume directories its jobs saw, and the records of its
+	// nodes' PID namespaces, go with it.
+	proc.RemoveSandboxFiles(p.ClusterDir(name))
 	unmountUnder(p.ClusterDir(name))
 	// Removing files through a mount still there would delete what it
 	// shows (a bucket's objects): refuse instead.

@@ -15,6 +15,7 @@ import (
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/proc"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -38,7 +39,8 @@ var (
 )
 
 // DescribeCheck implements infra.CheckDescriber: whether nodes have ports
-// of their own, said on the local section's line, and a warning when
+// and processes of their own, said on the local section's line, and
+// warnings when a node's processes are in the machine's PID namespace or
 // namespaced nodes cannot reach beyond this machine.
 func (in *Infra) DescribeCheck(_ context.Context, r *check.Result) {
 	n := in.P.network()
@@ -46,6 +48,13 @@ func (in *Infra) DescribeCheck(_ context.Context, r *check.Result) {
 		r.Reason = n.Describe()
 	} else {
 		r.Reason += "; " + n.Describe()
+	}
+	// Whether a job's /proc shows only its node's processes, or the whole
+	// machine's with the server's environment.
+	r.Reason += "; " + proc.DescribePIDNS()
+	if err := proc.PIDNamespaceAvailable(); err != nil {
+		r.Warnings = append(r.Warnings, "jobs on this machine can read the environment of every process here, the API server's and other users' jobs' included: "+
+			"nodes get no PID namespace of their own ("+err.Error()+")")
 	}
 	if n.PerNode() && n.Outbound == "" {
 		r.Warnings = append(r.Warnings, "nodes reach only this machine and each other: install iptables for outbound access from their namespaces, or set "+EnvNetNS+"=0 in the API server's environment")
