@@ -299,6 +299,11 @@ type session struct {
 	cmd     *exec.Cmd
 	started bool
 	done    chan struct{}
+	// replied is closed once the request that started the program was
+	// answered. A program that ends at once (`kill -9 $$`) must not have
+	// its exit status sent and the channel closed before that answer:
+	// the client would see the channel close instead of the reply.
+	replied chan struct{}
 }
 
 func (n *sshNode) session(conn *gossh.ServerConn, nc gossh.NewChannel) {
@@ -308,7 +313,9 @@ func (n *sshNode) session(conn *gossh.ServerConn, nc gossh.NewChannel) {
 	}
 	n.d.sshSessionStarted()
 	defer n.d.sshSessionEnded()
-	s := &session{n: n, conn: conn, ch: ch, done: make(chan struct{})}
+	s := &session{n: n, conn: conn, ch: ch, done: make(chan struct{}), replied: make(chan struct{})}
+	var replied sync.Once
+	defer replied.Do(func() { close(s.replied) })
 	for req := range reqs {
 		ok := false
 		switch req.Type {
@@ -354,6 +361,12 @@ func (n *sshNode) session(conn *gossh.ServerConn, nc gossh.NewChannel) {
 		}
 		if req.WantReply {
 			_ = req.Reply(ok, nil)
+		}
+		s.mu.Lock()
+		started := s.started
+		s.mu.Unlock()
+		if started {
+			replied.Do(func() { close(s.replied) })
 		}
 	}
 	// The client closed the channel: a program still running is hung up
@@ -526,6 +539,7 @@ func (s *session) wait(outs []*os.File) {
 		f.Close()
 	}
 	close(s.done)
+	<-s.replied
 	_ = s.ch.CloseWrite()
 	st := s.cmd.ProcessState
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
