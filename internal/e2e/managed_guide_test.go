@@ -39,6 +39,26 @@ func TestManagedInvestigationGuide(t *testing.T) {
 		if err := os.WriteFile(blocker, []byte("in the way\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// A failed launch's teardown removes whatever sits at its
+		// cluster's path (the file included), so the file is put back
+		// until the test is done with the backoff.
+		unblock := make(chan struct{})
+		blocking := make(chan struct{})
+		go func() {
+			defer close(blocking)
+			for {
+				select {
+				case <-unblock:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				if _, err := os.Lstat(blocker); os.IsNotExist(err) {
+					_ = os.WriteFile(blocker, []byte("in the way\n"), 0o600)
+				}
+			}
+		}()
+		stopBlocking := sync.OnceFunc(func() { close(unblock); <-blocking })
+		t.Cleanup(stopBlocking)
 		waiting := e.jobsLaunch("-n", "g-waiting", "--depends-on", fmt.Sprint(running), "--", "true")[0]
 
 		e.waitManaged([]int{running}, 30*time.Second, "RUNNING", func(m mjob) bool { return m.Status == "RUNNING" })
@@ -83,7 +103,8 @@ func TestManagedInvestigationGuide(t *testing.T) {
 		if !strings.Contains(ctl, "not a directory") {
 			t.Errorf("the controller log of a job in backoff does not show why its launch failed:\n%s", ctl)
 		}
-		if err := os.Remove(blocker); err != nil {
+		stopBlocking()
+		if err := os.Remove(blocker); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 		e.must("jobs", "cancel", "-y", fmt.Sprint(running), fmt.Sprint(backoff))

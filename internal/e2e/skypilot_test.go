@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -157,9 +158,14 @@ func TestSkyPilotServerOnPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// `sky status` asks for its sections at once, so calls come in
+	// concurrently.
+	var mu sync.Mutex
 	var calls []string
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		calls = append(calls, r.Method+" "+r.URL.Path)
+		mu.Unlock()
 		w.Header().Set("Server", "uvicorn")
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/api/health" {
@@ -180,6 +186,8 @@ func TestSkyPilotServerOnPort(t *testing.T) {
 			t.Errorf("want exit 1 and one line naming SkyPilot's server and what to do:\n%s", r)
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	for _, c := range calls {
 		if c != "GET /api/health" {
 			t.Errorf("SkyGo sent SkyPilot's server %s", c)

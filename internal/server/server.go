@@ -270,13 +270,22 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	}
 	execCtx, stop := context.WithCancel(context.Background())
 	s.stopExec = stop
+	// Short requests (status, queues, logs) must answer at once whoever
+	// else is busy, so on a server with users no one user may take all of
+	// their slots; long ones take minutes whatever happens and share by
+	// turns only. Without auth every caller is the same trusted party (the
+	// name is whatever the client says), and a cap would only keep that
+	// one user's own 49th log tail waiting while slots stand free.
+	capped := func(n int) int {
+		if s.authEnabled() {
+			return perUserLimit(n)
+		}
+		return n
+	}
 	s.exec = &executor{store: s.store, log: s.log, logDir: s.paths.RequestLogs,
-		// Short requests (status, queues, logs) must answer at once whoever
-		// else is busy, so no one user may take all of their slots; long
-		// ones take minutes whatever happens and share by turns only.
-		long: newPool("long", long), short: newFairPool("short", short, perUserLimit(short)),
-		follow:  newFairPool("follow", follow, perUserLimit(follow)),
-		writes:  newFairPool("record-writes", recordWriteSlots, perUserLimit(recordWriteSlots)),
+		long: newPool("long", long), short: newFairPool("short", short, capped(short)),
+		follow:  newFairPool("follow", follow, capped(follow)),
+		writes:  newFairPool("record-writes", recordWriteSlots, capped(recordWriteSlots)),
 		baseCtx: execCtx, jobs: map[string]*job{}, attachGrace: defaultAttachGrace}
 	s.exec.unfollowed = func(id, why string) {
 		if _, err := s.cancel(context.Background(), id, "request cancelled: "+why, "reason", why); err != nil {
