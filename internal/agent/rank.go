@@ -176,7 +176,7 @@ func killRank(home string, job, rank int) error {
 	_ = os.WriteFile(killedMarker(pidPath), nil, 0o600)
 	tag := rankTag(home, job, rank)
 	if b, err := os.ReadFile(pidPath); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && hasEnv(pid, tag) {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && proc.HasEnv(pid, tag) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}
@@ -199,19 +199,6 @@ func killRank(home string, job, rank int) error {
 }
 
 func killedMarker(pidPath string) string { return strings.TrimSuffix(pidPath, ".pid") + ".killed" }
-
-func hasEnv(pid int, kv string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	for _, e := range strings.Split(string(b), "\x00") {
-		if e == kv {
-			return true
-		}
-	}
-	return false
-}
 
 // pidHeader is the first line exec-rank prints, so the head learns the
 // remote pid for its log prefixes.

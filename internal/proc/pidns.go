@@ -323,7 +323,7 @@ func openNodeInit(pid int, home string) (*os.File, bool) {
 }
 
 func isNodeInit(pid int, home string) bool {
-	if pid <= 1 || !hasEnvEntry(pid, EnvNode+"="+filepath.Clean(home)) {
+	if pid <= 1 || !HasEnv(pid, EnvNode+"="+filepath.Clean(home)) {
 		return false
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
@@ -339,7 +339,9 @@ func isNodeInit(pid int, home string) bool {
 	return false
 }
 
-func hasEnvEntry(pid int, kv string) bool {
+// HasEnv reports whether process pid's environment holds the exact entry
+// kv ("NAME=value"); false when it cannot be read (gone, or not ours).
+func HasEnv(pid int, kv string) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return false
