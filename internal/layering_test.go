@@ -49,7 +49,8 @@ var layers = []layer{
 	{"config", []string{"internal/config"}},
 	{"operation contract", []string{"internal/op"}},
 	{"state", []string{"internal/state"}},
-	{"storage: bucket names, stores, S3 operations, mount scripts", []string{"internal/storage"}},
+	{"S3 operations through the SDK", []string{"internal/storage/s3bucket"}},
+	{"storage: bucket names, stores, copy and mount scripts", []string{"internal/storage"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
 	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
 }

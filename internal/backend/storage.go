@@ -17,6 +17,7 @@ import (
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/storage"
+	"github.com/skygo/skygo/internal/storage/s3bucket"
 )
 
 // StorageHandle is the handle JSON of a storage record: the stores of the
@@ -105,14 +106,14 @@ func (b *Backend) constructOne(ctx context.Context, cfg aws.Config, sm api.Stora
 	} else if !errors.Is(err, state.ErrNotFound) {
 		return p, err
 	}
-	bkt := storage.OpenS3(cfg, sm.Name, p.region)
+	bkt := s3bucket.OpenS3(cfg, sm.Name, p.region)
 	exists, bucketRegion, err := bkt.Exists(ctx)
 	if err != nil {
 		return p, err
 	}
 	if exists && bucketRegion != "" && bucketRegion != p.region {
 		p.region = bucketRegion
-		bkt = storage.OpenS3(cfg, sm.Name, p.region)
+		bkt = s3bucket.OpenS3(cfg, sm.Name, p.region)
 	}
 	switch {
 	case sm.URI != "":
@@ -155,7 +156,7 @@ func (b *Backend) constructOne(ctx context.Context, cfg aws.Config, sm api.Stora
 		if sm.SourceIsList && j < len(sm.SourceNames) {
 			prefix = sm.SourceNames[j]
 		}
-		objs, err := storage.Walk(src, prefix)
+		objs, err := s3bucket.Walk(src, prefix)
 		if err != nil {
 			return fail(state.StorageUploadFailed, fmt.Errorf("reading the upload of %s: %w", src, err))
 		}
@@ -175,8 +176,8 @@ func (b *Backend) constructOne(ctx context.Context, cfg aws.Config, sm api.Stora
 }
 
 // attachStorage runs each bucket mount on every node, after the file
-// sync: COPY downloads the bucket with the node's sky binary, MOUNT and
-// MOUNT_CACHED mount it with rclone. The nodes get the user's AWS
+// sync: COPY copies the bucket with rclone, MOUNT and MOUNT_CACHED mount
+// it with rclone. The nodes get the user's AWS
 // credentials only when aws.remote_identity is LOCAL_CREDENTIALS.
 func (b *Backend) attachStorage(ctx context.Context, c *state.Cluster, h *Handle, runners []provision.CommandRunner, plans []mountPlan, down bool, log io.Writer) error {
 	if len(plans) == 0 {
@@ -213,8 +214,6 @@ func (b *Backend) attachStorage(ctx context.Context, c *state.Cluster, h *Handle
 		err := parallel(len(runners), func(i int) error {
 			c := cmd
 			if p.Mode == storage.Copy {
-				o := o
-				o.Sky = b.skyWord(runners[i])
 				c = storage.CopyCommand(p.StorageMount, o)
 			}
 			res, err := runners[i].Run(ctx, c, provision.RunOptions{})
@@ -363,7 +362,7 @@ func (b *Backend) DeleteStorage(ctx context.Context, name string, log io.Writer)
 		if err != nil {
 			return err
 		}
-		if err := storage.OpenS3(cfg, s.Name, s.Region).Delete(ctx); err != nil {
+		if err := s3bucket.OpenS3(cfg, s.Name, s.Region).Delete(ctx); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "Deleted S3 bucket %s.\n", s.Name)

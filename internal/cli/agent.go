@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skygo/skygo/internal/agent"
-	"github.com/skygo/skygo/internal/storage"
 )
 
 // newAgentCmd is the hidden `sky agent` group run on cluster nodes. Its
@@ -30,14 +29,6 @@ func newAgentCmd(f *Factory) *cobra.Command {
 			io := defaultIO()
 			if f != nil && f.IO != nil {
 				io = f.IO
-			}
-			// COPY of a bucket needs the AWS SDK, which the agent package
-			// leaves out; the same binary serves it here.
-			if len(args) > 0 && args[0] == storage.CopyVerb {
-				if code := storage.CopyMain(ctx, args[1:], io.Out, io.ErrOut); code != 0 {
-					os.Exit(code)
-				}
-				return nil
 			}
 			if code := agent.Main(ctx, args, io.In, io.Out, io.ErrOut); code != 0 {
 				os.Exit(code)

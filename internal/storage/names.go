@@ -1,8 +1,10 @@
 // Package storage is SkyGo's buckets: store types and bucket names (the
-// task checks them at load), the S3 operations through the AWS SDK
-// (internal/awsx), and the per-node scripts that copy or mount a bucket.
-// The lifecycle that runs them on a cluster, and the records, live in the
-// backend and state; this package holds the rules once for both.
+// task checks them at load), URIs, and the per-node scripts that copy or
+// mount a bucket with rclone. It links no cloud SDK, so the task loader
+// and the node agent can use it; the S3 operations of the API server are
+// in s3bucket. The lifecycle that runs them on a cluster, and the
+// records, live in the backend and state; this package holds the rules
+// once for both.
 package storage
 
 import (

@@ -2,20 +2,15 @@ package storage
 
 import (
 	"cmp"
-	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/skygo/skygo/internal/api"
-	"github.com/skygo/skygo/internal/awsx"
 )
 
 // Modes of a bucket mount.
@@ -31,13 +26,13 @@ type NodeOptions struct {
 	// Endpoint is AWS_ENDPOINT_URL of the server (an emulator or an
 	// S3-compatible store), "" for AWS. Not a secret.
 	Endpoint string
-	// Sky is the shell word of the sky binary on the node (COPY runs
-	// `sky agent storage-copy`, so nodes need no aws CLI).
-	Sky string
 }
 
-// CopyVerb is the `sky agent` verb that downloads a bucket on a node.
-const CopyVerb = "storage-copy"
+// DefaultRegion is the region of a bucket whose region nobody said:
+// S3's us-east-1, as awsx.DefaultRegion on the server's side (this
+// package must not link the SDK to name it; s3bucket's test checks
+// they agree).
+const DefaultRegion = "us-east-1"
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -56,50 +51,75 @@ func nodePath(dst string) string {
 // of AWS credentials.
 const noCredentials = "the node has no AWS credentials: give it an instance profile, or set aws.remote_identity: LOCAL_CREDENTIALS in ~/.sky/config.yaml to copy yours to the nodes"
 
-// CopyCommand is the node command of a COPY mount.
-func CopyCommand(sm api.StorageMount, o NodeOptions) string {
-	env := ""
+// s3Remote is the rclone remote of bucket name (both COPY and the
+// mounts): rclone's own S3 backend, authenticated from the environment,
+// the node's ~/.aws files or its instance profile.
+func s3Remote(name string, o NodeOptions) string {
+	region := cmp.Or(o.Region, DefaultRegion)
 	if o.Endpoint != "" {
-		env = "AWS_ENDPOINT_URL=" + quote(o.Endpoint) + " "
+		// Path-style, as awsx's clients: emulators and most S3-compatible
+		// stores serve no per-bucket host names, and rclone's AWS
+		// provider insists on virtual hosts.
+		return ":s3,provider=Other,env_auth=true,region=" + region +
+			",endpoint=" + quoteRcloneValue(o.Endpoint) + ",force_path_style=true:" + name
 	}
-	return env + o.Sky + " agent " + CopyVerb + " --bucket " + quote(sm.Name) + " --prefix " + quote(sm.SubPath) +
-		" --region " + quote(cmp.Or(o.Region, awsx.DefaultRegion)) + " --dst " + nodePath(sm.Dst)
+	return ":s3,provider=AWS,env_auth=true,region=" + region + ":" + name
 }
 
-// CopyMain is `sky agent storage-copy`: it downloads a bucket (prefix)
-// to a directory with the node's own AWS configuration.
-func CopyMain(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := flag.NewFlagSet(CopyVerb, flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	bucket := fs.String("bucket", "", "bucket name")
-	prefix := fs.String("prefix", "", "key prefix")
-	region := fs.String("region", awsx.DefaultRegion, "bucket region")
-	dst := fs.String("dst", "", "destination directory")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *bucket == "" || *dst == "" {
-		fmt.Fprintln(errOut, "storage-copy: --bucket and --dst are required")
-		return 2
-	}
-	home, _ := os.UserHomeDir()
-	cfg, err := awsx.Load(ctx, awsx.Options{Home: home, Region: *region})
-	if err != nil {
-		fmt.Fprintln(errOut, err)
-		return 1
-	}
-	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-		fmt.Fprintf(errOut, "Failed to copy s3://%s/%s: %s.\n", *bucket, *prefix, noCredentials)
-		return 1
-	}
-	n, err := OpenS3(cfg, *bucket, *region).Download(ctx, *prefix, *dst)
-	if err != nil {
-		fmt.Fprintln(errOut, err)
-		return 1
-	}
-	fmt.Fprintf(out, "Copied %d object(s) from %s to %s.\n", n, URI(S3, *bucket, *prefix), *dst)
-	return 0
+// installRclone is the shell step that installs the Debian packages
+// pkgs where rclone is missing and apt-get is there; the caller checks
+// the result. $SUDO must be set.
+func installRclone(pkgs string) string {
+	return `if ! command -v rclone >/dev/null; then
+  if command -v apt-get >/dev/null; then $SUDO apt-get install -y -qq ` + pkgs + ` >/dev/null 2>&1; fi
+fi
+if ! command -v rclone >/dev/null; then
+  echo "rclone is not installed on this node and could not be installed; install the ` + pkgs + ` package(s)" >&2; exit 127
+fi
+`
 }
+
+// credentialHint prints the no-credentials hint when the rclone output
+// in file $1 says credentials were the trouble.
+const credentialHint = `grep -qiE 'NoCredentialProviders|no valid providers|credentials|AccessDenied|InvalidAccessKeyId' `
+
+// CopyCommand is the node script of a COPY mount: rclone copies the
+// bucket (or its sub-path) to the destination, so nodes need neither the
+// AWS SDK nor the aws CLI. A sub-path naming one object becomes the
+// destination file itself (rclone copyto), a prefix its directory.
+func CopyCommand(sm api.StorageMount, o NodeOptions) string {
+	src := s3Remote(sm.Name, o)
+	sub := strings.Trim(sm.SubPath, "/")
+	if sub != "" {
+		src += "/" + sub
+	}
+	what := URI(S3, sm.Name, sub) + " to " + sm.Dst
+	return fmt.Sprintf(`set -u
+SUDO=""; [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && SUDO="sudo -n"
+%[1]sDST=%[2]s
+mkdir -p "$(dirname "$DST")" "$HOME"/.sky
+OUT=$(mktemp "$HOME"/.sky/storage-copy.XXXXXX)
+rclone copyto %[3]s "$DST" --transfers %[4]d --checkers %[4]d >"$OUT" 2>&1
+rc=$?
+if [ $rc -ne 0 ]; then
+  echo %[5]s"(rclone exit code $rc):" >&2
+  tail -n 40 "$OUT" >&2
+  if %[7]s"$OUT"; then
+    echo %[8]s >&2
+  fi
+  rm -f "$OUT"
+  exit $rc
+fi
+rm -f "$OUT"
+# An empty bucket or prefix copies nothing; the destination is there all the same.
+[ -e "$DST" ] || mkdir -p "$DST"
+echo %[6]s
+`, installRclone("rclone"), nodePath(sm.Dst), quote(src), Concurrency, quote("Failed to copy "+what+" "), quote("Copied "+what+"."), credentialHint, quote("Hint: "+noCredentials+"."))
+}
+
+// Concurrency is how many objects move at once, uploads on the server
+// and copies on a node (SkyPilot's up to 32 concurrent uploads).
+const Concurrency = 32
 
 // RcloneLogDir is where mount logs go on a node (SkyPilot's
 // ~/.sky/rclone_log).
@@ -110,15 +130,7 @@ const RcloneLogDir = "~/.sky/rclone_log"
 // script adds): rclone's own S3 backend, authenticated from the
 // environment, the node's ~/.aws files or its instance profile.
 func MountArgs(sm api.StorageMount, o NodeOptions) ([]string, error) {
-	remote := ":s3,provider=AWS,env_auth=true,region=" + cmp.Or(o.Region, awsx.DefaultRegion)
-	if o.Endpoint != "" {
-		// Path-style, as awsx's clients: emulators and most S3-compatible
-		// stores serve no per-bucket host names, and rclone's AWS
-		// provider insists on virtual hosts.
-		remote = ":s3,provider=Other,env_auth=true,region=" + cmp.Or(o.Region, awsx.DefaultRegion) +
-			",endpoint=" + quoteRcloneValue(o.Endpoint) + ",force_path_style=true"
-	}
-	remote += ":" + sm.Name
+	remote := s3Remote(sm.Name, o)
 	args := []string{"rclone", "mount", remote}
 	switch sm.Mode {
 	case Mount:
@@ -267,13 +279,10 @@ if mountpoint -q "$MP" 2>/dev/null; then
   fusermount3 -uz "$MP" 2>/dev/null || fusermount -uz "$MP" 2>/dev/null || $SUDO umount -l "$MP"
   for i in 1 2 3 4 5 6 7 8; do mountpoint -q "$MP" || break; sleep 0.5; done
 fi
-if ! command -v rclone >/dev/null || ! { command -v fusermount3 >/dev/null || command -v fusermount >/dev/null; }; then
-  if command -v apt-get >/dev/null; then $SUDO apt-get install -y -qq rclone fuse3 >/dev/null 2>&1; fi
+if ! { command -v fusermount3 >/dev/null || command -v fusermount >/dev/null; }; then
+  if command -v apt-get >/dev/null; then $SUDO apt-get install -y -qq fuse3 >/dev/null 2>&1; fi
 fi
-if ! command -v rclone >/dev/null; then
-  echo "rclone is not installed on this node and could not be installed; install the rclone and fuse3 packages" >&2; exit 127
-fi
-if [ ! -e /dev/fuse ]; then echo "/dev/fuse is missing on this node: FUSE is needed to mount %[3]s" >&2; exit 1; fi
+%[7]sif [ ! -e /dev/fuse ]; then echo "/dev/fuse is missing on this node: FUSE is needed to mount %[3]s" >&2; exit 1; fi
 if [ "$(id -u)" != 0 ] && ! grep -qs '^user_allow_other' /etc/fuse.conf; then
   echo user_allow_other | $SUDO tee -a /etc/fuse.conf >/dev/null 2>&1 || true
 fi
@@ -319,7 +328,7 @@ if ! ls "$MP" >/dev/null 2>&1; then
   fusermount3 -uz "$MP" 2>/dev/null || fusermount -uz "$MP" 2>/dev/null || $SUDO umount -l "$MP"
   exit 1
 fi
-`, nodePath(sm.Dst), h, URI(S3, sm.Name, ""), cmd, sm.Dst, quote("Hint: "+noCredentials+".")), nil
+`, nodePath(sm.Dst), h, URI(S3, sm.Name, ""), cmd, sm.Dst, quote("Hint: "+noCredentials+"."), installRclone("rclone fuse3")), nil
 }
 
 // UnmountScript lazily unmounts each path (a no-op where nothing is

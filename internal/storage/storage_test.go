@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -110,36 +108,20 @@ func TestScripts(t *testing.T) {
 			t.Errorf("mount script lacks %q:\n%s", w, s)
 		}
 	}
-	c := CopyCommand(api.StorageMount{Name: "b", SubPath: "x/y", Dst: "/data"}, NodeOptions{Sky: "sky", Endpoint: "http://e:1"})
-	if c != "AWS_ENDPOINT_URL='http://e:1' sky agent storage-copy --bucket 'b' --prefix 'x/y' --region 'us-east-1' --dst '/data'" {
-		t.Errorf("copy command: %s", c)
+	c := CopyCommand(api.StorageMount{Name: "b", SubPath: "/x/y/", Dst: "~/data"}, NodeOptions{Endpoint: "http://e:1"})
+	// The copy reaches the bucket through the same remote as a mount.
+	margs, err := MountArgs(api.StorageMount{Name: "b", Dst: "/m", Mode: Mount}, NodeOptions{Endpoint: "http://e:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"rclone copyto " + quote(margs[2]+"/x/y") + ` "$DST"`, `DST="$HOME"/'data'`,
+		"apt-get install -y -qq rclone", "exit $rc", "LOCAL_CREDENTIALS", "Copied s3://b/x/y to ~/data."} {
+		if !strings.Contains(c, w) {
+			t.Errorf("copy script lacks %q:\n%s", w, c)
+		}
 	}
 	u := UnmountScript([]string{"/a", "~/b"})
 	if !strings.Contains(u, "MP='/a'") || !strings.Contains(u, `MP="$HOME"/'b'`) {
 		t.Errorf("unmount script: %s", u)
-	}
-}
-
-func TestWalkSkipsSymlinks(t *testing.T) {
-	d := t.TempDir()
-	os.MkdirAll(filepath.Join(d, "sub"), 0o755)
-	os.WriteFile(filepath.Join(d, "a"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(d, "sub", "b"), []byte("y"), 0o644)
-	os.Symlink("a", filepath.Join(d, "link"))
-	objs, err := Walk(d, "pre")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, o := range objs {
-		keys = append(keys, o.Key)
-	}
-	slices.Sort(keys)
-	if !slices.Equal(keys, []string{"pre/a", "pre/sub/b"}) {
-		t.Errorf("keys %v", keys)
-	}
-	objs, _ = Walk(filepath.Join(d, "a"), "a")
-	if len(objs) != 1 || objs[0].Key != "a" {
-		t.Errorf("file walk %v", objs)
 	}
 }

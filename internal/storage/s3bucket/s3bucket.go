@@ -1,16 +1,19 @@
-package storage
+// Package s3bucket is the S3 operations on a bucket through the AWS SDK
+// (internal/awsx): the API server creates, fills, lists and deletes
+// buckets with it. It is apart from internal/storage, whose names, URIs
+// and node scripts the task loader and the node agent use, so that
+// neither links the SDK; nodes reach buckets with rclone.
+package s3bucket
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,11 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/skygo/skygo/internal/awsx"
+	"github.com/skygo/skygo/internal/storage"
 )
-
-// Concurrency is how many objects move at once (SkyPilot's up to 32
-// concurrent uploads).
-const Concurrency = 32
 
 // Bucket is one S3 bucket reached through the SDK.
 type Bucket struct {
@@ -111,7 +111,7 @@ func Walk(root, prefix string) ([]Object, error) {
 	return out, err
 }
 
-// Upload puts the objects, Concurrency at a time.
+// Upload puts the objects, storage.Concurrency at a time.
 func (b *Bucket) Upload(ctx context.Context, objs []Object) error {
 	return each(ctx, len(objs), func(i int) error {
 		f, err := os.Open(objs[i].Path)
@@ -175,74 +175,11 @@ func (b *Bucket) Delete(ctx context.Context) error {
 	return nil
 }
 
-// Download copies the objects under prefix into dst (COPY mode on a
-// node). A prefix naming one object exactly downloads that object to dst
-// itself, as a file.
-func (b *Bucket) Download(ctx context.Context, prefix, dst string) (int, error) {
-	prefix = strings.Trim(prefix, "/")
-	listed := prefix
-	if listed != "" {
-		listed += "/"
-	}
-	keys, err := b.List(ctx, listed)
-	if err != nil {
-		return 0, err
-	}
-	if len(keys) == 0 && prefix != "" {
-		if _, err := b.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(prefix)}); err == nil {
-			return 1, b.get(ctx, prefix, dst)
-		}
-		return 0, fmt.Errorf("s3://%s/%s: no such object or prefix", b.Name, prefix)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return 0, err
-	}
-	var files []string
-	for _, k := range keys {
-		if !strings.HasSuffix(k, "/") { // "folder" markers of the console
-			files = append(files, k)
-		}
-	}
-	err = each(ctx, len(files), func(i int) error {
-		rel := strings.TrimPrefix(files[i], listed)
-		if !filepath.IsLocal(rel) {
-			return fmt.Errorf("s3://%s/%s: key leaves the destination; not copied", b.Name, files[i])
-		}
-		return b.get(ctx, files[i], filepath.Join(dst, filepath.FromSlash(rel)))
-	})
-	return len(files), err
-}
-
-func (b *Bucket) get(ctx context.Context, key, dst string) error {
-	out, err := b.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.Name), Key: aws.String(key)})
-	if err != nil {
-		return fmt.Errorf("downloading s3://%s/%s: %s", b.Name, key, awsx.Message(err))
-	}
-	defer out.Body.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	tmp := dst + ".sky-part"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, out.Body); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("downloading s3://%s/%s: %w", b.Name, key, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
-}
-
-// each runs fn(0..n-1), Concurrency at a time; the first error wins.
+// each runs fn(0..n-1), storage.Concurrency at a time; the first error wins.
 func each(ctx context.Context, n int, fn func(i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, Concurrency)
+	sem := make(chan struct{}, storage.Concurrency)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
