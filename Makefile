@@ -5,8 +5,20 @@ LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git r
 
 .PHONY: build test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
 
-build:
+# build: bin/sky and, beside it, the node runtime for each architecture
+# a node may have (bin/sky-node-linux-<arch>): the API server copies the
+# one for a node's `uname -m` to it, and runs the host's for the local
+# infrastructure and load balancers (internal/infra.NodeBinary).
+NODE_ARCHS := amd64 arm64
+NODE_BINS  := $(foreach a,$(NODE_ARCHS),bin/sky-node-linux-$(a))
+
+build: $(NODE_BINS)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
+
+# Always rebuilt (go's cache makes that cheap), like bin/sky.
+.PHONY: $(NODE_BINS)
+$(NODE_BINS): bin/sky-node-linux-%:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sky-node
 
 # test: what CI runs. vet, staticcheck, every Go test with the race
 # detector, then the Python SDK's tests with Debian's interpreter (its

@@ -61,7 +61,8 @@ func PIDInitMain() int {
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGUSR1, syscall.SIGUSR2)
 	// Ready: whoever started it waits for its stdout to close.
 	if null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
-		_ = syscall.Dup2(int(null.Fd()), 1)
+		// Dup3: linux/arm64 has no dup2 system call.
+		_ = syscall.Dup3(int(null.Fd()), 1, 0)
 		null.Close()
 	}
 	stopping := false
