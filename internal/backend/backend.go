@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -33,8 +34,12 @@ type Backend struct {
 	// Home is the user's home (where ~/.sky lives).
 	Home  string
 	Store *state.Store
-	// Sky is the path of the sky binary the agents run.
+	// Sky is the path of the sky binary: local nodes' autostop calls it
+	// back, and the node runtime is looked for beside it.
 	Sky string
+	// Node finds the node runtime builds; local nodes run this
+	// machine's (nil: infra.NodeBinariesBeside(Sky)).
+	Node infra.NodeBinaries
 	// CallbackEnv is added to the autostop callback so that it reaches
 	// this API server (HOME, SKYPILOT_API_SERVER_LOCAL_PORT, ...).
 	CallbackEnv []string
@@ -306,8 +311,11 @@ func (b *Backend) agentCall(ctx context.Context, r provision.CommandRunner, in a
 		if raw != nil {
 			stdin = bytes.NewReader(raw)
 		}
-		var err error
-		res, err = r.Run(ctx, b.agentCommand(r, verb, args...), provision.RunOptions{Stdin: stdin})
+		cmd, err := b.agentCommand(r, verb, args...)
+		if err != nil {
+			return err
+		}
+		res, err = r.Run(ctx, cmd, provision.RunOptions{Stdin: stdin})
 		if err != nil {
 			return fmt.Errorf("agent %s on %s: %w", verb, r.NodeIP(), err)
 		}
@@ -340,20 +348,32 @@ func (e *agentError) Error() string {
 	return fmt.Sprintf("node agent (%s) on %s: %s", e.verb, e.node, e.msg)
 }
 
-// skyWord is the shell word that runs the sky binary on the node r
+// nodeWord is the shell word that runs the node runtime on the node r
 // reaches: the copy an infrastructure's bootstrap installed there, else
-// the API server's own binary (the node is this machine).
-func (b *Backend) skyWord(r provision.CommandRunner) string {
+// this machine's build (the node is this machine).
+func (b *Backend) nodeWord(r provision.CommandRunner) (string, error) {
 	if l, ok := r.(provision.SkyLocator); ok {
-		return l.SkyCommand()
+		return l.SkyCommand(), nil
 	}
-	return provision.Quote(b.Sky)
+	bins := b.Node
+	if bins == nil {
+		bins = infra.NodeBinariesBeside(b.Sky)
+	}
+	p, err := bins(runtime.GOARCH)
+	if err != nil {
+		return "", err
+	}
+	return provision.Quote(p), nil
 }
 
-// agentCommand is `sky agent <verb> args...` with the sky binary of the
-// node r reaches.
-func (b *Backend) agentCommand(r provision.CommandRunner, verb string, args ...string) string {
-	return b.skyWord(r) + " " + provision.Join(append([]string{"agent", verb}, args...)...)
+// agentCommand is `sky-node agent <verb> args...` with the node runtime
+// of the node r reaches.
+func (b *Backend) agentCommand(r provision.CommandRunner, verb string, args ...string) (string, error) {
+	w, err := b.nodeWord(r)
+	if err != nil {
+		return "", err
+	}
+	return w + " " + provision.Join(append([]string{"agent", verb}, args...)...), nil
 }
 
 // agentConfigs builds each node's agent config. nodes, when set, is how

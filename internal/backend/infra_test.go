@@ -1,6 +1,9 @@
 package backend
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -11,18 +14,30 @@ import (
 	"github.com/skygo/skygo/internal/provision"
 )
 
-// The agent command on a node that runs its own copy of sky (an SSH host,
-// with $HOME expanded remotely) uses that copy; on a local node the
-// server's own binary, quoted.
+// The agent command on a node that runs its own copy of the node runtime
+// (an SSH host, with $HOME expanded remotely) uses that copy; on a local
+// node this machine's build beside the sky binary, quoted; without one,
+// the error says how to build it.
 func TestAgentCommandPerTransport(t *testing.T) {
-	b := &Backend{Sky: "/opt/sky dir/sky"}
+	dir := filepath.Join(t.TempDir(), "sky dir")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &Backend{Sky: filepath.Join(dir, "sky")}
 	sshRunner := ssh.NewRunner(nil, ssh.Endpoint{Addr: "10.0.0.1", Port: 22, User: "u"}, "", "", "/home/u")
-	if got, want := b.agentCommand(sshRunner, "status", "--json"), `"$HOME"/.sky/bin/sky agent status --json`; got != want {
-		t.Errorf("ssh agent command = %q, want %q", got, want)
+	if got, err := b.agentCommand(sshRunner, "status", "--json"); err != nil || got != `"$HOME"/.sky/bin/sky-node agent status --json` {
+		t.Errorf("ssh agent command = %q, %v", got, err)
 	}
 	var lr provision.CommandRunner = proc.NewRunner(t.TempDir(), "127.0.0.1")
-	if got := b.agentCommand(lr, "logs", "--job", "3"); got != `'/opt/sky dir/sky' agent logs --job 3` {
-		t.Errorf("local agent command = %q", got)
+	if _, err := b.agentCommand(lr, "logs", "--job", "3"); err == nil || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("local agent command without a node runtime: err = %v, want one saying to run make build", err)
+	}
+	node := filepath.Join(dir, infra.NodeBinaryName(runtime.GOARCH))
+	if err := os.WriteFile(node, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.agentCommand(lr, "logs", "--job", "3"); err != nil || got != provision.Quote(node)+` agent logs --job 3` {
+		t.Errorf("local agent command = %q, %v", got, err)
 	}
 }
 

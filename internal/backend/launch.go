@@ -1222,8 +1222,11 @@ func (b *Backend) cancelAndWait(ctx context.Context, head provision.CommandRunne
 
 // followJob streams a job's log to w until it ends and returns its status.
 func (b *Backend) followJob(ctx context.Context, head provision.CommandRunner, jobID int, w io.Writer) (string, error) {
-	_, err := head.Stream(ctx, b.agentCommand(head, "logs", "--job", fmt.Sprint(jobID), "--follow"), w, w)
+	cmd, err := b.agentCommand(head, "logs", "--job", fmt.Sprint(jobID), "--follow")
 	if err != nil {
+		return "", err
+	}
+	if _, err := head.Stream(ctx, cmd, w, w); err != nil {
 		return "", err
 	}
 	st, err := b.jobStatus(ctx, head, jobID)

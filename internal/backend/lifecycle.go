@@ -507,7 +507,11 @@ func (b *Backend) Logs(ctx context.Context, name string, user User, jobID int, f
 	if worker != nil {
 		args = append(args, "--rank", fmt.Sprint(*worker))
 	}
-	if _, err := head.Stream(ctx, b.agentCommand(head, "logs", args...), w, w); err != nil {
+	cmd, err := b.agentCommand(head, "logs", args...)
+	if err != nil {
+		return "", err
+	}
+	if _, err := head.Stream(ctx, cmd, w, w); err != nil {
 		return "", err
 	}
 	return b.jobStatus(ctx, head, jobID)

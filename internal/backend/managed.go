@@ -78,7 +78,11 @@ func (b *Backend) CopyJobLog(ctx context.Context, name string, user User, id, ta
 	if tail > 0 {
 		args = append(args, "--tail", fmt.Sprint(tail))
 	}
-	_, err = head.Stream(ctx, b.agentCommand(head, "logs", args...), w, w)
+	cmd, err := b.agentCommand(head, "logs", args...)
+	if err != nil {
+		return err
+	}
+	_, err = head.Stream(ctx, cmd, w, w)
 	return err
 }
 

@@ -54,7 +54,10 @@ type Options struct {
 	// Port is where the server answers locally (default api.DefaultPort);
 	// autostop callbacks on local clusters call it back there.
 	Port int
-	// Sky is the sky binary nodes run (default: this executable).
+	// Sky is the sky binary (default: this executable): local nodes'
+	// autostop calls it back, and the node runtime builds that nodes and
+	// load balancers run are looked for beside it (after
+	// $SKYGO_RUNTIME_DIR; infra.NodeBinariesBeside).
 	Sky string
 	// Host is the address the server listens on; services' load
 	// balancers listen there too (default 127.0.0.1).
@@ -78,10 +81,11 @@ func New(o Options) (*Env, error) {
 	if port == 0 {
 		port = api.DefaultPort
 	}
+	node := infra.NodeBinariesBeside(sky)
 	e := &Env{Home: o.Home, Store: o.Store}
-	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky,
+	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky, Node: node,
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
-	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky,
+	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky, Node: node,
 		Down: func(ctx context.Context, name string, log io.Writer) error {
 			err := e.Backend.Down(ctx, name, backend.User{}, true, false, log)
 			if backend.IsNotFound(err) {
@@ -114,7 +118,7 @@ func New(o Options) (*Env, error) {
 			return e.planner(ctx, body, log)
 		},
 		Redact: newRedactingLog}
-	e.Serve = &serve.Env{Home: o.Home, Store: o.Store, Backend: e.Backend, Sky: sky, LBHost: o.Host, Redact: newRedactingLog,
+	e.Serve = &serve.Env{Home: o.Home, Store: o.Store, Backend: e.Backend, Sky: sky, Node: node, LBHost: o.Host, Redact: newRedactingLog,
 		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
 			return e.planner(ctx, body, log)
 		}}

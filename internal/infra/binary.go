@@ -6,58 +6,167 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/skygo/skygo/internal/provision"
 )
 
-// The sky binary on nodes that do not share this machine's: every
-// infrastructure whose nodes are other machines or containers (SSH hosts,
-// Slurm login nodes, EC2 instances, Kubernetes pods) installs it the same
-// way, through its CommandRunner.
+// The node runtime (cmd/sky-node) on nodes that do not share this
+// machine's: every infrastructure whose nodes are other machines or
+// containers (SSH hosts, Slurm login nodes, EC2 instances, Kubernetes
+// pods) installs the build for the node's own architecture the same way,
+// through its CommandRunner. The local infrastructure and the load
+// balancers run this machine's build in place.
 
-// BinaryPath is where EnsureBinary puts the sky binary on a host.
-const BinaryPath = "~/.sky/bin/sky"
+// BinaryPath is where EnsureBinary puts the node runtime on a host.
+const BinaryPath = "~/.sky/bin/sky-node"
 
-// EnsureBinary puts localBinary at ~/.sky/bin/sky on the node unless the
-// node already has a file with the same SHA-256; see EnsureBinaryAt.
-func EnsureBinary(ctx context.Context, r provision.CommandRunner, localBinary string) (bool, error) {
-	return EnsureBinaryAt(ctx, r, localBinary, BinaryPath)
+// EnvRuntimeDir names a directory holding the node runtime builds
+// (sky-node-linux-<goarch>), searched before the sky binary's own
+// directory.
+const EnvRuntimeDir = "SKYGO_RUNTIME_DIR"
+
+// NodeBinaryName is the file name of the node runtime for goarch.
+func NodeBinaryName(goarch string) string { return "sky-node-linux-" + goarch }
+
+// NodeBinaries finds the node runtime built for a GOARCH.
+type NodeBinaries func(goarch string) (string, error)
+
+// NodeBinariesBeside looks in $SKYGO_RUNTIME_DIR, then in the directory
+// of the sky binary at sky (where `make build` puts them).
+func NodeBinariesBeside(sky string) NodeBinaries {
+	return func(goarch string) (string, error) {
+		var dirs []string
+		if d := os.Getenv(EnvRuntimeDir); d != "" {
+			dirs = append(dirs, d)
+		}
+		if sky != "" {
+			dirs = append(dirs, filepath.Dir(sky))
+		}
+		return findNodeBinary(dirs, goarch)
+	}
 }
 
-// EnsureBinaryAt puts localBinary at path (absolute or "~/...") on the
-// node unless the node already has a file with the same SHA-256. The copy
-// goes to a temporary name, is checked, made executable and renamed into
-// place, so a running agent never sees half a binary. It reports whether
-// it copied.
-func EnsureBinaryAt(ctx context.Context, r provision.CommandRunner, localBinary, path string) (bool, error) {
-	want, err := fileSHA256(localBinary)
+// NodeBinary is the node runtime for goarch beside this executable (or
+// in $SKYGO_RUNTIME_DIR).
+func NodeBinary(goarch string) (string, error) {
+	exe, err := os.Executable()
 	if err != nil {
-		return false, fmt.Errorf("hashing the sky binary: %w", err)
+		return "", fmt.Errorf("locating this executable to find the node runtime: %w", err)
 	}
+	return NodeBinariesBeside(exe)(goarch)
+}
+
+func findNodeBinary(dirs []string, goarch string) (string, error) {
+	name := NodeBinaryName(goarch)
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		fi, err := os.Stat(p)
+		if err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("the node runtime %s: %w", p, err)
+		}
+	}
+	where := "nowhere to look"
+	if len(dirs) > 0 {
+		where = "in " + strings.Join(dirs, " or ")
+	}
+	return "", fmt.Errorf("the node runtime for linux/%s (%s) is not %s; build it with `make build` (or `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o %s ./cmd/sky-node`), or set %s to the directory holding it",
+		goarch, name, where, goarch, name, EnvRuntimeDir)
+}
+
+// NodeArch maps a node's `uname -m` to the GOARCH of the node runtime it
+// runs.
+func NodeArch(machine string) (string, error) {
+	switch m := strings.TrimSpace(machine); m {
+	case "x86_64", "amd64":
+		return "amd64", nil
+	case "aarch64", "arm64":
+		return "arm64", nil
+	case "":
+		return "", errors.New("the node did not say its architecture (`uname -m` printed nothing)")
+	}
+	return "", fmt.Errorf("the node's architecture %q (`uname -m`) has no SkyGo node runtime; SkyGo runs on x86_64 and aarch64 (arm64) Linux nodes", strings.TrimSpace(machine))
+}
+
+// probeCommand prints the node's architecture and the hash of the node
+// runtime at qpath (nothing when there is none): one round trip decides
+// whether to copy and which build.
+func probeCommand(qpath string) string {
+	return "uname -m; sha256sum " + qpath + " 2>/dev/null || true"
+}
+
+// parseProbe splits probeCommand's output into the machine name and the
+// installed file's hash ("" when none).
+func parseProbe(out []byte) (machine, hash string) {
+	lines := strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)
+	machine = strings.TrimSpace(lines[0])
+	if len(lines) > 1 {
+		if f := strings.Fields(lines[1]); len(f) > 0 {
+			hash = f[0]
+		}
+	}
+	return machine, hash
+}
+
+// EnsureBinary puts the node runtime for the node's architecture at
+// ~/.sky/bin/sky-node unless the node already has a file with the same
+// SHA-256; see EnsureBinaryAt.
+func EnsureBinary(ctx context.Context, r provision.CommandRunner, bins NodeBinaries) (bool, error) {
+	return EnsureBinaryAt(ctx, r, bins, BinaryPath)
+}
+
+// EnsureBinaryAt asks the node its architecture (`uname -m`) and the hash
+// of the file at path (absolute or "~/...") in one command, and puts the
+// node runtime built for that architecture there unless the hashes
+// agree. The copy goes to a temporary name, is checked, made executable
+// and renamed into place, so a running agent never sees half a binary.
+// It reports whether it copied.
+func EnsureBinaryAt(ctx context.Context, r provision.CommandRunner, bins NodeBinaries, path string) (bool, error) {
 	qpath := provision.QuoteHomePath(path)
-	res, err := r.Run(ctx, "sha256sum "+qpath+" 2>/dev/null", provision.RunOptions{})
+	res, err := r.Run(ctx, probeCommand(qpath), provision.RunOptions{})
 	if err != nil {
-		return false, fmt.Errorf("checking the sky binary on %s: %w", r.NodeIP(), err)
+		return false, fmt.Errorf("checking the node runtime on %s: %w", r.NodeIP(), err)
 	}
-	if fields := strings.Fields(string(res.Stdout)); res.ExitCode == 0 && len(fields) > 0 && fields[0] == want {
+	if res.ExitCode != 0 {
+		return false, fmt.Errorf("checking the node runtime on %s (exit code %d): %s", r.NodeIP(), res.ExitCode, bytes.TrimSpace(res.Stderr))
+	}
+	machine, have := parseProbe(res.Stdout)
+	goarch, err := NodeArch(machine)
+	if err != nil {
+		return false, fmt.Errorf("node %s: %w", r.NodeIP(), err)
+	}
+	local, err := bins(goarch)
+	if err != nil {
+		return false, fmt.Errorf("node %s: %w", r.NodeIP(), err)
+	}
+	want, err := fileSHA256(local)
+	if err != nil {
+		return false, fmt.Errorf("hashing the node runtime: %w", err)
+	}
+	if have == want {
 		return false, nil
 	}
 	tmp := uploadTemp(path)
-	if err := r.Upload(ctx, localBinary, tmp); err != nil {
+	if err := r.Upload(ctx, local, tmp); err != nil {
 		return false, err
 	}
 	cmd := fmt.Sprintf(`t=%s; h=$(sha256sum "$t" | cut -d' ' -f1); if [ "$h" != %s ]; then rm -f "$t"; echo "copied binary has hash $h, expected %s" >&2; exit 1; fi; chmod 755 "$t" && mv -f "$t" %s`,
 		provision.QuoteHomePath(tmp), want, want, qpath)
 	res, err = r.Run(ctx, cmd, provision.RunOptions{})
 	if err != nil {
-		return false, fmt.Errorf("installing the sky binary on %s: %w", r.NodeIP(), err)
+		return false, fmt.Errorf("installing the node runtime on %s: %w", r.NodeIP(), err)
 	}
 	if res.ExitCode != 0 {
-		return false, fmt.Errorf("installing the sky binary on %s: %s", r.NodeIP(), bytes.TrimSpace(res.Stderr))
+		return false, fmt.Errorf("installing the node runtime on %s: %s", r.NodeIP(), bytes.TrimSpace(res.Stderr))
 	}
 	return true, nil
 }

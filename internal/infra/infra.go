@@ -33,6 +33,9 @@ type Env struct {
 	Store *state.Store
 	// Sky is the path of the sky binary on this machine.
 	Sky string
+	// Node finds the node runtime builds the infrastructures copy to
+	// their nodes (nil: NodeBinariesBeside(Sky)).
+	Node NodeBinaries
 	// Down tears a cluster down through the backend (for operations such
 	// as `sky local down` that remove an infrastructure's clusters).
 	Down func(ctx context.Context, cluster string, log io.Writer) error
@@ -42,6 +45,14 @@ type Env struct {
 	// Catalog is the server's price catalog (clouds read their images
 	// from it); nil in tests that need none.
 	Catalog func() *catalog.Catalog
+}
+
+// NodeBinaries is e.Node, or the builds beside e.Sky.
+func (e Env) NodeBinaries() NodeBinaries {
+	if e.Node != nil {
+		return e.Node
+	}
+	return NodeBinariesBeside(e.Sky)
 }
 
 // Infra is one kind of infrastructure, opened for one server.

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
@@ -380,7 +382,7 @@ func portFree(host string, port int) bool {
 	return true
 }
 
-// startLB starts `sky serve-lb` for the service, detached, its output
+// startLB starts `sky-node serve-lb` for the service, detached, its output
 // appended to the load balancer log. It gets no environment of the
 // server's beyond PATH: the server's may hold credentials.
 func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) {
@@ -407,7 +409,15 @@ func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) 
 		return 0, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(e.Sky, args...)
+	bins := e.Node
+	if bins == nil {
+		bins = infra.NodeBinariesBeside(e.Sky)
+	}
+	node, err := bins(runtime.GOARCH)
+	if err != nil {
+		return 0, fmt.Errorf("starting the load balancer: %w", err)
+	}
+	cmd := exec.Command(node, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"
@@ -445,7 +455,7 @@ func (e *Env) killLB(name string, pid int) {
 	}
 }
 
-// isOurLB says whether pid runs `sky serve-lb --service name --control
+// isOurLB says whether pid runs `sky-node serve-lb --service name --control
 // sock`: the socket tells this server's load balancer from one of a
 // service of the same name under another HOME.
 func isOurLB(pid int, name, sock string) bool {
@@ -456,7 +466,7 @@ func isOurLB(pid int, name, sock string) bool {
 	return lbCmdline(raw, name, sock)
 }
 
-// lbCmdline says whether a /proc cmdline is `sky serve-lb` of service
+// lbCmdline says whether a /proc cmdline is `serve-lb` of service
 // name on control socket sock. A zombie's is empty: it is not alive.
 func lbCmdline(raw []byte, name, sock string) bool {
 	args := bytes.Split(bytes.TrimRight(raw, "\x00"), []byte{0})

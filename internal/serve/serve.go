@@ -20,7 +20,7 @@
 // deterministic (cluster <service>-<id>, the replica's job tagged
 // serve/<service>/<id>/<attempt>), so a reconcile killed at any
 // instruction and run again finds what it made. The load balancer is a
-// process of its own (`sky serve-lb`, internal/serve/lb), outside the API
+// process of its own (`sky-node serve-lb`, internal/serve/lb), outside the API
 // server's process group: traffic keeps flowing while the server
 // restarts, and the restarted controller adopts it through its control
 // socket.
@@ -41,6 +41,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
@@ -58,8 +59,12 @@ type Env struct {
 	// Redact wraps a writer so the given secret values never pass it (a
 	// replica may print its secrets; its log must not show them).
 	Redact func(w io.Writer, secrets map[string]string) io.Writer
-	// Sky is the sky binary the load balancers run as (`sky serve-lb`).
+	// Sky is the sky binary; the node runtime is looked for beside it.
 	Sky string
+	// Node finds the node runtime builds: load balancers run this
+	// machine's (`sky-node serve-lb`), which links no SDK and stays
+	// small (nil: infra.NodeBinariesBeside(Sky)).
+	Node infra.NodeBinaries
 	// LBHost is the address load balancers listen on: the API server's
 	// own bind host, so a service is reachable wherever its server is.
 	LBHost string

@@ -83,7 +83,8 @@ var (
 
 // SkyBinary returns the path of a built sky binary: SKYGO_TEST_BINARY when
 // set (the Makefile builds it once), else a build into a temp dir, once per
-// test process.
+// test process, with the node runtime builds beside it (see NodeBinary),
+// as `make build` lays them out.
 func SkyBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("SKYGO_TEST_BINARY"); p != "" {
@@ -96,17 +97,51 @@ func SkyBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sky")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/sky")
-		cmd.Dir = RepoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{out: string(out), err: err}
+		builds := [][]string{{"", binPath, "./cmd/sky"}}
+		for _, a := range nodeArchs {
+			builds = append(builds, []string{a, filepath.Join(dir, "sky-node-linux-"+a), "./cmd/sky-node"})
+		}
+		for _, b := range builds {
+			cmd := exec.Command("go", "build", "-o", b[1], b[2])
+			cmd.Dir = RepoRoot(t)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if b[0] != "" {
+				cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+b[0])
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = &buildError{out: string(out), err: err}
+				return
+			}
 		}
 	})
 	if buildErr != nil {
 		t.Fatalf("building sky: %v", buildErr)
 	}
 	return binPath
+}
+
+// nodeArchs are the node runtime builds (the Makefile's NODE_ARCHS,
+// infra.NodeArchs).
+var nodeArchs = []string{"amd64", "arm64"}
+
+// NodeBinary returns the node runtime built for linux/goarch
+// (cmd/sky-node): the file sky-node-linux-<goarch> beside SkyBinary's.
+// With SKYGO_TEST_BINARY set, `make build` made it; a missing one fails
+// the test saying so.
+func NodeBinary(t testing.TB, goarch string) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(SkyBinary(t)), "sky-node-linux-"+goarch)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the node runtime for linux/%s is not beside the sky binary (%v); run `make build`, which builds bin/sky-node-linux-<arch> beside bin/sky", goarch, err)
+	}
+	return p
+}
+
+// RuntimeDir is the directory of SkyBinary, which holds the node runtime
+// builds (for SKYGO_RUNTIME_DIR or infra.NodeBinariesBeside).
+func RuntimeDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Dir(NodeBinary(t, runtime.GOARCH))
 }
 
 type buildError struct {

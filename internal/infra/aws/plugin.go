@@ -171,7 +171,7 @@ func (in *Infra) forget(cloudName string) {
 // key as on SSH pool hosts, then the user's AWS credentials when (and
 // only when) aws.remote_identity is LOCAL_CREDENTIALS.
 func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer) ([]agentapi.Node, error) {
-	nodes, err := ssh.BootstrapHosts(ctx, in.env.Sky, info, runners, log, "SkyGo's key is given to every instance; this one has none")
+	nodes, err := ssh.BootstrapHosts(ctx, in.env.NodeBinaries(), info, runners, log, "SkyGo's key is given to every instance; this one has none")
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 		if err != nil {
 			return err
 		}
-		copied, err := infra.EnsureBinary(ctx, r, in.env.Sky)
+		copied, err := infra.EnsureBinary(ctx, r, in.env.NodeBinaries())
 		if err != nil {
 			return fmt.Errorf("pod %s: %w", r.pod, err)
 		}

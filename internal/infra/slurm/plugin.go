@@ -166,15 +166,15 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 	if !ok {
 		return nil, fmt.Errorf("the head node of a Slurm cluster has no Slurm runner")
 	}
-	copied, err := infra.EnsureBinaryAt(ctx, head.login, in.env.Sky, head.sky)
+	copied, err := infra.EnsureBinaryAt(ctx, head.login, in.env.NodeBinaries(), head.sky)
 	if err != nil {
-		return nil, fmt.Errorf("installing the sky binary on the login node: %w", err)
+		return nil, fmt.Errorf("installing the node runtime on the login node: %w", err)
 	}
 	st := "up to date"
 	if copied {
 		st = "copied"
 	}
-	fmt.Fprintf(log, "sky binary on the shared filesystem (%s): %s\n", head.sky, st)
+	fmt.Fprintf(log, "node runtime on the shared filesystem (%s): %s\n", head.sky, st)
 	envFile := head.jobEnv
 	err = parallelNodes(len(runners), func(i int) error {
 		r := runners[i].(*Runner)

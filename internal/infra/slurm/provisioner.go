@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -659,8 +660,10 @@ func (p *Provisioner) Runners(info *provision.ClusterInfo) ([]provision.CommandR
 // capacity nor a configuration problem.
 func slurmError(msg string) error { return errors.New("slurm: " + msg) }
 
-// SkyPath is where bootstrap puts the sky binary on the shared filesystem.
-func SkyPath(base string) string { return base + "/.sky/bin/sky" }
+// SkyPath is where bootstrap puts the node runtime on the shared
+// filesystem (the login node's architecture: a cluster's compute nodes
+// are taken to share it).
+func SkyPath(base string) string { return base + "/" + strings.TrimPrefix(infra.BinaryPath, "~/") }
 
 // ClusterHome is the cluster's directory on the shared filesystem.
 func ClusterHome(base, jobName string) string { return base + "/.sky_clusters/" + jobName }

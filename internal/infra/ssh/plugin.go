@@ -130,18 +130,19 @@ func (in *Infra) allowedPools() (map[string]*Pool, error) {
 const sshKeyOnHead = ".sky/ssh/cluster-key"
 
 // Bootstrap implements infra.Bootstrapper: the hosts are the user's own,
-// so the sky binary is copied to ~/.sky/bin/sky on each (only when its
-// hash differs) and the head gets the keys it needs to reach the workers'
+// so the node runtime for each host's architecture is copied to
+// ~/.sky/bin/sky-node (only when its hash differs) and the head gets the keys it needs to reach the workers'
 // agents over SSH.
 func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer) ([]agentapi.Node, error) {
-	return BootstrapHosts(ctx, in.env.Sky, info, runners, log, "set identity_file for it in "+DefaultPoolsPath(in.env.Home))
+	return BootstrapHosts(ctx, in.env.NodeBinaries(), info, runners, log, "set identity_file for it in "+DefaultPoolsPath(in.env.Home))
 }
 
 // BootstrapHosts prepares nodes reached over SSH, whatever made them (a
-// pool's hosts, cloud VMs): the sky binary at ~/.sky/bin/sky on each, and
+// pool's hosts, cloud VMs): the node runtime for its architecture at
+// ~/.sky/bin/sky-node on each (infra.EnsureBinary), and
 // on the head the private keys its agent needs to reach the workers'.
 // runners must be *Runner; keyHint says how to give a host a key.
-func BootstrapHosts(ctx context.Context, sky string, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer, keyHint string) ([]agentapi.Node, error) {
+func BootstrapHosts(ctx context.Context, bins infra.NodeBinaries, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer, keyHint string) ([]agentapi.Node, error) {
 	var mu sync.Mutex
 	errs := make([]error, len(runners))
 	var wg sync.WaitGroup
@@ -149,7 +150,7 @@ func BootstrapHosts(ctx context.Context, sky string, info *provision.ClusterInfo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			copied, err := infra.EnsureBinary(ctx, runners[i], sky)
+			copied, err := infra.EnsureBinary(ctx, runners[i], bins)
 			if err != nil {
 				errs[i] = fmt.Errorf("node %d (%s): %w", i, runners[i].NodeIP(), err)
 				return
@@ -159,7 +160,7 @@ func BootstrapHosts(ctx context.Context, sky string, info *provision.ClusterInfo
 				st = "copied"
 			}
 			mu.Lock()
-			fmt.Fprintf(log, "sky binary on node %d (%s): %s\n", i, runners[i].NodeIP(), st)
+			fmt.Fprintf(log, "node runtime on node %d (%s): %s\n", i, runners[i].NodeIP(), st)
 			mu.Unlock()
 		}()
 	}
@@ -171,7 +172,7 @@ func BootstrapHosts(ctx context.Context, sky string, info *provision.ClusterInfo
 	headHome := info.Nodes[0].Home
 	keys := map[string]string{} // local key file -> path on the head
 	for i, n := range info.Nodes {
-		nodes[i] = agentapi.Node{IP: n.InternalIP, Home: n.Home, Transport: agentapi.TransportSSH, Sky: n.Home + "/.sky/bin/sky",
+		nodes[i] = agentapi.Node{IP: n.InternalIP, Home: n.Home, Transport: agentapi.TransportSSH, Sky: n.Home + "/" + strings.TrimPrefix(infra.BinaryPath, "~/"),
 			CPUs: n.CPUs, GPUs: n.GPUs}
 		if i == 0 {
 			continue

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -46,7 +45,7 @@ type HostRecord struct {
 	CPUs     int            `json:"cpus,omitempty"`
 	MemoryGB float64        `json:"memory_gb,omitempty"`
 	GPUs     map[string]int `json:"gpus,omitempty"`
-	// Binary is "copied" or "up to date" (the sky binary at ~/.sky/bin/sky).
+	// Binary is "copied" or "up to date" (the node runtime at ~/.sky/bin/sky-node).
 	Binary string `json:"binary,omitempty"`
 }
 
@@ -266,12 +265,11 @@ func (in *Infra) setUpHost(ctx context.Context, res *Resolver, p *Pool, h Host) 
 		return rec
 	}
 	rec.OS, rec.Arch, rec.CPUs, rec.MemoryGB, rec.GPUs = f.OS, f.Arch, f.CPUs, f.MemoryGB, f.GPUs
-	if f.OS != runtime.GOOS || f.Arch != runtime.GOARCH {
-		rec.Error = fmt.Sprintf("host is %s/%s; this sky binary runs on %s/%s (run the API server on a %s/%s machine, or leave the host out of the pool)",
-			f.OS, f.Arch, runtime.GOOS, runtime.GOARCH, f.OS, f.Arch)
+	if f.OS != "linux" {
+		rec.Error = fmt.Sprintf("host runs %s; SkyGo's node runtime runs on Linux (leave the host out of the pool)", f.OS)
 		return rec
 	}
-	copied, err := infra.EnsureBinary(ctx, NewRunner(d, ep, f.IP, "", f.Home), in.env.Sky)
+	copied, err := infra.EnsureBinary(ctx, NewRunner(d, ep, f.IP, "", f.Home), in.env.NodeBinaries())
 	if err != nil {
 		rec.Error = err.Error()
 		return rec
@@ -382,7 +380,7 @@ func (in *Infra) down(ctx context.Context, r *op.Request) (any, error) {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("pool %s, host %s: %w", name, p.Hosts[i].Name, err))
 			} else {
-				fmt.Fprintf(r.Log, "  %s: removed ~/.sky/bin/sky\n", p.Hosts[i].Name)
+				fmt.Fprintf(r.Log, "  %s: removed ~/.sky/bin\n", p.Hosts[i].Name)
 			}
 		}
 		_ = in.env.Store.DeleteSetting(ctx, sshPoolKey(name))

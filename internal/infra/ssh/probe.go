@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
 )
@@ -83,12 +84,11 @@ func parseFacts(out string) (HostFacts, error) {
 	return f, nil
 }
 
+// goArch is the GOARCH of a `uname -m`, or the name itself when SkyGo has
+// no node runtime for it (EnsureBinary then says so).
 func goArch(uname string) string {
-	switch uname {
-	case "x86_64", "amd64":
-		return "amd64"
-	case "aarch64", "arm64":
-		return "arm64"
+	if a, err := infra.NodeArch(uname); err == nil {
+		return a
 	}
 	return uname
 }

@@ -32,7 +32,7 @@ func PgidDir(cluster string) string { return HostClusterDir(cluster) + "/pgids" 
 
 // hostPaths are what a cluster leaves on a host besides HostClusterDir:
 // removed by Terminate (the host served only this cluster). The agent's
-// own pid files under ~/.sky/agent are killed first. ~/.sky/bin/sky stays
+// own pid files under ~/.sky/agent are killed first. ~/.sky/bin/sky-node stays
 // (it belongs to `sky ssh up`, not to a cluster). The cluster-key files
 // are the private keys the backend gives a head node to reach its workers.
 var hostPaths = []string{"~/.sky/agent", "~/.sky/hooks", "~/sky_workdir", "~/sky_logs", "~/.sky/ssh/cluster-key*"}

@@ -17,6 +17,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -447,4 +448,6 @@ func SSHCommand(ep Endpoint, kh *KnownHosts) []string {
 
 // SkyCommand implements provision.SkyLocator: hosts run the copy of the
 // sky binary that bootstrap installed ("$HOME" expands on the host).
-func (r *Runner) SkyCommand() string { return `"$HOME"/.sky/bin/sky` }
+func (r *Runner) SkyCommand() string {
+	return `"$HOME"/` + provision.Quote(strings.TrimPrefix(infra.BinaryPath, "~/"))
+}

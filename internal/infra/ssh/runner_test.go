@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 func TestRunStreamOverCachedConnections(t *testing.T) {
@@ -152,23 +155,115 @@ func TestUploadAndEnsureBinary(t *testing.T) {
 		t.Fatalf("uploaded file: %q %q %v", res.Stdout, res.Stderr, err)
 	}
 
-	bin := filepath.Join(dir, "sky")
-	os.WriteFile(bin, bytes.Repeat([]byte("fake sky binary\n"), 100000), 0o755)
-	copied, err := infra.EnsureBinary(ctx, r, bin)
+	bin := filepath.Join(dir, "sky-node")
+	os.WriteFile(bin, bytes.Repeat([]byte("fake node binary\n"), 100000), 0o755)
+	bins := func(string) (string, error) { return bin, nil }
+	copied, err := infra.EnsureBinary(ctx, r, bins)
 	if err != nil || !copied {
 		t.Fatalf("first EnsureBinary: copied=%v err=%v", copied, err)
 	}
-	copied, err = infra.EnsureBinary(ctx, r, bin)
+	copied, err = infra.EnsureBinary(ctx, r, bins)
 	if err != nil || copied {
 		t.Fatalf("second EnsureBinary: copied=%v err=%v, want no copy", copied, err)
 	}
 	os.WriteFile(bin, []byte("new version\n"), 0o755)
-	if copied, err = infra.EnsureBinary(ctx, r, bin); err != nil || !copied {
+	if copied, err = infra.EnsureBinary(ctx, r, bins); err != nil || !copied {
 		t.Fatalf("changed binary: copied=%v err=%v", copied, err)
 	}
-	res, _ = r.Run(ctx, `cat ~/.sky/bin/sky; stat -c %a ~/.sky/bin/sky; ls -A ~/.sky/bin | wc -l`, provision.RunOptions{})
+	res, _ = r.Run(ctx, `cat ~/.sky/bin/sky-node; stat -c %a ~/.sky/bin/sky-node; ls -A ~/.sky/bin | wc -l`, provision.RunOptions{})
 	if string(res.Stdout) != "new version\n755\n1\n" {
 		t.Fatalf("installed binary: %q", res.Stdout)
+	}
+}
+
+// unameRunner is a real SSH host whose PATH starts with a directory
+// holding a `uname` that reports another machine, so the host looks like
+// an aarch64 (or other) node to everything that asks it.
+type unameRunner struct {
+	*Runner
+	shim string
+}
+
+func (u unameRunner) Run(ctx context.Context, cmd string, o provision.RunOptions) (provision.Result, error) {
+	return u.Runner.Run(ctx, "PATH="+u.shim+":$PATH; "+cmd, o)
+}
+
+func withUname(t *testing.T, ctx context.Context, r *Runner, machine string) unameRunner {
+	t.Helper()
+	shim := "/tmp/uname-shim-" + strconv.Itoa(os.Getpid()) + "-" + machine
+	script := `#!/bin/sh
+if [ "$1" = -m ]; then echo ` + machine + `; else exec /usr/bin/uname "$@"; fi
+`
+	if _, err := provision.RunChecked(ctx, r, "mkdir -p "+shim+" && cat > "+shim+"/uname && chmod 755 "+shim+"/uname",
+		provision.RunOptions{Stdin: strings.NewReader(script)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = r.Run(context.Background(), "rm -rf "+shim, provision.RunOptions{}) })
+	return unameRunner{Runner: r, shim: shim}
+}
+
+// A node gets the node runtime built for its own architecture: an
+// aarch64 host gets the arm64 build (and the installed file runs, as an
+// arm64 program, under qemu-user), an x86_64 host the amd64 build, and a
+// host of another architecture a clear error and nothing installed.
+func TestEnsureBinaryPerArch(t *testing.T) {
+	h := sshHosts(t)
+	d := newTestDialer(t)
+	ctx := context.Background()
+	r := NewRunner(d, h.endpoint(1), "", "", "")
+	arm, amd := testutil.NodeBinary(t, "arm64"), testutil.NodeBinary(t, "amd64")
+	bins := infra.NodeBinariesBeside(filepath.Join(filepath.Dir(arm), "sky"))
+	sum := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	const path = "~/.sky/archtest/sky-node"
+	t.Cleanup(func() { _, _ = r.Run(context.Background(), "rm -rf ~/.sky/archtest", provision.RunOptions{}) })
+	installed := func() string {
+		res, err := provision.RunChecked(ctx, r, "sha256sum ~/.sky/archtest/sky-node | cut -d' ' -f1", provision.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(res.Stdout))
+	}
+
+	aarch := withUname(t, ctx, r, "aarch64")
+	if copied, err := infra.EnsureBinaryAt(ctx, aarch, bins, path); err != nil || !copied {
+		t.Fatalf("aarch64 host: copied=%v err=%v", copied, err)
+	}
+	if got, want := installed(), sum(arm); got != want {
+		t.Fatalf("aarch64 host got a file with hash %s; the arm64 build's is %s (amd64's %s)", got, want, sum(amd))
+	}
+	if copied, err := infra.EnsureBinaryAt(ctx, aarch, bins, path); err != nil || copied {
+		t.Fatalf("aarch64 host again: copied=%v err=%v, want the cached copy kept", copied, err)
+	}
+	if q, err := exec.LookPath("qemu-aarch64"); err == nil {
+		res, err := provision.RunChecked(ctx, r, q+" ~/.sky/archtest/sky-node version && "+q+" ~/.sky/archtest/sky-node agent ping --json", provision.RunOptions{})
+		if err != nil || !strings.Contains(string(res.Stdout), "linux/arm64") || !strings.Contains(string(res.Stdout), `{"ok":true}`) {
+			t.Fatalf("the installed arm64 build under qemu-aarch64: %q %v", res.Stdout, err)
+		}
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("qemu-aarch64 is missing (CI installs qemu-user): the arm64 build was not run")
+	} else {
+		t.Log("qemu-aarch64 not installed (apt-get install qemu-user): the arm64 build was installed but not run")
+	}
+
+	// The same host as what it is, x86_64: the amd64 build replaces it.
+	if copied, err := infra.EnsureBinaryAt(ctx, withUname(t, ctx, r, "x86_64"), bins, path); err != nil || !copied {
+		t.Fatalf("x86_64 host: copied=%v err=%v", copied, err)
+	}
+	if got, want := installed(), sum(amd); got != want {
+		t.Fatalf("x86_64 host got a file with hash %s; the amd64 build's is %s", got, want)
+	}
+	_, err := infra.EnsureBinaryAt(ctx, withUname(t, ctx, r, "riscv64"), bins, path)
+	if err == nil || !strings.Contains(err.Error(), `"riscv64"`) || !strings.Contains(err.Error(), "x86_64 and aarch64") {
+		t.Fatalf("riscv64 host: err = %v, want one naming the architecture and what SkyGo runs on", err)
+	}
+	if got := installed(); got != sum(amd) {
+		t.Errorf("the refused host's file changed to %s", got)
 	}
 }
 
