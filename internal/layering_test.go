@@ -28,7 +28,7 @@ import (
 // instance is reached with the SSH node pools' client (config, dialer,
 // runner, bootstrap), not a copy.
 var layers = []layer{
-	{"entry points", []string{"cmd/sky", "cmd/openapigen", "internal/e2e"}},
+	{"entry points", []string{"cmd/sky", "cmd/sky-node", "cmd/openapigen", "internal/e2e"}},
 	{"commands", []string{"internal/cli"}},
 	{"API client and server", []string{"internal/client", "internal/server"}},
 	{"operations", []string{"internal/core"}},
@@ -69,11 +69,20 @@ var rules = []rule{
 		why: "the SDK speaks HTTP and api records, nothing of the server's insides"},
 	{pkg: "internal/infra/*", notOn: []string{"internal/backend", "internal/core", "internal/server"},
 		why: "an infrastructure implements provision's interfaces; the lifecycle drives it"},
-	{pkg: "internal/agent", onlyFrom: []string{"cmd/sky", "internal/cli", "internal/infra/local"},
-		why: "the agent runs as `sky agent` on nodes; only the local infrastructure, whose nodes are this machine, also runs its verbs in-process"},
+	{pkg: "internal/agent", onlyFrom: []string{"cmd/sky", "cmd/sky-node", "internal/cli", "internal/infra/local"},
+		why: "the agent runs as `sky-node agent` on nodes; only the local infrastructure, whose nodes are this machine, also runs its verbs in-process"},
 	{pkg: "internal/agent", notOn: []string{"internal/infra/*", "internal/backend", "internal/core", "internal/server",
-		"internal/client", "internal/state", "github.com/spf13/cobra", "github.com/prometheus/*", "github.com/jackc/pgx/*"},
-		why: "the agent runs on every node: it stays slim and knows nothing of the server side"},
+		"internal/client", "internal/state", "internal/awsx", "internal/storage/s3bucket", "github.com/spf13/cobra", "github.com/prometheus/*",
+		"github.com/jackc/pgx/*", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*"},
+		why: "the agent runs on every node: it stays slim and knows nothing of the server side (cmd/sky-node's deps test checks the whole binary)"},
+	{pkg: "internal/serve/lb", notOn: []string{"internal/awsx", "github.com/spf13/cobra", "github.com/prometheus/*",
+		"github.com/jackc/pgx/*", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*"},
+		why: "the load balancer runs as `sky-node serve-lb`, a small process of its own per service"},
+	{pkg: "internal/storage", notOn: []string{"internal/awsx", "github.com/aws/*"},
+		why: "the task loader and the agent use bucket names and node scripts; the SDK operations are s3bucket's"},
+	{pkg: "cmd/sky-node", notOn: []string{"internal/cli", "internal/core", "internal/server", "internal/infra/*", "internal/awsx",
+		"github.com/spf13/cobra", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/pgx/*", "github.com/prometheus/*"},
+		why: "the node runtime is copied to every node and must stay small"},
 }
 
 // Test helpers (internal/testutil/..., or a package named <pkg>test) are
