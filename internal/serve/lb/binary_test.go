@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,11 @@ import (
 	"github.com/skygo/skygo/internal/testutil"
 )
 
-// `sky serve-lb` is the load balancer as the controller starts it: a
-// child process driven through its control socket, exiting 2 when its
+// `sky-node serve-lb` is the load balancer as the controller starts it:
+// a child process driven through its control socket, exiting 2 when its
 // port is taken and 0 after POST /shutdown.
 func TestServeLBCommand(t *testing.T) {
-	bin := testutil.SkyBinary(t)
+	bin := testutil.NodeBinary(t, runtime.GOARCH)
 	dir, err := os.MkdirTemp("", "lbcmd") // short: unix socket paths are limited
 	if err != nil {
 		t.Fatal(err)
