@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,7 +35,7 @@ type cluster struct {
 
 func newCluster(t testing.TB, nodes int, cpus float64) *cluster {
 	t.Helper()
-	sky := testutil.SkyBinary(t)
+	sky := testutil.NodeBinary(t, runtime.GOARCH)
 	home := testutil.TempHome(t)
 	prov, err := local.New(filepath.Join(home, ".sky", "local"))
 	if err != nil {

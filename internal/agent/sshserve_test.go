@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,7 +390,7 @@ func TestAgentSSHCancelKillsRemoteProgram(t *testing.T) {
 }
 
 func TestSSHServeDetachIsIdempotent(t *testing.T) {
-	sky := testutil.SkyBinary(t)
+	sky := testutil.NodeBinary(t, runtime.GOARCH)
 	n := newServedNode(t)
 	n.writeConfig()
 	var wg sync.WaitGroup
@@ -432,7 +433,7 @@ func TestSSHServeDetachIsIdempotent(t *testing.T) {
 }
 
 func TestSSHServeStopsWhenAgentDirRemoved(t *testing.T) {
-	sky := testutil.SkyBinary(t)
+	sky := testutil.NodeBinary(t, runtime.GOARCH)
 	n := newServedNode(t)
 	pid := n.detach(sky)
 	if err := os.RemoveAll(paths{n.home}.dir()); err != nil {
@@ -448,7 +449,7 @@ func TestSSHServeStopsWhenAgentDirRemoved(t *testing.T) {
 // through it with an error (not an exit code) in bounded time, and the
 // runner dials again afterwards.
 func TestAgentSSHNoticesDeadServer(t *testing.T) {
-	sky := testutil.SkyBinary(t)
+	sky := testutil.NodeBinary(t, runtime.GOARCH)
 	n := newServedNode(t)
 	n.writeConfig()
 	pid := n.detach(sky)

@@ -200,7 +200,7 @@ run: |
 	if names := squeueNames(t, c); slices.Contains(names, jobName) {
 		t.Fatalf("the allocation %s is still queued after sky down: %v", jobName, names)
 	}
-	if out := c.Run(t, "pgrep -af 'sleep 98[78]|home/"+c.User+"/[.]sky/bin/sky agent' || true"); strings.TrimSpace(out) != "" {
+	if out := c.Run(t, "pgrep -af 'sleep 98[78]|home/"+c.User+"/[.]sky/bin/sky-node agent' || true"); strings.TrimSpace(out) != "" {
 		t.Fatalf("processes survive sky down: %s", out)
 	}
 	if out := c.Run(t, "ls ~/.sky_clusters 2>/dev/null || true"); strings.Contains(out, jobName) {

@@ -248,8 +248,8 @@ run: |
 	if _, err := os.Stat(gen); !os.IsNotExist(err) {
 		t.Errorf("generated ssh config %s survived down (%v)", gen, err)
 	}
-	if out := h.onHost(t, 0, "ls -d ~/sky_workdir ~/.sky/agent ~/.sky/ssh/cluster-key 2>/dev/null; ls ~/.sky/bin"); strings.TrimSpace(out) != "sky" {
-		t.Errorf("head host after down: want only ~/.sky/bin/sky left, got:\n%s", out)
+	if out := h.onHost(t, 0, "ls -d ~/sky_workdir ~/.sky/agent ~/.sky/ssh/cluster-key 2>/dev/null; ls ~/.sky/bin"); strings.TrimSpace(out) != "sky-node" {
+		t.Errorf("head host after down: want only ~/.sky/bin/sky-node left, got:\n%s", out)
 	}
 
 	// A second launch copies nothing.
@@ -364,7 +364,7 @@ for i in $(seq 400); do grep -qla SKYGO_E2E_SLEEPER=1 /proc/[0-9]*/environ 2>/de
 echo "setup on $(hostname) fails"; exit 5`,
 		"run": "echo run-should-not-start",
 	})
-	sub := runCmdStdin(t, cmdTimeout, os.Environ(), string(spec), "ssh", h.sshArgs(0, "~/.sky/bin/sky agent submit --json")...)
+	sub := runCmdStdin(t, cmdTimeout, os.Environ(), string(spec), "ssh", h.sshArgs(0, "~/.sky/bin/sky-node agent submit --json")...)
 	var res struct {
 		JobID int `json:"job_id"`
 	}
@@ -433,7 +433,7 @@ func BenchmarkSSHExecDetach(b *testing.B) {
 	report(b, "exec", sum, base, b.N)
 }
 
-// BenchmarkSSHBootstrap: a fresh host (no sky binary) to a cluster with
+// BenchmarkSSHBootstrap: a fresh host (no node runtime) to a cluster with
 // its agent running: `sky launch` with nothing to run, which probes,
 // copies the binary and starts the agent (goal ≤ 2 s).
 func BenchmarkSSHBootstrap(b *testing.B) {
@@ -442,7 +442,7 @@ func BenchmarkSSHBootstrap(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		h.onHost(b, 0, "rm -f ~/.sky/bin/sky")
+		h.onHost(b, 0, "rm -f ~/.sky/bin/sky-node")
 		name := fmt.Sprintf("bb%d", i)
 		b.StartTimer()
 		start := time.Now()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,10 +24,10 @@ import (
 )
 
 // startAgents starts the node agents of a provisioned cluster with the
-// sky binary, as the backend does.
+// node runtime, as the backend does.
 func startAgents(t testing.TB, p *Provisioner, info *provision.ClusterInfo) {
 	t.Helper()
-	sky := testutil.SkyBinary(t)
+	sky := testutil.NodeBinary(t, runtime.GOARCH)
 	runners, err := p.Runners(info)
 	if err != nil {
 		t.Fatal(err)

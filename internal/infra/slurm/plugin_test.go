@@ -147,7 +147,7 @@ func TestLoginConfigErrors(t *testing.T) {
 }
 
 func TestRunnerCommandAndScripts(t *testing.T) {
-	r := NewRunner(nil, nil, "42", "n1", "10.0.0.1", "/tmp/dev-1234", "/home/u/.sky/bin/sky")
+	r := NewRunner(nil, nil, "42", "n1", "10.0.0.1", "/tmp/dev-1234", "/home/u/.sky/bin/sky-node")
 	cmd := r.command("echo 'hi there'")
 	for _, want := range []string{"srun --overlap --jobid=42 --nodelist=n1 --nodes=1 --ntasks=1 --quiet bash -c ", "export HOME=/tmp/dev-1234"} {
 		if !strings.Contains(cmd, want) {
@@ -161,7 +161,7 @@ func TestRunnerCommandAndScripts(t *testing.T) {
 	if err := exec.Command("bash", "-n", "-c", KillHomeProcsScript("/tmp/a b'c")).Run(); err != nil {
 		t.Fatalf("the kill script is not valid bash: %v", err)
 	}
-	if r.SkyCommand() != "/home/u/.sky/bin/sky" || r.Home() != "/tmp/dev-1234" || r.NodeIP() != "10.0.0.1" {
+	if r.SkyCommand() != "/home/u/.sky/bin/sky-node" || r.Home() != "/tmp/dev-1234" || r.NodeIP() != "10.0.0.1" {
 		t.Fatalf("runner facts: %s %s %s", r.SkyCommand(), r.Home(), r.NodeIP())
 	}
 	for _, c := range []struct{ stderr, want string }{

@@ -17,18 +17,18 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 var scripts = map[string]Script{
 	// What a 2-node fake:2 cluster on the test cluster's gpu partition gets.
 	"testcluster-gpu": {
-		JobName: "sky-3f2a-alice", Partition: "gpu", Base: "/home/alice", RuntimeDir: "/tmp/sky-3f2a-alice", Sky: "/home/alice/.sky/bin/sky",
+		JobName: "sky-3f2a-alice", Partition: "gpu", Base: "/home/alice", RuntimeDir: "/tmp/sky-3f2a-alice", Sky: "/home/alice/.sky/bin/sky-node",
 		NumNodes: 2, CPUsPerTask: 2, MemMB: 2048, Gres: "gpu:fake:2",
 	},
 	// CPU-only, no memory (CR_CPU cluster), partition MaxTime as --time.
 	"cpu-nomem": {
-		JobName: "train-cpu", Partition: "cpu", Base: "/shared/users/bob", RuntimeDir: "/scratch/local/train-cpu", Sky: "/shared/users/bob/.sky/bin/sky",
+		JobName: "train-cpu", Partition: "cpu", Base: "/shared/users/bob", RuntimeDir: "/scratch/local/train-cpu", Sky: "/shared/users/bob/.sky/bin/sky-node",
 		NumNodes: 1, CPUsPerTask: 8, Time: "7-12:30:00",
 	},
 	// User options: sorted, bare flags, short options, quoting, and the
 	// user's time in --time's place.
 	"user-options": {
-		JobName: "h100-job", Partition: "h100", Base: "/lustre/team x", RuntimeDir: "/tmp/h100-job", Sky: "/lustre/team x/.sky/bin/sky",
+		JobName: "h100-job", Partition: "h100", Base: "/lustre/team x", RuntimeDir: "/tmp/h100-job", Sky: "/lustre/team x/.sky/bin/sky-node",
 		NumNodes: 4, CPUsPerTask: 32, MemMB: 262144, Gres: "gpu:nvidia_h100_80gb_hbm3:8", Time: "2-00:00:00",
 		Options: map[string]string{
 			"account":   "ai-research",
