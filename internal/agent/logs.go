@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
-	"github.com/skygo/skygo/internal/task"
+	"github.com/skygo/skygo/internal/redact"
 	"github.com/skygo/skygo/internal/ux"
 )
 
@@ -42,7 +42,7 @@ type jobLog struct {
 	// redact holds the job's secret values: a job that prints one must
 	// not leave it in the node's logs, which `sky logs` and the launch
 	// stream read back and which outlive the job.
-	redact *task.Redactor
+	redact *redact.Redactor
 }
 
 // withSecrets makes the log redact the job's secret values from every
@@ -52,7 +52,7 @@ func (l *jobLog) withSecrets(secrets map[string]string) *jobLog {
 	for _, v := range secrets {
 		vals = append(vals, v)
 	}
-	l.redact = task.NewRedactor(vals...)
+	l.redact = redact.New(vals...)
 	return l
 }
 

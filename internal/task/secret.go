@@ -3,12 +3,12 @@ package task
 import (
 	"fmt"
 	"regexp"
-	"sort"
-	"strings"
+
+	"github.com/skygo/skygo/internal/redact"
 )
 
 // Redacted is what every printed form of a secret value shows.
-const Redacted = "<redacted>"
+const Redacted = redact.Redacted
 
 // Secret is a secret value. Every way of printing it (fmt verbs, JSON,
 // YAML, text marshalling) yields "<redacted>"; only Reveal returns the
@@ -37,53 +37,11 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
 // MarshalYAML is needed because yaml.v3 ignores MarshalText for strings.
 func (s Secret) MarshalYAML() (any, error) { return Redacted, nil }
 
-// Redactor replaces known secret values in text with "<redacted>". Build
-// one per task (Task.Redactor) or from any set of values, and pass every
-// log line or output through it before it leaves the process.
-type Redactor struct {
-	values []string // longest first, so overlapping values redact fully
-	repl   *strings.Replacer
-}
+// Redactor replaces known secret values in text (redact.Redactor).
+type Redactor = redact.Redactor
 
-// minSecretLen avoids turning every "1" or "a" in a log into <redacted>
-// when someone sets a one-character secret.
-const minSecretLen = 3
-
-// NewRedactor returns a Redactor for the given secret values. Empty and
-// very short values are ignored (redacting them would mangle output
-// without protecting anything meaningful).
-func NewRedactor(values ...string) *Redactor {
-	uniq := map[string]bool{}
-	for _, v := range values {
-		if len(v) >= minSecretLen {
-			uniq[v] = true
-		}
-	}
-	r := &Redactor{}
-	for v := range uniq {
-		r.values = append(r.values, v)
-	}
-	sort.Slice(r.values, func(i, j int) bool {
-		if len(r.values[i]) != len(r.values[j]) {
-			return len(r.values[i]) > len(r.values[j])
-		}
-		return r.values[i] < r.values[j]
-	})
-	pairs := make([]string, 0, 2*len(r.values))
-	for _, v := range r.values {
-		pairs = append(pairs, v, Redacted)
-	}
-	r.repl = strings.NewReplacer(pairs...)
-	return r
-}
-
-// Redact returns s with every secret value replaced.
-func (r *Redactor) Redact(s string) string {
-	if r == nil || len(r.values) == 0 {
-		return s
-	}
-	return r.repl.Replace(s)
-}
+// NewRedactor is redact.New.
+func NewRedactor(values ...string) *Redactor { return redact.New(values...) }
 
 // Redactor returns a Redactor for the task's inline secrets.
 func (t *Task) Redactor() *Redactor {
