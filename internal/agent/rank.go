@@ -271,7 +271,7 @@ func newNodeRunner(n agentapi.Node) (NodeRunner, error) {
 	return mk(n)
 }
 
-// skyPath is the sky binary to run on node n.
+// skyPath is the node runtime to run on node n.
 func skyPath(n agentapi.Node) string {
 	if n.Sky != "" {
 		return n.Sky

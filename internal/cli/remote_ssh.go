@@ -8,7 +8,7 @@ import (
 )
 
 // sshUpRunRemote sends `sky ssh up` to the API server, which probes the
-// hosts, installs the sky binary and streams a table of hosts back. A
+// hosts, installs the node runtime and streams a table of hosts back. A
 // --file is read here and sent, so the server needs none of the client's
 // files.
 func sshUpRunRemote(f *Factory, opts *SSHOptions) error {

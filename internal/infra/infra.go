@@ -78,7 +78,7 @@ type Placer interface {
 }
 
 // Bootstrapper prepares the nodes before their agents start (install the
-// sky binary, give the head the keys to reach its workers) and says how
+// node runtime, give the head the keys to reach its workers) and says how
 // the head reaches each node. Without it nodes share this machine's
 // binary and the head reaches them locally.
 type Bootstrapper interface {

@@ -52,7 +52,7 @@ func HiddenDir(home string) string {
 
 // SandboxCommand returns the command that runs argv on the local node at
 // home inside its sandbox, with the SysProcAttr the sandbox needs (setsid
-// so a rank is a process group of its own). exe is the sky binary.
+// so a rank is a process group of its own). exe is the node runtime (the agent's own executable).
 func SandboxCommand(exe, home string, argv []string) *exec.Cmd {
 	args := append([]string{"agent", SandboxVerb, HiddenDir(home), filepath.Dir(filepath.Clean(home))}, argv...)
 	c := exec.Command(exe, args...)

@@ -36,7 +36,7 @@ type Node struct {
 	// internal/agent/transport_ssh.go). Others plug in via
 	// agent.Transports.
 	Transport string `json:"transport"`
-	// Sky is the path of the sky binary on that node; for local nodes the
+	// Sky is the path of the node runtime (sky-node) on that node; for local nodes the
 	// running binary is used when empty.
 	Sky string `json:"sky,omitempty"`
 	// SSHUser, SSHPort and SSHKey are how the head reaches the node with

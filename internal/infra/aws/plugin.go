@@ -167,7 +167,7 @@ func (in *Infra) forget(cloudName string) {
 	_ = os.Remove(in.knownHostsFile(cloudName))
 }
 
-// Bootstrap implements infra.Bootstrapper: the sky binary and the head's
+// Bootstrap implements infra.Bootstrapper: the node runtime and the head's
 // key as on SSH pool hosts, then the user's AWS credentials when (and
 // only when) aws.remote_identity is LOCAL_CREDENTIALS.
 func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, runners []provision.CommandRunner, log io.Writer) ([]agentapi.Node, error) {

@@ -29,7 +29,7 @@ const agentSSHPort = 10022
 // is ever inside a pod.
 const headKey = ".sky/ssh/cluster-key"
 
-// Bootstrap implements infra.Bootstrapper: the sky binary in every pod,
+// Bootstrap implements infra.Bootstrapper: the node runtime in every pod,
 // the container user's home recorded, and, for a multi-node cluster, a
 // key of the cluster's own that lets the head's agent reach each worker's
 // agent (`sky agent ssh-serve` on the pod network).
@@ -65,7 +65,7 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 		if copied {
 			st = "copied"
 		}
-		fmt.Fprintf(log, "sky binary in pod %s: %s\n", r.pod, st)
+		fmt.Fprintf(log, "node runtime in pod %s: %s\n", r.pod, st)
 		return nil
 	})
 	if err != nil {

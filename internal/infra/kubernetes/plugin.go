@@ -8,7 +8,7 @@
 //   - plugin.go: the infrastructure (contexts, clients, settings);
 //   - provisioner.go: create, wait, query and delete the pods;
 //   - runner.go: commands and files in a pod over the exec API;
-//   - bootstrap.go: the sky binary in the pods, the head's key to the workers;
+//   - bootstrap.go: the node runtime in the pods, the head's key to the workers;
 //   - sshaccess.go: `ssh <cluster>` through a ProxyCommand over exec;
 //   - pod.go, podconfig.go: the objects, and pod_config merging;
 //   - gpus.go, capacity.go, label.go: accelerators on nodes, feasibility,

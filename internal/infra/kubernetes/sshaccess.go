@@ -70,7 +70,7 @@ func (in *Infra) RemoveSSHConfig(cluster string) error {
 	return infra.RemoveSSHConfig(in.env.Home, cluster)
 }
 
-// skyInPod is where EnsureBinary put the sky binary in a pod.
+// skyInPod is where EnsureBinary put the node runtime in a pod.
 func skyInPod(home string) string {
 	return home + "/" + strings.TrimPrefix(infra.BinaryPath, "~/")
 }

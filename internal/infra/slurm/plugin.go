@@ -154,7 +154,7 @@ func (in *Infra) CannotStop() string {
 	return "Slurm clusters cannot be stopped, only torn down (the allocation would be lost): use `sky down`, or autostop with --down; bound the wall-clock time with config.slurm.sbatch_options.time"
 }
 
-// Bootstrap implements infra.Bootstrapper: the sky binary goes once to
+// Bootstrap implements infra.Bootstrapper: the node runtime goes once to
 // the shared filesystem through the login node, every node gets the
 // allocation's job-scoped variables in its home, and the head reaches
 // the workers with srun.

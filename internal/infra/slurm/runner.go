@@ -26,7 +26,7 @@ type Runner struct {
 	node  string // Slurm node name
 	ip    string // NodeAddr
 	home  string // node-local runtime dir, the HOME of SkyGo's commands
-	sky   string // absolute path of the sky binary (shared filesystem)
+	sky   string // absolute path of the node runtime (shared filesystem)
 	// jobEnv is the allocation's job-scoped environment file on the
 	// shared filesystem (JobEnvFileName).
 	jobEnv string

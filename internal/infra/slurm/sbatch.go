@@ -36,7 +36,7 @@ type Script struct {
 	MemMB       int    // 0 = omit --mem
 	Gres        string // "" = omit --gres
 	Time        string // "" = omit --time; Options["time"] wins
-	// Sky is the sky binary on the shared filesystem: the script runs the
+	// Sky is the node runtime on the shared filesystem: the script runs the
 	// head's node agent (see the body).
 	Sky string
 	// Options are Settings.SbatchOptions, written sorted by key after

@@ -14,7 +14,7 @@
 //     keepalives and redial, and DialError naming host and cause;
 //   - runner.go: Runner, a provision.CommandRunner whose commands run in
 //     their own session so cancel kills the whole remote tree;
-//   - probe.go: Probe (OS, arch, CPUs, memory, GPUs) (the sky binary is installed by infra.EnsureBinary);
+//   - probe.go: Probe (OS, arch, CPUs, memory, GPUs) (the node runtime for the host's arch is installed by infra.EnsureBinary);
 //   - provisioner.go: Provisioner, claiming whole hosts per cluster;
 //   - genconfig.go: the hosts of ~/.sky/skygo/generated/ssh/<cluster> for
 //     `ssh <cluster>` (written by internal/infra's WriteSSHConfigHosts).

@@ -21,7 +21,7 @@ import (
 )
 
 // SSH node pools: `sky ssh up` probes every host of a pool, installs the
-// sky binary and records what it found (settings key "ssh_pool/<name>");
+// node runtime and records what it found (settings key "ssh_pool/<name>");
 // the optimizer's sshCapacity and `sky check ssh` read that record.
 
 // sshProbeTimeout bounds probing one host (connect, auth, facts).
@@ -184,7 +184,7 @@ func hostMisfit(h HostRecord, req optimizer.Request) string {
 }
 
 // sshUp is `sky ssh up`: probe every host of the pool(s), install the
-// sky binary, record the result and print a table of hosts. Hosts that
+// node runtime, record the result and print a table of hosts. Hosts that
 // cannot be used make the request fail, naming each host and its cause,
 // after the record is written (the usable hosts stay usable).
 func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
@@ -247,7 +247,7 @@ func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
 	return recs, nil
 }
 
-// setUpHost probes one host and installs the sky binary on it.
+// setUpHost probes one host and installs the node runtime for its architecture on it.
 func (in *Infra) setUpHost(ctx context.Context, res *Resolver, p *Pool, h Host) HostRecord {
 	rec := HostRecord{Name: h.Name}
 	ep, err := res.Resolve(p, h)

@@ -447,7 +447,7 @@ func SSHCommand(ep Endpoint, kh *KnownHosts) []string {
 }
 
 // SkyCommand implements provision.SkyLocator: hosts run the copy of the
-// sky binary that bootstrap installed ("$HOME" expands on the host).
+// node runtime that bootstrap installed ("$HOME" expands on the host).
 func (r *Runner) SkyCommand() string {
 	return `"$HOME"/` + provision.Quote(strings.TrimPrefix(infra.BinaryPath, "~/"))
 }
