@@ -70,7 +70,7 @@ env | grep '^SLURM_' > "$CLUSTER_HOME/slurm_job.env" || true
 # where Slurm tracks processes by cgroup. `sky agent start` (run through
 # srun) writes the agent's config and waits; this loop starts the daemon,
 # and starts it again if it dies.
-SKY=/home/alice/.sky/bin/sky
+SKY=/home/alice/.sky/bin/sky-node
 AGENT_DIR="$SKY_RUNTIME_DIR/.sky/agent"
 mkdir -p "$AGENT_DIR" && touch "$AGENT_DIR/supervised" || exit 1
 printf '%s\n' "$SLURM_JOB_ID" > "$READY_FILE"
