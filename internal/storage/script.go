@@ -94,6 +94,13 @@ func CopyCommand(sm api.StorageMount, o NodeOptions) string {
 		src += "/" + sub
 	}
 	what := URI(S3, sm.Name, sub) + " to " + sm.Dst
+	// S3 has no directories: a sub-path nothing is under copies nothing
+	// and rclone succeeds, so a destination still missing says so. An
+	// empty bucket is a destination directory with nothing in it.
+	missing := `[ -e "$DST" ] || mkdir -p "$DST"` + "\n"
+	if sub != "" {
+		missing = `if [ ! -e "$DST" ]; then echo ` + quote(URI(S3, sm.Name, sub)+": no such object or prefix") + ` >&2; exit 1; fi` + "\n"
+	}
 	return fmt.Sprintf(`set -u
 SUDO=""; [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && SUDO="sudo -n"
 %[1]sDST=%[2]s
@@ -111,10 +118,8 @@ if [ $rc -ne 0 ]; then
   exit $rc
 fi
 rm -f "$OUT"
-# An empty bucket or prefix copies nothing; the destination is there all the same.
-[ -e "$DST" ] || mkdir -p "$DST"
-echo %[6]s
-`, installRclone("rclone"), nodePath(sm.Dst), quote(src), Concurrency, quote("Failed to copy "+what+" "), quote("Copied "+what+"."), credentialHint, quote("Hint: "+noCredentials+"."))
+%[9]secho %[6]s
+`, installRclone("rclone"), nodePath(sm.Dst), quote(src), Concurrency, quote("Failed to copy "+what+" "), quote("Copied "+what+"."), credentialHint, quote("Hint: "+noCredentials+"."), missing)
 }
 
 // Concurrency is how many objects move at once, uploads on the server

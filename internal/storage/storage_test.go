@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -115,10 +116,21 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"rclone copyto " + quote(margs[2]+"/x/y") + ` "$DST"`, `DST="$HOME"/'data'`,
-		"apt-get install -y -qq rclone", "exit $rc", "LOCAL_CREDENTIALS", "Copied s3://b/x/y to ~/data."} {
+		"apt-get install -y -qq rclone", "exit $rc", "LOCAL_CREDENTIALS", "Copied s3://b/x/y to ~/data.",
+		`'s3://b/x/y: no such object or prefix'`} {
 		if !strings.Contains(c, w) {
 			t.Errorf("copy script lacks %q:\n%s", w, c)
 		}
+	}
+	for _, script := range []string{c, CopyCommand(api.StorageMount{Name: "b", Dst: "/data"}, NodeOptions{})} {
+		if out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput(); err != nil {
+			t.Errorf("copy script does not parse (%v): %s\n%s", err, out, script)
+		}
+	}
+	// A whole bucket that is empty is an empty destination, not an error.
+	whole := CopyCommand(api.StorageMount{Name: "b", Dst: "/data"}, NodeOptions{})
+	if !strings.Contains(whole, `[ -e "$DST" ] || mkdir -p "$DST"`) || strings.Contains(whole, "no such object") {
+		t.Errorf("copy script of a whole bucket:\n%s", whole)
 	}
 	u := UnmountScript([]string{"/a", "~/b"})
 	if !strings.Contains(u, "MP='/a'") || !strings.Contains(u, `MP="$HOME"/'b'`) {
