@@ -73,6 +73,8 @@ type Env struct {
 	inflight map[int]context.CancelFunc
 	// lastDeadlineScan paces expireWaiting.
 	lastDeadlineScan time.Time
+	// schedMemo is what the scheduler's last pass saw.
+	schedMemo schedMemo
 	pool             poolCtl
 }
 
