@@ -75,7 +75,7 @@ type Env struct {
 	lastDeadlineScan time.Time
 	// schedMemo is what the scheduler's last pass saw.
 	schedMemo schedMemo
-	pool             poolCtl
+	pool      poolCtl
 }
 
 // Limits bound what the controller does at once.
