@@ -258,6 +258,9 @@ var migrations = []migration{
 		`CREATE INDEX managed_jobs_claim ON managed_jobs (schedule_state, priority DESC, job_id)`,
 		// ManagedFingerprint reads only this index, not the records.
 		`CREATE INDEX managed_jobs_version ON managed_jobs (job_id, version)`,
+		// The in-progress counts of `sky status` and `sky jobs queue`
+		// (statuses of the jobs not DONE), read from the index alone.
+		`CREATE INDEX managed_jobs_progress ON managed_jobs (schedule_state, status)`,
 	}},
 }
 
