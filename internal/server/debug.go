@@ -19,7 +19,8 @@ import (
 // also answers memory questions for benchmarks and investigations:
 // GET /debug/memstats (runtime.MemStats after a GC, JSON) and
 // GET /debug/heap (a pprof heap profile after a GC) and
-// GET /debug/profile?seconds=N (a CPU profile); `go tool pprof` reads both. It is a developer's switch, not a setting: there is no config key,
+// GET /debug/profile?seconds=N (a CPU profile), which `go tool pprof`
+// reads, and GET /debug/goroutines (every goroutine's stack, as text). It is a developer's switch, not a setting: there is no config key,
 // and an address that is not loopback is refused, since a heap profile
 // shows what the server holds.
 const EnvDebugAddr = "SKYGO_DEBUG_ADDR"
@@ -69,6 +70,10 @@ func serveDebug(ctx context.Context, ln net.Listener, log *slog.Logger) {
 		runtime.GC()
 		w.Header().Set("Content-Type", "application/octet-stream")
 		_ = pprof.Lookup("heap").WriteTo(w, 0)
+	})
+	mux.HandleFunc("GET /debug/goroutines", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_ = pprof.Lookup("goroutine").WriteTo(w, 1)
 	})
 	mux.HandleFunc("GET /debug/profile", func(w http.ResponseWriter, r *http.Request) {
 		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
