@@ -104,6 +104,13 @@ type JobsQueueBody struct {
 	JobIDs       []int    `json:"job_ids,omitempty"`
 	// Limit caps the number of jobs (not task rows); 0 is no limit.
 	Limit int `json:"limit,omitempty"`
+	// BelowJobID, when set, lists only jobs with smaller ids: the cursor
+	// of a listing read a page (Limit jobs) at a time, newest first; the
+	// next page starts below the last job of this one. Total and
+	// InProgress are the first page's (no cursor): they count every job
+	// the other fields select, and a page below a cursor leaves them out
+	// (with Infra, Total is the jobs below the cursor).
+	BelowJobID int `json:"below_job_id,omitempty"`
 	// After and Before bound submitted_at (epoch seconds; 0 = open).
 	After  float64 `json:"after,omitempty"`
 	Before float64 `json:"before,omitempty"`

@@ -12,7 +12,8 @@
 // one debug log line, no error, and no new download attempt for a while.
 // Each cloud's file is read and indexed the first time that cloud is
 // queried, so asking about AWS never parses the 3 MB Azure file; an index
-// built from a file that has since gone stale is rebuilt on the next query.
+// built from a file that has since gone stale is rebuilt on the next query,
+// and one not queried for Options.Keep is let go.
 package catalog
 
 import (
@@ -90,7 +91,15 @@ type Options struct {
 	// Logger gets the one debug line said when the hosted catalog cannot
 	// be reached; default slog.Default().
 	Logger *slog.Logger
+	// Keep is how long a cloud's index stays in memory after its last
+	// query; default DefaultKeep. A long-lived process (the API server)
+	// then holds no catalog while nobody asks for prices, and a burst of
+	// queries (a launch, `sky gpus list`) parses each file once.
+	Keep time.Duration
 }
+
+// DefaultKeep is Options.Keep's default.
+const DefaultKeep = 2 * time.Minute
 
 // Catalog answers queries over all clouds' catalogs. It is safe for
 // concurrent use; each cloud is loaded once, and again when its file expires.
@@ -118,6 +127,30 @@ type cloudEntry struct {
 	expires time.Time
 	idx     *index
 	err     error
+	// used is the last query's time; drop lets the index go Keep after it.
+	used time.Time
+	drop *time.Timer
+}
+
+// release forgets a cloud's index once it has not been queried for
+// Keep; the next query loads it again.
+func (c *Catalog) release(e *cloudEntry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if time.Since(e.used) < c.opts.Keep {
+		return // queried while the timer fired; its Reset fires again
+	}
+	e.loaded, e.idx, e.err = false, nil, nil
+}
+
+// touch records a query of e (e.mu held) and (re)arms its release.
+func (c *Catalog) touch(e *cloudEntry) {
+	e.used = time.Now()
+	if e.drop == nil {
+		e.drop = time.AfterFunc(c.opts.Keep, func() { c.release(e) })
+	} else {
+		e.drop.Reset(c.opts.Keep)
+	}
 }
 
 // New returns a Catalog; nothing is read until the first query.
@@ -159,6 +192,9 @@ func New(opts Options) *Catalog {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Keep <= 0 {
+		opts.Keep = DefaultKeep
+	}
 	return &Catalog{opts: opts, clouds: map[string]*cloudEntry{}}
 }
 
@@ -179,6 +215,7 @@ func (c *Catalog) cloud(ctx context.Context, name string) (*index, error) {
 	c.mu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	c.touch(e)
 	if e.loaded && (e.expires.IsZero() || c.opts.Now().Before(e.expires)) {
 		return e.idx, e.err
 	}

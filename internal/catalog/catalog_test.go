@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/skygo/skygo/internal/testutil"
 )
@@ -222,6 +223,58 @@ func TestLazyLoadPerCloud(t *testing.T) {
 	defer c.mu.Unlock()
 	if len(c.clouds) != 1 || c.clouds["lambda"] == nil {
 		t.Errorf("loaded clouds = %v, want only lambda", c.clouds)
+	}
+}
+
+// TestUnusedCloudIsLetGo: a cloud's index is dropped once it has not been
+// queried for Keep, and the next query loads it again with the same
+// answer.
+func TestUnusedCloudIsLetGo(t *testing.T) {
+	c := New(Options{Dir: v8Dir(t), Keep: 50 * time.Millisecond})
+	ctx := context.Background()
+	q := Query{AccName: "H100", AccCount: 8}
+	first, err := c.Offerings(ctx, "lambda", q)
+	if err != nil || len(first) == 0 {
+		t.Fatalf("offerings: %v, %v", first, err)
+	}
+	loaded := func() bool {
+		c.mu.Lock()
+		e := c.clouds["lambda"]
+		c.mu.Unlock()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.loaded && e.idx != nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for loaded() {
+		if time.Now().After(deadline) {
+			t.Fatal("lambda's index still held 10 s after its last query (Keep 50 ms)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	again, err := c.Offerings(ctx, "lambda", q)
+	if err != nil || fmt.Sprint(first) != fmt.Sprint(again) { // NaN prices: DeepEqual never matches
+		t.Fatalf("after the index was let go: %v, %v; want %v", again, err, first)
+	}
+	if !loaded() {
+		t.Fatal("the query after the release did not load the index again")
+	}
+}
+
+// TestParsedRowsHoldNoLines: a row's strings are copies, not substrings
+// of the file's lines, and equal values share one copy.
+func TestParsedRowsHoldNoLines(t *testing.T) {
+	rows, err := parseVMs("gcp", strings.NewReader("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region,AvailabilityZone\n"+
+		"n2-standard-8,,,8,32,0.38,0.1,us-central1,us-central1-a\n"+
+		"n2-standard-8,,,8,32,0.38,0.1,us-central1,us-central1-b\n"))
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("rows %v, %v", rows, err)
+	}
+	// Two lines' substrings would be two strings; one copy per value is
+	// one.
+	a, b := rows[0], rows[1]
+	if unsafe.StringData(a.InstanceType) != unsafe.StringData(b.InstanceType) || unsafe.StringData(a.Region) != unsafe.StringData(b.Region) {
+		t.Error("equal values on two rows are two copies")
 	}
 }
 

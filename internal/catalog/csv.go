@@ -107,6 +107,22 @@ func parseVMs(cloud string, r io.Reader) ([]Row, error) {
 	}
 	seen := make(map[key]int, lines)
 	rows := make([]Row, 0, lines)
+	// A field is a substring of its whole line; kept as is, every row
+	// would hold its line (GpuInfo JSON and all) for as long as the index
+	// lives. Each distinct value is copied once instead: instance types,
+	// regions, zones and accelerators repeat on many rows.
+	strs := map[string]string{}
+	intern := func(v string) string {
+		if v == "" {
+			return ""
+		}
+		if c, ok := strs[v]; ok {
+			return c
+		}
+		c := strings.Clone(v)
+		strs[c] = c
+		return c
+	}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -123,11 +139,11 @@ func parseVMs(cloud string, r io.Reader) ([]Row, error) {
 			return strings.TrimSpace(rec[i])
 		}
 		row := Row{
-			InstanceType: field(cols.instanceType),
-			AccName:      field(cols.accName),
-			Region:       field(cols.region),
-			Zone:         field(cols.zone),
-			Arch:         field(cols.arch),
+			InstanceType: intern(field(cols.instanceType)),
+			AccName:      intern(field(cols.accName)),
+			Region:       intern(field(cols.region)),
+			Zone:         intern(field(cols.zone)),
+			Arch:         intern(field(cols.arch)),
 		}
 		if cloud == "aws" {
 			row.Zone = awsZoneName(row.Region, row.Zone)
@@ -185,6 +201,11 @@ func parseVMs(cloud string, r io.Reader) ([]Row, error) {
 		}
 		seen[k] = len(rows)
 		rows = append(rows, row)
+	}
+	// Sized for every line; duplicates and empty rows leave a tail that
+	// the index would otherwise keep.
+	if cap(rows)-len(rows) > len(rows)/8 {
+		rows = slices.Clone(rows)
 	}
 	return rows, nil
 }

@@ -173,7 +173,6 @@ func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env.WarmCatalog(ctx)
 	fmt.Fprintf(f.IO.ErrOut, "SkyPilot API server is running at http://%s (pid %d). Log: %s\n", ln.Addr(), os.Getpid(), srv.Paths().Log)
 	return srv.Serve(ctx, ln)
 }

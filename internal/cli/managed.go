@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,16 +235,33 @@ func jobsQueueRun(f *Factory, opts *JobsQueueOptions) error {
 	if opts.Output != "json" {
 		fmt.Fprintln(io.Out, io.Cyan("Fetching managed job statuses..."))
 	}
-	var res api.JobsQueueResult
-	if err := f.call("jobs.queue", jobsQueueBody(opts, f.Now()), &res, callOptions{}); err != nil {
-		return err
-	}
+	b := jobsQueueBody(opts, f.Now())
 	if opts.Output == "json" {
-		jobs := res.Jobs
-		if jobs == nil {
-			jobs = []api.ManagedJobRecord{}
+		// Printed as the pages come: the whole array is never held.
+		out := newJSONArrayWriter(io.Out)
+		if err := queuePages(f, b, func(page api.JobsQueueResult) error {
+			for i := range page.Jobs {
+				if err := out.add(&page.Jobs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return printJSON(io.Out, jobs)
+		return out.close()
+	}
+	var res api.JobsQueueResult
+	first := true
+	if err := queuePages(f, b, func(page api.JobsQueueResult) error {
+		if first {
+			res, first = page, false
+		} else {
+			res.Jobs = append(res.Jobs, page.Jobs...)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	heading := io.Bold(io.Cyan("Managed jobs"))
 	if opts.SkipFinished {
@@ -254,6 +275,139 @@ func jobsQueueRun(f *Factory, opts *JobsQueueOptions) error {
 		fmt.Fprintf(io.Out, "Showing the latest %d of %d managed jobs; use -a/--all or -l/--limit N to see more.\n", shown, res.Total)
 	}
 	return nil
+}
+
+// queuePage is how many jobs one request of a long `sky jobs queue`
+// (--all, or a --limit above it) asks for: the server then never builds,
+// stores and sends the whole queue as one result, and this process never
+// holds it.
+const queuePage = 1000
+
+// nextQueuePage decides the request after a page: want is the jobs
+// asked for (0: all), fetched those received so far (this page
+// included), asked and got this page's limit and jobs. A page shorter
+// than its limit was the last.
+func nextQueuePage(want, fetched, asked, got int) (limit int, more bool) {
+	if asked == 0 || got < asked || (want > 0 && fetched >= want) {
+		return 0, false
+	}
+	limit = queuePage
+	if want > 0 {
+		limit = min(limit, want-fetched)
+	}
+	return limit, true
+}
+
+// queuePages reads the queue b selects, newest first, a page at a time
+// below the last job of the page before, and hands each page to each in
+// order. The next page's request runs on the server while each handles
+// this one. A query by infra is one request (the server filters it after
+// reading the jobs, so a page would read every job below its cursor).
+func queuePages(f *Factory, b api.JobsQueueBody, each func(api.JobsQueueResult) error) error {
+	want := b.Limit
+	if b.Infra == "" && (want == 0 || want > queuePage) {
+		b.Limit = queuePage
+	}
+	var page api.JobsQueueResult
+	if err := f.call("jobs.queue", b, &page, callOptions{}); err != nil {
+		return err
+	}
+	fetched := 0
+	for {
+		got := countJobs(page.Jobs)
+		fetched += got
+		var next chan pageOrError
+		if limit, more := nextQueuePage(want, fetched, b.Limit, got); more && got > 0 {
+			nb := b
+			nb.Limit, nb.BelowJobID = limit, lowestJobID(page.Jobs)
+			next = make(chan pageOrError, 1)
+			go func() {
+				var r pageOrError
+				r.err = f.call("jobs.queue", nb, &r.page, callOptions{Background: true})
+				next <- r
+			}()
+			b = nb
+		}
+		if err := each(page); err != nil {
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		r := <-next
+		if r.err != nil {
+			return r.err
+		}
+		page = r.page
+		if low := b.BelowJobID; len(page.Jobs) > 0 && maxJobID(page.Jobs) >= low {
+			// A server from before the cursor answers the first page again.
+			return fmt.Errorf("the API server returned jobs from %d on when asked for those below %d: it does not page the queue; upgrade it (`sky api stop; sky api start`), or pass --limit %d or less", maxJobID(page.Jobs), low, queuePage)
+		}
+	}
+}
+
+func maxJobID(recs []api.ManagedJobRecord) int {
+	high := 0
+	for _, r := range recs {
+		high = max(high, r.JobID)
+	}
+	return high
+}
+
+type pageOrError struct {
+	page api.JobsQueueResult
+	err  error
+}
+
+func lowestJobID(recs []api.ManagedJobRecord) int {
+	low := 0
+	for _, r := range recs {
+		if low == 0 || r.JobID < low {
+			low = r.JobID
+		}
+	}
+	return low
+}
+
+// jsonArrayWriter prints a JSON array one element at a time, byte for
+// byte as printJSON prints the whole slice.
+type jsonArrayWriter struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	n   int
+}
+
+func newJSONArrayWriter(w io.Writer) *jsonArrayWriter {
+	a := &jsonArrayWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	a.enc = json.NewEncoder(&a.buf)
+	a.enc.SetIndent("  ", "  ")
+	a.enc.SetEscapeHTML(false)
+	return a
+}
+
+func (a *jsonArrayWriter) add(v any) error {
+	a.buf.Reset()
+	if err := a.enc.Encode(v); err != nil {
+		return err
+	}
+	sep := ",\n  "
+	if a.n == 0 {
+		sep = "[\n  "
+	}
+	a.n++
+	a.w.WriteString(sep)
+	_, err := a.w.Write(bytes.TrimSuffix(a.buf.Bytes(), []byte("\n")))
+	return err
+}
+
+func (a *jsonArrayWriter) close() error {
+	if a.n == 0 {
+		a.w.WriteString("[]\n")
+	} else {
+		a.w.WriteString("\n]\n")
+	}
+	return a.w.Flush()
 }
 
 // statusManagedJobs is the managed-jobs section of `sky status`, as

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -345,5 +346,56 @@ func TestJobsFlagRefusals(t *testing.T) {
 	var lo *JobsLogsOptions
 	if err := execCmd(t, newJobsLogsCmd(f, func(o *JobsLogsOptions) error { lo = o; return nil }), "--controller", "-o", "JSON", "3"); err != nil || lo.Output != "json" || lo.JobID != 3 {
 		t.Errorf("--controller -o json: %v %+v", err, lo)
+	}
+}
+
+func TestNextQueuePage(t *testing.T) {
+	for _, c := range []struct {
+		name                      string
+		want, fetched, asked, got int
+		limit                     int
+		more                      bool
+	}{
+		{"all: a full page asks for the next", 0, 1000, 1000, 1000, 1000, true},
+		{"all: a short page was the last", 0, 2500, 1000, 500, 0, false},
+		{"all: an empty page was the last", 0, 3000, 1000, 0, 0, false},
+		{"a limit above a page: the rest of it", 2500, 2000, 1000, 1000, 500, true},
+		{"a limit reached", 2500, 2500, 500, 500, 0, false},
+		{"a limit within one page was one request", 50, 50, 50, 50, 0, false},
+		{"no limit asked: one request", 0, 7, 0, 7, 0, false},
+	} {
+		limit, more := nextQueuePage(c.want, c.fetched, c.asked, c.got)
+		if limit != c.limit || more != c.more {
+			t.Errorf("%s: nextQueuePage(%d, %d, %d, %d) = %d, %v; want %d, %v", c.name, c.want, c.fetched, c.asked, c.got, limit, more, c.limit, c.more)
+		}
+	}
+}
+
+// TestJSONArrayWriterPrintsAsPrintJSON: the queue printed a record at a
+// time is byte for byte the slice printed at once.
+func TestJSONArrayWriterPrintsAsPrintJSON(t *testing.T) {
+	name := "a<b>&c \"q\""
+	recs := []api.ManagedJobRecord{
+		{JobID: 3, TaskID: 0, JobName: "x", Status: "PENDING", DependsOn: []int{1, 2}},
+		{JobID: 2, TaskID: 1, JobName: name, Entrypoint: &name, Metadata: map[string]any{"k": []any{1.5, "v"}}},
+		{JobID: 1},
+	}
+	for n := range len(recs) + 1 {
+		var want, got bytes.Buffer
+		if err := printJSON(&want, recs[:n]); err != nil {
+			t.Fatal(err)
+		}
+		w := newJSONArrayWriter(&got)
+		for i := range recs[:n] {
+			if err := w.add(&recs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%d records:\n%s\nwant\n%s", n, got.String(), want.String())
+		}
 	}
 }

@@ -233,13 +233,6 @@ func (e *Env) catalog(env map[string]string) *catalog.Catalog {
 	return c
 }
 
-// WarmCatalog loads the default catalog in the background, so that the
-// first dry run or `sky gpus list` after the server starts does not wait
-// for the large files to be parsed.
-func (e *Env) WarmCatalog(ctx context.Context) {
-	go e.catalog(nil).Preload(ctx)
-}
-
 // userOf is the backend's view of the request's user. Without
 // authentication every user is an admin (the server trusts the client's
 // name), so reading another user's cluster is then allowed, as SkyPilot does.

@@ -73,7 +73,9 @@ type Env struct {
 	inflight map[int]context.CancelFunc
 	// lastDeadlineScan paces expireWaiting.
 	lastDeadlineScan time.Time
-	pool             poolCtl
+	// schedMemo is what the scheduler's last pass saw.
+	schedMemo schedMemo
+	pool      poolCtl
 }
 
 // Limits bound what the controller does at once.

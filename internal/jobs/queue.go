@@ -22,6 +22,10 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 	if len(b.Statuses) > 0 {
 		f.Statuses = b.Statuses
 	}
+	if b.BelowJobID < 0 {
+		return api.JobsQueueResult{}, fmt.Errorf("below_job_id %d: want a job id, or 0 for the newest jobs", b.BelowJobID)
+	}
+	f.BelowID = b.BelowJobID
 	infra := strings.ToLower(strings.TrimSpace(b.Infra))
 	if infra == "" {
 		f.Limit = b.Limit
@@ -40,22 +44,29 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 		jobs = kept
 	}
 	res := api.JobsQueueResult{Jobs: []api.ManagedJobRecord{}, InProgress: map[string]int{}}
-	cf := f
-	cf.Limit, cf.NotDone, cf.Statuses = 0, true, nil
-	progress, err := e.Store.CountManagedByStatus(ctx, cf)
-	if err != nil {
-		return api.JobsQueueResult{}, err
-	}
-	for st, n := range progress {
-		if !api.ManagedTerminal(st) {
-			res.InProgress[st] = n
+	// The counts are over every selected job, not a page: the first page
+	// says them, and the pages after it (a cursor) do not count again.
+	first := b.BelowJobID == 0
+	if first {
+		cf := f
+		cf.Limit, cf.NotDone, cf.Statuses = 0, true, nil
+		progress, err := e.Store.CountManagedByStatus(ctx, cf)
+		if err != nil {
+			return api.JobsQueueResult{}, err
+		}
+		for st, n := range progress {
+			if !api.ManagedTerminal(st) {
+				res.InProgress[st] = n
+			}
 		}
 	}
 	if infra == "" {
-		cf := f
-		cf.Limit = 0
-		if res.Total, err = e.Store.CountManagedJobs(ctx, cf); err != nil {
-			return api.JobsQueueResult{}, err
+		if first {
+			cf := f
+			cf.Limit = 0
+			if res.Total, err = e.Store.CountManagedJobs(ctx, cf); err != nil {
+				return api.JobsQueueResult{}, err
+			}
 		}
 	} else {
 		res.Total = len(jobs)

@@ -34,6 +34,18 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	if free <= 0 {
 		return controller.Result{}, nil // a launch that ends kicks the scheduler
 	}
+	// Read before the pass: a write during it makes the next pass differ.
+	fp, err := e.Store.ManagedFingerprint(ctx)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	e.mu.Lock()
+	memo := e.schedMemo
+	e.mu.Unlock()
+	if !memo.mustScan(fp, time.Now()) {
+		return controller.Result{}, nil
+	}
+	pass := schedMemo{fingerprint: fp, scannedAt: time.Now(), exhaustive: true}
 	t0 := now()
 	var soonest float64
 	claim := func(j *state.ManagedJob) (bool, error) {
@@ -63,6 +75,7 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	}
 	for _, j := range live {
 		if free <= 0 {
+			pass.exhaustive = false
 			break
 		}
 		if j.Cancel != nil {
@@ -82,19 +95,26 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	// WAITING jobs, page by page in claim order; a dependency's status
 	// is read once per pass however many jobs wait for it.
 	deps := map[int]*state.ManagedJob{}
-	for offset := 0; free > 0 && holding < e.Limits.Running; offset += schedPage {
+	var after *state.ClaimCursor
+	for {
+		if free <= 0 || holding >= e.Limits.Running {
+			pass.exhaustive = false
+			break
+		}
 		page, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{
-			ScheduleStates: []string{api.ScheduleWaiting}, Order: "sched", Limit: schedPage, Offset: offset})
+			ScheduleStates: []string{api.ScheduleWaiting}, Order: "sched", Limit: schedPage, ClaimAfter: after})
 		if err != nil {
 			return controller.Result{}, err
 		}
 		for _, j := range page {
 			if free <= 0 || holding >= e.Limits.Running {
+				pass.exhaustive = false
 				break
 			}
 			if j.Cancel != nil || e.pastSchedulingDeadline(ctx, j) {
 				continue // the cancel finishes it
 			}
+			pass.noteDeadline(j)
 			ok, err := e.depsReady(ctx, j, deps)
 			if err != nil {
 				return controller.Result{}, err
@@ -113,7 +133,14 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 		if len(page) < schedPage {
 			break
 		}
+		after = state.ClaimCursorOf(page[len(page)-1])
 	}
+	if soonest > 0 {
+		pass.exhaustive = false // a backoff ends: look again then
+	}
+	e.mu.Lock()
+	e.schedMemo = pass
+	e.mu.Unlock()
 	if soonest > 0 {
 		return controller.Result{RequeueAfter: time.Duration((soonest - t0) * float64(time.Second))}, nil
 	}
@@ -195,9 +222,10 @@ func (e *Env) expireWaiting(ctx context.Context, holding int) error {
 	if !due {
 		return nil
 	}
-	for offset := 0; ; offset += schedPage {
+	var after *state.ClaimCursor
+	for {
 		page, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{
-			ScheduleStates: []string{api.ScheduleWaiting}, Order: "sched", Limit: schedPage, Offset: offset})
+			ScheduleStates: []string{api.ScheduleWaiting}, Order: "sched", Limit: schedPage, ClaimAfter: after})
 		if err != nil {
 			return err
 		}
@@ -207,5 +235,52 @@ func (e *Env) expireWaiting(ctx context.Context, holding int) error {
 		if len(page) < schedPage {
 			return nil
 		}
+		after = state.ClaimCursorOf(page[len(page)-1])
+	}
+}
+
+// schedFullPassEvery bounds how long the scheduler trusts an unchanged
+// fingerprint: a full pass at least this often, whatever it says.
+const schedFullPassEvery = 30 * time.Second
+
+// schedMemo is what the scheduler's last pass saw, so that the next one
+// can tell whether anything it would decide differently has happened.
+// Without it, every pass (one a second, and one per kick) read and
+// decoded every WAITING job: with 10,000 jobs waiting on a dependency
+// that took the server's CPU whole.
+type schedMemo struct {
+	fingerprint state.ManagedFingerprint
+	scannedAt   time.Time
+	// exhaustive: the pass looked at every waiting job and claimed what
+	// it could, rather than stopping for want of a slot or leaving a
+	// backoff to end.
+	exhaustive bool
+	// deadline is the soonest scheduling deadline among the jobs it
+	// passed over (unix seconds; 0: none).
+	deadline float64
+}
+
+// mustScan decides whether a pass has to read the waiting jobs: it may
+// skip them only after an exhaustive pass over the same rows (no job
+// added, changed or removed since, and so no dependency either), before
+// a passed-over job's scheduling deadline, and within
+// schedFullPassEvery.
+func (m schedMemo) mustScan(fp state.ManagedFingerprint, at time.Time) bool {
+	switch {
+	case !m.exhaustive, m.fingerprint != fp:
+		return true
+	case at.Sub(m.scannedAt) >= schedFullPassEvery, at.Before(m.scannedAt):
+		return true
+	case m.deadline > 0 && float64(at.UnixNano())/1e9 >= m.deadline:
+		return true
+	}
+	return false
+}
+
+// noteDeadline keeps the soonest scheduling deadline of a job the pass
+// looked at.
+func (m *schedMemo) noteDeadline(j *state.ManagedJob) {
+	if d := j.SchedulingDeadline; d > 0 && (m.deadline == 0 || d < m.deadline) {
+		m.deadline = d
 	}
 }

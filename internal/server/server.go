@@ -398,6 +398,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.loops.Start(ctx); err != nil {
 		return err
 	}
+	if addr := debugAddr(); addr != "" {
+		dln, err := debugListen(addr)
+		if err != nil {
+			s.stopLoops()
+			return err
+		}
+		dctx, dstop := context.WithCancel(ctx)
+		defer dstop()
+		go serveDebug(dctx, dln, s.log)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -298,6 +298,12 @@ type ManagedFilter struct {
 	Limit  int
 	Offset int
 	Order  string
+	// ClaimAfter, with Order "sched", starts after this job in claim
+	// order, and BelowID, in the default order, after job BelowID: a
+	// cursor, so reading page n does not read (and sort) pages 1..n-1
+	// again, as an OFFSET does.
+	ClaimAfter *ClaimCursor
+	BelowID    int
 	// HiddenWorkspaces leaves out the jobs of these workspaces (a job
 	// recorded without one is in "default").
 	HiddenWorkspaces []string
@@ -346,6 +352,14 @@ func (f ManagedFilter) where() (string, []any) {
 		where = append(where, "submitted_at <= ?")
 		args = append(args, f.Before)
 	}
+	if c := f.ClaimAfter; c != nil {
+		where = append(where, "(priority < ? OR (priority = ? AND job_id > ?))")
+		args = append(args, c.Priority, c.Priority, c.JobID)
+	}
+	if f.BelowID > 0 {
+		where = append(where, "job_id < ?")
+		args = append(args, f.BelowID)
+	}
 	if len(where) == 0 {
 		return "", args
 	}
@@ -385,6 +399,31 @@ func (s *Store) ListManagedJobs(ctx context.Context, f ManagedFilter) ([]*Manage
 		out = append(out, j)
 	}
 	return out, rows.Err()
+}
+
+// ClaimCursor is a position in claim order: a job's priority and id.
+type ClaimCursor struct{ Priority, JobID int }
+
+// ClaimCursorOf is the position of j in claim order.
+func ClaimCursorOf(j *ManagedJob) *ClaimCursor {
+	return &ClaimCursor{Priority: j.Priority, JobID: j.JobID}
+}
+
+// ManagedFingerprint sums up every managed job row: how many there are,
+// the newest id, and the sum of their versions (each write of a row
+// raises its version). Two equal fingerprints mean, short of a deletion
+// and writes that cancel out exactly, that no job was added, changed or
+// removed in between; it is read from an index, not the records.
+type ManagedFingerprint struct {
+	Count, MaxID, Versions int64
+}
+
+// ManagedFingerprint reads the fingerprint of the managed_jobs table.
+func (s *Store) ManagedFingerprint(ctx context.Context) (ManagedFingerprint, error) {
+	var f ManagedFingerprint
+	err := s.queryRow(ctx, "managed jobs fingerprint",
+		`SELECT COUNT(*), COALESCE(MAX(job_id), 0), COALESCE(CAST(SUM(version) AS BIGINT), 0) FROM managed_jobs`).Scan(&f.Count, &f.MaxID, &f.Versions)
+	return f, err
 }
 
 // ManagedJobIDs lists the ids of the matching jobs, in claim order when

@@ -251,6 +251,17 @@ var migrations = []migration{
 		`ALTER TABLE services ADD COLUMN lb_port INTEGER`,
 		`CREATE UNIQUE INDEX services_lb_port ON services (lb_port)`,
 	}},
+	{14, "managed jobs in claim order, and their versions", []string{
+		// The scheduler reads WAITING jobs by priority high first, then
+		// oldest, a page at a time from a cursor; without an index in that
+		// order each page sorted every waiting job again.
+		`CREATE INDEX managed_jobs_claim ON managed_jobs (schedule_state, priority DESC, job_id)`,
+		// ManagedFingerprint reads only this index, not the records.
+		`CREATE INDEX managed_jobs_version ON managed_jobs (job_id, version)`,
+		// The in-progress counts of `sky status` and `sky jobs queue`
+		// (statuses of the jobs not DONE), read from the index alone.
+		`CREATE INDEX managed_jobs_progress ON managed_jobs (schedule_state, status)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.
