@@ -9,15 +9,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
 	"github.com/skygo/skygo/internal/api"
-	"github.com/skygo/skygo/internal/awsx"
-	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/storage"
-	"github.com/skygo/skygo/internal/storage/s3bucket"
 )
 
 // StorageHandle is the handle JSON of a storage record: the stores of the
@@ -45,15 +40,32 @@ type mountPlan struct {
 	skyManaged bool
 }
 
-// awsConfig is the server's AWS configuration (aws.profile of the config)
-// for region.
-func (b *Backend) awsConfig(ctx context.Context, region string) (aws.Config, *config.Config, error) {
-	cfg, err := config.Load(config.LoadOptions{Home: b.Home})
-	if err != nil {
-		return aws.Config{}, nil, err
-	}
-	ac, err := awsx.Load(ctx, awsx.Options{Home: b.Home, Profile: cfg.GetString("aws.profile", ""), Region: region})
-	return ac, cfg, err
+// objectStore is the object store buckets live in (S3), opened with the
+// server's credentials (aws.profile of the config) for one region. Its
+// implementation needs the AWS SDK, so it lives in a file a build can
+// leave out (storage_s3.go, skygo_omit_aws).
+type objectStore interface {
+	// Bucket is one bucket in region.
+	Bucket(name, region string) bucket
+	// NodeOptions is what a node's mount or copy needs to reach region.
+	NodeOptions(region string) storage.NodeOptions
+	// NodeCredentials are the files that give a cluster's nodes the
+	// server's credentials when remoteIdentity (aws.remote_identity)
+	// asks for it, else none.
+	NodeCredentials(ctx context.Context, remoteIdentity any, cluster string) (map[string][]byte, error)
+}
+
+// bucket is one bucket of an objectStore.
+type bucket interface {
+	// Exists reports whether the bucket is there and, if the store says,
+	// the region it is in.
+	Exists(ctx context.Context) (bool, string, error)
+	Create(ctx context.Context) error
+	// UploadTree uploads the files under src (an upload tree on this
+	// machine) under prefix.
+	UploadTree(ctx context.Context, src, prefix string) error
+	// Delete removes the bucket with its objects.
+	Delete(ctx context.Context) error
 }
 
 // constructStorage makes the task's buckets ready before the nodes see
@@ -67,9 +79,9 @@ func (b *Backend) constructStorage(ctx context.Context, t *api.TaskSpec, cloud, 
 		return nil, nil
 	}
 	if !strings.EqualFold(cloud, "aws") {
-		region = awsx.DefaultRegion
+		region = storage.DefaultRegion
 	}
-	cfg, _, err := b.awsConfig(ctx, region)
+	cfg, _, err := b.objectStore(ctx, region)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +96,7 @@ func (b *Backend) constructStorage(ctx context.Context, t *api.TaskSpec, cloud, 
 	return plans, nil
 }
 
-func (b *Backend) constructOne(ctx context.Context, cfg aws.Config, sm api.StorageMount, region, command string, log io.Writer) (mountPlan, error) {
+func (b *Backend) constructOne(ctx context.Context, cfg objectStore, sm api.StorageMount, region, command string, log io.Writer) (mountPlan, error) {
 	p := mountPlan{StorageMount: sm, region: region}
 	if err := storage.CheckStore(sm.Store); err != nil {
 		return p, err
@@ -106,14 +118,14 @@ func (b *Backend) constructOne(ctx context.Context, cfg aws.Config, sm api.Stora
 	} else if !errors.Is(err, state.ErrNotFound) {
 		return p, err
 	}
-	bkt := s3bucket.OpenS3(cfg, sm.Name, p.region)
+	bkt := cfg.Bucket(sm.Name, p.region)
 	exists, bucketRegion, err := bkt.Exists(ctx)
 	if err != nil {
 		return p, err
 	}
 	if exists && bucketRegion != "" && bucketRegion != p.region {
 		p.region = bucketRegion
-		bkt = s3bucket.OpenS3(cfg, sm.Name, p.region)
+		bkt = cfg.Bucket(sm.Name, p.region)
 	}
 	switch {
 	case sm.URI != "":
@@ -156,11 +168,7 @@ func (b *Backend) constructOne(ctx context.Context, cfg aws.Config, sm api.Stora
 		if sm.SourceIsList && j < len(sm.SourceNames) {
 			prefix = sm.SourceNames[j]
 		}
-		objs, err := s3bucket.Walk(src, prefix)
-		if err != nil {
-			return fail(state.StorageUploadFailed, fmt.Errorf("reading the upload of %s: %w", src, err))
-		}
-		if err := bkt.Upload(ctx, objs); err != nil {
+		if err := bkt.UploadTree(ctx, src, prefix); err != nil {
 			return fail(state.StorageUploadFailed, err)
 		}
 	}
@@ -183,23 +191,23 @@ func (b *Backend) attachStorage(ctx context.Context, c *state.Cluster, h *Handle
 	if len(plans) == 0 {
 		return nil
 	}
-	cfg, sc, err := b.awsConfig(ctx, plans[0].region)
+	cfg, sc, err := b.objectStore(ctx, plans[0].region)
 	if err != nil {
 		return err
 	}
 	rid, _ := sc.Get("aws.remote_identity")
-	identity, err := awsx.RemoteIdentity(rid, c.Name)
+	files, err := cfg.NodeCredentials(ctx, rid, c.Name)
 	if err != nil {
 		return err
 	}
-	if identity == awsx.IdentityLocal {
-		if err := b.giveCredentials(ctx, cfg, runners); err != nil {
+	if len(files) > 0 {
+		if err := b.giveCredentials(ctx, files, runners); err != nil {
 			return err
 		}
 	}
 	var mounted []string
 	for _, p := range plans {
-		o := storage.NodeOptions{Region: p.region, Endpoint: awsx.EndpointURL(cfg)}
+		o := cfg.NodeOptions(p.region)
 		src := storage.URI(storage.S3, p.Name, p.SubPath)
 		var cmd string
 		if p.Mode == storage.Copy {
@@ -267,13 +275,9 @@ func mergeUnique(a, b []string) []string {
 	return a
 }
 
-// giveCredentials writes awsx.NodeCredentialFiles to every node's ~/.aws
-// with mode 0600, through stdin: never a command line or a log.
-func (b *Backend) giveCredentials(ctx context.Context, cfg aws.Config, runners []provision.CommandRunner) error {
-	files, err := awsx.NodeCredentialFiles(ctx, cfg)
-	if err != nil {
-		return err
-	}
+// giveCredentials writes the object store's node credential files to
+// every node with mode 0600, through stdin: never a command line or a log.
+func (b *Backend) giveCredentials(ctx context.Context, files map[string][]byte, runners []provision.CommandRunner) error {
 	return parallel(len(runners), func(i int) error {
 		if err := provision.WriteSecretFiles(ctx, runners[i], files); err != nil {
 			return fmt.Errorf("node %s: giving it the AWS credentials (aws.remote_identity: LOCAL_CREDENTIALS): %w", runners[i].NodeIP(), err)
@@ -358,11 +362,11 @@ func (b *Backend) DeleteStorage(ctx context.Context, name string, log io.Writer)
 		if err := storage.CheckStore(s.Type); err != nil {
 			return err
 		}
-		cfg, _, err := b.awsConfig(ctx, s.Region)
+		cfg, _, err := b.objectStore(ctx, s.Region)
 		if err != nil {
 			return err
 		}
-		if err := s3bucket.OpenS3(cfg, s.Name, s.Region).Delete(ctx); err != nil {
+		if err := cfg.Bucket(s.Name, s.Region).Delete(ctx); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "Deleted S3 bucket %s.\n", s.Name)

@@ -144,6 +144,8 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		}
 		var r Result
 		switch {
+		case OmittedBy(in.name) != "":
+			r = Result{Reason: fmt.Sprintf("left out of this build of SkyGo (built with -tags %s); use a build without that tag", OmittedBy(in.name))}
 		case allowed != nil && !inAllowed(in.name, allowed):
 			r = Result{Reason: fmt.Sprintf("not in allowed_clouds (%s) of the config; add %s there to use it", strings.Join(allowed, ", "), in.name)}
 		case e.cfg.GetBool(in.name+".disabled", false):

@@ -520,3 +520,25 @@ func TestKeyClouds(t *testing.T) {
 		t.Errorf("daytona from the environment: %+v", r)
 	}
 }
+
+// An infrastructure a build leaves out is reported disabled with the tag
+// that took it out, even where its credentials are present.
+func TestOmittedInfraIsDisabled(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	home := t.TempDir()
+	got, err := Run(context.Background(), Options{Home: home, Infras: []string{"aws"}})
+	if err != nil || len(got) != 1 || !got[0].Enabled {
+		t.Fatalf("aws with credentials = %+v, %v; want enabled", got, err)
+	}
+	Omit("aws", "skygo_omit_aws")
+	t.Cleanup(func() {
+		omitMu.Lock()
+		delete(omitted, "aws")
+		omitMu.Unlock()
+	})
+	got, err = Run(context.Background(), Options{Home: home, Infras: []string{"aws"}})
+	if err != nil || len(got) != 1 || got[0].Enabled || !strings.Contains(got[0].Reason, "-tags skygo_omit_aws") {
+		t.Errorf("aws left out of the build = %+v, %v; want disabled, naming the tag", got, err)
+	}
+}

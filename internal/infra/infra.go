@@ -216,6 +216,10 @@ func (s *Set) Get(id ID) (Infra, error) {
 	if in, ok := s.byKind[id.Kind]; ok {
 		return in, nil
 	}
+	if tag := check.OmittedBy(id.Kind); tag != "" {
+		return nil, &provision.NotSupportedError{Where: id.String(), Operation: "provisioning",
+			Msg: fmt.Sprintf("this build of SkyGo leaves %s out (built with -tags %s); use a build without that tag", id.Kind, tag)}
+	}
 	return nil, &provision.NotSupportedError{Where: id.String(), Operation: "provisioning",
 		Msg: fmt.Sprintf("this build of SkyGo cannot provision on %s yet (it can on: %s)", id.Kind, strings.Join(s.kinds, ", "))}
 }
