@@ -12,8 +12,14 @@ LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git r
 NODE_ARCHS := amd64 arm64
 NODE_BINS  := $(foreach a,$(NODE_ARCHS),bin/sky-node-linux-$(a))
 
-build: $(NODE_BINS)
+build: $(NODE_BINS) bin/sky-lb
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
+
+# bin/sky-lb: the SkyServe load balancer, for this machine (the API
+# server starts one per service beside itself).
+.PHONY: bin/sky-lb
+bin/sky-lb:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sky-lb
 
 # Always rebuilt (go's cache makes that cheap), like bin/sky.
 .PHONY: $(NODE_BINS)

@@ -28,7 +28,7 @@ import (
 // instance is reached with the SSH node pools' client (config, dialer,
 // runner, bootstrap), not a copy.
 var layers = []layer{
-	{"entry points", []string{"cmd/sky", "cmd/sky-node", "cmd/openapigen", "internal/e2e"}},
+	{"entry points", []string{"cmd/sky", "cmd/sky-node", "cmd/sky-lb", "cmd/openapigen", "internal/e2e"}},
 	{"commands", []string{"internal/cli"}},
 	{"API client and server", []string{"internal/client", "internal/server"}},
 	{"operations", []string{"internal/core"}},
@@ -77,12 +77,15 @@ var rules = []rule{
 		why: "the agent runs on every node: it stays slim and knows nothing of the server side"},
 	{pkg: "internal/serve/lb", notOn: []string{"internal/awsx", "github.com/spf13/cobra", "github.com/prometheus/*",
 		"github.com/jackc/pgx/*", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*"},
-		why: "the load balancer runs as `sky-node serve-lb`, a small process of its own per service"},
+		why: "the load balancer runs as `sky-lb serve-lb`, a small process of its own per service"},
 	{pkg: "internal/storage", notOn: []string{"internal/awsx", "github.com/aws/*"},
 		why: "the task loader and the agent use bucket names and node scripts; the SDK operations are s3bucket's"},
 	{pkg: "cmd/sky-node", notOn: []string{"internal/cli", "internal/core", "internal/server", "internal/infra/*", "internal/awsx",
 		"github.com/spf13/cobra", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/pgx/*", "github.com/prometheus/*"},
 		why: "the node runtime is copied to every node and must stay small"},
+	{pkg: "cmd/sky-lb", notOn: []string{"internal/agent", "internal/state", "internal/core", "internal/server", "internal/infra/*",
+		"github.com/spf13/cobra", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/pgx/*", "github.com/prometheus/*", "modernc.org/*"},
+		why: "one load balancer runs per service: it is the proxy and nothing else"},
 }
 
 // Test helpers (internal/testutil/..., or a package named <pkg>test) are

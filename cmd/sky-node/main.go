@@ -1,8 +1,7 @@
 // Command sky-node is SkyGo's node runtime: the agent that runs on every
 // cluster node (`sky-node agent <verb>`, and the processes the agent
 // starts from its own executable: the daemon, ranks, pid-init, the
-// sandbox, the SSH server) and the SkyServe load balancer (`sky-node
-// serve-lb`). It links no cloud or Kubernetes SDK, no cobra, no database
+// sandbox, the SSH server). It links no cloud or Kubernetes SDK, no cobra, no database
 // driver of the server (deps_test.go), so it stays small enough to copy
 // to a node on every first launch and starts in a few milliseconds. The
 // API server copies the build for the node's architecture to
@@ -17,12 +16,10 @@ import (
 	"runtime"
 
 	"github.com/skygo/skygo/internal/agent"
-	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/version"
 )
 
 const usage = `usage: sky-node agent <verb> [flags]   the node agent (internal; see sky-node agent help)
-       sky-node serve-lb [flags]        a SkyServe load balancer (internal)
        sky-node version                 this build's version and platform`
 
 func main() {
@@ -37,8 +34,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "agent":
 		return agent.Main(context.Background(), args[1:], stdin, stdout, stderr)
-	case "serve-lb":
-		return lb.Main(args[1:], stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "sky-node %s (commit %s) %s/%s\n", version.Version, version.Commit, runtime.GOOS, runtime.GOARCH)
 		return 0

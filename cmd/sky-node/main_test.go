@@ -15,11 +15,11 @@ func TestRunDispatch(t *testing.T) {
 	}{
 		{nil, 2, "", "usage: sky-node agent"},
 		{[]string{"version"}, 0, "linux/" + runtime.GOARCH, ""},
-		{[]string{"help"}, 0, "sky-node serve-lb", ""},
+		{[]string{"help"}, 0, "sky-node agent", ""},
 		{[]string{"bogus"}, 2, "", `unknown command "bogus"`},
 		{[]string{"agent", "ping", "--json"}, 0, `{"ok":true}`, ""},
 		{[]string{"agent"}, 2, "", "usage: sky agent <verb>"},
-		{[]string{"serve-lb"}, 2, "", "--service"},
+		{[]string{"serve-lb"}, 2, "", `unknown command "serve-lb"`},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(c.args, strings.NewReader(""), &out, &errOut)

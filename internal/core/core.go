@@ -118,7 +118,7 @@ func New(o Options) (*Env, error) {
 			return e.planner(ctx, body, log)
 		},
 		Redact: newRedactingLog}
-	e.Serve = &serve.Env{Home: o.Home, Store: o.Store, Backend: e.Backend, Sky: sky, Node: node, LBHost: o.Host, Redact: newRedactingLog,
+	e.Serve = &serve.Env{Home: o.Home, Store: o.Store, Backend: e.Backend, Sky: sky, LBHost: o.Host, Redact: newRedactingLog,
 		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
 			return e.planner(ctx, body, log)
 		}}

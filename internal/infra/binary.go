@@ -32,6 +32,33 @@ const BinaryPath = "~/.sky/bin/sky-node"
 // directory.
 const EnvRuntimeDir = "SKYGO_RUNTIME_DIR"
 
+// LBBinaryName is the file name of the SkyServe load balancer, built for
+// the server's own machine and found like the node runtime.
+const LBBinaryName = "sky-lb"
+
+// LBBinaryBeside is the load balancer in $SKYGO_RUNTIME_DIR or beside the
+// sky binary at sky.
+func LBBinaryBeside(sky string) (string, error) {
+	p, err := findRuntimeFile(runtimeDirs(sky), LBBinaryName)
+	if err != nil {
+		return "", fmt.Errorf("%w; build it with `make build` (or `CGO_ENABLED=0 go build -o %s ./cmd/sky-lb`), or set %s to the directory holding it",
+			err, LBBinaryName, EnvRuntimeDir)
+	}
+	return p, nil
+}
+
+// runtimeDirs are the directories searched for the runtime's files.
+func runtimeDirs(sky string) []string {
+	var dirs []string
+	if d := os.Getenv(EnvRuntimeDir); d != "" {
+		dirs = append(dirs, d)
+	}
+	if sky != "" {
+		dirs = append(dirs, filepath.Dir(sky))
+	}
+	return dirs
+}
+
 // NodeBinaryName is the file name of the node runtime for goarch.
 func NodeBinaryName(goarch string) string { return "sky-node-linux-" + goarch }
 
@@ -42,14 +69,12 @@ type NodeBinaries func(goarch string) (string, error)
 // of the sky binary at sky (where `make build` puts them).
 func NodeBinariesBeside(sky string) NodeBinaries {
 	return func(goarch string) (string, error) {
-		var dirs []string
-		if d := os.Getenv(EnvRuntimeDir); d != "" {
-			dirs = append(dirs, d)
+		p, err := findRuntimeFile(runtimeDirs(sky), NodeBinaryName(goarch))
+		if err != nil {
+			return "", fmt.Errorf("the node runtime for linux/%s: %w; build it with `make build` (or `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o %s ./cmd/sky-node`), or set %s to the directory holding it",
+				goarch, err, goarch, NodeBinaryName(goarch), EnvRuntimeDir)
 		}
-		if sky != "" {
-			dirs = append(dirs, filepath.Dir(sky))
-		}
-		return findNodeBinary(dirs, goarch)
+		return p, nil
 	}
 }
 
@@ -63,8 +88,8 @@ func NodeBinary(goarch string) (string, error) {
 	return NodeBinariesBeside(exe)(goarch)
 }
 
-func findNodeBinary(dirs []string, goarch string) (string, error) {
-	name := NodeBinaryName(goarch)
+// findRuntimeFile is the first regular file name in dirs.
+func findRuntimeFile(dirs []string, name string) (string, error) {
 	for _, d := range dirs {
 		p := filepath.Join(d, name)
 		fi, err := os.Stat(p)
@@ -72,15 +97,13 @@ func findNodeBinary(dirs []string, goarch string) (string, error) {
 			return p, nil
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("the node runtime %s: %w", p, err)
+			return "", fmt.Errorf("%s: %w", p, err)
 		}
 	}
-	where := "nowhere to look"
-	if len(dirs) > 0 {
-		where = "in " + strings.Join(dirs, " or ")
+	if len(dirs) == 0 {
+		return "", fmt.Errorf("%s is not found: nowhere to look", name)
 	}
-	return "", fmt.Errorf("the node runtime for linux/%s (%s) is not %s; build it with `make build` (or `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o %s ./cmd/sky-node`), or set %s to the directory holding it",
-		goarch, name, where, goarch, name, EnvRuntimeDir)
+	return "", fmt.Errorf("%s is not in %s", name, strings.Join(dirs, " or "))
 }
 
 // NodeArch maps a node's `uname -m` to the GOARCH of the node runtime it

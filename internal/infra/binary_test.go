@@ -80,3 +80,19 @@ func TestNodeBinariesBeside(t *testing.T) {
 		t.Errorf("missing build: err = %v; want it to name the file, both places looked and make build", err)
 	}
 }
+
+func TestLBBinaryBeside(t *testing.T) {
+	skyDir := t.TempDir()
+	t.Setenv(EnvRuntimeDir, "")
+	if _, err := LBBinaryBeside(filepath.Join(skyDir, "sky")); err == nil || !strings.Contains(err.Error(), "sky-lb is not in "+skyDir) ||
+		!strings.Contains(err.Error(), "make build") {
+		t.Errorf("missing sky-lb: err = %v; want it to name the file, where it looked and make build", err)
+	}
+	p := filepath.Join(skyDir, LBBinaryName)
+	if err := os.WriteFile(p, []byte("lb"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LBBinaryBeside(filepath.Join(skyDir, "sky")); err != nil || got != p {
+		t.Errorf("sky-lb beside sky: %q, %v; want %q", got, err, p)
+	}
+}

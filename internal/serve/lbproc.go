@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -382,7 +381,7 @@ func portFree(host string, port int) bool {
 	return true
 }
 
-// startLB starts `sky-node serve-lb` for the service, detached, its output
+// startLB starts `sky-lb serve-lb` for the service, detached, its output
 // appended to the load balancer log. It gets no environment of the
 // server's beyond PATH: the server's may hold credentials.
 func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) {
@@ -409,15 +408,11 @@ func (e *Env) startLB(name string, port int, spec api.ServiceSpec) (int, error) 
 		return 0, err
 	}
 	defer logf.Close()
-	bins := e.Node
-	if bins == nil {
-		bins = infra.NodeBinariesBeside(e.Sky)
-	}
-	node, err := bins(runtime.GOARCH)
+	lbBin, err := infra.LBBinaryBeside(e.Sky)
 	if err != nil {
 		return 0, fmt.Errorf("starting the load balancer: %w", err)
 	}
-	cmd := exec.Command(node, args...)
+	cmd := exec.Command(lbBin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"
@@ -455,7 +450,7 @@ func (e *Env) killLB(name string, pid int) {
 	}
 }
 
-// isOurLB says whether pid runs `sky-node serve-lb --service name --control
+// isOurLB says whether pid runs `sky-lb serve-lb --service name --control
 // sock`: the socket tells this server's load balancer from one of a
 // service of the same name under another HOME.
 func isOurLB(pid int, name, sock string) bool {

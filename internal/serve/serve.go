@@ -41,7 +41,6 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
-	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
@@ -59,12 +58,9 @@ type Env struct {
 	// Redact wraps a writer so the given secret values never pass it (a
 	// replica may print its secrets; its log must not show them).
 	Redact func(w io.Writer, secrets map[string]string) io.Writer
-	// Sky is the sky binary; the node runtime is looked for beside it.
+	// Sky is the sky binary; the load balancer (sky-lb, which links no
+	// SDK and stays small) is looked for beside it.
 	Sky string
-	// Node finds the node runtime builds: load balancers run this
-	// machine's (`sky-node serve-lb`), which links no SDK and stays
-	// small (nil: infra.NodeBinariesBeside(Sky)).
-	Node infra.NodeBinaries
 	// LBHost is the address load balancers listen on: the API server's
 	// own bind host, so a service is reachable wherever its server is.
 	LBHost string

@@ -97,7 +97,7 @@ func SkyBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sky")
-		builds := [][]string{{"", binPath, "./cmd/sky"}}
+		builds := [][]string{{"", binPath, "./cmd/sky"}, {"", filepath.Join(dir, "sky-lb"), "./cmd/sky-lb"}}
 		for _, a := range nodeArchs {
 			builds = append(builds, []string{a, filepath.Join(dir, "sky-node-linux-"+a), "./cmd/sky-node"})
 		}
@@ -133,6 +133,16 @@ func NodeBinary(t testing.TB, goarch string) string {
 	p := filepath.Join(filepath.Dir(SkyBinary(t)), "sky-node-linux-"+goarch)
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("the node runtime for linux/%s is not beside the sky binary (%v); run `make build`, which builds bin/sky-node-linux-<arch> beside bin/sky", goarch, err)
+	}
+	return p
+}
+
+// LBBinary returns the load balancer (cmd/sky-lb) beside SkyBinary's.
+func LBBinary(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(SkyBinary(t)), "sky-lb")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the load balancer is not beside the sky binary (%v); run `make build`, which builds bin/sky-lb beside bin/sky", err)
 	}
 	return p
 }

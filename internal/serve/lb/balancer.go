@@ -373,8 +373,8 @@ func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				switch {
 				case rq.client.Err() != nil:
-					b.count(499)
 					b.log.printf("499 client closed the connection during the response: %s %s", r.Method, r.URL.Path)
+					b.count(499) // after the log line: whoever sees the count finds the line
 				case rq.timedOut:
 					b.count(504)
 					b.log.printf("stream timeout (%s) cut the response short: %s %s", b.streamTimeout, r.Method, r.URL.Path)
@@ -530,8 +530,8 @@ func (b *Balancer) fail(w http.ResponseWriter, r *http.Request, client context.C
 		http.Error(w, NoReadyReplicas, http.StatusServiceUnavailable)
 	case client.Err() != nil:
 		// Nobody reads this answer; the status is for the record.
-		b.count(499)
 		b.log.printf("499 client closed the connection: %s %s", r.Method, r.URL.Path)
+		b.count(499) // after the log line: whoever sees the count finds the line
 		w.WriteHeader(499)
 	case errors.As(err, new(*bodyError)):
 		http.Error(w, err.Error(), http.StatusBadRequest)

@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// BenchmarkServeLB measures `sky-node serve-lb` (the built node runtime
+// BenchmarkServeLB measures `sky-lb serve-lb` (the built load balancer
 // beside SKYGO_TEST_BINARY, as the service controller runs it) in front of two replica processes against one
 // replica served directly, with a keep-alive load generator at 32
 // connections and at one, and reports throughput and median latency of
@@ -42,10 +42,10 @@ func BenchmarkServeLB(b *testing.B) {
 	}
 	what := "sky serve-lb"
 	if os.Getenv("SKYGO_BENCH_LB_FULL") == "" {
-		bin = filepath.Join(filepath.Dir(bin), "sky-node-linux-"+runtime.GOARCH)
-		what = "sky-node serve-lb"
+		bin = filepath.Join(filepath.Dir(bin), "sky-lb")
+		what = "sky-lb serve-lb"
 		if _, err := os.Stat(bin); err != nil {
-			b.Fatalf("the node runtime is not beside SKYGO_TEST_BINARY (%v); make bench-serve builds it", err)
+			b.Fatalf("the load balancer is not beside SKYGO_TEST_BINARY (%v); make bench-serve builds it", err)
 		}
 	}
 	secs := 5.0

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +15,11 @@ import (
 	"github.com/skygo/skygo/internal/testutil"
 )
 
-// `sky-node serve-lb` is the load balancer as the controller starts it:
+// `sky-lb serve-lb` is the load balancer as the controller starts it:
 // a child process driven through its control socket, exiting 2 when its
 // port is taken and 0 after POST /shutdown.
 func TestServeLBCommand(t *testing.T) {
-	bin := testutil.NodeBinary(t, runtime.GOARCH)
+	bin := testutil.LBBinary(t)
 	dir, err := os.MkdirTemp("", "lbcmd") // short: unix socket paths are limited
 	if err != nil {
 		t.Fatal(err)

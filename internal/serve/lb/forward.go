@@ -93,8 +93,8 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, rq *request) 
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				// The client is gone; the deferred Close drops the
 				// replica connection too.
-				b.count(499)
 				b.log.printf("499 client closed the connection during the response: %s %s", r.Method, r.URL.Path)
+				b.count(499) // after the log line: whoever sees the count finds the line
 				return
 			}
 			if stream && flusher != nil {
