@@ -49,9 +49,10 @@ var layers = []layer{
 	{"config", []string{"internal/config"}},
 	{"operation contract", []string{"internal/op"}},
 	{"state", []string{"internal/state"}},
-	{"storage: bucket names, stores, S3 operations, mount scripts", []string{"internal/storage"}},
+	{"storage: S3 operations, mount scripts", []string{"internal/storage"}},
+	{"storage: store types, bucket URIs and names", []string{"internal/storage/bucketname"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
-	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
+	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also

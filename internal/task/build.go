@@ -13,7 +13,7 @@ import (
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/fielderr"
 	"github.com/skygo/skygo/internal/resources"
-	"github.com/skygo/skygo/internal/storage"
+	"github.com/skygo/skygo/internal/storage/bucketname"
 )
 
 // substitutedFields are the top-level fields whose strings get $VAR
@@ -517,7 +517,7 @@ func (b *builder) buildStorage(path string, m map[string]any) *Storage {
 	}
 	st.Config, _ = m["config"].(map[string]any)
 
-	for _, p := range storage.Prefixes {
+	for _, p := range bucketname.Prefixes {
 		if strings.HasPrefix(st.Name, p) {
 			b.fail(path+".name", false, "Prefix detected: `name` cannot start with %s; give the bare bucket name, or put the URI in `source`", p)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
-	"github.com/skygo/skygo/internal/storage"
+	"github.com/skygo/skygo/internal/storage/bucketname"
 )
 
 // Spec turns a loaded task into what the server runs: absolute paths,
@@ -89,7 +89,7 @@ func storageMount(dst string, fm *FileMount) (api.StorageMount, error) {
 	sm := api.StorageMount{Dst: dst, Name: st.Name, Store: st.Store, Mode: st.Mode, Persistent: st.Persistent,
 		Type: st.Type, Config: st.Config, SourceIsList: st.SourceIsList}
 	if !st.SourceIsList && len(st.Source) == 1 && IsCloudURI(st.Source[0]) {
-		store, bucket, sub, err := storage.ParseURI(st.Source[0])
+		store, bucket, sub, err := bucketname.ParseURI(st.Source[0])
 		if err != nil {
 			return sm, fmt.Errorf("file_mounts %s: %w", dst, err)
 		}
@@ -114,16 +114,16 @@ func storageMount(dst string, fm *FileMount) (api.StorageMount, error) {
 		if sm.Mode == "COPY" && len(sm.Source) == 0 {
 			// SkyPilot refuses it only for a bucket it would create; an
 			// existing one is known only on the server, which checks.
-			sm.Store = cmp.Or(sm.Store, storage.S3)
+			sm.Store = cmp.Or(sm.Store, bucketname.S3)
 		}
 	}
 	if sm.Store == "" {
-		sm.Store = storage.DefaultStore
+		sm.Store = bucketname.DefaultStore
 	}
-	if err := storage.CheckStore(sm.Store); err != nil {
+	if err := bucketname.CheckStore(sm.Store); err != nil {
 		return sm, fmt.Errorf("file_mounts %s: %w", dst, err)
 	}
-	if err := storage.ValidateName(sm.Store, sm.Name); err != nil {
+	if err := bucketname.ValidateName(sm.Store, sm.Name); err != nil {
 		return sm, fmt.Errorf("file_mounts %s: %w", dst, err)
 	}
 	return sm, nil
