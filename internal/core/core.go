@@ -368,6 +368,9 @@ const requestConfigKey = "override_skypilot_config"
 // the client's (--config, -w, its config files) laid over it except for
 // the server-only keys, and active_workspace checked against the server's
 // workspaces. Warnings about dropped keys go to the request log.
+// clientConfigSource names the config a request carries in errors.
+const clientConfigSource = "the client's config: --config, -w/--workspace, config files"
+
 func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	server, err := config.Load(config.LoadOptions{Home: e.Home})
 	if err != nil {
@@ -382,6 +385,11 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	if b.Config == nil {
 		return server, e.checkWorkspaceAccess(r, server)
 	}
+	// The CLI merges its config sources without the schema (it does not
+	// link it): the check is made here, for every client alike.
+	if err := config.Validate(b.Config, clientConfigSource); err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
 	merged, warnings := config.OverlayClient(server, config.New(b.Config))
 	for _, w := range warnings {
 		fmt.Fprintf(r.Log, "Warning: %s\n", w)
@@ -389,7 +397,7 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	if err := merged.CheckWorkspace(); err != nil {
 		var ve *config.ValidationError
 		if errors.As(err, &ve) && ve.Source == "" {
-			ve.Source = "the client's config: --config, -w/--workspace, config files"
+			ve.Source = clientConfigSource
 		}
 		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
