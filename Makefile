@@ -3,10 +3,27 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
+.PHONY: build runtime bench-cli test unit pytest vet staticcheck bench bench-managed bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
 
-build:
+# RUNTIME: the programs bin/sky carries (internal/bundle): the API
+# server, and the node binaries once cmd/sky-node exists. Each is built
+# into bin/, hard-linked into internal/bundle/files with a MANIFEST of its
+# size, SHA-256 and Go build ID, and embedded into bin/sky. bin/sky uses
+# the copies beside it while they are the same build.
+BUNDLE      := internal/bundle/files
+NODE_ARCHES := amd64 arm64
+RUNTIME     := sky-server $(if $(wildcard cmd/sky-node),$(foreach a,$(NODE_ARCHES),sky-node-linux-$(a)))
+
+build: runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
+
+runtime:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sky-server ./cmd/sky-server
+	$(if $(wildcard cmd/sky-node),$(foreach a,$(NODE_ARCHES),CGO_ENABLED=0 GOOS=linux GOARCH=$(a) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sky-node-linux-$(a) ./cmd/sky-node &&) true)
+	find $(BUNDLE) -mindepth 1 ! -name README.md -delete
+	for f in $(RUNTIME); do ln bin/$$f $(BUNDLE)/$$f 2>/dev/null || cp bin/$$f $(BUNDLE)/$$f; \
+		echo "$$f $$(stat -c %s bin/$$f) $$(sha256sum < bin/$$f | cut -d' ' -f1) $$($(GO) tool buildid bin/$$f)"; \
+	done > $(BUNDLE)/MANIFEST.tmp && mv $(BUNDLE)/MANIFEST.tmp $(BUNDLE)/MANIFEST
 
 # test: what CI runs. vet, staticcheck, every Go test with the race
 # detector, then the Python SDK's tests with Debian's interpreter (its
@@ -79,6 +96,7 @@ fuzz:
 
 clean:
 	rm -rf bin
+	find $(BUNDLE) -mindepth 1 ! -name README.md -delete
 
 # catalog-snapshot: refresh the price catalog embedded in the binary
 # (internal/catalog/embedded) from a v8 catalog directory or URL.

@@ -4,24 +4,37 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/skygo/skygo/internal/paths"
-	"github.com/skygo/skygo/internal/state"
 )
 
 // noteSkyPilotClusters tells the user, once for a given set of names, that
 // SkyPilot's own state holds clusters SkyGo does not manage. SkyGo only
 // reads SkyPilot's database (immutably); what it has told is remembered in
-// its own directory.
-func noteSkyPilotClusters(ctx context.Context, io *IOStreams) {
+// its own directory. Reading SQLite is the server program's (the CLI does
+// not link a database), so it is asked only when the file exists.
+func noteSkyPilotClusters(ctx context.Context, f *Factory) {
+	io := f.IO
 	home, err := homeDir()
 	if err != nil {
 		return
 	}
-	names, err := state.SkyPilotClusters(ctx, paths.SkyPilotStateDB(home))
-	if err != nil || len(names) == 0 {
+	if _, err := os.Stat(paths.SkyPilotStateDB(home)); err != nil {
+		return
+	}
+	exe, err := f.serverBinary()
+	if err != nil {
+		return
+	}
+	out, err := exec.CommandContext(ctx, exe, "skypilot-clusters").Output()
+	if err != nil {
+		return
+	}
+	names := strings.Fields(string(out))
+	if len(names) == 0 {
 		return
 	}
 	marker := filepath.Join(paths.Root(home), "skypilot_clusters_noted")

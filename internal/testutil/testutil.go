@@ -83,7 +83,8 @@ var (
 
 // SkyBinary returns the path of a built sky binary: SKYGO_TEST_BINARY when
 // set (the Makefile builds it once), else a build into a temp dir, once per
-// test process.
+// test process. That build embeds no runtime: sky-server is built beside
+// it, and sky is linked to use that directory (internal/bundle.linkedDir).
 func SkyBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("SKYGO_TEST_BINARY"); p != "" {
@@ -96,11 +97,17 @@ func SkyBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sky")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/sky")
-		cmd.Dir = RepoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{out: string(out), err: err}
+		for _, args := range [][]string{
+			{"build", "-o", filepath.Join(dir, "sky-server"), "./cmd/sky-server"},
+			{"build", "-ldflags", "-X github.com/skygo/skygo/internal/bundle.linkedDir=" + dir, "-o", binPath, "./cmd/sky"},
+		} {
+			cmd := exec.Command("go", args...)
+			cmd.Dir = RepoRoot(t)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = &buildError{out: string(out), err: err}
+				return
+			}
 		}
 	})
 	if buildErr != nil {
