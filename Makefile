@@ -60,6 +60,13 @@ pytest: build
 bench: build
 	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./...
 
+# bench-cli: what sky costs before it does anything (issue 27): `sky --help`
+# and `sky status` against a warm local server, each beside `true` in the
+# same run: median CPU, peak RSS and wall time of SKYGO_BENCH_CLI_RUNS runs
+# (default 21), the sum of package inits, and the ratios to `true`.
+bench-cli: build
+	SKYGO_BENCH_CLI=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'CLIStart' -benchtime 1x -count 1 -v ./cmd/sky
+
 # bench-managed: the managed-jobs scale benchmarks (1,000 concurrent jobs,
 # 10,000 queued; minutes each), run once; SKYGO_BENCH_MANAGED_JOBS,
 # _SLEEP and _QUEUED change the sizes.

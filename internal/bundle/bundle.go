@@ -90,7 +90,7 @@ var (
 
 // Path is the path of the runtime file name (e.g. "sky-server").
 func Path(name string) (string, error) {
-	dirOnce.Do(func() { dir, dirErr = locate() })
+	dirOnce.Do(func() { dir, dirErr = locate(files, os.Getenv(EnvDir), linkedDir) })
 	if dirErr != nil {
 		return "", dirErr
 	}
@@ -101,14 +101,16 @@ func Path(name string) (string, error) {
 	return p, nil
 }
 
-func locate() (string, error) {
-	if d := os.Getenv(EnvDir); d != "" {
-		return d, nil
+// locate finds the runtime directory from the embedded files fsys (under
+// files/), $SKYGO_RUNTIME_DIR (envDir) and the link-time directory.
+func locate(fsys fs.FS, envDir, linked string) (string, error) {
+	if envDir != "" {
+		return envDir, nil
 	}
-	if linkedDir != "" {
-		return linkedDir, nil
+	if linked != "" {
+		return linked, nil
 	}
-	text, err := files.ReadFile("files/MANIFEST")
+	text, err := fs.ReadFile(fsys, "files/MANIFEST")
 	if err != nil {
 		return "", errors.New("this sky binary was built without its runtime (sky-server): build it with `make build`, " +
 			"which embeds it, or set " + EnvDir + " to a directory holding sky-server")
@@ -127,7 +129,7 @@ func locate() (string, error) {
 		return "", fmt.Errorf("no directory to extract sky's runtime into (%v); set %s", err, EnvDir)
 	}
 	sum := sha256.Sum256(text)
-	return Extract(files, "files", man, filepath.Join(cache, "skygo", "runtime", hex.EncodeToString(sum[:8])))
+	return Extract(fsys, "files", man, filepath.Join(cache, "skygo", "runtime", hex.EncodeToString(sum[:8])))
 }
 
 // Matches says whether dir holds every manifest file as built: the same
