@@ -35,6 +35,10 @@ type Backend struct {
 	Store *state.Store
 	// Sky is the path of the sky binary the agents run.
 	Sky string
+	// CLI is the sky command line the autostop callback runs (`sky stop`
+	// or `sky down`); default Sky. The server program is not the CLI:
+	// the CLI that starts it names itself here.
+	CLI string
 	// CallbackEnv is added to the autostop callback so that it reaches
 	// this API server (HOME, SKYPILOT_API_SERVER_LOCAL_PORT, ...).
 	CallbackEnv []string

@@ -96,6 +96,9 @@ func Path(name string) (string, error) {
 	}
 	p := filepath.Join(dir, name)
 	if _, err := os.Stat(p); err != nil {
+		if d := os.Getenv(EnvDir); d != "" {
+			return "", fmt.Errorf("%s=%s has no %s: point it at a directory holding sky's runtime (bin/ after `make build`), or unset it", EnvDir, d, name)
+		}
 		return "", fmt.Errorf("the runtime directory %s has no %s: rebuild with `make build`", dir, name)
 	}
 	return p, nil

@@ -148,7 +148,7 @@ func runAPIServer(_ context.Context, f *Factory, o *apiStartOptions) error {
 	if err != nil {
 		return err
 	}
-	return syscall.Exec(exe, append([]string{exe}, st.ServerArgs...), os.Environ())
+	return syscall.Exec(exe, append([]string{exe}, st.ServerArgs...), append(os.Environ(), serverEnv()...))
 }
 
 // localURL is where a server started with these settings answers locally.
@@ -208,6 +208,7 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 	// this start's, not a line an earlier attempt left.
 	logStart, _ := logf.Seek(0, io.SeekEnd)
 	child := exec.Command(exe, st.ServerArgs...)
+	child.Env = append(os.Environ(), serverEnv()...)
 	child.Stdout, child.Stderr = logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive this shell
 	if err := child.Start(); err != nil {

@@ -88,13 +88,24 @@ func defaultFactory(runtime func(string) (string, error)) *Factory {
 		Runtime:   runtime,
 	}
 	f.Client = func() (*client.Client, error) {
-		return client.New(client.Options{AutoStart: true, ServerBinary: f.serverBinary})
+		return client.New(client.Options{AutoStart: true, ServerBinary: f.serverBinary, ServerEnv: serverEnv()})
 	}
 	return f
 }
 
 // ServerProgram is the runtime file that is the API server.
 const ServerProgram = "sky-server"
+
+// serverEnv is what a server this command starts is told of it: the sky
+// command line, which the server's local callbacks (autostop's `sky stop`)
+// run (servermain.EnvCLI).
+func serverEnv() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{"SKYGO_CLI=" + exe}
+}
 
 // serverBinary is the path of the API server program.
 func (f *Factory) serverBinary() (string, error) {

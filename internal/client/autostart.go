@@ -108,7 +108,7 @@ func (c *Client) spawnServer(logPath string) error {
 	defer devnull.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), c.opts.ServerEnv...)
 	if c.home != "" {
 		cmd.Env = append(cmd.Env, "HOME="+c.home)
 	}

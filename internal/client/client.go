@@ -57,6 +57,8 @@ type Options struct {
 	// must be started; it is asked only then. Default: this executable,
 	// for a program that is itself a server binary.
 	ServerBinary func() (string, error)
+	// ServerEnv is added to the environment of a server started here.
+	ServerEnv []string
 	// HTTPClient defaults to one without an overall timeout (waits and
 	// streams are long).
 	HTTPClient *http.Client

@@ -56,6 +56,9 @@ type Options struct {
 	Port int
 	// Sky is the sky binary nodes run (default: this executable).
 	Sky string
+	// CLI is the sky command line local callbacks run (autostop's
+	// `sky stop`/`sky down`); default Sky.
+	CLI string
 	// Host is the address the server listens on; services' load
 	// balancers listen there too (default 127.0.0.1).
 	Host string
@@ -79,7 +82,7 @@ func New(o Options) (*Env, error) {
 		port = api.DefaultPort
 	}
 	e := &Env{Home: o.Home, Store: o.Store}
-	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky,
+	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky, CLI: o.CLI,
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
 	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky,
 		Down: func(ctx context.Context, name string, log io.Writer) error {

@@ -132,7 +132,8 @@ func runAPIServer(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer st.Close()
 	so.Store = st
-	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host, Auth: so.BasicAuth || so.ServiceAccounts})
+	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host, Auth: so.BasicAuth || so.ServiceAccounts,
+		CLI: cliPath()})
 	if err != nil {
 		return err
 	}
@@ -151,6 +152,26 @@ func runAPIServer(ctx context.Context, args []string, stderr io.Writer) error {
 	env.WarmCatalog(ctx)
 	fmt.Fprintf(stderr, "SkyPilot API server is running at http://%s (pid %d). Log: %s\n", ln.Addr(), os.Getpid(), srv.Paths().Log)
 	return srv.Serve(ctx, ln)
+}
+
+// EnvCLI names the sky command line that started this server; the CLI
+// sets it. Callbacks on this machine that are CLI commands (autostop's
+// `sky stop`) run it.
+const EnvCLI = "SKYGO_CLI"
+
+// cliPath is the sky command line for callbacks: EnvCLI, else a sky beside
+// this program (bin/ after `make build`), else "" (the backend's default).
+func cliPath() string {
+	if p := os.Getenv(EnvCLI); p != "" {
+		return p
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "sky")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }
 
 // configDB reads the `db` key of ~/.sky/config.yaml (SKYPILOT_DB_CONNECTION_URI
