@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBinaryValidatesThroughServer: the sky binary does not link the
+// JSON-Schema check, so a field only the schema knows is wrong must be
+// caught by the server, before anything is uploaded or launched, and read
+// word for word as a local check words it (this test process links the
+// check: schema_test.go), file:line:col included.
+func TestBinaryValidatesThroughServer(t *testing.T) {
+	dir := t.TempDir()
+	yaml := filepath.Join(dir, "bad.yaml")
+	text := "resources:\n  cpus: 2\n  acelerators: A100:1\nrun: echo hi\n"
+	if err := os.WriteFile(yaml, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, want, code := runInProcess(t, "validate", yaml)
+	if code != 1 || !strings.Contains(want, "bad.yaml:3:3: ") || !strings.Contains(want, `did you mean "accelerators"?`) {
+		t.Fatalf("in-process validate: exit %d, stderr %q", code, want)
+	}
+	for _, args := range [][]string{
+		{"validate", yaml},
+		{"launch", "-y", "-c", "schemasplit", yaml},
+		{"jobs", "launch", "-y", yaml},
+	} {
+		_, got, code := runBinary(t, []string{"NO_COLOR=1"}, args...)
+		if code != 1 || got != want {
+			t.Errorf("sky %s: exit %d\n got %q\nwant %q", strings.Join(args, " "), code, got, want)
+		}
+	}
+}
