@@ -351,9 +351,12 @@ type ValidateBody struct {
 	// DAGYAML, instead of YAML, is a DAG as the Python SDK sends it: its
 	// local paths are the client's, absolute, and are checked to be so
 	// (their existence is the client's to check).
-	DAGYAML string            `json:"dag_yaml,omitempty"`
-	Env     []string          `json:"env,omitempty"`
-	Secrets map[string]string `json:"secrets,omitempty"`
+	DAGYAML string `json:"dag_yaml,omitempty"`
+	// VolumeYAML, instead of YAML, is a volume spec (`sky volumes apply`)
+	// checked as the server would load it; the result lists no tasks.
+	VolumeYAML string            `json:"volume_yaml,omitempty"`
+	Env        []string          `json:"env,omitempty"`
+	Secrets    map[string]string `json:"secrets,omitempty"`
 }
 
 // ValidateResult lists each task of a validated YAML.

@@ -34,3 +34,19 @@ func TestBinaryValidatesThroughServer(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryValidatesVolumeThroughServer: the same for a volume spec.
+func TestBinaryValidatesVolumeThroughServer(t *testing.T) {
+	yaml := filepath.Join(t.TempDir(), "vol.yaml")
+	if err := os.WriteFile(yaml, []byte("name: v1\ntype: k8s-pvc\nsize: 10Gi\nbogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, want, code := runInProcess(t, "volumes", "apply", "-y", yaml)
+	if code != 1 || !strings.Contains(want, "vol.yaml:4:1: ") || !strings.Contains(want, `unknown field "bogus"`) {
+		t.Fatalf("in-process volumes apply: exit %d, stderr %q", code, want)
+	}
+	_, got, code := runBinary(t, []string{"NO_COLOR=1"}, "volumes", "apply", "-y", yaml)
+	if code != 1 || got != want {
+		t.Errorf("sky volumes apply: exit %d\n got %q\nwant %q", code, got, want)
+	}
+}
