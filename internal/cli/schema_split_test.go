@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skygo/skygo/internal/config"
 )
 
 // TestBinaryValidatesThroughServer: the sky binary does not link the
@@ -48,5 +50,35 @@ func TestBinaryValidatesVolumeThroughServer(t *testing.T) {
 	_, got, code := runBinary(t, []string{"NO_COLOR=1"}, "volumes", "apply", "-y", yaml)
 	if code != 1 || got != want {
 		t.Errorf("sky volumes apply: exit %d\n got %q\nwant %q", code, got, want)
+	}
+}
+
+// TestBinaryValidatesConfigThroughServer: a project config the schema
+// refuses is refused by the sky binary through the server, word for word
+// and with its line, as a binary linking the check refuses it, and so is
+// a --config value.
+func TestBinaryValidatesConfigThroughServer(t *testing.T) {
+	proj := filepath.Join(t.TempDir(), "project.yaml")
+	if err := os.WriteFile(proj, []byte("kubernetes:\n  ports: bogus\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(config.EnvProjectConfig, proj)
+	_, want, code := runInProcess(t, "status")
+	if code != 2 || !strings.Contains(want, "line 2, column 10: kubernetes.ports: must be one of") {
+		t.Fatalf("in-process status: exit %d, stderr %q", code, want)
+	}
+	_, got, code := runBinary(t, []string{"NO_COLOR=1"}, "status")
+	if code != 2 || got != want {
+		t.Errorf("sky status with a bad project config: exit %d\n got %q\nwant %q", code, got, want)
+	}
+	t.Setenv(config.EnvProjectConfig, "")
+	args := []string{"check", "--config", "kubernetes.ports=bogus"}
+	_, want, code = runInProcess(t, args...)
+	if code != 2 || !strings.Contains(want, "--config kubernetes.ports=bogus") {
+		t.Fatalf("in-process check --config: exit %d, stderr %q", code, want)
+	}
+	_, got, code = runBinary(t, []string{"NO_COLOR=1"}, args...)
+	if code != 2 || got != want {
+		t.Errorf("sky check --config: exit %d\n got %q\nwant %q", code, got, want)
 	}
 }
