@@ -3,26 +3,38 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build test unit pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
+.PHONY: build runtime bench-cli test unit pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
 
-# build: bin/sky and, beside it, the node runtime for each architecture
-# a node may have (bin/sky-node-linux-<arch>): the API server copies the
-# one for a node's `uname -m` to it, and runs the host's for the local
-# infrastructure and load balancers (internal/infra.NodeBinary).
+# build: bin/sky, the CLI a user runs, carrying the RUNTIME (internal/bundle):
+# the API server (sky-server), the SkyServe load balancer for this machine
+# (sky-lb) and the node runtime for each architecture a node may have
+# (sky-node-linux-<arch>: the API server copies the one for a node's
+# `uname -m` to it, and runs the host's for the local infrastructure).
+# Each is built into bin/, hard-linked into internal/bundle/files with a
+# MANIFEST of its size, SHA-256 and Go build ID, and embedded into
+# bin/sky. bin/sky uses the copies beside it while they are the same build.
+BUNDLE     := internal/bundle/files
 NODE_ARCHS := amd64 arm64
 NODE_BINS  := $(foreach a,$(NODE_ARCHS),bin/sky-node-linux-$(a))
+RUNTIME    := sky-server sky-lb $(foreach a,$(NODE_ARCHS),sky-node-linux-$(a))
 
-build: $(NODE_BINS) bin/sky-lb
+build: runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sky
 
-# bin/sky-lb: the SkyServe load balancer, for this machine (the API
-# server starts one per service beside itself).
-.PHONY: bin/sky-lb
+runtime: $(NODE_BINS) bin/sky-lb bin/sky-server
+	find $(BUNDLE) -mindepth 1 ! -name README.md -delete
+	for f in $(RUNTIME); do ln bin/$$f $(BUNDLE)/$$f 2>/dev/null || cp bin/$$f $(BUNDLE)/$$f; \
+		echo "$$f $$(stat -c %s bin/$$f) $$(sha256sum < bin/$$f | cut -d' ' -f1) $$($(GO) tool buildid bin/$$f)"; \
+	done > $(BUNDLE)/MANIFEST.tmp && mv $(BUNDLE)/MANIFEST.tmp $(BUNDLE)/MANIFEST
+
+# Always rebuilt (go's cache makes that cheap), like bin/sky.
+.PHONY: bin/sky-server bin/sky-lb $(NODE_BINS)
+bin/sky-server:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sky-server
+
 bin/sky-lb:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sky-lb
 
-# Always rebuilt (go's cache makes that cheap), like bin/sky.
-.PHONY: $(NODE_BINS)
 $(NODE_BINS): bin/sky-node-linux-%:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sky-node
 
@@ -60,6 +72,13 @@ pytest: build
 # bench: benchmarks that print ratios against a baseline measured in the same run.
 bench: build
 	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./...
+
+# bench-cli: what sky costs before it does anything (issue 27): `sky --help`
+# and `sky status` against a warm local server, each beside `true` in the
+# same run: median CPU, peak RSS and wall time of SKYGO_BENCH_CLI_RUNS runs
+# (default 21), the sum of package inits, and the ratios to `true`.
+bench-cli: build
+	SKYGO_BENCH_CLI=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'CLIStart' -benchtime 1x -count 1 -v ./cmd/sky
 
 # bench-managed: the managed-jobs scale benchmarks (1,000 concurrent jobs,
 # 10,000 queued; minutes each), run once; SKYGO_BENCH_MANAGED_JOBS,
@@ -105,6 +124,7 @@ fuzz:
 
 clean:
 	rm -rf bin
+	find $(BUNDLE) -mindepth 1 ! -name README.md -delete
 
 # catalog-snapshot: refresh the price catalog embedded in the binary
 # (internal/catalog/embedded) from a v8 catalog directory or URL.

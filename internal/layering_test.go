@@ -28,8 +28,8 @@ import (
 // instance is reached with the SSH node pools' client (config, dialer,
 // runner, bootstrap), not a copy.
 var layers = []layer{
-	{"entry points", []string{"cmd/sky", "cmd/sky-node", "cmd/sky-lb", "cmd/openapigen", "internal/e2e"}},
-	{"commands", []string{"internal/cli"}},
+	{"entry points", []string{"cmd/sky", "cmd/sky-server", "cmd/sky-node", "cmd/sky-lb", "cmd/openapigen", "internal/e2e"}},
+	{"programs: the command line, the server program", []string{"internal/cli", "internal/servermain"}},
 	{"API client and server", []string{"internal/client", "internal/server"}},
 	{"operations", []string{"internal/core"}},
 	{"managed jobs, serving", []string{"internal/jobs", "internal/serve"}},
@@ -45,6 +45,7 @@ var layers = []layer{
 	{"agent protocol, local processes, load balancer", []string{"internal/agent/agentapi", "internal/proc", "internal/serve/lb"}},
 	{"provisioning interfaces", []string{"internal/provision"}},
 	{"tasks", []string{"internal/task"}},
+	{"schema checks the operations plug into the loaders", []string{"internal/task/taskschema", "internal/config/configschema"}},
 	{"resources", []string{"internal/resources"}},
 	{"config", []string{"internal/config"}},
 	{"operation contract", []string{"internal/op"}},
@@ -52,7 +53,8 @@ var layers = []layer{
 	{"S3 operations through the SDK", []string{"internal/storage/s3bucket"}},
 	{"storage: bucket names, stores, copy and mount scripts", []string{"internal/storage"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
-	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux"}},
+	{"the loaders' seams to their schema checks", []string{"internal/task/taskdoc", "internal/config/configdoc"}},
+	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig", "internal/bundle"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also
@@ -61,15 +63,27 @@ var layers = []layer{
 var rules = []rule{
 	{pkg: "internal/cli", onlyFrom: []string{"cmd/sky"},
 		why: "the commands are the top of the program; only main wires them"},
-	{pkg: "internal/core", onlyFrom: []string{"cmd/sky", "cmd/openapigen", "internal/cli"},
-		why: "`sky api start` hands the operations to the server; nothing else runs them (openapigen only describes them)"},
+	{pkg: "internal/servermain", onlyFrom: []string{"cmd/sky-server"},
+		why: "the server program is the top of its binary; only its main wires it"},
+	{pkg: "internal/bundle", onlyFrom: []string{"cmd/sky"},
+		why: "the runtime files travel inside sky alone; the server and the tests do not carry them"},
+	{pkg: "internal/core", onlyFrom: []string{"internal/servermain", "cmd/openapigen"},
+		why: "the server program hands the operations to the server; nothing else runs them (openapigen only describes them)"},
+	{pkg: "internal/task/taskschema", onlyFrom: []string{"internal/core"},
+		why: "the operations install the schema check into the loader; a binary without them starts without the JSON-Schema library"},
+	{pkg: "internal/config/configschema", onlyFrom: []string{"internal/core"},
+		why: "the operations install the schema check into the loader; a binary without them starts without the JSON-Schema library"},
+	{pkg: "internal/cli", notOn: []string{"internal/core", "internal/server", "internal/state", "internal/agent", "internal/serve/*",
+		"internal/infra", "internal/infra/*", "internal/backend", "internal/storage/s3bucket", "internal/awsx", "internal/task/taskschema", "internal/config/configschema",
+		"github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/*", "modernc.org/*", "github.com/prometheus/*", "github.com/santhosh-tekuri/*"},
+		why: "the command line starts in milliseconds: it speaks HTTP to the server and hands server-side verbs to sky-server (see also cmd/sky's deps test)"},
 	{pkg: "internal/server", notOn: []string{"internal/core", "internal/backend"},
 		why: "the server runs the op.Op values it is given and knows none of them"},
 	{pkg: "internal/client", notOn: []string{"internal/server", "internal/core", "internal/state"},
 		why: "the SDK speaks HTTP and api records, nothing of the server's insides"},
 	{pkg: "internal/infra/*", notOn: []string{"internal/backend", "internal/core", "internal/server"},
 		why: "an infrastructure implements provision's interfaces; the lifecycle drives it"},
-	{pkg: "internal/agent", onlyFrom: []string{"cmd/sky", "cmd/sky-node", "internal/cli", "internal/infra/local"},
+	{pkg: "internal/agent", onlyFrom: []string{"cmd/sky-node", "internal/infra/local"},
 		why: "the agent runs as `sky-node agent` on nodes; only the local infrastructure, whose nodes are this machine, also runs its verbs in-process"},
 	{pkg: "internal/agent", notOn: []string{"internal/infra/*", "internal/backend", "internal/core", "internal/server",
 		"internal/client", "internal/state", "internal/task", "internal/config", "internal/awsx", "internal/storage/s3bucket", "github.com/spf13/cobra", "github.com/prometheus/*",
@@ -263,7 +277,7 @@ func TestCheckReportsBrokenRules(t *testing.T) {
 		}, []string{"internal/core imports internal/server: layer 4 (operations) may import only lower layers, and internal/server is in layer 3 (API client and server)"}},
 		{"a seam the order leaves open", []pkg{
 			{ImportPath: "internal/server", Imports: []string{"internal/core"}},
-		}, []string{"internal/server imports internal/core, which only cmd/sky and cmd/openapigen and internal/cli may import",
+		}, []string{"internal/server imports internal/core, which only internal/servermain and cmd/openapigen may import",
 			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
 		{"peers", []pkg{
 			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},

@@ -351,9 +351,25 @@ type ValidateBody struct {
 	// DAGYAML, instead of YAML, is a DAG as the Python SDK sends it: its
 	// local paths are the client's, absolute, and are checked to be so
 	// (their existence is the client's to check).
-	DAGYAML string            `json:"dag_yaml,omitempty"`
-	Env     []string          `json:"env,omitempty"`
-	Secrets map[string]string `json:"secrets,omitempty"`
+	DAGYAML string `json:"dag_yaml,omitempty"`
+	// VolumeYAML, instead of YAML, is a volume spec (`sky volumes apply`)
+	// checked as the server would load it; the result lists no tasks.
+	VolumeYAML string `json:"volume_yaml,omitempty"`
+	// ConfigSources, alone, are the config sources a client read (its
+	// config files and --config values), each checked against the config
+	// schema as the client would have; the result lists no tasks.
+	ConfigSources []ConfigSource    `json:"config_sources,omitempty"`
+	Env           []string          `json:"env,omitempty"`
+	Secrets       map[string]string `json:"secrets,omitempty"`
+}
+
+// ConfigSource is one config source as a client read it: a file's text,
+// or a --config key=value as the mapping it makes. Name is what errors
+// call it (the file's path, "--config KEY=VALUE").
+type ConfigSource struct {
+	Name  string         `json:"name"`
+	YAML  string         `json:"yaml,omitempty"`
+	Value map[string]any `json:"value,omitempty"`
 }
 
 // ValidateResult lists each task of a validated YAML.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -49,6 +50,42 @@ func ClientEnv() map[string]string {
 		}
 	}
 	return out
+}
+
+// TokenPrefix starts every service-account token.
+const TokenPrefix = "sky_"
+
+// CheckExposure refuses to serve on a non-loopback address without
+// authentication: anyone who could reach the server would get admin
+// rights. host "" is the default address (127.0.0.1, 0.0.0.0 with deploy).
+func CheckExposure(host string, deploy, auth bool) error {
+	if host == "" {
+		host = "127.0.0.1"
+		if deploy {
+			host = "0.0.0.0"
+		}
+	}
+	if !IsLoopback(host) && !auth {
+		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it would get admin rights; "+
+			"pass --enable-basic-auth (or ENABLE_BASIC_AUTH=true with SKYPILOT_INITIAL_BASIC_AUTH=user:password) or set ENABLE_SERVICE_ACCOUNTS=true", host)
+	}
+	return nil
+}
+
+// IsLoopback says whether host (a name or an IP, no port) is this
+// machine's loopback: "localhost" or a loopback address.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// AuthFromEnv says which auth modes the environment turns on
+// (ENABLE_BASIC_AUTH=true, ENABLE_SERVICE_ACCOUNTS=true).
+func AuthFromEnv() (basic, serviceAccounts bool) {
+	return strings.EqualFold(os.Getenv("ENABLE_BASIC_AUTH"), "true"), strings.EqualFold(os.Getenv("ENABLE_SERVICE_ACCOUNTS"), "true")
 }
 
 // PortFromEnv is the port named by SKYPILOT_API_SERVER_LOCAL_PORT, or

@@ -40,6 +40,10 @@ type Backend struct {
 	// Node finds the node runtime builds; local nodes run this
 	// machine's (nil: infra.NodeBinariesBeside(Sky)).
 	Node infra.NodeBinaries
+	// CLI is the sky command line the autostop callback runs (`sky stop`
+	// or `sky down`); default Sky. The server program is not the CLI:
+	// the CLI that starts it names itself here.
+	CLI string
 	// CallbackEnv is added to the autostop callback so that it reaches
 	// this API server (HOME, SKYPILOT_API_SERVER_LOCAL_PORT, ...).
 	CallbackEnv []string

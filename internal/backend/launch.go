@@ -794,7 +794,7 @@ func (b *Backend) onAutostopCommand(name string) string {
 	for _, kv := range b.CallbackEnv {
 		parts = append(parts, provision.Quote(kv))
 	}
-	parts = append(parts, provision.Quote("HOME="+b.Home), provision.Quote(b.Sky))
+	parts = append(parts, provision.Quote("HOME="+b.Home), provision.Quote(cmp.Or(b.CLI, b.Sky)))
 	return strings.Join(parts, " ") + ` "$SKYGO_AUTOSTOP_ACTION" -y ` + provision.Quote(name)
 }
 

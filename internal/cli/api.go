@@ -19,15 +19,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
-	"github.com/skygo/skygo/internal/core"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/proc"
-	"github.com/skygo/skygo/internal/server"
-	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
 )
 
@@ -102,102 +98,80 @@ func newAPIStartCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func (o *apiStartOptions) serverOptions() (server.Options, error) {
-	so := server.Options{Host: o.Host, Port: o.Port, Deploy: o.Deploy, BasicAuth: o.BasicAuth, WritePIDFile: true}
-	if err := so.ApplyEnv(); err != nil {
-		return so, err
-	}
-	if o.Deploy && so.Host == "" {
-		so.Host = "0.0.0.0"
-	}
-	home, err := homeDir()
-	if err != nil {
-		return so, err
-	}
-	so.Home = home
-	so.DBURI = configDB(home)
-	return so, nil
+// settings are the server's address and auth as the flags and the
+// environment give them (SKYPILOT_API_SERVER_LOCAL_PORT, ENABLE_BASIC_AUTH,
+// ENABLE_SERVICE_ACCOUNTS), which the server reads the same way.
+type apiStartSettings struct {
+	Host       string
+	Port       int
+	Deploy     bool
+	Auth       bool
+	ServerArgs []string // for `sky-server api start --foreground`
 }
 
-// configDB reads the `db` key of ~/.sky/config.yaml (SKYPILOT_DB_CONNECTION_URI
-// still wins, in the state package).
-func configDB(home string) string {
-	b, err := os.ReadFile(filepath.Join(home, ".sky", "config.yaml"))
-	if err != nil {
-		return ""
+func (o *apiStartOptions) resolve() (apiStartSettings, error) {
+	st := apiStartSettings{Host: o.Host, Port: o.Port, Deploy: o.Deploy}
+	if st.Port == 0 {
+		p, err := api.PortFromEnv()
+		if err != nil {
+			return st, err
+		}
+		st.Port = p
 	}
-	var doc struct {
-		DB string `yaml:"db"`
+	basic, sa := api.AuthFromEnv()
+	st.Auth = o.BasicAuth || basic || sa
+	if o.Deploy && st.Host == "" {
+		st.Host = "0.0.0.0"
 	}
-	_ = yaml.Unmarshal(b, &doc)
-	return doc.DB
+	st.ServerArgs = []string{"api", "start", "--foreground", "--port", strconv.Itoa(st.Port)}
+	if o.Host != "" {
+		st.ServerArgs = append(st.ServerArgs, "--host", o.Host)
+	}
+	if o.Deploy {
+		st.ServerArgs = append(st.ServerArgs, "--deploy")
+	}
+	if o.BasicAuth {
+		st.ServerArgs = append(st.ServerArgs, "--enable-basic-auth")
+	}
+	return st, nil
 }
 
-// runAPIServer serves the core operations in this process. The store is
-// opened here because the operations share it with the server.
-func runAPIServer(ctx context.Context, f *Factory, o *apiStartOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	so, err := o.serverOptions()
+// runAPIServer runs the API server program in this process's place: it
+// is what `sky api start --foreground` was (same pid, signals and
+// output), and it checks the settings itself.
+func runAPIServer(_ context.Context, f *Factory, o *apiStartOptions) error {
+	st, err := o.resolve()
 	if err != nil {
 		return err
 	}
-	// Read once; the server's environment is what its children start
-	// from, and the first admin's password has no business there. (Jobs
-	// cannot read this process's /proc/PID/environ, the initial block, at
-	// all: a local node has a PID namespace of its own.)
-	_ = os.Unsetenv("SKYPILOT_INITIAL_BASIC_AUTH")
-	if err := adoptLegacyState(ctx, so.Home); err != nil {
-		return err
-	}
-	st, err := state.Open(ctx, state.ResolveURI(so.DBURI), state.DefaultSQLitePath(so.Home))
+	exe, err := f.serverBinary()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	so.Store = st
-	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host, Auth: so.BasicAuth || so.ServiceAccounts})
-	if err != nil {
-		return err
-	}
-	so.Controllers = env.Controllers
-	srv, err := server.New(so, env.Ops())
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	ln, err := srv.Listen()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	fmt.Fprintf(f.IO.ErrOut, "SkyPilot API server is running at http://%s (pid %d). Log: %s\n", ln.Addr(), os.Getpid(), srv.Paths().Log)
-	return srv.Serve(ctx, ln)
+	return syscall.Exec(exe, append([]string{exe}, st.ServerArgs...), append(os.Environ(), serverEnv()...))
 }
 
-// localURL is where a server started with these options answers locally.
-func (o *apiStartOptions) localURL(so server.Options) string {
-	host := so.Host
+// localURL is where a server started with these settings answers locally.
+func (st apiStartSettings) localURL() string {
+	host := st.Host
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	return "http://" + host + ":" + strconv.Itoa(so.Port)
+	return "http://" + host + ":" + strconv.Itoa(st.Port)
 }
 
 func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOptions) error {
-	so, err := o.serverOptions()
+	st, err := o.resolve()
 	if err != nil {
 		return err
 	}
-	if err := so.CheckExposure(); err != nil {
+	if err := api.CheckExposure(st.Host, st.Deploy, st.Auth); err != nil {
 		return err
 	}
-	url := o.localURL(so)
+	url := st.localURL()
 	c, err := client.New(client.Options{Endpoint: url})
 	if err != nil {
 		return err
@@ -212,25 +186,20 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 		fmt.Fprintf(f.IO.Out, "SkyPilot API server is already running at %s.\n", url)
 		return nil
 	}
-	exe, err := os.Executable()
+	exe, err := f.serverBinary()
 	if err != nil {
-		return fmt.Errorf("find the sky executable: %w", err)
-	}
-	args := []string{"api", "start", "--foreground", "--port", strconv.Itoa(so.Port)}
-	if o.Host != "" {
-		args = append(args, "--host", o.Host)
-	}
-	if o.Deploy {
-		args = append(args, "--deploy")
-	}
-	if o.BasicAuth {
-		args = append(args, "--enable-basic-auth")
-	}
-	paths := server.PathsFor(so.Home)
-	if err := os.MkdirAll(paths.Dir, 0o700); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(paths.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	home, err := homeDir()
+	if err != nil {
+		return err
+	}
+	dir := paths.ServerDir(home)
+	logPath := filepath.Join(dir, "server.log")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open server log: %w", err)
 	}
@@ -238,7 +207,8 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 	// The log is appended to across starts: an error shown from it must be
 	// this start's, not a line an earlier attempt left.
 	logStart, _ := logf.Seek(0, io.SeekEnd)
-	child := exec.Command(exe, args...)
+	child := exec.Command(exe, st.ServerArgs...)
+	child.Env = append(os.Environ(), serverEnv()...)
 	child.Stdout, child.Stderr = logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive this shell
 	if err := child.Start(); err != nil {
@@ -249,14 +219,14 @@ func startAPIServerBackground(ctx context.Context, f *Factory, o *apiStartOption
 	deadline := time.After(30 * time.Second)
 	for {
 		if _, err := c.Health(ctx); err == nil {
-			fmt.Fprintf(f.IO.Out, "SkyPilot API server started at %s.\nLogs: %s\n", url, paths.Log)
+			fmt.Fprintf(f.IO.Out, "SkyPilot API server started at %s.\nLogs: %s\n", url, logPath)
 			return nil
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the API server exited at start (%v):\n%s", err, tailFile(paths.Log, logStart, 10))
+			return fmt.Errorf("the API server exited at start (%v):\n%s", err, tailFile(logPath, logStart, 10))
 		case <-deadline:
-			return fmt.Errorf("the API server did not answer at %s within 30s; see %s", url, paths.Log)
+			return fmt.Errorf("the API server did not answer at %s within 30s; see %s", url, logPath)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -298,7 +268,7 @@ func newAPIStopCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			stopped, err := stopLocalServer(server.PathsFor(home).PID)
+			stopped, err := stopLocalServer(filepath.Join(paths.ServerDir(home), "server.pid"))
 			if err != nil {
 				return err
 			}
@@ -773,8 +743,8 @@ func runAPILogin(cmd *cobra.Command, f *Factory, o *apiLoginOptions) error {
 	if token == "" && !o.Relogin && sameEndpoint(endpoint, stored.Endpoint) {
 		token = stored.Token
 	}
-	if token != "" && !strings.HasPrefix(token, server.TokenPrefix) {
-		return flagErrorf("--token: a service-account token starts with %q", server.TokenPrefix)
+	if token != "" && !strings.HasPrefix(token, api.TokenPrefix) {
+		return flagErrorf("--token: a service-account token starts with %q", api.TokenPrefix)
 	}
 	ctx := ctxOf(cmd)
 	h, c, err := loginHealth(ctx, endpoint, token)
@@ -791,8 +761,8 @@ func runAPILogin(cmd *cobra.Command, f *Factory, o *apiLoginOptions) error {
 		if rerr != nil || token == "" {
 			return errAborted
 		}
-		if !strings.HasPrefix(token, server.TokenPrefix) {
-			return fmt.Errorf("a service-account token starts with %q", server.TokenPrefix)
+		if !strings.HasPrefix(token, api.TokenPrefix) {
+			return fmt.Errorf("a service-account token starts with %q", api.TokenPrefix)
 		}
 		if h, c, err = loginHealth(ctx, endpoint, token); err != nil {
 			return err
@@ -914,24 +884,4 @@ func newAPIDebugSleepCmd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "Print the request id and return without waiting.")
 	return cmd
-}
-
-// adoptLegacyState moves what an earlier SkyGo build kept at SkyPilot's
-// paths (~/.sky/state.db and the local clusters' ~/.sky/local) into
-// ~/.sky/skygo, so an upgrade keeps its clusters. A SkyPilot state.db is
-// recognised and left alone.
-func adoptLegacyState(ctx context.Context, home string) error {
-	moved, err := state.AdoptLegacySQLite(ctx, paths.SkyPilotStateDB(home), paths.StateDB(home))
-	if err != nil || !moved {
-		return err
-	}
-	legacyLocal := filepath.Join(paths.SkyDir(home), "local")
-	if _, err := os.Stat(filepath.Join(legacyLocal, "clusters")); err == nil {
-		if _, err := os.Stat(paths.LocalInfra(home)); errors.Is(err, os.ErrNotExist) {
-			if err := os.Rename(legacyLocal, paths.LocalInfra(home)); err != nil {
-				return fmt.Errorf("move the local clusters to %s: %w", paths.LocalInfra(home), err)
-			}
-		}
-	}
-	return nil
 }

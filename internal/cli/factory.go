@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"io"
 	"os"
 	"time"
@@ -36,6 +37,11 @@ type Factory struct {
 	// LookupEnv reads the caller's environment (for `--env NAME` without a
 	// value); tests replace it.
 	LookupEnv func(string) (string, bool)
+
+	// Runtime finds a runtime file of this sky (sky-server, the node
+	// binaries): internal/bundle's lookup in the sky program; nil where
+	// nothing can be started (in-process tests).
+	Runtime func(name string) (string, error)
 
 	// requestConfig is the client's config (user and project files,
 	// --config, -w/--workspace) sent with every request of this command,
@@ -74,15 +80,39 @@ func colorAllowed(tty bool, getenv func(string) string) bool {
 
 // defaultFactory is the production wiring. The client is built only when a
 // command asks for it.
-func defaultFactory() *Factory {
-	return &Factory{
+func defaultFactory(runtime func(string) (string, error)) *Factory {
+	f := &Factory{
 		IO:        defaultIO(),
 		Now:       time.Now,
 		LookupEnv: os.LookupEnv,
-		Client: func() (*client.Client, error) {
-			return client.New(client.Options{AutoStart: true})
-		},
+		Runtime:   runtime,
 	}
+	f.Client = func() (*client.Client, error) {
+		return client.New(client.Options{AutoStart: true, ServerBinary: f.serverBinary, ServerEnv: serverEnv()})
+	}
+	return f
+}
+
+// ServerProgram is the runtime file that is the API server.
+const ServerProgram = "sky-server"
+
+// serverEnv is what a server this command starts is told of it: the sky
+// command line, which the server's local callbacks (autostop's `sky stop`)
+// run (servermain.EnvCLI).
+func serverEnv() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{"SKYGO_CLI=" + exe}
+}
+
+// serverBinary is the path of the API server program.
+func (f *Factory) serverBinary() (string, error) {
+	if f.Runtime == nil {
+		return "", errors.New("this sky cannot start an API server: it was built without its runtime; build it with `make build`")
+	}
+	return f.Runtime(ServerProgram)
 }
 
 // Bold styles s in bold when colour is allowed.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/config"
 )
 
@@ -253,6 +254,30 @@ func (f *Factory) loadRequestConfig(cmd *cobra.Command) error {
 	if err != nil {
 		return flagErrorf("%v", err)
 	}
+	// This binary does not link the config schema: the server checks each
+	// source as the loader would have, and says it the same way: the
+	// --config key=value settings first, one by one, as
+	// validateConfigArgs checks them where the schema is linked, then the
+	// files.
+	if srcs := cfg.Unchecked(); len(srcs) > 0 && f.Client != nil {
+		var files []api.ConfigSource
+		for _, src := range srcs {
+			if src.Value == nil {
+				files = append(files, src)
+				continue
+			}
+			if err := f.checkConfigSources([]api.ConfigSource{src}); err != nil {
+				v := strings.TrimPrefix(src.Name, "--config ")
+				if k, _, ok := strings.Cut(v, "="); ok {
+					v = k + "=..."
+				}
+				return flagErrorf("invalid --config %s: %v", v, err)
+			}
+		}
+		if err := f.checkConfigSources(files); err != nil {
+			return flagErrorf("%v", err)
+		}
+	}
 	m := cfg.Map()
 	// Which server to talk to is the client's business alone; sending
 	// it would only earn a warning that the server ignores it.
@@ -261,6 +286,22 @@ func (f *Factory) loadRequestConfig(cmd *cobra.Command) error {
 		m["active_workspace"] = ws
 	}
 	f.requestConfig = m
+	return nil
+}
+
+// checkConfigSources has the server check config sources against the
+// schema; it returns the server's verdict on them (nil when they pass or
+// when the server could not judge them, as a failure of the request
+// itself shows again at the command's own call).
+func (f *Factory) checkConfigSources(srcs []api.ConfigSource) error {
+	if len(srcs) == 0 {
+		return nil
+	}
+	var res api.ValidateResult
+	err := f.call("validate", api.ValidateBody{ConfigSources: srcs}, &res, callOptions{})
+	if errorType(err) == "InvalidSkyPilotConfigError" {
+		return err
+	}
 	return nil
 }
 

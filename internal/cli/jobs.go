@@ -116,7 +116,7 @@ down when the job ends.
 			if runF != nil {
 				return runF(opts)
 			}
-			if _, err := prepareTask(opts.Task); err != nil {
+			if _, err := prepareTask(f, opts.Task); err != nil {
 				return err
 			}
 			return notAvailable("jobs launch", "the managed jobs controller")

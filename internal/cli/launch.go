@@ -170,7 +170,7 @@ func aliasNormalizer(aliases map[string]string) func(*pflag.FlagSet, string) pfl
 // launchRun loads the task (so a bad YAML is reported now) and would then
 // hand it to the API server.
 func launchRun(opts *LaunchOptions) error {
-	if _, err := prepareTask(opts.Task); err != nil {
+	if _, err := prepareTask(nil, opts.Task); err != nil {
 		return err
 	}
 	return notAvailable("launch", "launching clusters")
@@ -244,7 +244,7 @@ provisioning and setup (the workdir is synced again).
 }
 
 func execRun(opts *ExecOptions) error {
-	if _, err := prepareTask(opts.Task); err != nil {
+	if _, err := prepareTask(nil, opts.Task); err != nil {
 		return err
 	}
 	return notAvailable("exec", "running jobs on clusters")

@@ -41,12 +41,12 @@ func (f *Factory) stdoutForIDs() *Factory {
 
 // prepareManagedJob loads the DAG of a `sky jobs launch` command line
 // and builds its request body; it returns the loader's warnings to print.
-func prepareManagedJob(opts *JobsLaunchOptions, lookup func(string) (string, bool)) (api.JobsLaunchBody, []string, error) {
+func prepareManagedJob(f *Factory, opts *JobsLaunchOptions, lookup func(string) (string, bool)) (api.JobsLaunchBody, []string, error) {
 	// -n names the job, not every task of a pipeline: the loader's
 	// override is kept off and the names are filled here.
 	in := *opts.Task
 	in.Name = ""
-	dag, err := prepareTask(&in)
+	dag, err := prepareTask(f, &in)
 	if err != nil {
 		return api.JobsLaunchBody{}, nil, err
 	}
@@ -99,7 +99,7 @@ func jobsLaunchRun(f *Factory, opts *JobsLaunchOptions) error {
 		out = f.stdoutForIDs()
 	}
 	io := out.IO
-	body, warnings, err := prepareManagedJob(opts, f.LookupEnv)
+	body, warnings, err := prepareManagedJob(f, opts, f.LookupEnv)
 	if err != nil {
 		return err
 	}

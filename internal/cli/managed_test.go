@@ -230,7 +230,7 @@ func parseJobsLaunch(t *testing.T, env map[string]string, args ...string) (api.J
 	if err := execCmd(t, newJobsLaunchCmd(f, func(o *JobsLaunchOptions) error { got = o; return nil }), args...); err != nil {
 		return api.JobsLaunchBody{}, err
 	}
-	b, _, err := prepareManagedJob(got, f.LookupEnv)
+	b, _, err := prepareManagedJob(f, got, f.LookupEnv)
 	return b, err
 }
 

@@ -185,7 +185,7 @@ func poolApplyRun(f *Factory, opts *PoolApplyOptions) error {
 		body.Workers = &n
 	}
 	if opts.Task != nil {
-		dag, err := prepareTask(opts.Task)
+		dag, err := prepareTask(f, opts.Task)
 		if err != nil {
 			return err
 		}

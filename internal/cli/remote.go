@@ -163,8 +163,8 @@ func recordedCommand(args []string, secrets map[string]string) string {
 }
 
 // singleTask loads a task command line that must describe exactly one task.
-func singleTask(in *taskInput) (*task.Task, error) {
-	dag, err := prepareTask(in)
+func singleTask(f *Factory, in *taskInput) (*task.Task, error) {
+	dag, err := prepareTask(f, in)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 	case opts.CloneFrom != "":
 		return notAvailable("launch --clone-disk-from", "cloning cluster disks")
 	}
-	t, err := singleTask(opts.Task)
+	t, err := singleTask(f, opts.Task)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (f *Factory) launchQuestion(name string) (q string, provisions bool, err er
 }
 
 func execRunRemote(f *Factory, opts *ExecOptions) error {
-	t, err := singleTask(opts.Task)
+	t, err := singleTask(f, opts.Task)
 	if err != nil {
 		return err
 	}

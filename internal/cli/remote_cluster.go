@@ -119,7 +119,7 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 		return printJSON(opts.IO.Out, recs)
 	}
 	if c, err := f.Client(); err == nil && c.Local {
-		defer noteSkyPilotClusters(context.Background(), opts.IO)
+		defer noteSkyPilotClusters(context.Background(), f)
 	}
 	for _, section := range []func(){poolsSection, servicesSection, jobsSection} { // deferred: printed last to first
 		if section != nil {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,8 +19,29 @@ import (
 )
 
 // Execute runs the sky command line and returns the process exit code.
-func Execute() int {
-	return run(defaultFactory(), os.Args[1:])
+// runtime finds the files sky carries (internal/bundle.Path).
+func Execute(runtime func(name string) (string, error)) int {
+	f := defaultFactory(runtime)
+	if args := os.Args[1:]; len(args) > 0 && slices.Contains(handover, args[0]) {
+		return handOver(f, args)
+	}
+	return run(f, os.Args[1:])
+}
+
+// handover are the hidden verbs of the server side: `sky k8s-exec` (the
+// remote shell of rsync and the ProxyCommand of ssh to a pod). Its
+// packages are the server's; a sky command line naming it runs the
+// server program with the same arguments, in this process's place. (The
+// node agent is sky-node's, the load balancer sky-lb's.)
+var handover = []string{"k8s-exec"}
+
+func handOver(f *Factory, args []string) int {
+	exe, err := f.serverBinary()
+	if err == nil {
+		err = syscall.Exec(exe, append([]string{exe}, args...), os.Environ())
+	}
+	printError(f.IO.ErrOut, fmt.Errorf("sky %s: %w", args[0], err))
+	return 1
 }
 
 // run builds the command tree, runs args, and maps the outcome to an exit
@@ -142,7 +165,7 @@ that fits. Task YAMLs and commands are SkyPilot's.`,
 		newVolumesCmd(f), newSSHCmd(f), newLocalCmd(f), newSlurmCmd(f))
 	add("other", newDashboardCmd(f, nil), newValidateCmd(f, nil), newAPICmd(f),
 		newCompletionCmd(f))
-	root.AddCommand(newShowGpusCmd(f), newAgentCmd(f), newServeLBCmd(f), newK8sExecCmd(f))
+	root.AddCommand(newShowGpusCmd(f))
 
 	// Every command, however deep, reports bad flags as usage errors and
 	// does not print usage by itself.

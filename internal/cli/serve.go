@@ -286,8 +286,8 @@ func generatedServiceName() string {
 
 // prepareService loads a service YAML with the command line's flags and
 // returns what serve.up and serve.update send (uploads not yet done).
-func prepareService(io *IOStreams, in *taskInput) (api.TaskSpec, api.ServiceSpec, error) {
-	dag, err := prepareTask(in)
+func prepareService(f *Factory, io *IOStreams, in *taskInput) (api.TaskSpec, api.ServiceSpec, error) {
+	dag, err := prepareTask(f, in)
 	if err != nil {
 		return api.TaskSpec{}, api.ServiceSpec{}, err
 	}
@@ -356,7 +356,7 @@ func (f *Factory) estimateReplicas(heading, name string, spec api.TaskSpec) erro
 
 func serveUpRun(f *Factory, opts *ServeUpOptions) error {
 	io := f.IO
-	spec, svc, err := prepareService(io, opts.Task)
+	spec, svc, err := prepareService(f, io, opts.Task)
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func printServeUpDone(s *IOStreams, name, endpoint string) {
 func serveUpdateRun(f *Factory, opts *ServeUpdateOptions) error {
 	io := f.IO
 	name := opts.ServiceName
-	spec, svc, err := prepareService(io, opts.Task)
+	spec, svc, err := prepareService(f, io, opts.Task)
 	if err != nil {
 		return err
 	}

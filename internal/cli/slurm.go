@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/slurmconv"
+	"github.com/skygo/skygo/internal/sshconfig"
 
 	"github.com/spf13/cobra"
 )
@@ -114,7 +114,7 @@ func slurmHosts() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ssh.LoadConfig(filepath.Join(home, ".slurm", "config"), home)
+	cfg, err := sshconfig.LoadConfig(filepath.Join(home, ".slurm", "config"), home)
 	if err != nil {
 		return nil, fmt.Errorf("~/.slurm/config: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -19,8 +20,13 @@ import (
 // prepareTask loads what a task command line describes (a YAML file, or an
 // inline command) through the task loader, with --env/--secret applied,
 // then applies the name/num-nodes/workdir and resource flags. Every task
-// command goes through here, so a bad YAML or flag fails before any request.
-func prepareTask(in *taskInput) (*task.DAG, error) {
+// command goes through here, so a bad YAML or flag fails before anything
+// is uploaded or launched. f reaches the API server for the schema check
+// (checkTaskYAML); nil leaves it out.
+func prepareTask(f *Factory, in *taskInput) (*task.DAG, error) {
+	if err := checkTaskYAML(f, in); err != nil {
+		return nil, err
+	}
 	opts := loadOptions(in)
 	var (
 		dag *task.DAG
@@ -54,6 +60,55 @@ func prepareTask(in *taskInput) (*task.DAG, error) {
 		}
 	}
 	return dag, nil
+}
+
+// checkTaskYAML has the API server check a task YAML against the schema,
+// when this binary cannot: the CLI does not link the JSON-Schema check
+// (its start-up cost is what a CLI must not pay; task.SchemaChecked), and
+// the server runs the same loader with it, so the user reads the same
+// file:line message as from a local check. Any other verdict of the
+// server's is left to the local checks that follow, which word it the same.
+func checkTaskYAML(f *Factory, in *taskInput) error {
+	if task.SchemaChecked() || f == nil || f.Client == nil || in.Entry.YAMLPath == "" {
+		return nil
+	}
+	body, err := validateBody(in)
+	if err != nil {
+		return err
+	}
+	var res api.ValidateResult
+	err = f.call("validate", body, &res, callOptions{})
+	switch t := errorType(err); {
+	case err == nil:
+		return nil
+	case t == "InvalidSkyPilotConfigError":
+		return err
+	case t != "":
+		return nil
+	}
+	return err
+}
+
+// validateBody is what the validate operation needs of a task command
+// line: the YAML as written, with --env/--secret resolved here.
+func validateBody(in *taskInput) (api.ValidateBody, error) {
+	resolved, err := loadOptions(in).Resolved()
+	if err != nil {
+		return api.ValidateBody{}, err
+	}
+	text, err := os.ReadFile(in.Entry.YAMLPath)
+	if err != nil {
+		return api.ValidateBody{}, err
+	}
+	body := api.ValidateBody{Name: in.Entry.YAMLPath, YAML: string(text), Env: resolved.Env}
+	for _, kv := range resolved.Secrets {
+		k, v, _ := strings.Cut(kv, "=")
+		if body.Secrets == nil {
+			body.Secrets = map[string]string{}
+		}
+		body.Secrets[k] = v
+	}
+	return body, nil
 }
 
 // loadOptions is how a task command line's --env/--secret flags and files

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/task"
@@ -51,10 +49,24 @@ Errors name the file, line and column.`,
 }
 
 // validateRun loads the YAML here, so errors name the file and line at
-// once, then has the API server load it too (the server is where tasks
-// run, so its verdict is the one that counts) and prints the server's view.
+// once, and has the API server load it too (the server is where tasks run,
+// so its verdict is the one that counts) and prints the server's view. A
+// CLI without the schema check (task.SchemaChecked) asks the server first:
+// the schema's verdict, located in the file, comes from there.
 func validateRun(f *Factory, opts *ValidateOptions) error {
-	dag, err := prepareTask(opts.Task)
+	body, err := validateBody(opts.Task)
+	if err != nil {
+		return err
+	}
+	var res api.ValidateResult
+	asked, serverErr := false, error(nil)
+	if !task.SchemaChecked() {
+		asked, serverErr = true, f.call("validate", body, &res, callOptions{})
+		if serverErr != nil && (errorType(serverErr) == "" || errorType(serverErr) == "InvalidSkyPilotConfigError") {
+			return serverErr
+		}
+	}
+	dag, err := prepareTask(nil, opts.Task)
 	if err != nil {
 		return err
 	}
@@ -68,25 +80,11 @@ func validateRun(f *Factory, opts *ValidateOptions) error {
 	for _, w := range dag.Warnings {
 		fmt.Fprintln(opts.IO.ErrOut, opts.IO.Yellow("Warning: "+redact.Redact(w)))
 	}
-	resolved, err := loadOptions(opts.Task).Resolved()
-	if err != nil {
-		return err
+	if !asked {
+		serverErr = f.call("validate", body, &res, callOptions{})
 	}
-	text, err := os.ReadFile(opts.Task.Entry.YAMLPath)
-	if err != nil {
-		return err
-	}
-	body := api.ValidateBody{Name: opts.Task.Entry.YAMLPath, YAML: string(text), Env: resolved.Env}
-	for _, kv := range resolved.Secrets {
-		k, v, _ := strings.Cut(kv, "=")
-		if body.Secrets == nil {
-			body.Secrets = map[string]string{}
-		}
-		body.Secrets[k] = v
-	}
-	var res api.ValidateResult
-	if err := f.call("validate", body, &res, callOptions{}); err != nil {
-		return err
+	if serverErr != nil {
+		return serverErr
 	}
 	out := opts.IO.Out
 	fmt.Fprintln(out, opts.IO.Green("YAML is valid."))

@@ -23,6 +23,17 @@ func volumesApplyRunRemote(f *Factory, opts *VolumesApplyOptions) error {
 	}
 	spec, doc, err := task.LoadVolumeSpecWith(name, data, task.VolumeOverrides{Name: opts.Name, Type: opts.Type,
 		Infra: opts.Infra, Size: opts.Size, UseExisting: opts.UseExisting})
+	// The spec as loaded here (flags applied) is checked against the
+	// schema by the server when this binary does not link the check, as
+	// task YAML is (checkTaskYAML): the schema's message, located in the
+	// file, comes before any of the local loader's.
+	if !task.SchemaChecked() && doc != nil {
+		var res api.ValidateResult
+		verr := f.call("validate", api.ValidateBody{Name: name, VolumeYAML: string(doc)}, &res, callOptions{})
+		if verr != nil && (errorType(verr) == "" || errorType(verr) == "InvalidSkyPilotConfigError") {
+			return verr
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -80,15 +80,19 @@ func (c *Client) ensureServer(ctx context.Context) error {
 	}
 }
 
-// spawnServer starts `sky api start --foreground` detached: a new session
+// spawnServer starts `sky-server api start --foreground` detached: a new session
 // (setsid) so it outlives this command and ignores its Ctrl-C, output
 // appended to the server log.
 func (c *Client) spawnServer(logPath string) error {
 	argv := c.opts.StartCommand
 	if len(argv) == 0 {
-		exe, err := os.Executable()
+		find := c.opts.ServerBinary
+		if find == nil {
+			find = os.Executable
+		}
+		exe, err := find()
 		if err != nil {
-			return fmt.Errorf("find the sky executable to start a server: %w", err)
+			return fmt.Errorf("find the API server program to start a server: %w", err)
 		}
 		argv = []string{exe, "api", "start", "--foreground"}
 	}
@@ -104,7 +108,7 @@ func (c *Client) spawnServer(logPath string) error {
 	defer devnull.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), c.opts.ServerEnv...)
 	if c.home != "" {
 		cmd.Env = append(cmd.Env, "HOME="+c.home)
 	}

@@ -51,8 +51,14 @@ type Options struct {
 	// is local and nothing answers.
 	AutoStart bool
 	// StartCommand is the program and arguments that start a server in
-	// the foreground; default: this executable with `api start --foreground`.
+	// the foreground; default: ServerBinary with `api start --foreground`.
 	StartCommand []string
+	// ServerBinary finds the server program (sky-server) when a server
+	// must be started; it is asked only then. Default: this executable,
+	// for a program that is itself a server binary.
+	ServerBinary func() (string, error)
+	// ServerEnv is added to the environment of a server started here.
+	ServerEnv []string
 	// HTTPClient defaults to one without an overall timeout (waits and
 	// streams are long).
 	HTTPClient *http.Client

@@ -15,6 +15,7 @@ type cliOverride struct {
 	m      map[string]any
 	source string
 	file   bool
+	text   []byte // a file's bytes
 }
 
 // ParseCLIOverride parses one --config value: the path of a YAML config
@@ -46,7 +47,7 @@ func parseCLIOverride(s, cwd string) (*cliOverride, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &cliOverride{m: m, source: path, file: true}, nil
+		return &cliOverride{m: m, source: path, file: true, text: data}, nil
 	}
 	key, val, found := strings.Cut(s, "=")
 	if !found {

@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/skygo/skygo/internal/api"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,6 +29,9 @@ const (
 type Config struct {
 	m       map[string]any
 	sources []string
+	// unchecked are the sources read without the schema check (in a
+	// binary that does not link it: the CLI), for the server to check.
+	unchecked []api.ConfigSource
 }
 
 // New wraps an already-merged map (deep-copied). It does not validate.
@@ -74,13 +78,26 @@ func Load(opts LoadOptions) (*Config, error) {
 		cfg.m = Overlay(cfg.m, m)
 		cfg.sources = append(cfg.sources, source)
 	}
+	// text is a file source's bytes; nil for a key=value, whose mapping
+	// is what gets checked.
+	unchecked := func(m map[string]any, source string, text []byte) {
+		if schemaValidator.Load() != nil {
+			return
+		}
+		if text != nil {
+			cfg.unchecked = append(cfg.unchecked, api.ConfigSource{Name: source, YAML: string(text)})
+		} else {
+			cfg.unchecked = append(cfg.unchecked, api.ConfigSource{Name: source, Value: m})
+		}
+	}
 
 	if only := os.Getenv(EnvConfig); only != "" {
-		m, err := loadFile(only, true, EnvConfig)
+		m, text, err := loadFile(only, true, EnvConfig)
 		if err != nil {
 			return nil, err
 		}
 		layer(m, only)
+		unchecked(m, only, text)
 	} else {
 		for _, f := range []struct{ env, def string }{
 			{EnvGlobalConfig, filepath.Join(home, ".sky", "config.yaml")},
@@ -90,12 +107,13 @@ func Load(opts LoadOptions) (*Config, error) {
 			if v := os.Getenv(f.env); v != "" {
 				path, required = v, true
 			}
-			m, err := loadFile(path, required, f.env)
+			m, text, err := loadFile(path, required, f.env)
 			if err != nil {
 				return nil, err
 			}
 			if m != nil {
 				layer(m, path)
+				unchecked(m, path, text)
 			}
 		}
 	}
@@ -106,6 +124,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	}
 	for _, o := range cli {
 		layer(o.m, o.source)
+		unchecked(o.m, o.source, o.text)
 	}
 
 	if opts.TaskConfig != nil {
@@ -129,20 +148,49 @@ func Load(opts LoadOptions) (*Config, error) {
 // is laid over its own.
 func (c *Config) CheckWorkspace() error { return c.checkMerged() }
 
-// loadFile reads and validates one config file. A missing optional file
-// returns nil, nil; a missing required one names the variable that chose it.
-func loadFile(path string, required bool, env string) (map[string]any, error) {
+// loadFile reads and validates one config file, and returns its text too.
+// A missing optional file returns nils; a missing required one names the
+// variable that chose it.
+func loadFile(path string, required bool, env string) (map[string]any, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if required {
-				return nil, fmt.Errorf("config file %s (from $%s) does not exist; create it or unset %s", path, env, env)
+				return nil, nil, fmt.Errorf("config file %s (from $%s) does not exist; create it or unset %s", path, env, env)
 			}
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("reading config file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("reading config file %s: %w", path, err)
 	}
-	return parseSource(data, path)
+	m, err := parseSource(data, path)
+	return m, data, err
+}
+
+// Unchecked are the sources Load read without the schema check, because
+// this binary does not link it (the CLI): the API server checks them
+// (CheckSources) before the config is used.
+func (c *Config) Unchecked() []api.ConfigSource {
+	if c == nil {
+		return nil
+	}
+	return c.unchecked
+}
+
+// CheckSources checks config sources as Load checks each one it reads,
+// in order, and returns the first error, worded as Load would word it.
+func CheckSources(srcs []api.ConfigSource) error {
+	for _, s := range srcs {
+		if s.Value != nil {
+			if err := validateDoc(&doc{value: s.Value}, s.Name); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := parseSource([]byte(s.YAML), s.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseSource parses and validates one YAML source (a file's bytes).

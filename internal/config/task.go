@@ -83,30 +83,26 @@ func ValidateTaskConfig(v any) error {
 		}
 	}
 
-	loadSchemas()
-	if schemaErr != nil {
-		return schemaErr
-	}
 	rest := make(map[string]any, len(m))
 	for k, val := range m {
 		if k != "hooks" {
 			rest[k] = val
 		}
 	}
-	issue, err := validateValue(rootSchema, rest)
+	issue, err := schemaCheck(rest, false)
 	if err != nil {
 		return err
 	}
 	if issue != nil {
-		return fielderr.New(dotted(issue.path), issue.msg)
+		return fielderr.New(dotted(issue.Path), issue.Msg)
 	}
 	if hooks, ok := m["hooks"]; ok {
-		issue, err := validateValue(hooksSchema, hooks)
+		issue, err := schemaCheck(hooks, true)
 		if err != nil {
 			return err
 		}
 		if issue != nil {
-			return fielderr.New(dotted(issue.path), issue.msg).Under("hooks")
+			return fielderr.New(dotted(issue.Path), issue.Msg).Under("hooks")
 		}
 	}
 	return nil

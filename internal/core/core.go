@@ -59,6 +59,9 @@ type Options struct {
 	// load balancers run are looked for beside it (after
 	// $SKYGO_RUNTIME_DIR; infra.NodeBinariesBeside).
 	Sky string
+	// CLI is the sky command line local callbacks run (autostop's
+	// `sky stop`/`sky down`); default Sky.
+	CLI string
 	// Host is the address the server listens on; services' load
 	// balancers listen there too (default 127.0.0.1).
 	Host string
@@ -83,7 +86,7 @@ func New(o Options) (*Env, error) {
 	}
 	node := infra.NodeBinariesBeside(sky)
 	e := &Env{Home: o.Home, Store: o.Store}
-	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky, Node: node,
+	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky, Node: node, CLI: o.CLI,
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
 	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky, Node: node,
 		Down: func(ctx context.Context, name string, log io.Writer) error {
@@ -365,6 +368,9 @@ const requestConfigKey = "override_skypilot_config"
 // the client's (--config, -w, its config files) laid over it except for
 // the server-only keys, and active_workspace checked against the server's
 // workspaces. Warnings about dropped keys go to the request log.
+// clientConfigSource names the config a request carries in errors.
+const clientConfigSource = "the client's config: --config, -w/--workspace, config files"
+
 func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	server, err := config.Load(config.LoadOptions{Home: e.Home})
 	if err != nil {
@@ -379,6 +385,11 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	if b.Config == nil {
 		return server, e.checkWorkspaceAccess(r, server)
 	}
+	// The CLI merges its config sources without the schema (it does not
+	// link it): the check is made here, for every client alike.
+	if err := config.Validate(b.Config, clientConfigSource); err != nil {
+		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+	}
 	merged, warnings := config.OverlayClient(server, config.New(b.Config))
 	for _, w := range warnings {
 		fmt.Fprintf(r.Log, "Warning: %s\n", w)
@@ -386,7 +397,7 @@ func (e *Env) requestConfig(r *op.Request) (*config.Config, error) {
 	if err := merged.CheckWorkspace(); err != nil {
 		var ve *config.ValidationError
 		if errors.As(err, &ve) && ve.Source == "" {
-			ve.Source = "the client's config: --config, -w/--workspace, config files"
+			ve.Source = clientConfigSource
 		}
 		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}

@@ -40,6 +40,24 @@ func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
 	for k, v := range b.Secrets {
 		opts.Secrets = append(opts.Secrets, k+"="+v)
 	}
+	if len(b.ConfigSources) > 0 {
+		if b.YAML != "" || b.DAGYAML != "" || b.VolumeYAML != "" {
+			return nil, &op.Error{Type: "ValueError", Message: "the body has config_sources with a task or volume: send them alone"}
+		}
+		if err := config.CheckSources(b.ConfigSources); err != nil {
+			return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+		}
+		return api.ValidateResult{Tasks: []api.ValidatedTask{}}, nil
+	}
+	if b.VolumeYAML != "" {
+		if b.YAML != "" || b.DAGYAML != "" {
+			return nil, &op.Error{Type: "ValueError", Message: "the body has volume_yaml with yaml or dag_yaml: send one of them"}
+		}
+		if _, err := task.LoadVolumeSpecBytes(b.Name, []byte(b.VolumeYAML)); err != nil {
+			return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+		}
+		return api.ValidateResult{Tasks: []api.ValidatedTask{}}, nil
+	}
 	name, text := b.Name, b.YAML
 	if b.DAGYAML != "" {
 		if b.YAML != "" {

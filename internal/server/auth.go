@@ -24,7 +24,7 @@ import (
 )
 
 // TokenPrefix starts every service-account token.
-const TokenPrefix = "sky_"
+const TokenPrefix = api.TokenPrefix
 
 // UserHash is the id of a user known only by name: the first 8 hex digits
 // of SHA-256 of the name, stable across machines and restarts.

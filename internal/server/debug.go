@@ -13,6 +13,8 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"time"
+
+	"github.com/skygo/skygo/internal/api"
 )
 
 // EnvDebugAddr names a loopback address (127.0.0.1:6061) where the server
@@ -42,7 +44,7 @@ func debugListen(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s=%q: want host:port, e.g. 127.0.0.1:6061", EnvDebugAddr, addr)
 	}
-	if !isLoopback(host) {
+	if !api.IsLoopback(host) {
 		return nil, fmt.Errorf("%s=%q: the debug listener only binds a loopback address (127.0.0.1, ::1 or localhost)", EnvDebugAddr, addr)
 	}
 	ln, err := net.Listen("tcp", addr)

@@ -123,12 +123,9 @@ func (o *Options) ApplyEnv() error {
 		}
 		o.Port = p
 	}
-	if strings.EqualFold(os.Getenv("ENABLE_BASIC_AUTH"), "true") {
-		o.BasicAuth = true
-	}
-	if strings.EqualFold(os.Getenv("ENABLE_SERVICE_ACCOUNTS"), "true") {
-		o.ServiceAccounts = true
-	}
+	basic, sa := api.AuthFromEnv()
+	o.BasicAuth = o.BasicAuth || basic
+	o.ServiceAccounts = o.ServiceAccounts || sa
 	if o.InitialBasicAuth == "" {
 		o.InitialBasicAuth = os.Getenv("SKYPILOT_INITIAL_BASIC_AUTH")
 	}
@@ -185,15 +182,6 @@ type Server struct {
 	patterns []string
 	// rbacCache holds the rbac: section of the server's config.
 	rbacCache rbacCache
-}
-
-// isLoopback reports whether host only accepts local connections.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // New builds a server: it opens the store, checks the auth rules, fails
@@ -709,22 +697,11 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 	}
 }
 
-// CheckExposure refuses a non-loopback address without authentication.
-// `sky api start` checks it before spawning a server, so the refusal is
-// said once, by the command the user ran.
+// CheckExposure refuses a non-loopback address without authentication
+// (api.CheckExposure, which `sky api start` checks before spawning a
+// server, so the refusal is said once, by the command the user ran).
 func (o Options) CheckExposure() error {
-	host := o.Host
-	if host == "" {
-		host = DefaultHost
-		if o.Deploy {
-			host = "0.0.0.0"
-		}
-	}
-	if !isLoopback(host) && !o.BasicAuth && !o.ServiceAccounts {
-		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it would get admin rights; "+
-			"pass --enable-basic-auth (or ENABLE_BASIC_AUTH=true with SKYPILOT_INITIAL_BASIC_AUTH=user:password) or set ENABLE_SERVICE_ACCOUNTS=true", host)
-	}
-	return nil
+	return api.CheckExposure(o.Host, o.Deploy, o.BasicAuth || o.ServiceAccounts)
 }
 
 // isAdmin says whether u may see and touch everyone's requests. Without

@@ -14,6 +14,7 @@ import (
 	"github.com/skygo/skygo/internal/fielderr"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/storage"
+	"github.com/skygo/skygo/internal/task/taskdoc"
 )
 
 // substitutedFields are the top-level fields whose strings get $VAR
@@ -60,8 +61,7 @@ func loadTask(file string, doc *yaml.Node, ov *overrides) (*Task, error) {
 	}
 	normalize(m)
 
-	ts, _, _ := schemas()
-	if errs := ts.validate(m, file, "", src.idx); len(errs) > 0 {
+	if errs := schemaIssues(file, m, src.idx, taskdoc.Validator.Task); len(errs) > 0 {
 		return nil, errs.asError()
 	}
 	b := &builder{src: src, raw: m}

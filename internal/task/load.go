@@ -63,7 +63,7 @@ func LoadBytes(name string, data []byte, opts LoadOptions) (*DAG, error) {
 	if !utf8.Valid(data) {
 		return nil, &Error{File: name, Msg: "not a valid UTF-8 text file"}
 	}
-	if _, _, err := schemas(); err != nil {
+	if err := schemaReady(); err != nil {
 		return nil, err
 	}
 	ov, err := opts.resolve()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/skygo/skygo/internal/task/taskdoc"
 	"gopkg.in/yaml.v3"
 )
 
@@ -61,8 +62,7 @@ func LoadVolumeSpecBytes(name string, data []byte) (*VolumeSpec, error) {
 		return nil, err
 	}
 	dropNulls(m)
-	_, vs, _ := schemas()
-	if errs := vs.validate(m, name, "", src.idx); len(errs) > 0 {
+	if errs := schemaIssues(name, m, src.idx, taskdoc.Validator.Volume); len(errs) > 0 {
 		return nil, errs.asError()
 	}
 	spec := &VolumeSpec{Config: VolumeConfig{AccessMode: "ReadWriteOnce"}}

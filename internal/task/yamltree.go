@@ -3,12 +3,13 @@ package task
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/task/taskdoc"
 )
 
 // Pos is a place in a source file (1-based line and column).
@@ -30,22 +31,20 @@ func newPosIndex() *posIndex {
 	return &posIndex{val: map[string]Pos{}, key: map[string]Pos{}, parent: map[string]string{}, lit: map[string]string{}}
 }
 
-var identKey = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_\-]*$`)
+// The path syntax and value wording are shared with the schema check.
+var (
+	joinKey   = taskdoc.JoinKey
+	joinIndex = taskdoc.JoinIndex
+	describe  = taskdoc.Describe
+)
 
-// joinKey appends a mapping key to a path. Keys that are not plain words
-// (paths like /data, keys with dots) are quoted in brackets so the path
-// stays unambiguous: file_mounts["/data/x.y"].
-func joinKey(prefix, key string) string {
-	if !identKey.MatchString(key) {
-		return prefix + "[" + strconv.Quote(key) + "]"
-	}
-	if prefix == "" {
-		return key
-	}
-	return prefix + "." + key
+// Lookup and ParentPath make the index the schema check's locator.
+func (ix *posIndex) Lookup(p string, preferKey bool) (line, col int) {
+	pos := ix.lookup(p, preferKey)
+	return pos.Line, pos.Col
 }
 
-func joinIndex(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }
+func (ix *posIndex) ParentPath(p string) (string, bool) { return ix.parentPath(p) }
 
 // parentPath returns the enclosing path of p. Paths we recorded are looked
 // up exactly; others (from other packages) are cut at the last separator.

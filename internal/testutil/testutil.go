@@ -83,8 +83,9 @@ var (
 
 // SkyBinary returns the path of a built sky binary: SKYGO_TEST_BINARY when
 // set (the Makefile builds it once), else a build into a temp dir, once per
-// test process, with the node runtime builds beside it (see NodeBinary),
-// as `make build` lays them out.
+// test process: sky-server, sky-lb and the node runtime builds beside it
+// (see NodeBinary), as `make build` lays them out. That sky embeds no
+// runtime: it is linked to use that directory (internal/bundle.linkedDir).
 func SkyBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("SKYGO_TEST_BINARY"); p != "" {
@@ -97,12 +98,17 @@ func SkyBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sky")
-		builds := [][]string{{"", binPath, "./cmd/sky"}, {"", filepath.Join(dir, "sky-lb"), "./cmd/sky-lb"}}
+		builds := [][]string{
+			{"", filepath.Join(dir, "sky-server"), "./cmd/sky-server"},
+			{"", filepath.Join(dir, "sky-lb"), "./cmd/sky-lb"},
+			{"", binPath, "./cmd/sky", "-ldflags", "-X github.com/skygo/skygo/internal/bundle.linkedDir=" + dir},
+		}
 		for _, a := range nodeArchs {
 			builds = append(builds, []string{a, filepath.Join(dir, "sky-node-linux-"+a), "./cmd/sky-node"})
 		}
 		for _, b := range builds {
-			cmd := exec.Command("go", "build", "-o", b[1], b[2])
+			args := append([]string{"build"}, b[3:]...)
+			cmd := exec.Command("go", append(args, "-o", b[1], b[2])...)
 			cmd.Dir = RepoRoot(t)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if b[0] != "" {

@@ -1,9 +1,14 @@
-package task
+// Package taskschema checks task and volume YAML against their JSON
+// schemas and words the violations for people. It plugs into the task
+// loader from the binaries that link it (the API server's operations,
+// internal/core, call task.SetSchemaValidator with it; this package does
+// not import the loader, so the loader's own tests can use it too): the JSON-Schema library it uses costs start-up time and size
+// the CLI must not pay. The CLI has the server validate a YAML instead.
+package taskschema
 
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -16,6 +21,41 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/skygo/skygo/internal/editdist"
+	"github.com/skygo/skygo/internal/task/taskdoc"
+)
+
+// Validator is the schema check for task.SetSchemaValidator. The schemas
+// compile on first use, not at start-up.
+type Validator struct{}
+
+// Ready compiles the schemas and reports an error in them.
+func (Validator) Ready() error {
+	_, _, err := schemas()
+	return err
+}
+
+// Task checks a decoded task document.
+func (Validator) Task(v any, loc taskdoc.Locator) []taskdoc.Issue {
+	ts, _, err := schemas()
+	if err != nil {
+		return []taskdoc.Issue{{Msg: err.Error()}}
+	}
+	return ts.validate(v, "", loc)
+}
+
+// Volume checks a decoded volume spec.
+func (Validator) Volume(v any, loc taskdoc.Locator) []taskdoc.Issue {
+	_, vs, err := schemas()
+	if err != nil {
+		return []taskdoc.Issue{{Msg: err.Error()}}
+	}
+	return vs.validate(v, "", loc)
+}
+
+var (
+	joinKey   = taskdoc.JoinKey
+	joinIndex = taskdoc.JoinIndex
+	describe  = taskdoc.Describe
 )
 
 // printer renders the library's own messages for the rare error kinds we
@@ -74,23 +114,23 @@ func compileSchema(id string, data []byte) (*compiledSchema, error) {
 	return &compiledSchema{sch: sch, raw: raw, url: id}, nil
 }
 
-// validate checks v and converts every violation into a located *Error.
-func (cs *compiledSchema) validate(v any, file, base string, idx *posIndex) ErrorList {
+// validate checks v and converts every violation into a located Issue.
+func (cs *compiledSchema) validate(v any, base string, idx taskdoc.Locator) []taskdoc.Issue {
 	err := cs.sch.Validate(v)
 	if err == nil {
 		return nil
 	}
 	verr, ok := err.(*jsonschema.ValidationError)
 	if !ok {
-		return ErrorList{{File: file, Msg: err.Error()}}
+		return []taskdoc.Issue{{Msg: err.Error()}}
 	}
 	var leaves []*jsonschema.ValidationError
 	collectLeaves(verr, &leaves)
-	var out ErrorList
+	var out []taskdoc.Issue
 	seen := map[string]bool{}
 	for _, l := range leaves {
-		for _, e := range cs.convert(l, v, file, base, idx) {
-			k := e.Error()
+		for _, e := range cs.convert(l, v, base, idx) {
+			k := fmt.Sprintf("%d:%d:%s:%s", e.Line, e.Col, e.Path, e.Msg)
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, e)
@@ -148,18 +188,18 @@ func instancePath(base string, v any, tokens []string) (string, any) {
 	return p, cur
 }
 
-func (cs *compiledSchema) convert(l *jsonschema.ValidationError, v any, file, base string, idx *posIndex) []*Error {
+func (cs *compiledSchema) convert(l *jsonschema.ValidationError, v any, base string, idx taskdoc.Locator) []taskdoc.Issue {
 	path, cur := instancePath(base, v, l.InstanceLocation)
-	at := func(p string, preferKey bool, msg string) *Error {
-		pos := idx.lookup(p, preferKey)
-		return &Error{File: file, Line: pos.Line, Col: pos.Col, Path: p, Msg: msg}
+	at := func(p string, preferKey bool, msg string) taskdoc.Issue {
+		line, col := idx.Lookup(p, preferKey)
+		return taskdoc.Issue{Line: line, Col: col, Path: p, Msg: msg}
 	}
 	sub := cs.subschema(l.SchemaURL)
 	expected, _ := sub["x-expected"].(string)
 
 	switch k := l.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
-		var out []*Error
+		var out []taskdoc.Issue
 		for _, name := range k.Properties {
 			p := joinKey(path, name)
 			out = append(out, at(p, true, cs.unknownFieldMsg(name, path, sub)))
@@ -173,7 +213,7 @@ func (cs *compiledSchema) convert(l *jsonschema.ValidationError, v any, file, ba
 				name = l.InstanceLocation[n-1]
 			}
 			parentURL := l.SchemaURL[:strings.LastIndex(l.SchemaURL, "/")]
-			parentPath, _ := idx.parentPath(path)
+			parentPath, _ := idx.ParentPath(path)
 			parent := cs.subschema(parentURL)
 			// A known field whose value failed validation also counts as
 			// "unevaluated"; its own error already says what is wrong.
@@ -182,15 +222,15 @@ func (cs *compiledSchema) convert(l *jsonschema.ValidationError, v any, file, ba
 					return nil
 				}
 			}
-			return []*Error{at(path, true, cs.unknownFieldMsg(name, parentPath, parent))}
+			return []taskdoc.Issue{at(path, true, cs.unknownFieldMsg(name, parentPath, parent))}
 		}
-		return []*Error{at(path, false, "this field is not allowed here")}
+		return []taskdoc.Issue{at(path, false, "this field is not allowed here")}
 	case *kind.Required:
 		names := make([]string, len(k.Missing))
 		for i, m := range k.Missing {
 			names[i] = "`" + m + "`"
 		}
-		return []*Error{at(path, false, "missing required field "+strings.Join(names, ", "))}
+		return []taskdoc.Issue{at(path, false, "missing required field "+strings.Join(names, ", "))}
 	case *kind.PropertyNames:
 		// The library reuses its location slice for propertyNames errors,
 		// so find the mapping holding the bad key in the value instead.
@@ -199,9 +239,9 @@ func (cs *compiledSchema) convert(l *jsonschema.ValidationError, v any, file, ba
 		}
 		p := joinKey(path, k.Property)
 		if path == "envs" {
-			return []*Error{at(p, true, fmt.Sprintf("The `envs` field contains invalid keys: %q (names must match ^[a-zA-Z_][a-zA-Z0-9_]*$)", k.Property))}
+			return []taskdoc.Issue{at(p, true, fmt.Sprintf("The `envs` field contains invalid keys: %q (names must match ^[a-zA-Z_][a-zA-Z0-9_]*$)", k.Property))}
 		}
-		return []*Error{at(p, true, fmt.Sprintf("invalid key %q", k.Property))}
+		return []taskdoc.Issue{at(p, true, fmt.Sprintf("invalid key %q", k.Property))}
 	case *kind.Type:
 		want := expected
 		if want == "" {
@@ -211,29 +251,29 @@ func (cs *compiledSchema) convert(l *jsonschema.ValidationError, v any, file, ba
 			}
 			want = strings.Join(ws, " or ")
 		}
-		return []*Error{at(path, false, fmt.Sprintf("expected %s, got %s", want, describe(cur)))}
+		return []taskdoc.Issue{at(path, false, fmt.Sprintf("expected %s, got %s", want, describe(cur)))}
 	case *kind.Pattern:
 		want := expected
 		if want == "" {
 			want = "a value matching " + k.Want
 		}
-		return []*Error{at(path, false, fmt.Sprintf("expected %s, got %s", want, describe(cur)))}
+		return []taskdoc.Issue{at(path, false, fmt.Sprintf("expected %s, got %s", want, describe(cur)))}
 	case *kind.Minimum, *kind.Maximum, *kind.ExclusiveMinimum, *kind.ExclusiveMaximum:
 		msg := rangeMsg(l.ErrorKind, cur)
 		if expected != "" {
 			msg = fmt.Sprintf("expected %s, got %s", expected, describe(cur))
 		}
-		return []*Error{at(path, false, msg)}
+		return []taskdoc.Issue{at(path, false, msg)}
 	case *kind.MinProperties, *kind.MaxProperties, *kind.MinItems, *kind.MaxItems:
 		msg := "wrong number of entries"
 		if expected != "" {
 			msg = "expected " + expected
 		}
-		return []*Error{at(path, false, msg)}
+		return []taskdoc.Issue{at(path, false, msg)}
 	case *kind.UniqueItems:
-		return []*Error{at(path, false, fmt.Sprintf("list items must be unique (items %d and %d are equal)", k.Duplicates[0], k.Duplicates[1]))}
+		return []taskdoc.Issue{at(path, false, fmt.Sprintf("list items must be unique (items %d and %d are equal)", k.Duplicates[0], k.Duplicates[1]))}
 	}
-	return []*Error{at(path, false, l.ErrorKind.LocalizedString(printer))}
+	return []taskdoc.Issue{at(path, false, l.ErrorKind.LocalizedString(printer))}
 }
 
 // findKeyOwner returns the path of the only mapping in v that has key.
@@ -366,28 +406,6 @@ func typeWord(t string) string {
 		return "nothing (null)"
 	}
 	return t
-}
-
-// describe shows a value in an error message: short, quoted when a string.
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		if len(x) > 60 {
-			x = x[:57] + "..."
-		}
-		return fmt.Sprintf("%q", x)
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case bool:
-		return fmt.Sprint(x)
-	case json.Number:
-		return x.String()
-	}
-	return fmt.Sprint(v)
 }
 
 // closest returns the candidate most similar to name, or "" when none is

@@ -1,0 +1,216 @@
+// Package servermain is the sky-server program: the API server process
+// and the hidden verbs that need the server side's heavy packages (the
+// Kubernetes exec client, SkyPilot's SQLite state). The node agent is
+// sky-node's and the load balancer sky-lb's.
+// The sky CLI, which links none of them, starts this program for
+// `sky api start` and hands these verbs over to it with the same
+// arguments, so a command line, a generated ssh config or a node's call
+// works whichever binary it names.
+package servermain
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/skygo/skygo/internal/core"
+	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/server"
+	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/version"
+)
+
+// The verbs of this program. The CLI hands Handover's verbs over as they
+// are; it runs `api start` itself with the flags it checked, and asks
+// SkyPilotClustersVerb only when SkyPilot's state file exists.
+const (
+	SkyPilotClustersVerb = "skypilot-clusters"
+)
+
+// Handover are the verbs the CLI passes to this program unchanged.
+var Handover = []string{K8sExecVerb}
+
+// K8sExecVerb is `sky k8s-exec` (kubernetes.ExecCommand, named here so a
+// build without Kubernetes still knows the word: k8sexec.go).
+const K8sExecVerb = "k8s-exec"
+
+// Main runs args (without the program name) and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx := context.Background()
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "api":
+		if len(args) < 2 || args[1] != "start" {
+			fmt.Fprintln(stderr, usage)
+			return 2
+		}
+		return exit(stderr, runAPIServer(ctx, args[2:], stderr))
+	case K8sExecVerb:
+		return k8sExec(args[1:], stdin, stdout, stderr)
+	case SkyPilotClustersVerb:
+		return exit(stderr, skyPilotClusters(ctx, stdout))
+	case "--version", "version":
+		fmt.Fprintf(stdout, "sky-server %s (commit %s)\n", version.Version, version.Commit)
+		return 0
+	}
+	fmt.Fprintf(stderr, "sky-server: unknown command %q\n%s\n", args[0], usage)
+	return 2
+}
+
+const usage = `usage: sky-server api start --foreground [--port N] [--host H] [--deploy] [--enable-basic-auth]
+       sky-server k8s-exec ARGS...   (what sky hands over)
+sky-server is started by sky (` + "`sky api start`" + `, or any command that needs a local server).`
+
+func exit(stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	return 1
+}
+
+// runAPIServer serves the core operations in this process. The store is
+// opened here because the operations share it with the server.
+func runAPIServer(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sky-server api start", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	so := server.Options{WritePIDFile: true}
+	fs.Bool("foreground", true, "run in this process (always: the CLI makes the background)")
+	fs.BoolVar(&so.Deploy, "deploy", false, "team server: use the whole machine, listen on all addresses")
+	fs.StringVar(&so.Host, "host", "", "address to listen on")
+	fs.IntVar(&so.Port, "port", 0, "port to listen on")
+	fs.BoolVar(&so.BasicAuth, "enable-basic-auth", false, "require HTTP basic auth")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := so.ApplyEnv(); err != nil {
+		return err
+	}
+	if so.Deploy && so.Host == "" {
+		so.Host = "0.0.0.0"
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("find home directory: %w", err)
+	}
+	so.Home = home
+	so.DBURI = configDB(home)
+	// Read once; the server's environment is what its children start
+	// from, and the first admin's password has no business there. (Jobs
+	// cannot read this process's /proc/PID/environ, the initial block, at
+	// all: a local node has a PID namespace of its own.)
+	_ = os.Unsetenv("SKYPILOT_INITIAL_BASIC_AUTH")
+	if err := adoptLegacyState(ctx, so.Home); err != nil {
+		return err
+	}
+	st, err := state.Open(ctx, state.ResolveURI(so.DBURI), state.DefaultSQLitePath(so.Home))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	so.Store = st
+	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host, Auth: so.BasicAuth || so.ServiceAccounts,
+		CLI: cliPath()})
+	if err != nil {
+		return err
+	}
+	so.Controllers = env.Controllers
+	srv, err := server.New(so, env.Ops())
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stderr, "SkyPilot API server is running at http://%s (pid %d). Log: %s\n", ln.Addr(), os.Getpid(), srv.Paths().Log)
+	return srv.Serve(ctx, ln)
+}
+
+// EnvCLI names the sky command line that started this server; the CLI
+// sets it. Callbacks on this machine that are CLI commands (autostop's
+// `sky stop`) run it.
+const EnvCLI = "SKYGO_CLI"
+
+// cliPath is the sky command line for callbacks: EnvCLI, else a sky beside
+// this program (bin/ after `make build`), else "" (the backend's default).
+func cliPath() string {
+	if p := os.Getenv(EnvCLI); p != "" {
+		return p
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "sky")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// configDB reads the `db` key of ~/.sky/config.yaml (SKYPILOT_DB_CONNECTION_URI
+// still wins, in the state package).
+func configDB(home string) string {
+	b, err := os.ReadFile(filepath.Join(home, ".sky", "config.yaml"))
+	if err != nil {
+		return ""
+	}
+	var doc struct {
+		DB string `yaml:"db"`
+	}
+	_ = yaml.Unmarshal(b, &doc)
+	return doc.DB
+}
+
+// adoptLegacyState moves what an earlier SkyGo build kept at SkyPilot's
+// paths (~/.sky/state.db and the local clusters' ~/.sky/local) into
+// ~/.sky/skygo, so an upgrade keeps its clusters. A SkyPilot state.db is
+// recognised and left alone.
+func adoptLegacyState(ctx context.Context, home string) error {
+	moved, err := state.AdoptLegacySQLite(ctx, paths.SkyPilotStateDB(home), paths.StateDB(home))
+	if err != nil || !moved {
+		return err
+	}
+	legacyLocal := filepath.Join(paths.SkyDir(home), "local")
+	if _, err := os.Stat(filepath.Join(legacyLocal, "clusters")); err == nil {
+		if _, err := os.Stat(paths.LocalInfra(home)); errors.Is(err, os.ErrNotExist) {
+			if err := os.Rename(legacyLocal, paths.LocalInfra(home)); err != nil {
+				return fmt.Errorf("move the local clusters to %s: %w", paths.LocalInfra(home), err)
+			}
+		}
+	}
+	return nil
+}
+
+// skyPilotClusters prints, one a line, the clusters SkyPilot's own state
+// lists (read immutably), for the CLI's note that SkyGo leaves them alone.
+func skyPilotClusters(ctx context.Context, out io.Writer) error {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("find home directory: %w", err)
+	}
+	names, err := state.SkyPilotClusters(ctx, paths.SkyPilotStateDB(home))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		fmt.Fprintln(out, n)
+	}
+	return nil
+}
