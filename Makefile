@@ -94,15 +94,15 @@ bench-managed: build
 bench-storm: build
 	SKYGO_BENCH_STORM=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'StatusUnderStorm' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
 
-# bench-node: the node runtime against the full sky binary in the same
+# bench-node: the node runtime against the server program in the same
 # run: sizes per architecture, peak RSS and CPU of one agent verb
-# (sky-node agent vs sky agent), and the bootstrap of a fresh SSH host
-# (EnsureBinary of sky-node, and of the full sky, against plain scp of the
+# (sky-node agent beside true and sky-server version), and the bootstrap
+# of a fresh SSH host (EnsureBinary of sky-node, and of sky-server, against plain scp of the
 # same file); SKYGO_BENCH_NODE_RUNS sets the runs.
 bench-node: build
 	SKYGO_BENCH_NODE=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'NodeRuntime|BootstrapNode' -benchtime 1x -count 1 -v ./cmd/sky-node ./internal/infra/ssh
 
-# bench-serve: the SkyServe load balancer (`sky-node serve-lb` in front of two
+# bench-serve: the SkyServe load balancer (`sky-lb serve-lb` in front of two
 # replica processes) against one replica served directly: req/s and p50
 # latency at 32 and 1 connections, and the load balancer's RSS; run once.
 # SKYGO_BENCH_SERVE_SECONDS sets each measurement's length (default 5),

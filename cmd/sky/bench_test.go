@@ -29,8 +29,8 @@ func BenchmarkCLIStart(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("SKYGO_BENCH_CLI_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
-	if _, err := os.Stat(timeBin); err != nil {
-		b.Skipf("%s (GNU time) measures peak RSS here: %v", timeBin, err)
+	if _, err := os.Stat(testutil.TimeBin); err != nil {
+		b.Skipf("%s (GNU time) measures peak RSS here: %v", testutil.TimeBin, err)
 	}
 	sky := testutil.SkyBinary(b)
 	home := b.TempDir()
@@ -57,17 +57,17 @@ func BenchmarkCLIStart(b *testing.B) {
 	res := map[string]stats{}
 	for range b.N {
 		for _, c := range cmds {
-			var ss []sample
+			var ss []testutil.Sample
 			// Interleaved runs would be fairer to load changes, but each
 			// command's runs back to back keep its pages warm, as a user's are.
 			for range runs {
-				s, err := measure(env, c.argv)
+				s, err := testutil.Measure(env, c.argv)
 				if err != nil {
 					b.Fatalf("%s: %v", strings.Join(c.argv, " "), err)
 				}
 				ss = append(ss, s)
 			}
-			st := median(ss)
+			st := stats{Sample: testutil.Median(ss)}
 			if c.name != "true" {
 				st.initMS = initSum(b, env, c.argv)
 			}
@@ -78,30 +78,25 @@ func BenchmarkCLIStart(b *testing.B) {
 	b.Logf("%-14s %10s %10s %10s %10s", "command", "CPU ms", "RSS MiB", "wall ms", "init ms")
 	for _, c := range cmds {
 		st := res[c.name]
-		b.Logf("%-14s %10.2f %10.1f %10.2f %10.2f", c.name, ms(st.cpu), float64(st.rssKB)/1024, ms(st.wall), st.initMS)
+		b.Logf("%-14s %10.2f %10.1f %10.2f %10.2f", c.name, ms(st.CPU), float64(st.RSSKB)/1024, ms(st.Wall), st.initMS)
 	}
 	for _, c := range cmds[1:] {
 		st := res[c.name]
-		b.ReportMetric(ms(st.cpu), c.name+"-cpu-ms")
-		b.ReportMetric(float64(st.rssKB)/1024, c.name+"-rss-MiB")
-		b.ReportMetric(ms(st.wall), c.name+"-wall-ms")
+		b.ReportMetric(ms(st.CPU), c.name+"-cpu-ms")
+		b.ReportMetric(float64(st.RSSKB)/1024, c.name+"-rss-MiB")
+		b.ReportMetric(ms(st.Wall), c.name+"-wall-ms")
 		b.ReportMetric(st.initMS, c.name+"-init-ms")
-		b.ReportMetric(ms(st.cpu)/max(ms(base.cpu), 0.01), c.name+"-cpu-x-true")
-		b.ReportMetric(float64(st.rssKB)/float64(max(base.rssKB, 1)), c.name+"-rss-x-true")
-		b.ReportMetric(ms(st.wall)/max(ms(base.wall), 0.01), c.name+"-wall-x-true")
+		b.ReportMetric(ms(st.CPU)/max(ms(base.CPU), 0.01), c.name+"-cpu-x-true")
+		b.ReportMetric(float64(st.RSSKB)/float64(max(base.RSSKB, 1)), c.name+"-rss-x-true")
+		b.ReportMetric(ms(st.Wall)/max(ms(base.Wall), 0.01), c.name+"-wall-x-true")
 	}
-	b.ReportMetric(ms(base.cpu), "true-cpu-ms")
-	b.ReportMetric(float64(base.rssKB)/1024, "true-rss-MiB")
-	b.ReportMetric(ms(base.wall), "true-wall-ms")
-}
-
-type sample struct {
-	cpu, wall time.Duration
-	rssKB     int64
+	b.ReportMetric(ms(base.CPU), "true-cpu-ms")
+	b.ReportMetric(float64(base.RSSKB)/1024, "true-rss-MiB")
+	b.ReportMetric(ms(base.Wall), "true-wall-ms")
 }
 
 type stats struct {
-	sample
+	testutil.Sample
 	initMS float64
 }
 
@@ -111,52 +106,6 @@ func run(env []string, argv ...string) ([]byte, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	return cmd.CombinedOutput()
-}
-
-// measure runs argv once under /usr/bin/time: CPU from the kernel's
-// accounting of the child (wait4's rusage, which holds time's own small
-// share too, for every command alike), peak RSS as time reports it, wall
-// time around the whole run. The peak RSS is time's because Go starts a
-// child with vfork: the child's own rusage would count this test
-// process's memory, which it shares until it execs.
-func measure(env, argv []string) (sample, error) {
-	cmd := exec.Command(timeBin, append([]string{"-f", "maxrss=%M"}, argv...)...)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return sample{}, fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	wall := time.Since(start)
-	s := sample{cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), wall: wall}
-	out := strings.TrimSpace(stderr.String())
-	_, kb, ok := strings.Cut(out[strings.LastIndex(out, "\n")+1:], "maxrss=")
-	n, err := strconv.ParseInt(kb, 10, 64)
-	if !ok || err != nil {
-		return sample{}, fmt.Errorf("no peak RSS in %q", out)
-	}
-	s.rssKB = n
-	return s, nil
-}
-
-// timeBin is GNU time, whose child is forked from a small process.
-const timeBin = "/usr/bin/time"
-
-func median(ss []sample) stats {
-	pick := func(f func(sample) int64) int64 {
-		v := make([]int64, len(ss))
-		for i, s := range ss {
-			v[i] = f(s)
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	return stats{sample: sample{
-		cpu:   time.Duration(pick(func(s sample) int64 { return int64(s.cpu) })),
-		wall:  time.Duration(pick(func(s sample) int64 { return int64(s.wall) })),
-		rssKB: pick(func(s sample) int64 { return s.rssKB }),
-	}}
 }
 
 // initSum runs argv with GODEBUG=inittrace=1 and sums the clock time of

@@ -29,24 +29,19 @@ import (
 // `make bench-serve` runs it (SKYGO_BENCH_SERVE=1, SKYGO_TEST_BINARY=bin/sky);
 // SKYGO_BENCH_SERVE_SECONDS sets each measurement's length (default 5);
 // SKYGO_BENCH_LB_ENV adds environment to the load balancer only (e.g.
-// "GOMAXPROCS=1 GOGC=200"), to try runtime settings;
-// SKYGO_BENCH_LB_FULL=1 runs `sky serve-lb` of the full sky binary
-// instead, for a comparison.
+// "GOMAXPROCS=1 GOGC=200"), to try runtime settings.
 func BenchmarkServeLB(b *testing.B) {
 	if os.Getenv("SKYGO_BENCH_SERVE") == "" {
 		b.Skip("set SKYGO_BENCH_SERVE=1 (make bench-serve)")
 	}
 	bin := os.Getenv("SKYGO_TEST_BINARY")
 	if bin == "" {
-		b.Fatal("SKYGO_TEST_BINARY must name the built sky binary (make bench-serve builds it and the node runtime beside it)")
+		b.Fatal("SKYGO_TEST_BINARY must name the built sky binary (make bench-serve builds it and sky-lb beside it)")
 	}
-	what := "sky serve-lb"
-	if os.Getenv("SKYGO_BENCH_LB_FULL") == "" {
-		bin = filepath.Join(filepath.Dir(bin), "sky-lb")
-		what = "sky-lb serve-lb"
-		if _, err := os.Stat(bin); err != nil {
-			b.Fatalf("the load balancer is not beside SKYGO_TEST_BINARY (%v); make bench-serve builds it", err)
-		}
+	bin = filepath.Join(filepath.Dir(bin), "sky-lb")
+	what := "sky-lb serve-lb"
+	if _, err := os.Stat(bin); err != nil {
+		b.Fatalf("the load balancer is not beside SKYGO_TEST_BINARY (%v); make bench-serve builds it", err)
 	}
 	secs := 5.0
 	if v := os.Getenv("SKYGO_BENCH_SERVE_SECONDS"); v != "" {
