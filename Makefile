@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build runtime bench-cli test unit pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
+.PHONY: build runtime bench-cli bench-slim bench-queued test unit pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
 
 # build: bin/sky, the CLI a user runs, carrying the RUNTIME (internal/bundle):
 # the API server (sky-server), the SkyServe load balancer for this machine
@@ -93,6 +93,19 @@ bench-managed: build
 # SKYGO_BENCH_STORM_SERVER_ENV="K=V ..." adds environment to the server.
 bench-storm: build
 	SKYGO_BENCH_STORM=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'StatusUnderStorm' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
+
+# bench-slim: issue 27's figures in one run, each against its in-run
+# baseline: the command line's start-up (bench-cli), the node runtime
+# (bench-node), the load balancer (bench-serve) and the API server's
+# memory with 10,000 queued managed jobs (bench-queued).
+bench-slim: bench-cli bench-node bench-serve bench-queued
+
+# bench-queued: the API server idle (RSS, heap) and with 10,000 managed
+# jobs queued: RSS per job, `sky status` against none queued,
+# `sky jobs queue -a -o json` (minutes; SKYGO_BENCH_MANAGED_QUEUED sets
+# the number).
+bench-queued: build
+	SKYGO_BENCH_MANAGED=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ManagedQueued' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
 
 # bench-node: the node runtime against the server program in the same
 # run: sizes per architecture, peak RSS and CPU of one agent verb
