@@ -132,7 +132,7 @@ func BenchmarkJobsPerSecond(b *testing.B) {
 			go func(w int) {
 				defer wg.Done()
 				for k := w; k < jobs; k += submitters {
-					r := runCmdStdin(b, cmdTimeout, headEnv, string(spec), e.bin, "agent", "submit", "--json")
+					r := runCmdStdin(b, cmdTimeout, headEnv, string(spec), e.node(), "agent", "submit", "--json")
 					var out struct {
 						JobID int `json:"job_id"`
 					}

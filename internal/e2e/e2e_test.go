@@ -368,7 +368,7 @@ func TestAutostop(t *testing.T) {
 	// The hook is not reachable from the CLI (resources.autostop.hook is a
 	// task setting); set it on the head agent directly, as the backend does.
 	head := e.nodeHome("as", 0)
-	ag := runCmd(t, 20*time.Second, append(append([]string{}, e.env...), "HOME="+head), e.bin,
+	ag := runCmd(t, 20*time.Second, append(append([]string{}, e.env...), "HOME="+head), e.node(),
 		"agent", "set-autostop", "--idle-seconds", "1", "--hook", "echo hook-ran-for-$SKYPILOT_HOOK_EVENT")
 	if ag.code != 0 {
 		t.Fatalf("agent set-autostop: %s", ag)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,12 @@ type skyEnv struct {
 	// dir is the working directory of a server startForegroundServer
 	// starts (default: the test's).
 	dir string
+}
+
+// node is this machine's node runtime (`sky-node agent ...`), beside bin
+// as make build leaves it: local nodes' agents are its processes.
+func (e *skyEnv) node() string {
+	return filepath.Join(filepath.Dir(e.bin), "sky-node-linux-"+runtime.GOARCH)
 }
 
 // newEnv makes a private HOME (short, under os.TempDir: agent sockets live

@@ -33,7 +33,7 @@ func (e *skyEnv) agentSubmit(cluster string, spec map[string]any) int {
 		}
 	}
 	body, _ := json.Marshal(spec)
-	r := runCmdStdin(e.t, cmdTimeout, env, string(body), e.bin, "agent", "submit", "--json")
+	r := runCmdStdin(e.t, cmdTimeout, env, string(body), e.node(), "agent", "submit", "--json")
 	var res struct {
 		JobID int `json:"job_id"`
 	}

@@ -90,7 +90,7 @@ func TestServeLBCommand(t *testing.T) {
 // answered 503 "No ready replicas" (the service may have ready replicas
 // all along).
 func TestServeLBHoldsUntilTheFirstPush(t *testing.T) {
-	bin := testutil.SkyBinary(t)
+	bin := testutil.LBBinary(t)
 	dir, err := os.MkdirTemp("", "lbhold")
 	if err != nil {
 		t.Fatal(err)
