@@ -20,7 +20,7 @@
 // deterministic (cluster <service>-<id>, the replica's job tagged
 // serve/<service>/<id>/<attempt>), so a reconcile killed at any
 // instruction and run again finds what it made. The load balancer is a
-// process of its own (`sky-node serve-lb`, internal/serve/lb), outside the API
+// process of its own (`sky-lb serve-lb`, internal/serve/lb), outside the API
 // server's process group: traffic keeps flowing while the server
 // restarts, and the restarted controller adopts it through its control
 // socket.

@@ -18,12 +18,12 @@ import (
 // drainTimeout bounds how long a shutdown waits for requests in flight.
 const drainTimeout = 5 * time.Second
 
-// Main is `sky serve-lb`: it serves until POST /shutdown or SIGTERM, then
+// Main is `sky-lb serve-lb`: it serves until POST /shutdown or SIGTERM, then
 // drains and returns 0. It returns 2 for bad flags and for a listen port
 // already taken (the controller tries again later: a service keeps its
 // port), 1 for any other failure to start.
 func Main(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sky serve-lb", flag.ContinueOnError)
+	fs := flag.NewFlagSet("sky-lb serve-lb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	service := fs.String("service", "", "name of the service (for the log)")
 	listen := fs.String("listen", "", "HOST:PORT to serve the service's traffic on")
@@ -41,7 +41,7 @@ func Main(args []string, stderr io.Writer) int {
 		return 2
 	}
 	usage := func(msg string) int {
-		fmt.Fprintf(stderr, "sky serve-lb: %s\n", msg)
+		fmt.Fprintf(stderr, "sky-lb serve-lb: %s\n", msg)
 		return 2
 	}
 	switch {
@@ -73,7 +73,7 @@ func Main(args []string, stderr io.Writer) int {
 	if *tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
 		if err != nil {
-			fmt.Fprintf(stderr, "sky serve-lb: TLS certificate %s / key %s: %v\n", *tlsCert, *tlsKey, err)
+			fmt.Fprintf(stderr, "sky-lb serve-lb: TLS certificate %s / key %s: %v\n", *tlsCert, *tlsKey, err)
 			return 1
 		}
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
@@ -81,16 +81,16 @@ func Main(args []string, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			fmt.Fprintf(stderr, "sky serve-lb: %s is in use by another process: stop it, or wait for it to free the port\n", *listen)
+			fmt.Fprintf(stderr, "sky-lb serve-lb: %s is in use by another process: stop it, or wait for it to free the port\n", *listen)
 			return 2
 		}
-		fmt.Fprintf(stderr, "sky serve-lb: listen %s: %v\n", *listen, err)
+		fmt.Fprintf(stderr, "sky-lb serve-lb: listen %s: %v\n", *listen, err)
 		return 1
 	}
 	ctlLn, err := listenControl(*control)
 	if err != nil {
 		ln.Close()
-		fmt.Fprintf(stderr, "sky serve-lb: %v\n", err)
+		fmt.Fprintf(stderr, "sky-lb serve-lb: %v\n", err)
 		return 1
 	}
 	if mine, err := os.Stat(*control); err == nil {
