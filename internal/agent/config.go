@@ -111,15 +111,44 @@ func loadConfig(p paths) (*agentapi.Config, error) {
 	return &c, c.Validate()
 }
 
+// writeFileAtomic replaces path with b: readers see the old file or the
+// new one, whole. Concurrent writers each use a temporary file of their
+// own (one shared name would let one writer's rename move another's file
+// away), and the last rename wins.
 func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp, err := writeTemp(path, b, mode)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes b to a new file beside path, with mode, and returns its
+// name.
+func writeTemp(path string, b []byte, mode os.FileMode) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return "", err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, mode); err != nil {
-		return err
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return "", err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // homeOr is home when set, else this process's HOME.

@@ -137,7 +137,10 @@ func (s *sshServer) close() {
 func (p paths) hostKeyPath() string { return filepath.Join(p.dir(), "ssh_host_ed25519_key") }
 
 // loadHostKey reads the host key, making it first when create is set and
-// there is none.
+// there is none. Several processes of one node may make it at once (the
+// daemon and concurrent `ssh-serve` starts): each writes its key to a
+// file of its own and links it into place, so exactly one key wins and
+// every process, winner or not, serves that one.
 func loadHostKey(p paths, create bool) (gossh.Signer, error) {
 	b, err := os.ReadFile(p.hostKeyPath())
 	if err == nil {
@@ -154,17 +157,25 @@ func loadHostKey(p paths, create bool) (gossh.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	signer, err := gossh.NewSignerFromKey(priv)
+	tmp, err := writeTemp(p.hostKeyPath(), pem.EncodeToMemory(block), 0o600)
 	if err != nil {
 		return nil, err
 	}
-	// The public key first: a reader that finds the private key finds
-	// its public half too.
-	pub := gossh.MarshalAuthorizedKey(signer.PublicKey())
-	if err := writeFileAtomic(p.hostKeyPath()+".pub", pub, 0o600); err != nil {
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, p.hostKeyPath()); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
 	}
-	if err := writeFileAtomic(p.hostKeyPath(), pem.EncodeToMemory(block), 0o600); err != nil {
+	// Ours or the one that was linked first: the file decides.
+	if b, err = os.ReadFile(p.hostKeyPath()); err != nil {
+		return nil, err
+	}
+	signer, err := gossh.ParsePrivateKey(b)
+	if err != nil {
+		return nil, err
+	}
+	// The public half beside it, for readers that want only that; the
+	// same bytes whoever writes them.
+	if err := writeFileAtomic(p.hostKeyPath()+".pub", gossh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
 		return nil, err
 	}
 	return signer, nil
@@ -174,11 +185,13 @@ func loadHostKey(p paths, create bool) (gossh.Signer, error) {
 // is home, in authorized_keys form ("ssh-ed25519 AAAA..."), or an error
 // when the daemon has not made one yet.
 func HostPublicKey(home string) (string, error) {
-	b, err := os.ReadFile(paths{home}.hostKeyPath() + ".pub")
+	// From the private key, not the .pub beside it: the key is linked into
+	// place before its public half is written.
+	signer, err := loadHostKey(paths{home}, false)
 	if err != nil {
 		return "", fmt.Errorf("the node agent has no SSH host key yet: %w", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimSpace(string(gossh.MarshalAuthorizedKey(signer.PublicKey()))), nil
 }
 
 func (n *sshNode) authorize(meta gossh.ConnMetadata, key gossh.PublicKey) (*gossh.Permissions, error) {

@@ -490,3 +490,43 @@ func TestAgentSSHNoticesDeadServer(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	lose("stopped", syscall.SIGSTOP)
 }
+
+// Processes of one node that make the host key at once (the daemon,
+// concurrent `ssh-serve --detach` starts) all end up serving one key,
+// whose public half is the one beside it.
+func TestHostKeyMadeOnceUnderConcurrency(t *testing.T) {
+	p := paths{t.TempDir()}
+	const n = 16
+	keys := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := loadHostKey(p, true)
+			if err != nil {
+				t.Errorf("loadHostKey: %v", err)
+				return
+			}
+			keys[i] = string(s.PublicKey().Marshal())
+		}()
+	}
+	wg.Wait()
+	for _, k := range keys[1:] {
+		if k != keys[0] {
+			t.Fatal("concurrent makers ended with different host keys")
+		}
+	}
+	pub, err := HostPublicKey(p.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := os.ReadFile(p.hostKeyPath() + ".pub")
+	if err != nil || strings.TrimSpace(string(onDisk)) != pub {
+		t.Fatalf(".pub = %q (%v), want %q", onDisk, err, pub)
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(p.hostKeyPath()), ".*tmp-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
