@@ -170,11 +170,26 @@ func TestHostileServe(t *testing.T) {
 		}) {
 			t.Fatalf("alice's endpoint %s does not reach her replicas after her port was freed:\n%s", ep, tm.controllerLog("al-svc"))
 		}
-		lbs := tm.lbPIDs("al-svc")
-		for _, pid := range listenerPids(ep) {
-			if !slices.Contains(lbs, pid) {
-				t.Errorf("port %d is held by pid %d, not by alice's load balancer %v", port, pid, lbs)
+		// The listeners and the load balancers are read from /proc one
+		// after the other, so one reading can fall between a load balancer's
+		// end and its successor's start (a loaded machine makes the
+		// controller replace one that answers slowly): the port must be
+		// held by alice's load balancer alone in some reading of both.
+		var lbs, holders []int
+		heldByHers := func() bool {
+			lbs, holders = tm.lbPIDs("al-svc"), listenerPids(ep)
+			if len(holders) == 0 {
+				return false
 			}
+			for _, pid := range holders {
+				if !slices.Contains(lbs, pid) {
+					return false
+				}
+			}
+			return true
+		}
+		if !waitFor(20*time.Second, heldByHers) {
+			t.Errorf("port %d is held by pids %v, not (only) by alice's load balancer %v", port, holders, lbs)
 		}
 		t.Logf("controller log:\n%s", tm.controllerLog("al-svc"))
 		if s := tm.serviceAs("alice", "al-svc"); s.LoadBalancerPort != port || s.Endpoint != rec.Endpoint {
