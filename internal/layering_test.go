@@ -52,9 +52,10 @@ var layers = []layer{
 	{"state", []string{"internal/state"}},
 	{"S3 operations through the SDK", []string{"internal/storage/s3bucket"}},
 	{"storage: bucket names, stores, copy and mount scripts", []string{"internal/storage"}},
+	{"the runtime files sky carries", []string{"internal/bundle"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
 	{"the loaders' seams to their schema checks", []string{"internal/task/taskdoc", "internal/config/configdoc"}},
-	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig", "internal/bundle"}},
+	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also

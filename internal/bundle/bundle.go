@@ -32,6 +32,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/skygo/skygo/internal/upload"
 )
 
 //go:embed all:files
@@ -149,7 +151,7 @@ func Matches(dir string, man []File) bool {
 			return false
 		}
 		if f.BuildID == "" {
-			if sum, err := fileSHA256(p); err != nil || sum != f.SHA256 {
+			if sum, err := upload.HashFile(p); err != nil || sum != f.SHA256 {
 				return false
 			}
 			continue
@@ -232,19 +234,6 @@ func extractFile(fsys fs.FS, src, dst string, f File) error {
 		return fmt.Errorf("embedded file does not match its manifest (size %d, want %d)", n, f.Size)
 	}
 	return nil
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // GoBuildID reads the Go build ID from an ELF file's .note.go.buildid

@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/skygo/skygo/internal/provision"
+	"github.com/skygo/skygo/internal/upload"
 )
 
 // The node runtime (cmd/sky-node) on nodes that do not share this
@@ -171,7 +170,7 @@ func EnsureBinaryAt(ctx context.Context, r provision.CommandRunner, bins NodeBin
 	if err != nil {
 		return false, fmt.Errorf("node %s: %w", r.NodeIP(), err)
 	}
-	want, err := fileSHA256(local)
+	want, err := upload.HashFile(local)
 	if err != nil {
 		return false, fmt.Errorf("hashing the node runtime: %w", err)
 	}
@@ -192,19 +191,6 @@ func EnsureBinaryAt(ctx context.Context, r provision.CommandRunner, bins NodeBin
 		return false, fmt.Errorf("installing the node runtime on %s: %s", r.NodeIP(), bytes.TrimSpace(res.Stderr))
 	}
 	return true, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // uploadTemp is a fresh name beside path for the copy in flight.
