@@ -1,7 +1,8 @@
 // Package bundle carries the runtime files of a sky binary (sky-server,
 // and the node binaries when they are built) and finds them for the CLI.
 // A user downloads one sky file: `make build` embeds the runtime into it
-// (files/, with a MANIFEST of each file's size, SHA-256 and Go build ID),
+// (files/, each file gzipped as NAME.gz, with a MANIFEST of each
+// uncompressed file's size, SHA-256 and Go build ID),
 // and the CLI uses, in this order:
 //
 //  1. $SKYGO_RUNTIME_DIR, when set;
@@ -19,6 +20,7 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"debug/elf"
 	"embed"
@@ -209,18 +211,25 @@ func complete(dir string, man []File) bool {
 	return true
 }
 
+// extractFile writes the manifest file f, embedded gzipped as src+".gz",
+// to dst. It stops one byte past the manifest's size, so a file that does
+// not match cannot fill the disk.
 func extractFile(fsys fs.FS, src, dst string, f File) error {
-	in, err := fsys.Open(src)
+	in, err := fsys.Open(src + ".gz")
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(in, 256<<10))
+	if err != nil {
+		return fmt.Errorf("embedded file is not gzip: %w", err)
+	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
 	if err != nil {
 		return err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), in)
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(zr, f.Size+1))
 	if err == nil {
 		err = out.Sync()
 	}

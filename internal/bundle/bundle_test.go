@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -125,7 +127,7 @@ func TestExtractConcurrent(t *testing.T) {
 	for i, name := range []string{"sky-server", "sky-node-linux-amd64", "sky-node-linux-arm64"} {
 		data := []byte(strings.Repeat(name, 1000*(i+1)))
 		sum := sha256.Sum256(data)
-		fsys["files/"+name] = &fstest.MapFile{Data: data}
+		fsys["files/"+name+".gz"] = &fstest.MapFile{Data: gz(t, data)}
 		man = append(man, File{Name: name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
 	}
 	parent := t.TempDir()
@@ -168,6 +170,33 @@ func TestExtractConcurrent(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(parent, "runtime", "bad")); err == nil {
 		t.Error("a refused extraction left its directory")
 	}
+
+	// An embedded file longer than its manifest says is cut one byte past
+	// the size and refused, not written out whole; one that is not gzip
+	// says so.
+	short := slices.Clone(man)
+	short[2].Size = 10
+	if _, err := Extract(fsys, "files", short, filepath.Join(parent, "runtime", "short")); err == nil || !strings.Contains(err.Error(), "size 11, want 10") {
+		t.Errorf("a file longer than its manifest: %v", err)
+	}
+	fsys["files/sky-server.gz"] = &fstest.MapFile{Data: []byte("plain bytes")}
+	if _, err := Extract(fsys, "files", man, filepath.Join(parent, "runtime", "plain")); err == nil || !strings.Contains(err.Error(), "not gzip") {
+		t.Errorf("a file that is not gzip: %v", err)
+	}
+}
+
+// gz is data gzipped, as `make build` embeds each runtime file.
+func gz(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // The lookup order: $SKYGO_RUNTIME_DIR, then the link-time directory;
@@ -189,7 +218,7 @@ func TestLocate(t *testing.T) {
 	data := []byte("#!/bin/sh\necho server\n")
 	sum := sha256.Sum256(data)
 	man := fmt.Sprintf("sky-server %d %s\n", len(data), hex.EncodeToString(sum[:]))
-	embedded := fstest.MapFS{"files/MANIFEST": {Data: []byte(man)}, "files/sky-server": {Data: data}}
+	embedded := fstest.MapFS{"files/MANIFEST": {Data: []byte(man)}, "files/sky-server.gz": {Data: gz(t, data)}}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	d, err := locate(embedded, "", "")
 	if err != nil {
