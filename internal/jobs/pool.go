@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/replicaset"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
@@ -166,13 +166,7 @@ func poolOwner(p *state.Pool) backend.User {
 }
 
 // activeWorker says whether a worker counts toward the pool's size.
-func activeWorker(s string) bool {
-	switch s {
-	case api.WorkerPending, api.WorkerProvisioning, api.WorkerStarting, api.WorkerReady, api.WorkerNotReady:
-		return true
-	}
-	return false
-}
+func activeWorker(s string) bool { return replicaset.PhaseOf(s).Live() }
 
 // poolStatus derives a pool's status from its workers (service.md).
 func poolStatus(p *state.Pool) string {
@@ -399,109 +393,31 @@ func autoscale(pol api.PoolPolicy, cur, queued, up, down int) (target, upCount, 
 }
 
 // planWorkers decides which workers to add (how many, of the newest
-// version) and which to shut down, given the jobs on each. Workers with
-// jobs are never shut down: a busy old-version worker is replaced once
-// its jobs ended, and new jobs go to the newest version's workers.
-//
-//   - No older version: scale to the target, down by SkyPilot's order
-//     (not READY first, then fewer jobs, then the higher id).
-//   - rolling: one new worker at a time, each READY new worker letting
-//     one old worker go, so the READY count never drops below the target.
-//   - blue_green: all new workers at once; the old ones go when the new
-//     ones are all READY.
+// version) and which to shut down, given the jobs on each: the replica
+// set's plan (replicaset.Decide) with no cap, one new worker at a time
+// in a rolling update, and busy workers kept. A busy old-version worker
+// is replaced once its jobs ended, and new jobs go to the newest
+// version's workers.
 //
 // If a worker of the newest version failed its setup and none is READY,
 // nothing more is launched (the update is broken; another apply fixes it).
 func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
-	latest := p.SpecVersion
-	var newActive, old []*state.PoolWorker
-	newReady, failedLatest := 0, false
+	in := replicaset.Input{Latest: p.SpecVersion, Target: p.Target, Mode: replicaset.ModeOf(p.UpdateMode),
+		Cap: replicaset.NoCap, MaxStarting: 1}
+	failedLatest, newReady := false, 0
 	for _, w := range p.Workers {
-		switch {
-		case w.SpecVersion == latest && activeWorker(w.Status):
-			newActive = append(newActive, w)
-			if w.Status == api.WorkerReady {
+		ph := replicaset.PhaseOf(w.Status)
+		in.Members = append(in.Members, replicaset.Member{ID: w.ID, Version: w.SpecVersion, Phase: ph, Busy: busy[w.ID]})
+		if w.SpecVersion == p.SpecVersion {
+			failedLatest = failedLatest || w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision
+			if ph == replicaset.Ready {
 				newReady++
 			}
-		case w.SpecVersion == latest && (w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision):
-			failedLatest = true
-		case w.SpecVersion != latest && activeWorker(w.Status):
-			old = append(old, w)
 		}
 	}
-	stuck := failedLatest && newReady == 0
-	idle := func(ws []*state.PoolWorker) []*state.PoolWorker {
-		var out []*state.PoolWorker
-		for _, w := range ws {
-			if busy[w.ID] == 0 {
-				out = append(out, w)
-			}
-		}
-		return out
-	}
-	target := p.Target
-	if len(old) == 0 {
-		if n := target - len(newActive); n > 0 && !stuck {
-			return n, nil
-		}
-		if n := len(newActive) - target; n > 0 {
-			cands := idle(newActive)
-			sortForScaleDown(cands, busy)
-			for i := 0; i < n && i < len(cands); i++ {
-				remove = append(remove, cands[i].ID)
-			}
-		}
-		return 0, remove
-	}
-	// An old worker that is not READY serves nobody: it goes at once.
-	var oldReady []*state.PoolWorker
-	for _, w := range old {
-		if w.Status == api.WorkerReady {
-			oldReady = append(oldReady, w)
-		} else if busy[w.ID] == 0 {
-			remove = append(remove, w.ID)
-		}
-	}
-	if p.UpdateMode == "blue_green" {
-		if n := target - len(newActive); n > 0 && !stuck {
-			add = n
-		}
-		if newReady >= target {
-			for _, w := range idle(oldReady) {
-				remove = append(remove, w.ID)
-			}
-		}
-		return add, remove
-	}
-	if len(newActive) < target && len(newActive) == newReady && !stuck {
-		add = 1
-	}
-	excess := len(oldReady) + newReady - target
-	cands := idle(oldReady)
-	sortForScaleDown(cands, busy)
-	for i := 0; i < excess && i < len(cands); i++ {
-		remove = append(remove, cands[i].ID)
-	}
-	return add, remove
-}
-
-// sortForScaleDown orders workers as SkyPilot picks them to scale down:
-// by status (not yet READY first), older version, fewer jobs, higher id.
-func sortForScaleDown(ws []*state.PoolWorker, busy map[int]int) {
-	rank := map[string]int{api.WorkerPending: 0, api.WorkerProvisioning: 1, api.WorkerStarting: 2, api.WorkerNotReady: 3, api.WorkerReady: 4}
-	sort.SliceStable(ws, func(i, j int) bool {
-		a, b := ws[i], ws[j]
-		if rank[a.Status] != rank[b.Status] {
-			return rank[a.Status] < rank[b.Status]
-		}
-		if a.SpecVersion != b.SpecVersion {
-			return a.SpecVersion < b.SpecVersion
-		}
-		if busy[a.ID] != busy[b.ID] {
-			return busy[a.ID] < busy[b.ID]
-		}
-		return a.ID > b.ID
-	})
+	in.Broken = failedLatest && newReady == 0
+	pl := replicaset.Decide(in)
+	return pl.Launch, pl.Remove
 }
 
 // poolDownSteps carries out `pool down`: the pool's jobs are cancelled

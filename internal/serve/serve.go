@@ -42,6 +42,7 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/replicaset"
 	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
@@ -250,13 +251,7 @@ func firstLine(s string) string {
 
 // live says whether a replica counts toward the service's size: it is
 // on its way up or serving.
-func live(s string) bool {
-	switch s {
-	case api.ReplicaPending, api.ReplicaProvisioning, api.ReplicaStarting, api.ReplicaReady, api.ReplicaNotReady:
-		return true
-	}
-	return false
-}
+func live(s string) bool { return replicaset.PhaseOf(s).Live() }
 
 // Status derives a service's status from its replicas (service.md).
 func Status(s *state.Service) string {
