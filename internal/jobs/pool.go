@@ -98,7 +98,7 @@ func (e *Env) pokeWorker(pool string, id int) {
 	c := e.pool.workers
 	e.pool.mu.Unlock()
 	if c != nil {
-		c.Enqueue(pool + "/" + strconv.Itoa(id))
+		c.Enqueue(replicaset.Key(pool, id))
 	}
 }
 
@@ -122,7 +122,7 @@ func (e *Env) workerKeys(ctx context.Context) ([]string, error) {
 	var keys []string
 	for _, p := range ps {
 		for _, w := range p.Workers {
-			keys = append(keys, p.Name+"/"+strconv.Itoa(w.ID))
+			keys = append(keys, replicaset.Key(p.Name, w.ID))
 		}
 	}
 	return keys, nil
@@ -499,10 +499,9 @@ func (e *Env) downWorkerCluster(ctx context.Context, p *state.Pool, cluster stri
 
 // reconcileWorker takes the next step of one worker.
 func (e *Env) reconcileWorker(ctx context.Context, key string) (controller.Result, error) {
-	name, ids, ok := strings.Cut(key, "/")
-	id, err := strconv.Atoi(ids)
-	if !ok || err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("pool worker key %q is not <pool>/<id>", key))
+	name, id, err := replicaset.ParseKey(key)
+	if err != nil {
+		return controller.Result{}, err
 	}
 	p, err := e.Store.GetPool(ctx, name)
 	if errors.Is(err, state.ErrNotFound) {
@@ -547,23 +546,78 @@ func (e *Env) setWorker(ctx context.Context, pool string, id int, from []string,
 	return p, p.Worker(id), nil
 }
 
+// workers is a pool's workers as the replica-set lifecycle moves them
+// (replicaset.Set); row is the pool as last read or written.
+type workers struct {
+	e   *Env
+	row *state.Pool
+}
+
+func (e *Env) workerSet(p *state.Pool) *workers { return &workers{e: e, row: p} }
+
+func (x *workers) Noun() string { return "Worker" }
+
+// Move refuses, as setWorker does, once the pool is going down: its down
+// steps own the workers then.
+func (x *workers) Move(ctx context.Context, id int, from []string, edit func(*replicaset.Fields)) (bool, error) {
+	p, w, err := x.e.setWorker(ctx, x.row.Name, id, from, func(w *state.PoolWorker) {
+		f := workerFields(w)
+		edit(&f)
+		w.Status, w.Reason, w.Attempt, w.Tries, w.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
+		if f.Disowned {
+			// The cluster of that name is not the worker's: no job is
+			// matched to it and the worker never tears it down.
+			w.Cluster = ""
+		}
+	})
+	if p != nil {
+		x.row = p
+	}
+	return w != nil, err
+}
+
+func (x *workers) Remove(ctx context.Context, id int, from []string) error {
+	if _, err := x.e.Store.UpdatePool(ctx, x.row.Name, func(n *state.Pool) error {
+		for i, w := range n.Workers {
+			if w.ID == id && slices.Contains(from, w.Status) {
+				n.Workers = append(n.Workers[:i], n.Workers[i+1:]...)
+				return nil
+			}
+		}
+		return state.ErrNoChange
+	}); err != nil {
+		return err
+	}
+	_ = os.Remove(WorkerLogPath(x.e.Home, x.row.Name, id))
+	return nil
+}
+
+func (x *workers) Down(ctx context.Context, id int, cluster string) error {
+	log := ux.AppendLog(WorkerLogPath(x.e.Home, x.row.Name, id))
+	defer log.Close()
+	return x.e.downWorkerCluster(ctx, x.row, cluster, log)
+}
+
+func (x *workers) Note(format string, args ...any) { x.e.poolNote(x.row.Name, format, args...) }
+
+func (x *workers) Poke() { x.e.pokePool(x.row.Name) }
+
+// workerFields are a worker's lifecycle fields.
+func workerFields(w *state.PoolWorker) replicaset.Fields {
+	return replicaset.Fields{Status: w.Status, Reason: w.Reason, Attempt: w.Attempt, Tries: w.Tries, NextTryAt: w.NextTryAt}
+}
+
 // launchWorker runs one launch attempt of a worker: adopt the setup job
 // a cut-off attempt left, or launch the cluster with the pool task's
 // setup and file mounts (run once per worker: the launch's job is the
 // setup alone).
 func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	if w.Status == api.WorkerPending {
-		if wait := w.NextTryAt - now(); wait > 0 {
-			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
-		}
-		var err error
-		if p, w, err = e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerPending}, func(w *state.PoolWorker) {
-			w.Status = api.WorkerProvisioning
-			w.Attempt++
-		}); err != nil || w == nil {
-			return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-		}
+	set := e.workerSet(p)
+	if res, ok, err := replicaset.Begin(ctx, set, w.ID, workerFields(w), now()); !ok {
+		return res, err
 	}
+	p = set.row
+	w = p.Worker(w.ID)
 	spec := p.Specs[w.SpecVersion]
 	if spec == nil {
 		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
@@ -575,15 +629,10 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 	tag := workerTag(p.Name, w.ID, w.Attempt)
 	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()
-	if c, err := e.Store.GetCluster(ctx, w.Cluster); err == nil && !(c.IsManaged && c.LastCreationCommand == workerCommand(p.Name)) {
+	if c, err := e.Store.GetCluster(ctx, w.Cluster); err == nil && !replicaset.Made(c, workerCommand(p.Name)) {
 		// Not a worker this pool made (a user's cluster, a managed job's
 		// <name>-<id>): it is neither adopted nor ever torn down.
-		why := fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name)
-		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-			w.Status, w.Reason, w.Cluster = api.WorkerFailedProvision, why, ""
-		})
-		e.poolNote(p.Name, "Worker %d: %s.", w.ID, why)
-		return controller.Result{}, err
+		return replicaset.Foreign(ctx, set, w.ID, fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name))
 	}
 	if job, err := e.Backend.TaggedJob(ctx, w.Cluster, owner, tag); err == nil && job != nil {
 		fmt.Fprintf(log, "Found setup job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, w.Attempt, w.Cluster)
@@ -609,20 +658,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 		}
 		fmt.Fprintf(log, "Launch failed: %s\n", err)
 		_ = e.downWorkerCluster(ctx, p, w.Cluster, log)
-		var gap time.Duration
-		_, nw, uerr := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-			w.Tries++
-			gap = retryGap(w.Tries)
-			w.Status, w.NextTryAt, w.Reason = api.WorkerPending, now()+gap.Seconds(), firstLine(err.Error())
-			if backend.Precheck(err) {
-				w.Status = api.WorkerFailedProvision
-			}
-		})
-		if uerr != nil || nw == nil {
-			return controller.Result{RequeueAfter: 10 * time.Millisecond}, uerr
-		}
-		e.poolNote(p.Name, "Worker %d: launch failed (%s); %s.", w.ID, firstLine(err.Error()), map[bool]string{true: "not retried", false: "retrying in " + gap.Round(time.Second).String()}[nw.Status == api.WorkerFailedProvision])
-		return controller.Result{RequeueAfter: gap}, nil
+		return replicaset.Failed(ctx, set, w.ID, err, backend.Precheck(err), retryGap, now())
 	}
 	return e.setupSubmitted(ctx, p, w, res.JobID)
 }
@@ -779,40 +815,12 @@ func (e *Env) endLeftovers(ctx context.Context, p *state.Pool, w *state.PoolWork
 
 // workerLost marks a worker whose cluster went PREEMPTED.
 func (e *Env) workerLost(ctx context.Context, p *state.Pool, w *state.PoolWorker, from, why string) (controller.Result, error) {
-	_, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{from}, func(w *state.PoolWorker) {
-		w.Status, w.Reason = api.WorkerPreempted, why
-	})
-	if err != nil || nw == nil {
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-	}
-	e.poolNote(p.Name, "Worker %d is PREEMPTED: %s.", w.ID, why)
-	e.pokePool(p.Name)
-	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	return replicaset.Lost(ctx, e.workerSet(p), w.ID, from, why)
 }
 
 // removeWorker tears a worker's cluster down and drops the worker.
 func (e *Env) removeWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-	err := e.downWorkerCluster(ctx, p, w.Cluster, log)
-	log.Close()
-	if err != nil {
-		return controller.Result{}, err
-	}
-	if _, err := e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
-		for i, x := range n.Workers {
-			if x.ID == w.ID && (x.Status == api.WorkerShuttingDown || x.Status == api.WorkerPreempted) {
-				n.Workers = append(n.Workers[:i], n.Workers[i+1:]...)
-				return nil
-			}
-		}
-		return state.ErrNoChange
-	}); err != nil {
-		return controller.Result{}, err
-	}
-	_ = os.Remove(WorkerLogPath(e.Home, p.Name, w.ID))
-	e.poolNote(p.Name, "Worker %d removed.", w.ID)
-	e.pokePool(p.Name)
-	return controller.Result{}, nil
+	return replicaset.Drop(ctx, e.workerSet(p), w.ID, w.Cluster, []string{api.WorkerShuttingDown, api.WorkerPreempted}, false)
 }
 
 // demand is what a task asks of a worker's node.

@@ -149,7 +149,7 @@ func (e *Env) pokeReplica(service string, id int) {
 	c := e.replicas
 	e.mu.Unlock()
 	if c != nil {
-		c.Enqueue(service + "/" + strconv.Itoa(id))
+		c.Enqueue(replicaset.Key(service, id))
 	}
 }
 
@@ -173,7 +173,7 @@ func (e *Env) replicaKeys(ctx context.Context) ([]string, error) {
 	var keys []string
 	for _, s := range ss {
 		for _, r := range s.Replicas {
-			keys = append(keys, s.Name+"/"+strconv.Itoa(r.ID))
+			keys = append(keys, replicaset.Key(s.Name, r.ID))
 		}
 	}
 	return keys, nil
