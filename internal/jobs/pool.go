@@ -625,42 +625,25 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 		})
 		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
 	}
-	owner := poolOwner(p)
-	tag := workerTag(p.Name, w.ID, w.Attempt)
 	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()
-	if c, err := e.Store.GetCluster(ctx, w.Cluster); err == nil && !replicaset.Made(c, workerCommand(p.Name)) {
-		// Not a worker this pool made (a user's cluster, a managed job's
-		// <name>-<id>): it is neither adopted nor ever torn down.
-		return replicaset.Foreign(ctx, set, w.ID, fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name))
-	}
-	if job, err := e.Backend.TaggedJob(ctx, w.Cluster, owner, tag); err == nil && job != nil {
-		fmt.Fprintf(log, "Found setup job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, w.Attempt, w.Cluster)
-		return e.setupSubmitted(ctx, p, w, job.JobID)
-	}
 	ts := spec.Task
 	ts.Envs = cloneMap(ts.Envs)
 	ts.Envs["SKYPILOT_POOL_WORKER_ID"] = strconv.Itoa(w.ID)
 	ts.Envs["SKYPILOT_SERVE_REPLICA_ID"] = strconv.Itoa(w.ID)
 	ts.Run = "" // a worker runs the jobs given it, not the pool task's run
-	body := api.LaunchBody{Task: ts, ClusterName: w.Cluster, Detach: true, Workspace: p.Workspace, PlanShown: true,
-		Command: workerCommand(p.Name),
-		Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-pool-%s-%d-%d", p.Name, w.ID, w.Attempt)}}
-	fmt.Fprintf(log, "Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.\n", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)
-	plan, err := e.Plan(ctx, body, log)
-	var res *api.LaunchResult
-	if err == nil {
-		res, err = e.Backend.Launch(ctx, body, owner, plan, log)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return controller.Result{}, ctx.Err()
-		}
-		fmt.Fprintf(log, "Launch failed: %s\n", err)
-		_ = e.downWorkerCluster(ctx, p, w.Cluster, log)
-		return replicaset.Failed(ctx, set, w.ID, err, backend.Precheck(err), retryGap, now())
-	}
-	return e.setupSubmitted(ctx, p, w, res.JobID)
+	a := replicaset.Attempt{ID: w.ID, Attempt: w.Attempt, Job: "setup job", Log: log,
+		Body: api.LaunchBody{Task: ts, ClusterName: w.Cluster, Detach: true, Workspace: p.Workspace, PlanShown: true,
+			Command: workerCommand(p.Name),
+			Managed: &api.ManagedLaunch{Tag: workerTag(p.Name, w.ID, w.Attempt), TaskID: fmt.Sprintf("sky-pool-%s-%d-%d", p.Name, w.ID, w.Attempt)}},
+		// Not a worker this pool made (a user's cluster, a managed job's
+		// <name>-<id>): it is neither adopted nor ever torn down.
+		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name),
+		Announce: fmt.Sprintf("Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)}
+	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: poolOwner(p)}
+	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+		return e.setupSubmitted(ctx, p, w, jobID)
+	}, retryGap, now)
 }
 
 // setupSubmitted records a worker's setup job (0: no setup: READY now).

@@ -3,11 +3,13 @@ package replicaset
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -179,4 +181,60 @@ func firstLine(s string) string {
 		s = s[:300] + "..."
 	}
 	return s
+}
+
+// Cloud is what a set's members are launched through: the state, the
+// backend acting as the set's owner, and the optimizer's plan.
+type Cloud struct {
+	Store   *state.Store
+	Backend *backend.Backend
+	Plan    func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error)
+	Owner   backend.User
+}
+
+// Attempt is one launch attempt of a member, as its set words it.
+type Attempt struct {
+	ID, Attempt int
+	// Body launches the member: its cluster, the set's creation command
+	// and the tag of the attempt's job.
+	Body api.LaunchBody
+	// Foreign is why the member fails when a cluster of its name is not
+	// one the set made.
+	Foreign string
+	// Job names the job a launch submits ("job", "setup job"), Announce
+	// is the log's line for a launch, and Log the member's log.
+	Job, Announce string
+	Log           io.Writer
+}
+
+// Launch carries out a launch attempt (after Begin): a cluster of the
+// member's name that the set did not make refuses it (Foreign); the job
+// this attempt submitted before a restart is adopted; otherwise the
+// member is launched. A failed launch leaves no cluster behind and is
+// retried or not (Failed). launched records the job the member runs.
+func Launch(ctx context.Context, s Set, c Cloud, a Attempt, launched func(jobID int) (controller.Result, error),
+	gap func(tries int) time.Duration, now func() float64) (controller.Result, error) {
+	cluster := a.Body.ClusterName
+	if cl, err := c.Store.GetCluster(ctx, cluster); err == nil && !Made(cl, a.Body.Command) {
+		return Foreign(ctx, s, a.ID, a.Foreign)
+	}
+	if job, err := c.Backend.TaggedJob(ctx, cluster, c.Owner, a.Body.Managed.Tag); err == nil && job != nil {
+		fmt.Fprintf(a.Log, "Found %s %d of attempt %d on %s, submitted before a restart: following it.\n", a.Job, job.JobID, a.Attempt, cluster)
+		return launched(job.JobID)
+	}
+	fmt.Fprintln(a.Log, a.Announce)
+	plan, err := c.Plan(ctx, a.Body, a.Log)
+	var res *api.LaunchResult
+	if err == nil {
+		res, err = c.Backend.Launch(ctx, a.Body, c.Owner, plan, a.Log)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return controller.Result{}, ctx.Err()
+		}
+		fmt.Fprintf(a.Log, "Launch failed: %s\n", err)
+		_ = s.Down(ctx, a.ID, cluster)
+		return Failed(ctx, s, a.ID, err, backend.Precheck(err), gap, now())
+	}
+	return launched(res.JobID)
 }

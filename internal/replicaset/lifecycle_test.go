@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +200,34 @@ func TestMade(t *testing.T) {
 		if got := Made(&tc.c, cmd); got != tc.want {
 			t.Errorf("%+v: %v", tc.c, got)
 		}
+	}
+}
+
+// TestLaunchRefusesAForeignCluster: a cluster of the member's name that
+// the set did not make fails the member, disowned, before the backend is
+// asked anything (this Cloud has none).
+func TestLaunchRefusesAForeignCluster(t *testing.T) {
+	ctx := context.Background()
+	st, err := state.OpenSQLite(ctx, filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateCluster(ctx, &state.Cluster{Name: "web-1", UserName: "alice", Status: state.ClusterUp}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	s := newSet(Fields{Status: api.ReplicaProvisioning, Attempt: 1})
+	var log strings.Builder
+	a := Attempt{ID: 1, Attempt: 1, Job: "job", Log: &log, Foreign: "web-1 is not ours", Announce: "Launching.",
+		Body: api.LaunchBody{ClusterName: "web-1", Command: "sky serve up -n web", Managed: &api.ManagedLaunch{Tag: "t"}}}
+	launched := func(int) (controller.Result, error) { t.Fatal("launched"); return controller.Result{}, nil }
+	if _, err := Launch(ctx, s, Cloud{Store: st}, a, launched, gap, func() float64 { return 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.members[1]; f.Status != api.ReplicaFailedProvision || !f.Disowned || f.Reason != "web-1 is not ours" {
+		t.Fatalf("member %+v", f)
+	}
+	if log.Len() != 0 || len(s.downs) != 0 {
+		t.Fatalf("a foreign cluster was launched on or torn down: log %q downs %v", log.String(), s.downs)
 	}
 }

@@ -149,15 +149,6 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	tag := replicaTag(s.Name, r.ID, r.Attempt)
 	log := replicaLog(e, s, r.ID)
 	defer log.Close()
-	if c, err := e.Store.GetCluster(ctx, r.Cluster); err == nil && !replicaset.Made(c, replicaCommand(s.Name)) {
-		// Not a replica this service made (a user's cluster, a pool
-		// worker): it is neither adopted nor ever torn down.
-		return replicaset.Foreign(ctx, set, r.ID, fmt.Sprintf("a cluster named %s already exists and is not a replica of service %s; tear it down or give the service another name", r.Cluster, s.Name))
-	}
-	if job, err := e.Backend.TaggedJob(ctx, r.Cluster, owner(s), tag); err == nil && job != nil {
-		fmt.Fprintf(log, "Found job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, r.Attempt, r.Cluster)
-		return e.launched(ctx, s, r, job.JobID)
-	}
 	ts := v.Task
 	ts.Envs = make(map[string]string, len(v.Task.Envs)+1)
 	for k, val := range v.Task.Envs {
@@ -167,24 +158,18 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	if wantsSpot(v) && !r.Spot {
 		ts.Resources = withSpot(ts.Resources, false)
 	}
-	body := api.LaunchBody{Task: ts, ClusterName: r.Cluster, Detach: true, Workspace: s.Workspace, PlanShown: true,
-		Command: replicaCommand(s.Name),
-		Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-serve-%s-%d-%d", s.Name, r.ID, r.Attempt)}}
-	fmt.Fprintf(log, "Launching replica %d of service %s (version %d, attempt %d) on cluster %s.\n", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)
-	plan, err := e.Plan(ctx, body, log)
-	var res *api.LaunchResult
-	if err == nil {
-		res, err = e.Backend.Launch(ctx, body, owner(s), plan, log)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return controller.Result{}, ctx.Err()
-		}
-		fmt.Fprintf(log, "Launch failed: %s\n", err)
-		_ = e.downCluster(ctx, s, r.Cluster, log)
-		return replicaset.Failed(ctx, set, r.ID, err, backend.Precheck(err), retryGap, now())
-	}
-	return e.launched(ctx, s, r, res.JobID)
+	a := replicaset.Attempt{ID: r.ID, Attempt: r.Attempt, Job: "job", Log: log,
+		Body: api.LaunchBody{Task: ts, ClusterName: r.Cluster, Detach: true, Workspace: s.Workspace, PlanShown: true,
+			Command: replicaCommand(s.Name),
+			Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-serve-%s-%d-%d", s.Name, r.ID, r.Attempt)}},
+		// Not a replica this service made (a user's cluster, a pool
+		// worker): it is neither adopted nor ever torn down.
+		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a replica of service %s; tear it down or give the service another name", r.Cluster, s.Name),
+		Announce: fmt.Sprintf("Launching replica %d of service %s (version %d, attempt %d) on cluster %s.", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)}
+	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: owner(s)}
+	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+		return e.launched(ctx, s, r, jobID)
+	}, retryGap, now)
 }
 
 // withSpot sets use_spot in a canonical resources mapping and in each of
