@@ -33,6 +33,7 @@ var layers = []layer{
 	{"API client and server", []string{"internal/client", "internal/server"}},
 	{"operations", []string{"internal/core"}},
 	{"managed jobs, serving", []string{"internal/jobs", "internal/serve"}},
+	{"replica sets: what services and pools share", []string{"internal/replicaset"}},
 	{"reconcile runner", []string{"internal/controller"}},
 	{"cluster lifecycle", []string{"internal/backend"}},
 	{"the build's infrastructures", []string{"internal/infra/all"}},
@@ -90,6 +91,8 @@ var rules = []rule{
 		"internal/client", "internal/state", "internal/task", "internal/config", "internal/awsx", "internal/storage/s3bucket", "github.com/spf13/cobra", "github.com/prometheus/*",
 		"github.com/jackc/pgx/*", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*"},
 		why: "the agent runs on every node: it stays slim and knows nothing of the server side"},
+	{pkg: "internal/replicaset", notOn: []string{"internal/jobs", "internal/serve", "internal/serve/*"},
+		why: "services and pools build on the replica set; it knows neither"},
 	{pkg: "internal/serve/lb", notOn: []string{"internal/awsx", "github.com/spf13/cobra", "github.com/prometheus/*",
 		"github.com/jackc/pgx/*", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*"},
 		why: "the load balancer runs as `sky-lb serve-lb`, a small process of its own per service"},
@@ -282,7 +285,7 @@ func TestCheckReportsBrokenRules(t *testing.T) {
 			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
 		{"peers", []pkg{
 			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},
-		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 10 (infrastructures)"}},
+		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 11 (infrastructures)"}},
 		{"only main imports the commands", []pkg{
 			{ImportPath: "internal/e2e", Imports: []string{"internal/cli"}},
 		}, []string{"internal/e2e imports internal/cli, which only cmd/sky may import"}},

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/replicaset"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
@@ -98,7 +98,7 @@ func (e *Env) pokeWorker(pool string, id int) {
 	c := e.pool.workers
 	e.pool.mu.Unlock()
 	if c != nil {
-		c.Enqueue(pool + "/" + strconv.Itoa(id))
+		c.Enqueue(replicaset.Key(pool, id))
 	}
 }
 
@@ -122,7 +122,7 @@ func (e *Env) workerKeys(ctx context.Context) ([]string, error) {
 	var keys []string
 	for _, p := range ps {
 		for _, w := range p.Workers {
-			keys = append(keys, p.Name+"/"+strconv.Itoa(w.ID))
+			keys = append(keys, replicaset.Key(p.Name, w.ID))
 		}
 	}
 	return keys, nil
@@ -166,13 +166,7 @@ func poolOwner(p *state.Pool) backend.User {
 }
 
 // activeWorker says whether a worker counts toward the pool's size.
-func activeWorker(s string) bool {
-	switch s {
-	case api.WorkerPending, api.WorkerProvisioning, api.WorkerStarting, api.WorkerReady, api.WorkerNotReady:
-		return true
-	}
-	return false
-}
+func activeWorker(s string) bool { return replicaset.PhaseOf(s).Live() }
 
 // poolStatus derives a pool's status from its workers (service.md).
 func poolStatus(p *state.Pool) string {
@@ -399,109 +393,31 @@ func autoscale(pol api.PoolPolicy, cur, queued, up, down int) (target, upCount, 
 }
 
 // planWorkers decides which workers to add (how many, of the newest
-// version) and which to shut down, given the jobs on each. Workers with
-// jobs are never shut down: a busy old-version worker is replaced once
-// its jobs ended, and new jobs go to the newest version's workers.
-//
-//   - No older version: scale to the target, down by SkyPilot's order
-//     (not READY first, then fewer jobs, then the higher id).
-//   - rolling: one new worker at a time, each READY new worker letting
-//     one old worker go, so the READY count never drops below the target.
-//   - blue_green: all new workers at once; the old ones go when the new
-//     ones are all READY.
+// version) and which to shut down, given the jobs on each: the replica
+// set's plan (replicaset.Decide) with no cap, one new worker at a time
+// in a rolling update, and busy workers kept. A busy old-version worker
+// is replaced once its jobs ended, and new jobs go to the newest
+// version's workers.
 //
 // If a worker of the newest version failed its setup and none is READY,
 // nothing more is launched (the update is broken; another apply fixes it).
 func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
-	latest := p.SpecVersion
-	var newActive, old []*state.PoolWorker
-	newReady, failedLatest := 0, false
+	in := replicaset.Input{Latest: p.SpecVersion, Target: p.Target, Mode: replicaset.ModeOf(p.UpdateMode),
+		Cap: replicaset.NoCap, MaxStarting: 1}
+	failedLatest, newReady := false, 0
 	for _, w := range p.Workers {
-		switch {
-		case w.SpecVersion == latest && activeWorker(w.Status):
-			newActive = append(newActive, w)
-			if w.Status == api.WorkerReady {
+		ph := replicaset.PhaseOf(w.Status)
+		in.Members = append(in.Members, replicaset.Member{ID: w.ID, Version: w.SpecVersion, Phase: ph, Busy: busy[w.ID]})
+		if w.SpecVersion == p.SpecVersion {
+			failedLatest = failedLatest || w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision
+			if ph == replicaset.Ready {
 				newReady++
 			}
-		case w.SpecVersion == latest && (w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision):
-			failedLatest = true
-		case w.SpecVersion != latest && activeWorker(w.Status):
-			old = append(old, w)
 		}
 	}
-	stuck := failedLatest && newReady == 0
-	idle := func(ws []*state.PoolWorker) []*state.PoolWorker {
-		var out []*state.PoolWorker
-		for _, w := range ws {
-			if busy[w.ID] == 0 {
-				out = append(out, w)
-			}
-		}
-		return out
-	}
-	target := p.Target
-	if len(old) == 0 {
-		if n := target - len(newActive); n > 0 && !stuck {
-			return n, nil
-		}
-		if n := len(newActive) - target; n > 0 {
-			cands := idle(newActive)
-			sortForScaleDown(cands, busy)
-			for i := 0; i < n && i < len(cands); i++ {
-				remove = append(remove, cands[i].ID)
-			}
-		}
-		return 0, remove
-	}
-	// An old worker that is not READY serves nobody: it goes at once.
-	var oldReady []*state.PoolWorker
-	for _, w := range old {
-		if w.Status == api.WorkerReady {
-			oldReady = append(oldReady, w)
-		} else if busy[w.ID] == 0 {
-			remove = append(remove, w.ID)
-		}
-	}
-	if p.UpdateMode == "blue_green" {
-		if n := target - len(newActive); n > 0 && !stuck {
-			add = n
-		}
-		if newReady >= target {
-			for _, w := range idle(oldReady) {
-				remove = append(remove, w.ID)
-			}
-		}
-		return add, remove
-	}
-	if len(newActive) < target && len(newActive) == newReady && !stuck {
-		add = 1
-	}
-	excess := len(oldReady) + newReady - target
-	cands := idle(oldReady)
-	sortForScaleDown(cands, busy)
-	for i := 0; i < excess && i < len(cands); i++ {
-		remove = append(remove, cands[i].ID)
-	}
-	return add, remove
-}
-
-// sortForScaleDown orders workers as SkyPilot picks them to scale down:
-// by status (not yet READY first), older version, fewer jobs, higher id.
-func sortForScaleDown(ws []*state.PoolWorker, busy map[int]int) {
-	rank := map[string]int{api.WorkerPending: 0, api.WorkerProvisioning: 1, api.WorkerStarting: 2, api.WorkerNotReady: 3, api.WorkerReady: 4}
-	sort.SliceStable(ws, func(i, j int) bool {
-		a, b := ws[i], ws[j]
-		if rank[a.Status] != rank[b.Status] {
-			return rank[a.Status] < rank[b.Status]
-		}
-		if a.SpecVersion != b.SpecVersion {
-			return a.SpecVersion < b.SpecVersion
-		}
-		if busy[a.ID] != busy[b.ID] {
-			return busy[a.ID] < busy[b.ID]
-		}
-		return a.ID > b.ID
-	})
+	in.Broken = failedLatest && newReady == 0
+	pl := replicaset.Decide(in)
+	return pl.Launch, pl.Remove
 }
 
 // poolDownSteps carries out `pool down`: the pool's jobs are cancelled
@@ -583,10 +499,9 @@ func (e *Env) downWorkerCluster(ctx context.Context, p *state.Pool, cluster stri
 
 // reconcileWorker takes the next step of one worker.
 func (e *Env) reconcileWorker(ctx context.Context, key string) (controller.Result, error) {
-	name, ids, ok := strings.Cut(key, "/")
-	id, err := strconv.Atoi(ids)
-	if !ok || err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("pool worker key %q is not <pool>/<id>", key))
+	name, id, err := replicaset.ParseKey(key)
+	if err != nil {
+		return controller.Result{}, err
 	}
 	p, err := e.Store.GetPool(ctx, name)
 	if errors.Is(err, state.ErrNotFound) {
@@ -631,23 +546,78 @@ func (e *Env) setWorker(ctx context.Context, pool string, id int, from []string,
 	return p, p.Worker(id), nil
 }
 
+// workers is a pool's workers as the replica-set lifecycle moves them
+// (replicaset.Set); row is the pool as last read or written.
+type workers struct {
+	e   *Env
+	row *state.Pool
+}
+
+func (e *Env) workerSet(p *state.Pool) *workers { return &workers{e: e, row: p} }
+
+func (x *workers) Noun() string { return "Worker" }
+
+// Move refuses, as setWorker does, once the pool is going down: its down
+// steps own the workers then.
+func (x *workers) Move(ctx context.Context, id int, from []string, edit func(*replicaset.Fields)) (bool, error) {
+	p, w, err := x.e.setWorker(ctx, x.row.Name, id, from, func(w *state.PoolWorker) {
+		f := workerFields(w)
+		edit(&f)
+		w.Status, w.Reason, w.Attempt, w.Tries, w.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
+		if f.Disowned {
+			// The cluster of that name is not the worker's: no job is
+			// matched to it and the worker never tears it down.
+			w.Cluster = ""
+		}
+	})
+	if p != nil {
+		x.row = p
+	}
+	return w != nil, err
+}
+
+func (x *workers) Remove(ctx context.Context, id int, from []string) error {
+	if _, err := x.e.Store.UpdatePool(ctx, x.row.Name, func(n *state.Pool) error {
+		for i, w := range n.Workers {
+			if w.ID == id && slices.Contains(from, w.Status) {
+				n.Workers = append(n.Workers[:i], n.Workers[i+1:]...)
+				return nil
+			}
+		}
+		return state.ErrNoChange
+	}); err != nil {
+		return err
+	}
+	_ = os.Remove(WorkerLogPath(x.e.Home, x.row.Name, id))
+	return nil
+}
+
+func (x *workers) Down(ctx context.Context, id int, cluster string) error {
+	log := ux.AppendLog(WorkerLogPath(x.e.Home, x.row.Name, id))
+	defer log.Close()
+	return x.e.downWorkerCluster(ctx, x.row, cluster, log)
+}
+
+func (x *workers) Note(format string, args ...any) { x.e.poolNote(x.row.Name, format, args...) }
+
+func (x *workers) Poke() { x.e.pokePool(x.row.Name) }
+
+// workerFields are a worker's lifecycle fields.
+func workerFields(w *state.PoolWorker) replicaset.Fields {
+	return replicaset.Fields{Status: w.Status, Reason: w.Reason, Attempt: w.Attempt, Tries: w.Tries, NextTryAt: w.NextTryAt}
+}
+
 // launchWorker runs one launch attempt of a worker: adopt the setup job
 // a cut-off attempt left, or launch the cluster with the pool task's
 // setup and file mounts (run once per worker: the launch's job is the
 // setup alone).
 func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	if w.Status == api.WorkerPending {
-		if wait := w.NextTryAt - now(); wait > 0 {
-			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
-		}
-		var err error
-		if p, w, err = e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerPending}, func(w *state.PoolWorker) {
-			w.Status = api.WorkerProvisioning
-			w.Attempt++
-		}); err != nil || w == nil {
-			return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-		}
+	set := e.workerSet(p)
+	if res, ok, err := replicaset.Begin(ctx, set, w.ID, workerFields(w), now()); !ok {
+		return res, err
 	}
+	p = set.row
+	w = p.Worker(w.ID)
 	spec := p.Specs[w.SpecVersion]
 	if spec == nil {
 		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
@@ -655,60 +625,25 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 		})
 		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
 	}
-	owner := poolOwner(p)
-	tag := workerTag(p.Name, w.ID, w.Attempt)
 	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()
-	if c, err := e.Store.GetCluster(ctx, w.Cluster); err == nil && !(c.IsManaged && c.LastCreationCommand == workerCommand(p.Name)) {
-		// Not a worker this pool made (a user's cluster, a managed job's
-		// <name>-<id>): it is neither adopted nor ever torn down.
-		why := fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name)
-		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-			w.Status, w.Reason, w.Cluster = api.WorkerFailedProvision, why, ""
-		})
-		e.poolNote(p.Name, "Worker %d: %s.", w.ID, why)
-		return controller.Result{}, err
-	}
-	if job, err := e.Backend.TaggedJob(ctx, w.Cluster, owner, tag); err == nil && job != nil {
-		fmt.Fprintf(log, "Found setup job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, w.Attempt, w.Cluster)
-		return e.setupSubmitted(ctx, p, w, job.JobID)
-	}
 	ts := spec.Task
 	ts.Envs = cloneMap(ts.Envs)
 	ts.Envs["SKYPILOT_POOL_WORKER_ID"] = strconv.Itoa(w.ID)
 	ts.Envs["SKYPILOT_SERVE_REPLICA_ID"] = strconv.Itoa(w.ID)
 	ts.Run = "" // a worker runs the jobs given it, not the pool task's run
-	body := api.LaunchBody{Task: ts, ClusterName: w.Cluster, Detach: true, Workspace: p.Workspace, PlanShown: true,
-		Command: workerCommand(p.Name),
-		Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-pool-%s-%d-%d", p.Name, w.ID, w.Attempt)}}
-	fmt.Fprintf(log, "Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.\n", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)
-	plan, err := e.Plan(ctx, body, log)
-	var res *api.LaunchResult
-	if err == nil {
-		res, err = e.Backend.Launch(ctx, body, owner, plan, log)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return controller.Result{}, ctx.Err()
-		}
-		fmt.Fprintf(log, "Launch failed: %s\n", err)
-		_ = e.downWorkerCluster(ctx, p, w.Cluster, log)
-		var gap time.Duration
-		_, nw, uerr := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-			w.Tries++
-			gap = retryGap(w.Tries)
-			w.Status, w.NextTryAt, w.Reason = api.WorkerPending, now()+gap.Seconds(), firstLine(err.Error())
-			if backend.Precheck(err) {
-				w.Status = api.WorkerFailedProvision
-			}
-		})
-		if uerr != nil || nw == nil {
-			return controller.Result{RequeueAfter: 10 * time.Millisecond}, uerr
-		}
-		e.poolNote(p.Name, "Worker %d: launch failed (%s); %s.", w.ID, firstLine(err.Error()), map[bool]string{true: "not retried", false: "retrying in " + gap.Round(time.Second).String()}[nw.Status == api.WorkerFailedProvision])
-		return controller.Result{RequeueAfter: gap}, nil
-	}
-	return e.setupSubmitted(ctx, p, w, res.JobID)
+	a := replicaset.Attempt{ID: w.ID, Attempt: w.Attempt, Job: "setup job", Log: log,
+		Body: api.LaunchBody{Task: ts, ClusterName: w.Cluster, Detach: true, Workspace: p.Workspace, PlanShown: true,
+			Command: workerCommand(p.Name),
+			Managed: &api.ManagedLaunch{Tag: workerTag(p.Name, w.ID, w.Attempt), TaskID: fmt.Sprintf("sky-pool-%s-%d-%d", p.Name, w.ID, w.Attempt)}},
+		// Not a worker this pool made (a user's cluster, a managed job's
+		// <name>-<id>): it is neither adopted nor ever torn down.
+		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name),
+		Announce: fmt.Sprintf("Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)}
+	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: poolOwner(p)}
+	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+		return e.setupSubmitted(ctx, p, w, jobID)
+	}, retryGap, now)
 }
 
 // setupSubmitted records a worker's setup job (0: no setup: READY now).
@@ -863,40 +798,12 @@ func (e *Env) endLeftovers(ctx context.Context, p *state.Pool, w *state.PoolWork
 
 // workerLost marks a worker whose cluster went PREEMPTED.
 func (e *Env) workerLost(ctx context.Context, p *state.Pool, w *state.PoolWorker, from, why string) (controller.Result, error) {
-	_, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{from}, func(w *state.PoolWorker) {
-		w.Status, w.Reason = api.WorkerPreempted, why
-	})
-	if err != nil || nw == nil {
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-	}
-	e.poolNote(p.Name, "Worker %d is PREEMPTED: %s.", w.ID, why)
-	e.pokePool(p.Name)
-	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	return replicaset.Lost(ctx, e.workerSet(p), w.ID, from, why)
 }
 
 // removeWorker tears a worker's cluster down and drops the worker.
 func (e *Env) removeWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-	err := e.downWorkerCluster(ctx, p, w.Cluster, log)
-	log.Close()
-	if err != nil {
-		return controller.Result{}, err
-	}
-	if _, err := e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
-		for i, x := range n.Workers {
-			if x.ID == w.ID && (x.Status == api.WorkerShuttingDown || x.Status == api.WorkerPreempted) {
-				n.Workers = append(n.Workers[:i], n.Workers[i+1:]...)
-				return nil
-			}
-		}
-		return state.ErrNoChange
-	}); err != nil {
-		return controller.Result{}, err
-	}
-	_ = os.Remove(WorkerLogPath(e.Home, p.Name, w.ID))
-	e.poolNote(p.Name, "Worker %d removed.", w.ID)
-	e.pokePool(p.Name)
-	return controller.Result{}, nil
+	return replicaset.Drop(ctx, e.workerSet(p), w.ID, w.Cluster, []string{api.WorkerShuttingDown, api.WorkerPreempted}, false)
 }
 
 // demand is what a task asks of a worker's node.

@@ -2,11 +2,10 @@ package serve
 
 import (
 	"math"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/replicaset"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -146,19 +145,9 @@ func fallback(v *state.ServiceVersion) (base int, dynamic, on bool) {
 
 // planReplicas decides which replicas to add and retire so the service
 // reaches final replicas of its newest version, never holding more than
-// replicaCap at once.
-//
-//   - No older version: scale to final, down by SkyPilot's order (not
-//     READY first, older version, higher id). With spot fallback the spot
-//     and on-demand replicas are scaled to their own counts.
-//   - rolling: new replicas are launched into the room the cap leaves;
-//     each READY new replica lets one READY old one go. With no room, one
-//     old replica goes first to make some.
-//   - blue_green: traffic stays on the old version while new replicas
-//     come up; it switches once enough are READY (all of final, or as
-//     many as the cap allows while one old replica still serves), and
-//     the old replicas go at once. With a cap of one the old replica
-//     goes first and requests are held meanwhile.
+// replicaCap at once: the replica set's plan (replicaset.Decide). With
+// spot fallback and no older version, the spot and on-demand replicas
+// are scaled to their own counts.
 //
 // If a replica of the newest version failed and that version was never
 // READY, nothing more is launched (the update is broken; `sky serve
@@ -168,97 +157,40 @@ func planReplicas(s *state.Service, final int) plan {
 	if latest == nil {
 		return plan{}
 	}
-	limit := replicaCap(latest)
-	occupied := 0
-	var newLive, old []*state.Replica
-	newReady, newInFlight := 0, 0
+	in := replicaset.Input{Latest: s.Latest, Target: final, Mode: replicaset.ModeOf(s.UpdateMode),
+		Cap: replicaCap(latest), Broken: stuck(s), Active: s.Active}
+	var newLive []*state.Replica
+	oldLive := false
 	for _, r := range s.Replicas {
-		switch {
-		case live(r.Status) && r.Version == s.Latest:
-			newLive = append(newLive, r)
-			occupied++
-			if r.Status == api.ReplicaReady {
-				newReady++
-			} else if r.Status != api.ReplicaNotReady {
-				newInFlight++
-			}
-		case live(r.Status):
-			old = append(old, r)
-			occupied++
-		case r.Status == api.ReplicaShuttingDown:
-			occupied++
-		}
-	}
-	broken := stuck(s)
-	room := limit - occupied
-	var p plan
-	if len(old) == 0 {
-		if base, dynamic, on := fallback(latest); on {
-			return planFallback(newLive, final, base, dynamic, room, broken)
-		}
-		spot := wantsSpot(latest)
-		if n := min(final-len(newLive), room); n > 0 && !broken {
-			for range n {
-				p.add = append(p.add, spot)
+		in.Members = append(in.Members, member(r))
+		if live(r.Status) {
+			if r.Version == s.Latest {
+				newLive = append(newLive, r)
+			} else {
+				oldLive = true
 			}
 		}
-		if n := len(newLive) - final; n > 0 {
-			p.retire = scaleDown(newLive, n)
-		}
-		return p
 	}
-	// An old replica that is not READY serves nobody: it goes at once.
-	var oldReady []*state.Replica
-	for _, r := range old {
-		if r.Status == api.ReplicaReady {
-			oldReady = append(oldReady, r)
-		} else {
-			p.retire = append(p.retire, r.ID)
-			room++
+	if base, dynamic, on := fallback(latest); on && !oldLive {
+		room := in.Cap
+		for _, m := range in.Members {
+			if m.Phase.Live() || m.Phase == replicaset.Draining {
+				room--
+			}
 		}
+		return planFallback(newLive, final, base, dynamic, room, in.Broken)
 	}
+	pl := replicaset.Decide(in)
+	p := plan{retire: pl.Remove, active: pl.Active}
 	spot := wantsSpot(latest)
-	grow := len(newLive) < final && !broken
-	if grow {
-		if n := min(final-len(newLive), room); n > 0 {
-			for range n {
-				p.add = append(p.add, spot)
-			}
-			grow = false
-		}
-	}
-	if s.UpdateMode == api.UpdateBlueGreen {
-		p.active = s.Active
-		switchNow := newReady >= final ||
-			(newReady >= 1 && newInFlight == 0 && len(p.add) == 0 && room <= 0 && len(oldReady) <= 1)
-		if switchNow || len(oldReady) == 0 {
-			p.active = s.Latest
-			for _, r := range oldReady {
-				p.retire = append(p.retire, r.ID)
-			}
-			return p
-		}
-		switch {
-		case grow && newInFlight == 0 && len(oldReady) > 1:
-			p.retire = append(p.retire, scaleDown(oldReady, 1)...)
-		case grow && newInFlight == 0 && len(newLive) == 0:
-			// A cap of one: the old replica makes room, and requests are
-			// held until the new one is READY.
-			p.retire = append(p.retire, scaleDown(oldReady, 1)...)
-		}
-		return p
-	}
-	retired := 0
-	if grow && newInFlight == 0 && len(oldReady) > 0 {
-		// No room for a new replica: an old one makes some.
-		p.retire = append(p.retire, scaleDown(oldReady, 1)...)
-		retired = 1
-	}
-	if excess := len(oldReady) - retired + newReady - final; excess > 0 {
-		rest := slices.DeleteFunc(slices.Clone(oldReady), func(r *state.Replica) bool { return slices.Contains(p.retire, r.ID) })
-		p.retire = append(p.retire, scaleDown(rest, excess)...)
+	for range pl.Launch {
+		p.add = append(p.add, spot)
 	}
 	return p
+}
+
+func member(r *state.Replica) replicaset.Member {
+	return replicaset.Member{ID: r.ID, Version: r.Version, Phase: replicaset.PhaseOf(r.Status)}
 }
 
 // planFallback scales the spot and the on-demand replicas of a spot
@@ -301,27 +233,14 @@ func planFallback(newLive []*state.Replica, final, base int, dynamic bool, room 
 	return p
 }
 
-// scaleDown picks n replicas to retire in SkyPilot's order: by status
-// (PENDING, PROVISIONING, STARTING, NOT_READY, READY), then the older
-// version, then the higher id.
+// scaleDown picks n replicas to retire in the replica set's order
+// (replicaset.ScaleDown).
 func scaleDown(rs []*state.Replica, n int) []int {
-	rank := map[string]int{api.ReplicaPending: 0, api.ReplicaProvisioning: 1, api.ReplicaStarting: 2, api.ReplicaNotReady: 3, api.ReplicaReady: 4}
-	c := slices.Clone(rs)
-	sort.SliceStable(c, func(i, j int) bool {
-		a, b := c[i], c[j]
-		if rank[a.Status] != rank[b.Status] {
-			return rank[a.Status] < rank[b.Status]
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.ID > b.ID
-	})
-	var out []int
-	for i := 0; i < n && i < len(c); i++ {
-		out = append(out, c[i].ID)
+	ms := make([]replicaset.Member, len(rs))
+	for i, r := range rs {
+		ms[i] = member(r)
 	}
-	return out
+	return replicaset.ScaleDown(ms, n)
 }
 
 // readySet is the replicas the load balancer sends traffic to: READY

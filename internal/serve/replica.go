@@ -9,25 +9,23 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/replicaset"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
 
 // reconcileReplica takes the next step of one replica.
 func (e *Env) reconcileReplica(ctx context.Context, key string) (controller.Result, error) {
-	i := strings.LastIndexByte(key, '/')
-	id, err := strconv.Atoi(key[i+1:])
-	if i < 0 || err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("replica key %q is not <service>/<id>", key))
+	name, id, err := replicaset.ParseKey(key)
+	if err != nil {
+		return controller.Result{}, err
 	}
-	name := key[:i]
 	s, err := e.Store.GetService(ctx, name)
 	if errors.Is(err, state.ErrNotFound) {
 		return controller.Result{}, nil
@@ -47,7 +45,7 @@ func (e *Env) reconcileReplica(ctx context.Context, key string) (controller.Resu
 	case r.Status == api.ReplicaShuttingDown:
 		return e.retireReplica(ctx, s, r)
 	case r.Status == api.ReplicaPreempted:
-		return e.dropReplica(ctx, s, r, api.ReplicaPreempted)
+		return e.dropReplica(ctx, s, r)
 	case api.ReplicaFailedStatus(r.Status) && !r.CleanedUp:
 		return e.cleanUpFailed(ctx, s, r)
 	}
@@ -78,21 +76,69 @@ func replicaLog(e *Env, s *state.Service, id int) io.WriteCloser {
 	return ux.AppendLog(ReplicaLogPath(e.Home, s.Name, id))
 }
 
+// replicas is a service's replicas as the replica-set lifecycle moves
+// them (replicaset.Set); row is the service as last read or written.
+type replicas struct {
+	e   *Env
+	row *state.Service
+}
+
+func (e *Env) replicaSet(s *state.Service) *replicas { return &replicas{e: e, row: s} }
+
+func (x *replicas) Noun() string { return "Replica" }
+
+func (x *replicas) Move(ctx context.Context, id int, from []string, edit func(*replicaset.Fields)) (bool, error) {
+	s, r, err := x.e.setReplica(ctx, x.row.Name, id, from, func(_ *state.Service, r *state.Replica) {
+		f := fields(r)
+		edit(&f)
+		r.Status, r.Reason, r.Attempt, r.Tries, r.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
+		// A replica that failed to provision has no cluster left of its
+		// own to tear down (and a disowned one never had).
+		if f.Disowned || f.Status == api.ReplicaFailedProvision {
+			r.CleanedUp = true
+		}
+	})
+	if s != nil {
+		x.row = s
+	}
+	return r != nil, err
+}
+
+func (x *replicas) Remove(ctx context.Context, id int, from []string) error {
+	if _, err := x.e.Store.UpdateService(ctx, x.row.Name, func(n *state.Service) error {
+		for i, r := range n.Replicas {
+			if r.ID == id && slices.Contains(from, r.Status) {
+				n.Replicas = append(n.Replicas[:i], n.Replicas[i+1:]...)
+				return nil
+			}
+		}
+		return state.ErrNoChange
+	}); err != nil {
+		return err
+	}
+	_ = os.Remove(ReplicaLogPath(x.e.Home, x.row.Name, id))
+	return nil
+}
+
+func (x *replicas) Down(ctx context.Context, id int, cluster string) error {
+	log := replicaLog(x.e, x.row, id)
+	defer log.Close()
+	return x.e.downCluster(ctx, x.row, cluster, log)
+}
+
+func (x *replicas) Note(format string, args ...any) { x.e.note(x.row.Name, format, args...) }
+
+func (x *replicas) Poke() { x.e.pokeService(x.row.Name) }
+
 // launchReplica runs one launch attempt of a replica: adopt the job a
 // cut-off attempt left, or launch the cluster with the version's task.
 func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
-	if r.Status == api.ReplicaPending {
-		if wait := r.NextTryAt - now(); wait > 0 {
-			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
-		}
-		var err error
-		if s, r, err = e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaPending}, func(_ *state.Service, r *state.Replica) {
-			r.Status = api.ReplicaProvisioning
-			r.Attempt++
-		}); err != nil || r == nil {
-			return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-		}
+	set := e.replicaSet(s)
+	if res, ok, err := replicaset.Begin(ctx, set, r.ID, fields(r), now()); !ok {
+		return res, err
 	}
+	s = set.row
+	r = s.Replica(r.ID)
 	v := s.Versions[r.Version]
 	if v == nil {
 		_, _, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
@@ -103,21 +149,6 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	tag := replicaTag(s.Name, r.ID, r.Attempt)
 	log := replicaLog(e, s, r.ID)
 	defer log.Close()
-	if c, err := e.Store.GetCluster(ctx, r.Cluster); err == nil && !(c.IsManaged && c.LastCreationCommand == replicaCommand(s.Name)) {
-		// Not a replica this service made (a user's cluster, a pool
-		// worker): it is neither adopted nor ever torn down.
-		why := fmt.Sprintf("a cluster named %s already exists and is not a replica of service %s; tear it down or give the service another name", r.Cluster, s.Name)
-		_, _, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
-			r.Status, r.Reason, r.CleanedUp = api.ReplicaFailedProvision, why, true
-		})
-		e.note(s.Name, "Replica %d: %s.", r.ID, why)
-		e.pokeService(s.Name)
-		return controller.Result{}, err
-	}
-	if job, err := e.Backend.TaggedJob(ctx, r.Cluster, owner(s), tag); err == nil && job != nil {
-		fmt.Fprintf(log, "Found job %d of attempt %d on %s, submitted before a restart: following it.\n", job.JobID, r.Attempt, r.Cluster)
-		return e.launched(ctx, s, r, job.JobID)
-	}
 	ts := v.Task
 	ts.Envs = make(map[string]string, len(v.Task.Envs)+1)
 	for k, val := range v.Task.Envs {
@@ -127,42 +158,18 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	if wantsSpot(v) && !r.Spot {
 		ts.Resources = withSpot(ts.Resources, false)
 	}
-	body := api.LaunchBody{Task: ts, ClusterName: r.Cluster, Detach: true, Workspace: s.Workspace, PlanShown: true,
-		Command: replicaCommand(s.Name),
-		Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-serve-%s-%d-%d", s.Name, r.ID, r.Attempt)}}
-	fmt.Fprintf(log, "Launching replica %d of service %s (version %d, attempt %d) on cluster %s.\n", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)
-	plan, err := e.Plan(ctx, body, log)
-	var res *api.LaunchResult
-	if err == nil {
-		res, err = e.Backend.Launch(ctx, body, owner(s), plan, log)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return controller.Result{}, ctx.Err()
-		}
-		fmt.Fprintf(log, "Launch failed: %s\n", err)
-		_ = e.downCluster(ctx, s, r.Cluster, log)
-		var gap time.Duration
-		_, nr, uerr := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
-			r.Tries++
-			gap = retryGap(r.Tries)
-			r.Status, r.NextTryAt, r.Reason = api.ReplicaPending, now()+gap.Seconds(), firstLine(err.Error())
-			if backend.Precheck(err) {
-				r.Status, r.CleanedUp = api.ReplicaFailedProvision, true
-			}
-		})
-		if uerr != nil || nr == nil {
-			return controller.Result{RequeueAfter: 10 * time.Millisecond}, uerr
-		}
-		if nr.Status == api.ReplicaFailedProvision {
-			e.note(s.Name, "Replica %d: launch failed (%s); not retried.", r.ID, firstLine(err.Error()))
-			e.pokeService(s.Name)
-			return controller.Result{}, nil
-		}
-		e.note(s.Name, "Replica %d: launch failed (%s); retrying in %s.", r.ID, firstLine(err.Error()), gap.Round(time.Second))
-		return controller.Result{RequeueAfter: gap}, nil
-	}
-	return e.launched(ctx, s, r, res.JobID)
+	a := replicaset.Attempt{ID: r.ID, Attempt: r.Attempt, Job: "job", Log: log,
+		Body: api.LaunchBody{Task: ts, ClusterName: r.Cluster, Detach: true, Workspace: s.Workspace, PlanShown: true,
+			Command: replicaCommand(s.Name),
+			Managed: &api.ManagedLaunch{Tag: tag, TaskID: fmt.Sprintf("sky-serve-%s-%d-%d", s.Name, r.ID, r.Attempt)}},
+		// Not a replica this service made (a user's cluster, a pool
+		// worker): it is neither adopted nor ever torn down.
+		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a replica of service %s; tear it down or give the service another name", r.Cluster, s.Name),
+		Announce: fmt.Sprintf("Launching replica %d of service %s (version %d, attempt %d) on cluster %s.", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)}
+	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: owner(s)}
+	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+		return e.launched(ctx, s, r, jobID)
+	}, retryGap, now)
 }
 
 // withSpot sets use_spot in a canonical resources mapping and in each of
@@ -342,29 +349,13 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 // replicaLost marks a replica whose cluster went PREEMPTED; the service
 // controller launches another in its place.
 func (e *Env) replicaLost(ctx context.Context, s *state.Service, r *state.Replica, why string) (controller.Result, error) {
-	_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
-		r.Status, r.Reason = api.ReplicaPreempted, why
-	})
-	if err != nil || nr == nil {
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-	}
-	e.note(s.Name, "Replica %d is PREEMPTED: %s.", r.ID, why)
-	e.pokeService(s.Name)
-	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	return replicaset.Lost(ctx, e.replicaSet(s), r.ID, r.Status, why)
 }
 
 // replicaFailed marks a replica failed (status one of the failed set),
 // out of the ready set at once; its cluster goes next.
 func (e *Env) replicaFailed(ctx context.Context, s *state.Service, r *state.Replica, status, why string) (controller.Result, error) {
-	_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
-		r.Status, r.Reason = status, why
-	})
-	if err != nil || nr == nil {
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-	}
-	e.note(s.Name, "Replica %d is %s: %s.", r.ID, status, why)
-	e.pokeService(s.Name)
-	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	return replicaset.Mark(ctx, e.replicaSet(s), r.ID, r.Status, status, why)
 }
 
 // cleanUpFailed tears a failed replica's cluster down (its job's log is
@@ -409,32 +400,18 @@ func (e *Env) retireReplica(ctx context.Context, s *state.Service, r *state.Repl
 			return controller.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 	}
-	return e.dropReplica(ctx, s, r, api.ReplicaShuttingDown)
+	return e.dropReplica(ctx, s, r)
 }
 
-// dropReplica tears a replica's cluster down and removes the replica.
-func (e *Env) dropReplica(ctx context.Context, s *state.Service, r *state.Replica, from string) (controller.Result, error) {
-	log := replicaLog(e, s, r.ID)
-	err := e.downCluster(ctx, s, r.Cluster, log)
-	log.Close()
-	if err != nil && !(s.Down != nil && s.Down.Purge) {
-		return controller.Result{}, err
-	}
-	if _, err := e.Store.UpdateService(ctx, s.Name, func(n *state.Service) error {
-		for i, x := range n.Replicas {
-			if x.ID == r.ID && x.Status == from {
-				n.Replicas = append(n.Replicas[:i], n.Replicas[i+1:]...)
-				return nil
-			}
-		}
-		return state.ErrNoChange
-	}); err != nil {
-		return controller.Result{}, err
-	}
-	_ = os.Remove(ReplicaLogPath(e.Home, s.Name, r.ID))
-	e.note(s.Name, "Replica %d removed.", r.ID)
-	e.pokeService(s.Name)
-	return controller.Result{}, nil
+// dropReplica tears a replica's cluster down and removes the replica
+// (a purge removes it even when its cluster would not go).
+func (e *Env) dropReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
+	return replicaset.Drop(ctx, e.replicaSet(s), r.ID, r.Cluster, []string{r.Status}, s.Down != nil && s.Down.Purge)
+}
+
+// fields are a replica's lifecycle fields.
+func fields(r *state.Replica) replicaset.Fields {
+	return replicaset.Fields{Status: r.Status, Reason: r.Reason, Attempt: r.Attempt, Tries: r.Tries, NextTryAt: r.NextTryAt}
 }
 
 // downCluster tears a replica's cluster down if it exists.

@@ -42,6 +42,7 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/replicaset"
 	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
@@ -148,7 +149,7 @@ func (e *Env) pokeReplica(service string, id int) {
 	c := e.replicas
 	e.mu.Unlock()
 	if c != nil {
-		c.Enqueue(service + "/" + strconv.Itoa(id))
+		c.Enqueue(replicaset.Key(service, id))
 	}
 }
 
@@ -172,7 +173,7 @@ func (e *Env) replicaKeys(ctx context.Context) ([]string, error) {
 	var keys []string
 	for _, s := range ss {
 		for _, r := range s.Replicas {
-			keys = append(keys, s.Name+"/"+strconv.Itoa(r.ID))
+			keys = append(keys, replicaset.Key(s.Name, r.ID))
 		}
 	}
 	return keys, nil
@@ -250,13 +251,7 @@ func firstLine(s string) string {
 
 // live says whether a replica counts toward the service's size: it is
 // on its way up or serving.
-func live(s string) bool {
-	switch s {
-	case api.ReplicaPending, api.ReplicaProvisioning, api.ReplicaStarting, api.ReplicaReady, api.ReplicaNotReady:
-		return true
-	}
-	return false
-}
+func live(s string) bool { return replicaset.PhaseOf(s).Live() }
 
 // Status derives a service's status from its replicas (service.md).
 func Status(s *state.Service) string {
