@@ -18,7 +18,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -142,24 +141,8 @@ func runAPIServer(ctx context.Context, args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stderr, "SkyPilot API server is running at http://%s (pid %d). Log: %s\n", ln.Addr(), os.Getpid(), srv.Paths().Log)
-	go func() {
-		// Once start-up is over (the controllers' first listings, the
-		// command that started the server), unmap the code only start-up
-		// ran: an idle server's memory is then what it uses.
-		t := time.NewTimer(startupSettle)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-			releaseStartupPages()
-		}
-	}()
 	return srv.Serve(ctx, ln)
 }
-
-// startupSettle is how long after it starts listening the server releases
-// the pages of its binary that start-up mapped.
-const startupSettle = 2 * time.Second
 
 // EnvCLI names the sky command line that started this server; the CLI
 // sets it. Callbacks on this machine that are CLI commands (autostop's
