@@ -163,17 +163,25 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("controller started", "workers", c.o.Workers)
 	var wg sync.WaitGroup
-	for range c.o.Workers {
-		wg.Go(func() {
-			for {
-				key, ok := c.q.get()
-				if !ok {
-					return
-				}
-				c.reconcile(ctx, key)
+	// One dispatcher per controller, and a goroutine per reconcile while
+	// it runs: an idle server parks one goroutine per controller, not
+	// Workers of them (191 across the server's controllers). A slot is
+	// taken before a key leaves the queue, so keys wait there, merging,
+	// while every worker is busy.
+	slots := make(chan struct{}, c.o.Workers)
+	wg.Go(func() {
+		for {
+			slots <- struct{}{}
+			key, ok := c.q.get()
+			if !ok {
+				return
 			}
-		})
-	}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				c.reconcile(ctx, key)
+			})
+		}
+	})
 	if c.o.Resync != nil {
 		wg.Go(func() { c.resyncLoop(ctx) })
 	}

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // ExecCommand is the hidden sky subcommand that runs one command in a
@@ -47,14 +45,14 @@ func ExecMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 255
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	kc, err := newKubeAPI(rc)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 255
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	c := &client{context: *ctxName, namespace: *ns, rest: rc, cs: cs}
+	c := &client{context: *ctxName, namespace: *ns, rest: rc, kc: kc}
 	code, err := execStream(ctx, c, *ns, rest[0], rest[1:], stdin, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sky %s: %v\n", ExecCommand, err)

@@ -63,9 +63,8 @@ func (p *Provisioner) ensureIdentity(ctx context.Context, c *client, ns, account
 	if account == identityDefault {
 		return nil
 	}
-	core, rbac := c.cs.CoreV1(), c.cs.RbacV1()
 	if !own {
-		if _, err := core.ServiceAccounts(ns).Get(ctx, account, metav1.GetOptions{}); err != nil {
+		if _, err := c.kc.ServiceAccounts(ns).Get(ctx, account, metav1.GetOptions{}); err != nil {
 			if apierrors.IsNotFound(err) {
 				return &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf(
 					"kubernetes.remote_identity names service account %s, which namespace %s does not have; create it, or use SERVICE_ACCOUNT", account, ns)}
@@ -88,23 +87,23 @@ func (p *Provisioner) ensureIdentity(ctx context.Context, c *client, ns, account
 		}
 		return apiError(p.context, "creating "+what, err)
 	}
-	_, err := core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta(account, ns)}, metav1.CreateOptions{})
+	_, err := c.kc.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta(account, ns)}, metav1.CreateOptions{})
 	if err := create("service account "+account, err); err != nil {
 		return err
 	}
 	role := account + "-role"
-	_, err = rbac.Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta(role, ns),
+	_, err = c.kc.Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta(role, ns),
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}, metav1.CreateOptions{})
 	if err := create("role "+role, err); err != nil {
 		return err
 	}
-	_, err = rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(role+"-binding", ns), Subjects: subject,
+	_, err = c.kc.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta(role+"-binding", ns), Subjects: subject,
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}}, metav1.CreateOptions{})
 	if err := create("role binding "+role+"-binding", err); err != nil {
 		return err
 	}
 	cluster := account + "-cluster-role"
-	_, err = rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta(cluster, ""), Rules: []rbacv1.PolicyRule{
+	_, err = c.kc.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta(cluster, ""), Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes", "namespaces"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "clusterrolebindings"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"node.k8s.io"}, Resources: []string{"runtimeclasses"}, Verbs: []string{"get", "list", "watch"}},
@@ -116,7 +115,7 @@ func (p *Provisioner) ensureIdentity(ctx context.Context, c *client, ns, account
 	// One binding, as SkyPilot names it, whose subjects are the accounts
 	// of every namespace launched in: this one is added when missing.
 	binding := cluster + "-binding"
-	crbs := rbac.ClusterRoleBindings()
+	crbs := c.kc.ClusterRoleBindings()
 	_, err = crbs.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta(binding, ""), Subjects: subject,
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster}}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {

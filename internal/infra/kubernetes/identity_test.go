@@ -82,6 +82,17 @@ func TestRemoteIdentityOnKwok(t *testing.T) {
 	if err != nil || !slices.Contains(crb.Subjects, subject) {
 		t.Errorf("cluster role binding lacks this namespace's account: %+v %v", crb, err)
 	}
+	// A second namespace's account joins the one cluster role binding,
+	// which is read and updated rather than made again.
+	in2, _, ns2 := kwokInfra(t, "  remote_identity: SERVICE_ACCOUNT\n")
+	if _, err := launch(t, in2, "sa2"); err != nil {
+		t.Fatal(err)
+	}
+	crb, err = rbac.ClusterRoleBindings().Get(ctx, skyServiceAccount+"-cluster-role-binding", metav1.GetOptions{})
+	subject2 := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: skyServiceAccount, Namespace: ns2}
+	if err != nil || !slices.Contains(crb.Subjects, subject) || !slices.Contains(crb.Subjects, subject2) {
+		t.Errorf("cluster role binding lacks an account of %s or %s: %+v %v", ns, ns2, crb, err)
+	}
 	t.Cleanup(func() {
 		_ = rbac.ClusterRoleBindings().Delete(context.Background(), skyServiceAccount+"-cluster-role-binding", metav1.DeleteOptions{})
 		_ = rbac.ClusterRoles().Delete(context.Background(), skyServiceAccount+"-cluster-role", metav1.DeleteOptions{})

@@ -58,7 +58,7 @@ func (in *Infra) listInventory(ctx context.Context, ctxName string) (*clusterNod
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	nl, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nl, err := c.kc.Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, apiError(ctxName, "listing nodes", err)
 	}
@@ -71,7 +71,7 @@ func (in *Infra) listInventory(ctx context.Context, ctxName string) (*clusterNod
 	}
 	raw := &clusterNodes{nodes: nl.Items, scheme: detectScheme(nl.Items, autoscaler)}
 	// Only running and pending pods hold resources.
-	pl, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
+	pl, err := c.kc.Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
 	switch {
 	case err == nil:
 		raw.pods = pl.Items

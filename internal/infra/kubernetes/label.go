@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 )
 
 // labelPlan is the honest part of `sky gpus label`: SkyPilot's command
@@ -90,7 +89,7 @@ func noProductLabel(node, key string) string {
 // applyLabels sets the planned labels, one strategic-merge patch per node
 // so other labels are left alone. Every node is tried; the errors of those
 // that failed are returned together.
-func applyLabels(ctx context.Context, cs kubernetes.Interface, patches map[string]map[string]string) error {
+func applyLabels(ctx context.Context, kc *kubeAPI, patches map[string]map[string]string) error {
 	names := make([]string, 0, len(patches))
 	for name := range patches {
 		names = append(names, name)
@@ -103,7 +102,7 @@ func applyLabels(ctx context.Context, cs kubernetes.Interface, patches map[strin
 			errs = append(errs, fmt.Errorf("labelling node %s: %w", name, err))
 			continue
 		}
-		if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: "sky"}); err != nil {
+		if _, err := kc.Nodes().Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: "sky"}); err != nil {
 			errs = append(errs, fmt.Errorf("labelling node %s: %w", name, err))
 		}
 	}

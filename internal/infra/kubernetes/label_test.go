@@ -2,16 +2,15 @@ package kubernetes
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/skygo/skygo/internal/testutil/k8stest"
 )
 
 func TestLabelPlan(t *testing.T) {
@@ -82,55 +81,88 @@ func TestLabelPlanCustomKey(t *testing.T) {
 	}
 }
 
-func TestApplyLabels(t *testing.T) {
-	n1 := testNode("n1", map[string]string{"keep": "me", gfdProductLabel: "NVIDIA-L4"}, nil)
-	n2 := testNode("n2", nil, nil)
-	cs := fake.NewClientset(&n1, &n2)
-	patches := map[string]map[string]string{"n2": {skypilotAccLabel: "h100"}, "n1": {skypilotAccLabel: "l4"}}
-	if err := applyLabels(context.Background(), cs, patches); err != nil {
-		t.Fatal(err)
-	}
-	var patched []string
-	for _, a := range cs.Actions() {
-		pa, ok := a.(k8stesting.PatchAction)
-		if !ok {
-			continue
-		}
-		patched = append(patched, pa.GetName())
-		if pa.GetPatchType() != types.StrategicMergePatchType {
-			t.Errorf("%s: patch type %s", pa.GetName(), pa.GetPatchType())
-		}
-		var body map[string]any
-		if err := json.Unmarshal(pa.GetPatch(), &body); err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]any{"metadata": map[string]any{"labels": map[string]any{skypilotAccLabel: patches[pa.GetName()][skypilotAccLabel]}}}
-		if !reflect.DeepEqual(body, want) {
-			t.Errorf("%s: patch %s", pa.GetName(), pa.GetPatch())
-		}
-	}
-	if !reflect.DeepEqual(patched, []string{"n1", "n2"}) {
-		t.Fatalf("patched %v, want n1 then n2", patched)
-	}
-	got, err := cs.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+// labelPatch names the labels only: a strategic merge patch leaves every
+// other label and field as it is.
+func TestLabelPatch(t *testing.T) {
+	body, err := labelPatch(map[string]string{skypilotAccLabel: "h100"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels["keep"] != "me" || got.Labels[skypilotAccLabel] != "l4" {
-		t.Fatalf("n1 labels after the patch: %v", got.Labels)
+	if want := `{"metadata":{"labels":{"skypilot.co/accelerator":"h100"}}}`; string(body) != want {
+		t.Fatalf("labelPatch = %s, want %s", body, want)
+	}
+}
+
+// labelNodes makes nodes of the test's own (nodes are cluster-wide) on
+// the test control plane, removed when the test ends, and the API client
+// the server would use on it.
+func labelNodes(t *testing.T, labels map[string]map[string]string) (*kubeAPI, *k8stest.Cluster, map[string]string) {
+	t.Helper()
+	c := k8stest.Start(t, k8stest.Options{})
+	kc, err := newKubeAPI(c.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	names := map[string]string{}
+	for short, l := range labels {
+		name := short + "-" + suffix
+		names[short] = name
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+		if _, err := c.Client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	return kc, c, names
+}
+
+func TestApplyLabelsOnAPIServer(t *testing.T) {
+	kc, c, names := labelNodes(t, map[string]map[string]string{
+		"n1": {"keep": "me", gfdProductLabel: "NVIDIA-L4"},
+		"n2": nil,
+	})
+	patches := map[string]map[string]string{names["n2"]: {skypilotAccLabel: "h100"}, names["n1"]: {skypilotAccLabel: "l4"}}
+	if err := applyLabels(context.Background(), kc, patches); err != nil {
+		t.Fatal(err)
+	}
+	for short, want := range map[string]map[string]string{
+		"n1": {"keep": "me", gfdProductLabel: "NVIDIA-L4", skypilotAccLabel: "l4"},
+		"n2": {skypilotAccLabel: "h100"},
+	} {
+		// Read back with client-go's own clientset: what the server holds,
+		// not what our client thinks it wrote.
+		got, err := c.Client.CoreV1().Nodes().Get(context.Background(), names[short], metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if got.Labels[k] != v {
+				t.Errorf("%s: label %s = %q, want %q (labels %v)", short, k, got.Labels[k], v, got.Labels)
+			}
+		}
+		// The field manager is recorded beside the creator's; a node made
+		// with no fields at all (n2) gets no managed fields to add to.
+		if short == "n1" && !slices.ContainsFunc(got.ManagedFields, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == "sky" }) {
+			t.Errorf("%s: no field of the node is managed by sky: %+v", short, got.ManagedFields)
+		}
 	}
 }
 
 func TestApplyLabelsReportsEachFailure(t *testing.T) {
-	n := testNode("present", nil, nil)
-	cs := fake.NewClientset(&n)
-	err := applyLabels(context.Background(), cs, map[string]map[string]string{
-		"gone1": {skypilotAccLabel: "h100"}, "present": {skypilotAccLabel: "h100"}, "gone2": {skypilotAccLabel: "h100"},
+	kc, c, names := labelNodes(t, map[string]map[string]string{"present": nil})
+	gone1, gone2 := "gone1-"+names["present"], "gone2-"+names["present"]
+	err := applyLabels(context.Background(), kc, map[string]map[string]string{
+		gone1: {skypilotAccLabel: "h100"}, names["present"]: {skypilotAccLabel: "h100"}, gone2: {skypilotAccLabel: "h100"},
 	})
-	if err == nil || !strings.Contains(err.Error(), "labelling node gone1") || !strings.Contains(err.Error(), "labelling node gone2") {
-		t.Fatalf("err = %v, want both missing nodes named", err)
+	if err == nil || !strings.Contains(err.Error(), "labelling node "+gone1) || !strings.Contains(err.Error(), "labelling node "+gone2) ||
+		!strings.Contains(err.Error(), "not found") {
+		t.Fatalf("err = %v, want both missing nodes named, not found", err)
 	}
-	got, _ := cs.CoreV1().Nodes().Get(context.Background(), "present", metav1.GetOptions{})
+	got, err := c.Client.CoreV1().Nodes().Get(context.Background(), names["present"], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got.Labels[skypilotAccLabel] != "h100" {
 		t.Fatalf("the existing node was not labelled: %v", got.Labels)
 	}

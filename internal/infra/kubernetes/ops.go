@@ -161,13 +161,13 @@ func (in *Infra) labelGPUs(ctx context.Context, r *op.Request) (any, error) {
 			return nil, err
 		}
 		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		nl, err := c.cs.CoreV1().Nodes().List(lctx, metav1.ListOptions{})
+		nl, err := c.kc.Nodes().List(lctx, metav1.ListOptions{})
 		if err != nil {
 			cancel()
 			return nil, apiError(name, "listing nodes", err)
 		}
 		patches, skipped := labelPlan(nl.Items)
-		err = applyLabels(lctx, c.cs, patches)
+		err = applyLabels(lctx, c.kc, patches)
 		cancel()
 		if err != nil {
 			return nil, apiError(name, "labelling nodes", err)

@@ -1,4 +1,4 @@
-// Package kubernetes runs clusters as pods, through client-go: one pod per
+// Package kubernetes runs clusters as pods, through client-go's REST client: one pod per
 // node in one namespace of one kubeconfig context (the infra's region),
 // created with SkyPilot's names, labels and scheduling rules. The backend
 // reaches the pods through the exec API (no SSH, no Ray); the head pod's
@@ -6,6 +6,7 @@
 // network, because pods can neither dial the API server nor run ssh.
 //
 //   - plugin.go: the infrastructure (contexts, clients, settings);
+//   - kclient.go: the typed API calls, without client-go's clientset;
 //   - provisioner.go: create, wait, query and delete the pods;
 //   - runner.go: commands and files in a pod over the exec API;
 //   - bootstrap.go: the node runtime in the pods, the head's key to the workers;
@@ -25,7 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -122,7 +122,7 @@ type client struct {
 	context   string
 	namespace string
 	rest      *rest.Config
-	cs        kubernetes.Interface
+	kc        *kubeAPI
 	stamp     string // kubeconfig files' sizes and times when it was made
 }
 
@@ -167,7 +167,7 @@ func (in *Infra) client(ctxName string) (*client, error) {
 	if err != nil {
 		return nil, &provision.ConfigError{Where: where(ctxName), Err: err}
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	api, err := newKubeAPI(rc)
 	if err != nil {
 		return nil, &provision.ConfigError{Where: where(ctxName), Err: err}
 	}
@@ -175,7 +175,7 @@ func (in *Infra) client(ctxName string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &client{context: ctxName, namespace: check.KubeNamespace(cfg, *found), rest: rc, cs: cs, stamp: stamp}
+	c = &client{context: ctxName, namespace: check.KubeNamespace(cfg, *found), rest: rc, kc: api, stamp: stamp}
 	in.mu.Lock()
 	in.clients[ctxName] = c
 	in.mu.Unlock()

@@ -253,7 +253,7 @@ func (p *Provisioner) Provision(ctx context.Context, spec provision.ClusterSpec)
 		return nil, err
 	}
 	name := params.NameOnCloud
-	pods := c.cs.CoreV1().Pods(s.namespace)
+	pods := c.kc.Pods(s.namespace)
 
 	existing, err := p.settle(ctx, c, s.namespace, name)
 	if err != nil {
@@ -415,7 +415,7 @@ func (p *Provisioner) defaultImage(ctx context.Context, gpu bool) string {
 // are waited for (60 s, then forced), finished ones removed; the Pending
 // and Running ones are returned by name.
 func (p *Provisioner) settle(ctx context.Context, c *client, ns, name string) (map[string]corev1.Pod, error) {
-	pods := c.cs.CoreV1().Pods(ns)
+	pods := c.kc.Pods(ns)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: clusterSelector(name)})
@@ -475,7 +475,7 @@ func (p *Provisioner) createServices(ctx context.Context, c *client, params podP
 		}
 	}
 	return forEach(len(svcs), 16, func(i int) error {
-		_, err := c.cs.CoreV1().Services(params.Namespace).Create(ctx, svcs[i], metav1.CreateOptions{})
+		_, err := c.kc.Services(params.Namespace).Create(ctx, svcs[i], metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return apiError(p.context, "creating service "+svcs[i].Name, err)
 		}
@@ -504,7 +504,7 @@ func portRange(s string) (int, int, error) {
 // then running, turning the scheduler's refusal into a capacity error
 // that the failover loop understands.
 func (p *Provisioner) waitPods(ctx context.Context, c *client, s settings, spec provision.ClusterSpec, name string, n int) (map[string]corev1.Pod, error) {
-	pods := c.cs.CoreV1().Pods(s.namespace)
+	pods := c.kc.Pods(s.namespace)
 	timeout := s.scheduleTimeout(n, spec.Volumes)
 	start := time.Now()
 	lastProgress := ""
@@ -706,7 +706,7 @@ func insufficient(msg string) []string {
 func latestEvent(ctx context.Context, c *client, ns, kind, name, reason string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	evs, err := c.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+	evs, err := c.kc.Events(ns).List(ctx, metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",reason=" + reason})
 	if err != nil || len(evs.Items) == 0 {
 		return ""
@@ -753,7 +753,7 @@ func (p *Provisioner) Terminate(ctx context.Context, cluster string) error {
 func (p *Provisioner) deleteAll(ctx context.Context, c *client, ns, name string) error {
 	sel := metav1.ListOptions{LabelSelector: clusterSelector(name)}
 	zero := int64(0)
-	core := c.cs.CoreV1()
+	core := c.kc
 	var errs []error
 	var mu sync.Mutex
 	fail := func(err error) {
@@ -819,11 +819,11 @@ func (p *Provisioner) Query(ctx context.Context, cluster string) ([]provision.No
 	}
 	name := p.in.nameOnCloud(cluster)
 	sel := metav1.ListOptions{LabelSelector: clusterSelector(name)}
-	pl, err := c.cs.CoreV1().Pods(ns).List(ctx, sel)
+	pl, err := c.kc.Pods(ns).List(ctx, sel)
 	if err != nil {
 		return nil, apiError(p.context, "listing the cluster's pods", err)
 	}
-	sl, err := c.cs.CoreV1().Services(ns).List(ctx, sel)
+	sl, err := c.kc.Services(ns).List(ctx, sel)
 	if err != nil {
 		return nil, apiError(p.context, "listing the cluster's services", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	kexec "k8s.io/client-go/util/exec"
@@ -224,7 +224,7 @@ func (r *Runner) Rsync(ctx context.Context, localDir, remoteDir string, opts pro
 // execStream runs argv in the pod's container, copying the streams, and
 // returns its exit code. err is for "could not run it at all".
 func execStream(ctx context.Context, c *client, ns, pod string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	ex, err := executor(c.rest, c.cs.CoreV1().RESTClient(), ns, pod, argv, stdin != nil)
+	ex, err := executor(c.rest, c.kc.execURL(ns, pod, &corev1.PodExecOptions{Container: containerName, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}))
 	if err != nil {
 		return -1, err
 	}
@@ -244,10 +244,7 @@ func execStream(ctx context.Context, c *client, ns, pod string, argv []string, s
 
 // executor is kubectl's choice of stream: WebSocket first, SPDY when the
 // API server cannot upgrade to it.
-func executor(rc *rest.Config, restClient rest.Interface, ns, pod string, argv []string, stdin bool) (remotecommand.Executor, error) {
-	req := restClient.Post().Resource("pods").Name(pod).Namespace(ns).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: containerName, Command: argv, Stdin: stdin, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	u := req.URL()
+func executor(rc *rest.Config, u *url.URL) (remotecommand.Executor, error) {
 	spdy, err := remotecommand.NewSPDYExecutor(rc, http.MethodPost, u)
 	if err != nil {
 		return nil, err

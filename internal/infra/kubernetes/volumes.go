@@ -158,7 +158,7 @@ func (in *Infra) ApplyVolume(ctx context.Context, v *state.Volume, useExisting b
 	default:
 		return fmt.Errorf("volume type %s is not a Kubernetes type", v.Type)
 	}
-	pvcs := c.cs.CoreV1().PersistentVolumeClaims(vc.namespace)
+	pvcs := c.kc.PersistentVolumeClaims(vc.namespace)
 	if useExisting {
 		pvc, err := in.findPVC(ctx, c, vc.namespace, v.Name)
 		if err != nil {
@@ -241,7 +241,7 @@ func labelSafe(s string) string {
 // findPVC is an existing claim for `--use-existing`: by exact name, then
 // by SkyPilot's volume-name label.
 func (in *Infra) findPVC(ctx context.Context, c *client, ns, name string) (*corev1.PersistentVolumeClaim, error) {
-	pvcs := c.cs.CoreV1().PersistentVolumeClaims(ns)
+	pvcs := c.kc.PersistentVolumeClaims(ns)
 	pvc, err := pvcs.Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		return pvc, nil
@@ -272,7 +272,7 @@ func (in *Infra) checkStorageClass(ctx context.Context, c *client, vc volumeConf
 	if vc.storageClass != nil && *vc.storageClass == "" {
 		return nil // explicitly none: a pre-made PersistentVolume binds
 	}
-	classes, err := c.cs.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	classes, err := c.kc.StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return apiError(c.context, "listing StorageClasses", err)
 	}
@@ -318,7 +318,7 @@ func (in *Infra) DeleteVolume(ctx context.Context, v *state.Volume) error {
 	if err != nil {
 		return err
 	}
-	err = c.cs.CoreV1().PersistentVolumeClaims(vc.namespace).Delete(ctx, v.NameOnCloud, metav1.DeleteOptions{})
+	err = c.kc.PersistentVolumeClaims(vc.namespace).Delete(ctx, v.NameOnCloud, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return apiError(v.Region, "deleting PersistentVolumeClaim "+v.NameOnCloud, err)
 	}
@@ -335,7 +335,7 @@ func (in *Infra) ProbeVolume(ctx context.Context, v *state.Volume) error {
 	if err != nil {
 		return err
 	}
-	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(vc.namespace).Get(ctx, v.NameOnCloud, metav1.GetOptions{})
+	pvc, err := c.kc.PersistentVolumeClaims(vc.namespace).Get(ctx, v.NameOnCloud, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("PersistentVolumeClaim %s is gone from namespace %s of context %s", v.NameOnCloud, vc.namespace, v.Region)
 	}
@@ -363,7 +363,7 @@ func (in *Infra) VolumePods(ctx context.Context, v *state.Volume) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	pl, err := c.cs.CoreV1().Pods(vc.namespace).List(ctx, metav1.ListOptions{})
+	pl, err := c.kc.Pods(vc.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, apiError(v.Region, "listing pods", err)
 	}
@@ -467,7 +467,7 @@ func (p *Provisioner) podVolumes(ctx context.Context, c *client, ns, name, user 
 			pvc := volumePVC(v.NameOnCloud, ns, v.SizeGi, vc)
 			maps.Copy(pvc.Labels, clusterLabels(name, user, nil))
 			pvc.Labels[labelVolumeName] = labelSafe(v.Name)
-			_, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+			_, err := c.kc.PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 					return nil, nil, &provision.ConfigError{Where: p.where(), Msg: "the API server refused PersistentVolumeClaim " + pvc.Name, Err: err}
@@ -476,7 +476,7 @@ func (p *Provisioner) podVolumes(ctx context.Context, c *client, ns, name, user 
 			}
 			pv.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.NameOnCloud}
 		default:
-			_, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, v.NameOnCloud, metav1.GetOptions{})
+			_, err := c.kc.PersistentVolumeClaims(ns).Get(ctx, v.NameOnCloud, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil, nil, &provision.ConfigError{Where: p.where(), Msg: fmt.Sprintf(
 					"volume %s: PersistentVolumeClaim %s is not in namespace %s; see `sky volumes ls -r`", v.Name, v.NameOnCloud, ns)}
@@ -505,7 +505,7 @@ func (in *Infra) AttachVolume(ctx context.Context, v *state.Volume, m api.Volume
 		return "", err
 	}
 	ns, name := info.Meta[metaNamespace], info.Meta[metaName]
-	head, err := c.cs.CoreV1().Pods(ns).Get(ctx, podName(name, 0), metav1.GetOptions{})
+	head, err := c.kc.Pods(ns).Get(ctx, podName(name, 0), metav1.GetOptions{})
 	if err != nil {
 		return "", apiError(c.context, "reading the head pod", err)
 	}
