@@ -48,27 +48,20 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 	// says them, and the pages after it (a cursor) do not count again.
 	first := b.BelowJobID == 0
 	if first {
-		cf := f
-		cf.Limit, cf.NotDone, cf.Statuses = 0, true, nil
-		progress, err := e.Store.CountManagedByStatus(ctx, cf)
+		counts, err := e.Store.CountManagedProgress(ctx, f)
 		if err != nil {
 			return api.JobsQueueResult{}, err
 		}
-		for st, n := range progress {
+		for st, n := range counts.NotDone {
 			if !api.ManagedTerminal(st) {
 				res.InProgress[st] = n
 			}
 		}
-	}
-	if infra == "" {
-		if first {
-			cf := f
-			cf.Limit = 0
-			if res.Total, err = e.Store.CountManagedJobs(ctx, cf); err != nil {
-				return api.JobsQueueResult{}, err
-			}
+		if infra == "" {
+			res.Total = counts.Total
 		}
-	} else {
+	}
+	if infra != "" {
 		res.Total = len(jobs)
 		if b.Limit > 0 && len(jobs) > b.Limit {
 			jobs = jobs[:b.Limit]

@@ -262,6 +262,13 @@ var migrations = []migration{
 		// (statuses of the jobs not DONE), read from the index alone.
 		`CREATE INDEX managed_jobs_progress ON managed_jobs (schedule_state, status)`,
 	}},
+	{15, "managed jobs in progress per user", []string{
+		// `sky status` and the first page of `sky jobs queue` count one
+		// user's jobs by schedule state and status (CountManagedProgress)
+		// on every call; from this index alone, not each job's row.
+		// workspace is in it for the filter of private workspaces.
+		`CREATE INDEX IF NOT EXISTS managed_jobs_user_progress ON managed_jobs (user_hash, schedule_state, status, workspace)`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.
