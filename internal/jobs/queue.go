@@ -12,21 +12,10 @@ import (
 // Queue answers `sky jobs queue`: one record per task of each selected
 // job, newest job first.
 func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.JobsQueueResult, error) {
-	f := state.ManagedFilter{IDs: b.JobIDs, After: b.After, Before: b.Before, Pool: b.Pool, HiddenWorkspaces: b.HiddenWorkspaces}
-	if !b.AllUsers {
-		f.UserHash = u.ID
+	f, infra, err := queueFilter(b, u)
+	if err != nil {
+		return api.JobsQueueResult{}, err
 	}
-	if b.SkipFinished {
-		f.NotDone = true
-	}
-	if len(b.Statuses) > 0 {
-		f.Statuses = b.Statuses
-	}
-	if b.BelowJobID < 0 {
-		return api.JobsQueueResult{}, fmt.Errorf("below_job_id %d: want a job id, or 0 for the newest jobs", b.BelowJobID)
-	}
-	f.BelowID = b.BelowJobID
-	infra := strings.ToLower(strings.TrimSpace(b.Infra))
 	if infra == "" {
 		f.Limit = b.Limit
 	}
@@ -35,13 +24,7 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 		return api.JobsQueueResult{}, err
 	}
 	if infra != "" {
-		kept := jobs[:0]
-		for _, j := range jobs {
-			if onInfra(j, infra) {
-				kept = append(kept, j)
-			}
-		}
-		jobs = kept
+		jobs = keepOnInfra(jobs, infra)
 	}
 	res := api.JobsQueueResult{Jobs: []api.ManagedJobRecord{}, InProgress: map[string]int{}}
 	// The counts are over every selected job, not a page: the first page
@@ -67,19 +50,117 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 			jobs = jobs[:b.Limit]
 		}
 	}
+	maxWaiting, err := e.maxWaiting(ctx, b)
+	if err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	if res.Jobs, err = e.appendRecords(ctx, res.Jobs, jobs, b, maxWaiting); err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	return res, nil
+}
+
+// queueEachPage is how many jobs QueueEach reads from the database at a
+// time: what a listing holds at once, however long the queue.
+const queueEachPage = 1000
+
+// QueueEach hands each record Queue would list for b (without the cursor
+// and the counts, which only a paging client needs) to emit, reading the
+// jobs a page at a time, newest first, below the last job of the page
+// before: the whole queue is never held, and never stored as a result.
+func (e *Env) QueueEach(ctx context.Context, b api.JobsQueueBody, u api.User, emit func(*api.ManagedJobRecord) error) error {
+	f, infra, err := queueFilter(b, u)
+	if err != nil {
+		return err
+	}
+	maxWaiting, err := e.maxWaiting(ctx, b)
+	if err != nil {
+		return err
+	}
+	f.Limit = queueEachPage
+	left := b.Limit // jobs still to list; 0: all
+	var recs []api.ManagedJobRecord
+	for {
+		page, err := e.Store.ListManagedJobs(ctx, f)
+		if err != nil {
+			return err
+		}
+		more := len(page) == f.Limit
+		if more {
+			f.BelowID = page[len(page)-1].JobID
+		}
+		if infra != "" {
+			page = keepOnInfra(page, infra)
+		}
+		if b.Limit > 0 && len(page) >= left {
+			page, more = page[:left], false
+		}
+		left -= len(page)
+		if recs, err = e.appendRecords(ctx, recs[:0], page, b, maxWaiting); err != nil {
+			return err
+		}
+		for i := range recs {
+			if err := emit(&recs[i]); err != nil {
+				return err
+			}
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// queueFilter is the selection of b for u, and its infra filter (which
+// is applied to the jobs read: a task's infra is in its record).
+func queueFilter(b api.JobsQueueBody, u api.User) (state.ManagedFilter, string, error) {
+	f := state.ManagedFilter{IDs: b.JobIDs, After: b.After, Before: b.Before, Pool: b.Pool, HiddenWorkspaces: b.HiddenWorkspaces}
+	if !b.AllUsers {
+		f.UserHash = u.ID
+	}
+	if b.SkipFinished {
+		f.NotDone = true
+	}
+	if len(b.Statuses) > 0 {
+		f.Statuses = b.Statuses
+	}
+	if b.BelowJobID < 0 {
+		return f, "", fmt.Errorf("below_job_id %d: want a job id, or 0 for the newest jobs", b.BelowJobID)
+	}
+	f.BelowID = b.BelowJobID
+	return f, strings.ToLower(strings.TrimSpace(b.Infra)), nil
+}
+
+func keepOnInfra(jobs []*state.ManagedJob, infra string) []*state.ManagedJob {
+	kept := jobs[:0]
+	for _, j := range jobs {
+		if onInfra(j, infra) {
+			kept = append(kept, j)
+		}
+	}
+	return kept
+}
+
+// maxWaiting is the highest priority of the jobs waiting to launch, which
+// -v's details compare each job's with.
+func (e *Env) maxWaiting(ctx context.Context, b api.JobsQueueBody) (int, error) {
+	if !b.Verbose {
+		return 0, nil
+	}
+	return e.Store.MaxManagedPriority(ctx, []string{api.ScheduleLaunching, api.ScheduleAliveBackoff,
+		api.ScheduleWaiting, api.ScheduleAliveWaiting})
+}
+
+// appendRecords appends the records of jobs' tasks to dst.
+func (e *Env) appendRecords(ctx context.Context, dst []api.ManagedJobRecord, jobs []*state.ManagedJob, b api.JobsQueueBody, maxWaiting int) ([]api.ManagedJobRecord, error) {
 	var summaries map[int]api.ManagedEventSummary
-	maxWaiting := 0
-	if b.Verbose {
+	if b.Verbose && len(jobs) > 0 {
 		ids := make([]int, len(jobs))
 		for i, j := range jobs {
 			ids[i] = j.JobID
 		}
+		var err error
 		if summaries, err = e.Store.ManagedEventSummaries(ctx, ids); err != nil {
-			return api.JobsQueueResult{}, err
-		}
-		if maxWaiting, err = e.Store.MaxManagedPriority(ctx, []string{api.ScheduleLaunching, api.ScheduleAliveBackoff,
-			api.ScheduleWaiting, api.ScheduleAliveWaiting}); err != nil {
-			return api.JobsQueueResult{}, err
+			return nil, err
 		}
 	}
 	t0 := now()
@@ -98,10 +179,10 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 					rec.Events = &s
 				}
 			}
-			res.Jobs = append(res.Jobs, rec)
+			dst = append(dst, rec)
 		}
 	}
-	return res, nil
+	return dst, nil
 }
 
 func ptr[T any](v T) *T { return &v }
