@@ -61,13 +61,15 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 }
 
 // queueEachPage is how many jobs QueueEach reads from the database at a
-// time: what a listing holds at once, however long the queue.
+// time: what bounds what a listing holds, however long the queue.
 const queueEachPage = 1000
 
 // QueueEach hands each record Queue would list for b (without the cursor
 // and the counts, which only a paging client needs) to emit, reading the
 // jobs a page at a time, newest first, below the last job of the page
 // before: the whole queue is never held, and never stored as a result.
+// The next page is read (and its records decoded, most of the cost)
+// while this one is handed out, so at most three pages are held.
 func (e *Env) QueueEach(ctx context.Context, b api.JobsQueueBody, u api.User, emit func(*api.ManagedJobRecord) error) error {
 	f, infra, err := queueFilter(b, u)
 	if err != nil {
@@ -77,26 +79,29 @@ func (e *Env) QueueEach(ctx context.Context, b api.JobsQueueBody, u api.User, em
 	if err != nil {
 		return err
 	}
-	f.Limit = queueEachPage
+	ctx, cancel := context.WithCancel(ctx)
+	pages := make(chan queuePage, 1)
+	go e.readQueuePages(ctx, f, infra == "", b.Limit, pages)
+	defer func() {
+		cancel()
+		for range pages { // the reader has ended once it closes them
+		}
+	}()
 	left := b.Limit // jobs still to list; 0: all
 	var recs []api.ManagedJobRecord
-	for {
-		page, err := e.Store.ListManagedJobs(ctx, f)
-		if err != nil {
-			return err
+	for p := range pages {
+		if p.err != nil {
+			return p.err
 		}
-		more := len(page) == f.Limit
-		if more {
-			f.BelowID = page[len(page)-1].JobID
-		}
+		jobs := p.jobs
 		if infra != "" {
-			page = keepOnInfra(page, infra)
+			jobs = keepOnInfra(jobs, infra)
 		}
-		if b.Limit > 0 && len(page) >= left {
-			page, more = page[:left], false
+		if b.Limit > 0 && len(jobs) >= left {
+			jobs = jobs[:left]
 		}
-		left -= len(page)
-		if recs, err = e.appendRecords(ctx, recs[:0], page, b, maxWaiting); err != nil {
+		left -= len(jobs)
+		if recs, err = e.appendRecords(ctx, recs[:0], jobs, b, maxWaiting); err != nil {
 			return err
 		}
 		for i := range recs {
@@ -104,9 +109,41 @@ func (e *Env) QueueEach(ctx context.Context, b api.JobsQueueBody, u api.User, em
 				return err
 			}
 		}
-		if !more {
+		if b.Limit > 0 && left == 0 {
 			return nil
 		}
+	}
+	return nil
+}
+
+// queuePage is one page of jobs QueueEach's reader read, or its error.
+type queuePage struct {
+	jobs []*state.ManagedJob
+	err  error
+}
+
+// readQueuePages sends the pages of f, newest first, until the last (a
+// short one), an error, or ctx's end, then closes out. With exact (no
+// filter after reading), limit (0: none) bounds the jobs it reads.
+func (e *Env) readQueuePages(ctx context.Context, f state.ManagedFilter, exact bool, limit int, out chan<- queuePage) {
+	defer close(out)
+	read := 0
+	for {
+		f.Limit = queueEachPage
+		if exact && limit > 0 {
+			f.Limit = min(queueEachPage, limit-read)
+		}
+		jobs, err := e.Store.ListManagedJobs(ctx, f)
+		select {
+		case out <- queuePage{jobs, err}:
+		case <-ctx.Done():
+			return
+		}
+		read += len(jobs)
+		if err != nil || len(jobs) < f.Limit || (exact && limit > 0 && read >= limit) {
+			return
+		}
+		f.BelowID = jobs[len(jobs)-1].JobID
 	}
 }
 
