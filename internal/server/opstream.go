@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
@@ -46,7 +47,15 @@ func (s *Server) streamHandler(name string) handler {
 			return nil, err
 		}
 		defer s.exec.short.release(u.ID)
-		out := &ndjsonWriter{w: w}
+		s.exec.short.busy.Add(1)
+		defer s.exec.short.busy.Add(-1)
+		// A client that stops reading (its output piped to a pager left
+		// open) would hold the slot for as long: each write must be
+		// taken within streamStall, or the stream ends.
+		rc := http.NewResponseController(w)
+		defer rc.SetWriteDeadline(time.Time{}) //nolint:errcheck // the connection may be gone
+		dst := &stallWriter{w: w, rc: rc, stall: s.streamStall}
+		out := &ndjsonWriter{w: w, dst: dst}
 		err = o.Stream(r.Context(), &op.Request{Name: "sky." + name, User: u, Body: body, Log: io.Discard}, out.emit)
 		if err == nil && !out.started {
 			out.start() // no value at all: an empty body
@@ -62,8 +71,9 @@ func (s *Server) streamHandler(name string) handler {
 			err = out.buf.Flush()
 		}
 		if err != nil {
-			if clientGone(r, err) {
-				s.log.Info("client went away before the end of its stream", "path", r.URL.Path, "reason", err.Error())
+			if dst.err != nil || clientGone(r, err) {
+				// Nobody is reading any more: nothing to tell.
+				s.log.Info("client went away or stopped reading before the end of its stream", "path", r.URL.Path, "reason", err.Error())
 				return nil, nil
 			}
 			s.log.Error("stream ended early", "path", r.URL.Path, "err", err)
@@ -74,10 +84,36 @@ func (s *Server) streamHandler(name string) handler {
 	}
 }
 
+// streamStall is how long a streamed op's client may take no bytes
+// before the server ends the stream.
+const streamStall = 30 * time.Second
+
+// stallWriter writes to a response, each write bounded by a deadline
+// (where the connection takes one), and keeps the first write error.
+type stallWriter struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration
+	err   error
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.err = err
+		return 0, err
+	}
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
 // ndjsonWriter writes values as lines of JSON, buffered; the header is
 // sent with the first.
 type ndjsonWriter struct {
 	w       http.ResponseWriter
+	dst     io.Writer
 	buf     *bufio.Writer
 	enc     *json.Encoder
 	started bool
@@ -87,7 +123,7 @@ func (n *ndjsonWriter) start() {
 	n.w.Header().Set("Content-Type", "application/x-ndjson")
 	n.w.Header().Set("Trailer", api.HeaderStreamError)
 	n.w.WriteHeader(http.StatusOK)
-	n.buf = bufio.NewWriterSize(n.w, 64<<10)
+	n.buf = bufio.NewWriterSize(n.dst, 64<<10)
 	n.enc = json.NewEncoder(n.buf)
 	// As the CLI prints JSON: '<', '>' and '&' as they are, so that it
 	// can print a value without decoding and encoding it again.

@@ -3,8 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
@@ -96,5 +100,46 @@ func TestStreamedOp(t *testing.T) {
 	}
 	if _, err := collect(streamClient(t), nil); !errors.Is(err, client.ErrNoOpStream) {
 		t.Errorf("no such op: %v, want ErrNoOpStream", err)
+	}
+}
+
+// TestStreamedOpClientStopsReading: a client that stops reading (its
+// output piped to a pager left open) does not keep its slot of the short
+// pool: once a write waits longer than the stall bound, the stream ends
+// and the op sees the failed write.
+func TestStreamedOpClientStopsReading(t *testing.T) {
+	var emitErr atomic.Value
+	o := streamedQueue()
+	inner := o.Stream
+	o.Stream = func(ctx context.Context, r *op.Request, emit func(any) error) error {
+		err := inner(ctx, r, emit)
+		if err != nil {
+			emitErr.Store(err)
+		}
+		return err
+	}
+	s := newTestServer(t, Options{}, o)
+	s.streamStall = 200 * time.Millisecond
+	base := liveServer(t, s)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Far more than the socket buffers hold: the server's writes block.
+	body := `{"limit": 5000000}`
+	fmt.Fprintf(conn, "POST /jobs/queue/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	deadline := time.Now().Add(20 * time.Second)
+	for emitErr.Load() == nil || s.exec.short.busy.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that reads nothing still holds the stream after 20 s (busy %d, op error %v)", s.exec.short.busy.Load(), emitErr.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.exec.short.mu.Lock()
+	running := s.exec.short.running
+	s.exec.short.mu.Unlock()
+	if running != 0 {
+		t.Errorf("%d short slots still held after the stream ended", running)
 	}
 }

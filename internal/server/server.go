@@ -148,19 +148,22 @@ func (o *Options) ApplyEnv() error {
 
 // Server is one API server.
 type Server struct {
-	opts      Options
-	paths     Paths
-	store     *state.Store
-	ownStore  bool
-	log       *slog.Logger
-	logFile   *os.File
-	ops       map[string]op.Op // by request name
-	exec      *executor
-	metrics   *metrics
-	uploads   *upload.Store
-	upMetrics *uploadMetrics
-	auth      authCache
-	localUser api.User
+	opts Options
+	// streamStall is how long a streamed op's client may take no bytes
+	// before the stream is ended (streamHandler).
+	streamStall time.Duration
+	paths       Paths
+	store       *state.Store
+	ownStore    bool
+	log         *slog.Logger
+	logFile     *os.File
+	ops         map[string]op.Op // by request name
+	exec        *executor
+	metrics     *metrics
+	uploads     *upload.Store
+	upMetrics   *uploadMetrics
+	auth        authCache
+	localUser   api.User
 	// dummyHash is compared against for unknown users (see auth.go).
 	dummyHash func() []byte
 	mux       http.Handler
@@ -208,7 +211,8 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	if err := opts.CheckExposure(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser(), id: serverID(opts.Port)}
+	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser(), id: serverID(opts.Port),
+		streamStall: streamStall}
 	s.auth.m = map[string]authEntry{}
 	for _, d := range []string{s.paths.Dir, s.paths.RequestLogs} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
