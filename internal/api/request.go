@@ -26,6 +26,10 @@ const (
 	// loopback.
 	HeaderUserName = "X-SkyPilot-User-Name"
 	HeaderUserID   = "X-SkyPilot-User-ID"
+	// HeaderStreamError is the trailer of a streamed op's answer (POST
+	// <op path>/stream) that ended early: what went wrong. A body that
+	// ends without it, and without a broken connection, is complete.
+	HeaderStreamError = "X-SkyGo-Stream-Error"
 )
 
 // EnvCatalogDir names a local catalog directory (<dir>/<cloud>/vms.csv)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/task"
 )
 
@@ -237,8 +239,15 @@ func jobsQueueRun(f *Factory, opts *JobsQueueOptions) error {
 	}
 	b := jobsQueueBody(opts, f.Now())
 	if opts.Output == "json" {
-		// Printed as the pages come: the whole array is never held.
+		// Printed as the records come: the whole array is never held.
 		out := newJSONArrayWriter(io.Out)
+		err := queueStream(f, b, out)
+		if err == nil {
+			return out.close()
+		}
+		if !errors.Is(err, client.ErrNoOpStream) {
+			return err
+		}
 		if err := queuePages(f, b, func(page api.JobsQueueResult) error {
 			for i := range page.Jobs {
 				if err := out.add(&page.Jobs[i]); err != nil {
@@ -275,6 +284,30 @@ func jobsQueueRun(f *Factory, opts *JobsQueueOptions) error {
 		fmt.Fprintf(io.Out, "Showing the latest %d of %d managed jobs; use -a/--all or -l/--limit N to see more.\n", shown, res.Total)
 	}
 	return nil
+}
+
+// queueStream prints the records of the queue b selects as the server
+// streams them (POST /jobs/queue/stream): each is decoded by no one
+// here, only indented, and the server neither stores nor re-encodes a
+// page of them, which over 10,000 jobs made the paged listing several
+// times slower. client.ErrNoOpStream: the server is older, and nothing
+// was printed.
+func queueStream(f *Factory, b api.JobsQueueBody, out *jsonArrayWriter) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	body, err := f.withRequestConfig(b)
+	if err != nil {
+		return err
+	}
+	ctx, caught, stop := stopContext(context.Background(), nil)
+	defer stop()
+	err = c.StreamOp(ctx, "jobs.queue", body, out.addJSON)
+	if sig := caught(); sig != nil {
+		return signalExit(sig)
+	}
+	return err
 }
 
 // queuePage is how many jobs one request of a long `sky jobs queue`
@@ -391,14 +424,31 @@ func (a *jsonArrayWriter) add(v any) error {
 	if err := a.enc.Encode(v); err != nil {
 		return err
 	}
+	a.sep()
+	_, err := a.w.Write(bytes.TrimSuffix(a.buf.Bytes(), []byte("\n")))
+	return err
+}
+
+// addJSON adds an element given as compact JSON, encoded as encoding/json
+// encodes it with HTML escaping off: it comes out as add would print the
+// value it decodes to.
+func (a *jsonArrayWriter) addJSON(v []byte) error {
+	a.buf.Reset()
+	if err := json.Indent(&a.buf, v, "  ", "  "); err != nil {
+		return fmt.Errorf("the API server sent a record that is not JSON: %w", err)
+	}
+	a.sep()
+	_, err := a.w.Write(a.buf.Bytes())
+	return err
+}
+
+func (a *jsonArrayWriter) sep() {
 	sep := ",\n  "
 	if a.n == 0 {
 		sep = "[\n  "
 	}
 	a.n++
 	a.w.WriteString(sep)
-	_, err := a.w.Write(bytes.TrimSuffix(a.buf.Bytes(), []byte("\n")))
-	return err
 }
 
 func (a *jsonArrayWriter) close() error {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -378,10 +379,10 @@ func TestJSONArrayWriterPrintsAsPrintJSON(t *testing.T) {
 	recs := []api.ManagedJobRecord{
 		{JobID: 3, TaskID: 0, JobName: "x", Status: "PENDING", DependsOn: []int{1, 2}},
 		{JobID: 2, TaskID: 1, JobName: name, Entrypoint: &name, Metadata: map[string]any{"k": []any{1.5, "v"}}},
-		{JobID: 1},
+		{JobID: 1, SubmittedAt: 1.7e9 + 0.1, TotalDuration: 1e21, JobName: "\u2028 é \x7f"},
 	}
 	for n := range len(recs) + 1 {
-		var want, got bytes.Buffer
+		var want, got, streamed bytes.Buffer
 		if err := printJSON(&want, recs[:n]); err != nil {
 			t.Fatal(err)
 		}
@@ -397,5 +398,28 @@ func TestJSONArrayWriterPrintsAsPrintJSON(t *testing.T) {
 		if got.String() != want.String() {
 			t.Errorf("%d records:\n%s\nwant\n%s", n, got.String(), want.String())
 		}
+		// As the API server streams them (one line each, HTML escaping
+		// off), added without being decoded.
+		sw := newJSONArrayWriter(&streamed)
+		for i := range recs[:n] {
+			var line bytes.Buffer
+			enc := json.NewEncoder(&line)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(&recs[i]); err != nil {
+				t.Fatal(err)
+			}
+			if err := sw.addJSON(bytes.TrimSuffix(line.Bytes(), []byte("\n"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sw.close(); err != nil {
+			t.Fatal(err)
+		}
+		if streamed.String() != want.String() {
+			t.Errorf("%d records streamed:\n%s\nwant\n%s", n, streamed.String(), want.String())
+		}
+	}
+	if err := newJSONArrayWriter(&bytes.Buffer{}).addJSON([]byte(`{"job_id": 1`)); err == nil {
+		t.Error("a record cut short was printed")
 	}
 }

@@ -3,6 +3,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -682,4 +683,57 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 		return nil, fmt.Errorf("decode health of %s: %w", c.Endpoint, err)
 	}
 	return &h, nil
+}
+
+// ErrNoOpStream says the API server does not stream the operation (one
+// from before POST <op path>/stream): ask for its pages instead.
+var ErrNoOpStream = errors.New("the API server does not stream this operation")
+
+// StreamOp runs op at once as a stream (POST <op path>/stream) and hands
+// each value of the answer, one line of JSON, to each, in order; a line
+// is only valid until each returns. It fails with ErrNoOpStream, before
+// any value, when the server does not stream op, and with the server's
+// reason when the stream ended early.
+func (c *Client) StreamOp(ctx context.Context, op string, body any, each func(line []byte) error) error {
+	if body == nil {
+		body = map[string]any{}
+	}
+	resp, err := c.do(ctx, http.MethodPost, OpPath(op)+"/stream", nil, body)
+	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return ErrNoOpStream
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReaderSize(resp.Body, 64<<10)
+	var long []byte
+	for {
+		line, err := rd.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A value longer than the buffer: gather it.
+			long = append(long, line...)
+			continue
+		}
+		if long != nil {
+			line, long = append(long, line...), nil
+		}
+		if err == io.EOF && len(line) == 0 {
+			break
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // a value cut off without its newline
+			}
+			return fmt.Errorf("the stream of %s from %s broke off: %w", op, c.Endpoint, err)
+		}
+		if err := each(line[:len(line)-1]); err != nil {
+			return err
+		}
+	}
+	if msg := resp.Trailer.Get(api.HeaderStreamError); msg != "" {
+		return fmt.Errorf("%s: the API server stopped: %s", op, msg)
+	}
+	return nil
 }

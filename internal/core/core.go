@@ -198,7 +198,7 @@ func (e *Env) ops() []op.Op {
 		{Name: "storage.delete", Schedule: op.Long, Body: api.StorageBody{}, Result: op.Null{}, Run: e.storageDelete},
 		{Name: "endpoints", Schedule: op.Short, Body: api.EndpointsBody{}, Result: map[string]string{}, Run: e.endpoints},
 		{Name: "jobs.launch", Schedule: op.Short, Body: api.JobsLaunchBody{}, Result: api.JobsLaunchResult{}, Run: e.jobsLaunch},
-		{Name: "jobs.queue", Schedule: op.Short, Body: api.JobsQueueBody{}, Result: api.JobsQueueResult{}, Run: e.jobsQueue},
+		{Name: "jobs.queue", Schedule: op.Short, Body: api.JobsQueueBody{}, Result: api.JobsQueueResult{}, Run: e.jobsQueue, Stream: e.jobsQueueStream},
 		{Name: "jobs.cancel", Schedule: op.Short, Body: api.JobsCancelBody{}, Result: api.JobsCancelResult{}, Run: e.jobsCancel},
 		{Name: "jobs.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.JobsLogsBody{}, Result: api.JobsLogsResult{}, Run: e.jobsLogs},
 		{Name: "jobs.download_logs", Schedule: op.Short, Body: api.JobsDownloadBody{}, Result: api.LogsDownload{}, Run: e.jobsDownloadLogs},

@@ -52,6 +52,21 @@ func (e *Env) jobsQueue(ctx context.Context, r *op.Request) (any, error) {
 	return e.Jobs.Queue(ctx, b, r.User)
 }
 
+// jobsQueueStream is jobs.queue served as a stream (POST
+// /jobs/queue/stream): every record of the selection, one at a time.
+func (e *Env) jobsQueueStream(ctx context.Context, r *op.Request, emit func(any) error) error {
+	var b api.JobsQueueBody
+	if err := r.Decode(&b); err != nil {
+		return err
+	}
+	hidden, err := e.hiddenWorkspaces(r)
+	if err != nil {
+		return err
+	}
+	b.HiddenWorkspaces = hidden
+	return e.Jobs.QueueEach(ctx, b, r.User, func(rec *api.ManagedJobRecord) error { return emit(rec) })
+}
+
 func (e *Env) jobsCancel(ctx context.Context, r *op.Request) (any, error) {
 	var b api.JobsCancelBody
 	if err := r.Decode(&b); err != nil {

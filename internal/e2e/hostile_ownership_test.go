@@ -305,9 +305,19 @@ func TestHostileRBACBlocklist(t *testing.T) {
         blocklist:
           - path: /volumes/apply
             method: POST
+          - path: /jobs/queue
+            method: POST
 `)
 	if r := tm.as("bob", "volumes", "apply", "-y", "-n", "bv", "--type", "host-dir", "--infra", "local"); r.code == 0 || !strings.Contains(r.out(), "Forbidden") {
 		t.Errorf("bob applied a volume though the user role's blocklist names /volumes/apply: %s", r)
+	}
+	// The queue's JSON is streamed from another path: the op's rule
+	// holds for it too.
+	for _, args := range [][]string{{"jobs", "queue"}, {"jobs", "queue", "-o", "json"}} {
+		if r := tm.as("bob", args...); r.code == 0 || !strings.Contains(r.out(), "Forbidden") {
+			t.Errorf("bob listed the managed jobs though the blocklist names /jobs/queue: %s", r)
+		}
+		tm.mustAs("admin", args...)
 	}
 	tm.mustAs("bob", "volumes", "ls")
 	t.Cleanup(func() { tm.as("admin", "volumes", "delete", "-y", "-a") })

@@ -1,17 +1,22 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/api"
 )
 
 // TestJobsQueueReadsPages: a queue longer than one page (1,000 jobs) is
 // listed whole by `sky jobs queue -a`, each job once and newest first,
-// as JSON and as a table, and --limit above a page stops at the limit;
-// the in-progress counts are over every job.
+// as JSON (streamed, with no request recorded) and as a table (in
+// pages), and --limit above a page stops at the limit; the in-progress
+// counts are over every job.
 func TestJobsQueueReadsPages(t *testing.T) {
 	const n = 2100
 	e := managedEnv(t)
@@ -38,11 +43,30 @@ func TestJobsQueueReadsPages(t *testing.T) {
 		return k
 	}
 	before := queueRequests()
+	raw := e.must("jobs", "queue", "-a", "-v", "-o", "json").stdout
 	var all []mjob
-	e.mustJSON(&all, "jobs", "queue", "-a", "-o", "json")
-	// 2,101 jobs are three pages: 1,000, 1,000 and 101.
-	if asked := queueRequests() - before; asked != 3 {
-		t.Errorf("`sky jobs queue -a -o json` of %d jobs made %d jobs.queue requests, want 3 pages", n+1, asked)
+	if err := json.Unmarshal([]byte(raw), &all); err != nil {
+		t.Fatalf("`sky jobs queue -a -v -o json`: %v", err)
+	}
+	// JSON is streamed (POST /jobs/queue/stream): no request is recorded.
+	if asked := queueRequests() - before; asked != 0 {
+		t.Errorf("`sky jobs queue -a -o json` of %d jobs made %d jobs.queue requests, want none (streamed)", n+1, asked)
+	}
+	// Printed as the CLI prints the records it decodes: byte for byte
+	// what the paged listing printed.
+	var recs []api.ManagedJobRecord
+	if err := json.Unmarshal([]byte(raw), &recs); err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	enc := json.NewEncoder(&again)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(recs); err != nil {
+		t.Fatal(err)
+	}
+	if again.String() != raw {
+		t.Errorf("`sky jobs queue -a -v -o json` is not printed as the CLI prints its records; first lines:\n%s\nwant\n%s", firstLines(raw, 30), firstLines(again.String(), 30))
 	}
 	got := make([]int, len(all))
 	for i, r := range all {
@@ -59,7 +83,12 @@ func TestJobsQueueReadsPages(t *testing.T) {
 		t.Fatalf("`sky jobs queue -l 1500 -o json`: %d jobs, want the newest 1500", len(limited))
 	}
 
+	before = queueRequests()
 	out := e.must("jobs", "queue", "-a").stdout
+	// The table reads pages: 2,101 jobs are 1,000, 1,000 and 101.
+	if asked := queueRequests() - before; asked != 3 {
+		t.Errorf("`sky jobs queue -a` of %d jobs made %d jobs.queue requests, want 3 pages", n+1, asked)
+	}
 	if !strings.Contains(out, "In progress tasks: "+strconv.Itoa(n)+" PENDING, 1 RUNNING") {
 		t.Errorf("in-progress line does not count every job:\n%s", firstLines(out, 4))
 	}

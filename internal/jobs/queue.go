@@ -12,6 +12,144 @@ import (
 // Queue answers `sky jobs queue`: one record per task of each selected
 // job, newest job first.
 func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.JobsQueueResult, error) {
+	f, infra, err := queueFilter(b, u)
+	if err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	if infra == "" {
+		f.Limit = b.Limit
+	}
+	jobs, err := e.Store.ListManagedJobs(ctx, f)
+	if err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	if infra != "" {
+		jobs = keepOnInfra(jobs, infra)
+	}
+	res := api.JobsQueueResult{Jobs: []api.ManagedJobRecord{}, InProgress: map[string]int{}}
+	// The counts are over every selected job, not a page: the first page
+	// says them, and the pages after it (a cursor) do not count again.
+	first := b.BelowJobID == 0
+	if first {
+		counts, err := e.Store.CountManagedProgress(ctx, f)
+		if err != nil {
+			return api.JobsQueueResult{}, err
+		}
+		for st, n := range counts.NotDone {
+			if !api.ManagedTerminal(st) {
+				res.InProgress[st] = n
+			}
+		}
+		if infra == "" {
+			res.Total = counts.Total
+		}
+	}
+	if infra != "" {
+		res.Total = len(jobs)
+		if b.Limit > 0 && len(jobs) > b.Limit {
+			jobs = jobs[:b.Limit]
+		}
+	}
+	maxWaiting, err := e.maxWaiting(ctx, b)
+	if err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	if res.Jobs, err = e.appendRecords(ctx, res.Jobs, jobs, b, maxWaiting); err != nil {
+		return api.JobsQueueResult{}, err
+	}
+	return res, nil
+}
+
+// queueEachPage is how many jobs QueueEach reads from the database at a
+// time: what bounds what a listing holds, however long the queue.
+const queueEachPage = 1000
+
+// QueueEach hands each record Queue would list for b (without the cursor
+// and the counts, which only a paging client needs) to emit, reading the
+// jobs a page at a time, newest first, below the last job of the page
+// before: the whole queue is never held, and never stored as a result.
+// The next page is read (and its records decoded, most of the cost)
+// while this one is handed out, so at most three pages are held.
+func (e *Env) QueueEach(ctx context.Context, b api.JobsQueueBody, u api.User, emit func(*api.ManagedJobRecord) error) error {
+	f, infra, err := queueFilter(b, u)
+	if err != nil {
+		return err
+	}
+	maxWaiting, err := e.maxWaiting(ctx, b)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pages := make(chan queuePage, 1)
+	go e.readQueuePages(ctx, f, infra == "", b.Limit, pages)
+	defer func() {
+		cancel()
+		for range pages { // the reader has ended once it closes them
+		}
+	}()
+	left := b.Limit // jobs still to list; 0: all
+	var recs []api.ManagedJobRecord
+	for p := range pages {
+		if p.err != nil {
+			return p.err
+		}
+		jobs := p.jobs
+		if infra != "" {
+			jobs = keepOnInfra(jobs, infra)
+		}
+		if b.Limit > 0 && len(jobs) >= left {
+			jobs = jobs[:left]
+		}
+		left -= len(jobs)
+		if recs, err = e.appendRecords(ctx, recs[:0], jobs, b, maxWaiting); err != nil {
+			return err
+		}
+		for i := range recs {
+			if err := emit(&recs[i]); err != nil {
+				return err
+			}
+		}
+		if b.Limit > 0 && left == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// queuePage is one page of jobs QueueEach's reader read, or its error.
+type queuePage struct {
+	jobs []*state.ManagedJob
+	err  error
+}
+
+// readQueuePages sends the pages of f, newest first, until the last (a
+// short one), an error, or ctx's end, then closes out. With exact (no
+// filter after reading), limit (0: none) bounds the jobs it reads.
+func (e *Env) readQueuePages(ctx context.Context, f state.ManagedFilter, exact bool, limit int, out chan<- queuePage) {
+	defer close(out)
+	read := 0
+	for {
+		f.Limit = queueEachPage
+		if exact && limit > 0 {
+			f.Limit = min(queueEachPage, limit-read)
+		}
+		jobs, err := e.Store.ListManagedJobs(ctx, f)
+		select {
+		case out <- queuePage{jobs, err}:
+		case <-ctx.Done():
+			return
+		}
+		read += len(jobs)
+		if err != nil || len(jobs) < f.Limit || (exact && limit > 0 && read >= limit) {
+			return
+		}
+		f.BelowID = jobs[len(jobs)-1].JobID
+	}
+}
+
+// queueFilter is the selection of b for u, and its infra filter (which
+// is applied to the jobs read: a task's infra is in its record).
+func queueFilter(b api.JobsQueueBody, u api.User) (state.ManagedFilter, string, error) {
 	f := state.ManagedFilter{IDs: b.JobIDs, After: b.After, Before: b.Before, Pool: b.Pool, HiddenWorkspaces: b.HiddenWorkspaces}
 	if !b.AllUsers {
 		f.UserHash = u.ID
@@ -23,70 +161,43 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 		f.Statuses = b.Statuses
 	}
 	if b.BelowJobID < 0 {
-		return api.JobsQueueResult{}, fmt.Errorf("below_job_id %d: want a job id, or 0 for the newest jobs", b.BelowJobID)
+		return f, "", fmt.Errorf("below_job_id %d: want a job id, or 0 for the newest jobs", b.BelowJobID)
 	}
 	f.BelowID = b.BelowJobID
-	infra := strings.ToLower(strings.TrimSpace(b.Infra))
-	if infra == "" {
-		f.Limit = b.Limit
-	}
-	jobs, err := e.Store.ListManagedJobs(ctx, f)
-	if err != nil {
-		return api.JobsQueueResult{}, err
-	}
-	if infra != "" {
-		kept := jobs[:0]
-		for _, j := range jobs {
-			if onInfra(j, infra) {
-				kept = append(kept, j)
-			}
-		}
-		jobs = kept
-	}
-	res := api.JobsQueueResult{Jobs: []api.ManagedJobRecord{}, InProgress: map[string]int{}}
-	// The counts are over every selected job, not a page: the first page
-	// says them, and the pages after it (a cursor) do not count again.
-	first := b.BelowJobID == 0
-	if first {
-		cf := f
-		cf.Limit, cf.NotDone, cf.Statuses = 0, true, nil
-		progress, err := e.Store.CountManagedByStatus(ctx, cf)
-		if err != nil {
-			return api.JobsQueueResult{}, err
-		}
-		for st, n := range progress {
-			if !api.ManagedTerminal(st) {
-				res.InProgress[st] = n
-			}
+	return f, strings.ToLower(strings.TrimSpace(b.Infra)), nil
+}
+
+func keepOnInfra(jobs []*state.ManagedJob, infra string) []*state.ManagedJob {
+	kept := jobs[:0]
+	for _, j := range jobs {
+		if onInfra(j, infra) {
+			kept = append(kept, j)
 		}
 	}
-	if infra == "" {
-		if first {
-			cf := f
-			cf.Limit = 0
-			if res.Total, err = e.Store.CountManagedJobs(ctx, cf); err != nil {
-				return api.JobsQueueResult{}, err
-			}
-		}
-	} else {
-		res.Total = len(jobs)
-		if b.Limit > 0 && len(jobs) > b.Limit {
-			jobs = jobs[:b.Limit]
-		}
+	return kept
+}
+
+// maxWaiting is the highest priority of the jobs waiting to launch, which
+// -v's details compare each job's with.
+func (e *Env) maxWaiting(ctx context.Context, b api.JobsQueueBody) (int, error) {
+	if !b.Verbose {
+		return 0, nil
 	}
+	return e.Store.MaxManagedPriority(ctx, []string{api.ScheduleLaunching, api.ScheduleAliveBackoff,
+		api.ScheduleWaiting, api.ScheduleAliveWaiting})
+}
+
+// appendRecords appends the records of jobs' tasks to dst.
+func (e *Env) appendRecords(ctx context.Context, dst []api.ManagedJobRecord, jobs []*state.ManagedJob, b api.JobsQueueBody, maxWaiting int) ([]api.ManagedJobRecord, error) {
 	var summaries map[int]api.ManagedEventSummary
-	maxWaiting := 0
-	if b.Verbose {
+	if b.Verbose && len(jobs) > 0 {
 		ids := make([]int, len(jobs))
 		for i, j := range jobs {
 			ids[i] = j.JobID
 		}
+		var err error
 		if summaries, err = e.Store.ManagedEventSummaries(ctx, ids); err != nil {
-			return api.JobsQueueResult{}, err
-		}
-		if maxWaiting, err = e.Store.MaxManagedPriority(ctx, []string{api.ScheduleLaunching, api.ScheduleAliveBackoff,
-			api.ScheduleWaiting, api.ScheduleAliveWaiting}); err != nil {
-			return api.JobsQueueResult{}, err
+			return nil, err
 		}
 	}
 	t0 := now()
@@ -105,10 +216,10 @@ func (e *Env) Queue(ctx context.Context, b api.JobsQueueBody, u api.User) (api.J
 					rec.Events = &s
 				}
 			}
-			res.Jobs = append(res.Jobs, rec)
+			dst = append(dst, rec)
 		}
 	}
-	return res, nil
+	return dst, nil
 }
 
 func ptr[T any](v T) *T { return &v }

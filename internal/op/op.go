@@ -60,12 +60,20 @@ func (s Schedule) String() string {
 // description is the code's and cannot drift from it. Every op sets
 // both; an op whose return_value is always null says Null{}, one that
 // takes no fields NoBody{}.
+//
+// Stream, when set, also serves the op's result as it is read, without a
+// request record: POST <path>/stream answers one JSON value per line,
+// each one passed to emit. It is for results too large to be one stored
+// return value (the whole managed-jobs queue), so a listing never holds
+// more than a page of them; the server routes only those it names in its
+// fixed routes. The request it gets has no ID, log or files.
 type Op struct {
 	Name                 string
 	Schedule             Schedule
 	CancelWhenUnfollowed bool
 	Body, Result         any
 	Run                  func(ctx context.Context, r *Request) (any, error)
+	Stream               func(ctx context.Context, r *Request, emit func(v any) error) error
 }
 
 // Null is the Result of an op whose return_value is always null.

@@ -105,6 +105,10 @@ func fixedRoutes() []routeDoc {
 			summary: "Request records, newest first."},
 		{method: "POST", path: "/api/cancel", body: requestCancelBody{}, result: []string{},
 			summary: "Cancel requests (by id, or all the caller's; all_users for everyone's as admin); returns the ids that were still active."},
+		{method: "POST", path: "/jobs/queue/stream", body: api.JobsQueueBody{}, resultMedia: "application/x-ndjson",
+			summary: "sky.jobs.queue at once, as it is read (SkyGo): one ManagedJobRecord per line, newest job first, no request record, " +
+				"without the counts (limit caps the jobs, below_job_id starts below that job); a stream that ends early carries trailer X-SkyGo-Stream-Error.",
+			errors: map[int]string{404: "the server does not stream jobs.queue"}},
 		{method: "GET", path: "/api/download", resultMedia: "application/octet-stream",
 			query:   []param{reqID, {"path", "string", "the file, relative to the request's files (as its result names it)", true}},
 			summary: "A file an op left for its client (e.g. download_logs)."},

@@ -148,19 +148,22 @@ func (o *Options) ApplyEnv() error {
 
 // Server is one API server.
 type Server struct {
-	opts      Options
-	paths     Paths
-	store     *state.Store
-	ownStore  bool
-	log       *slog.Logger
-	logFile   *os.File
-	ops       map[string]op.Op // by request name
-	exec      *executor
-	metrics   *metrics
-	uploads   *upload.Store
-	upMetrics *uploadMetrics
-	auth      authCache
-	localUser api.User
+	opts Options
+	// streamStall is how long a streamed op's client may take no bytes
+	// before the stream is ended (streamHandler).
+	streamStall time.Duration
+	paths       Paths
+	store       *state.Store
+	ownStore    bool
+	log         *slog.Logger
+	logFile     *os.File
+	ops         map[string]op.Op // by request name
+	exec        *executor
+	metrics     *metrics
+	uploads     *upload.Store
+	upMetrics   *uploadMetrics
+	auth        authCache
+	localUser   api.User
 	// dummyHash is compared against for unknown users (see auth.go).
 	dummyHash func() []byte
 	mux       http.Handler
@@ -208,7 +211,8 @@ func New(opts Options, ops []op.Op) (*Server, error) {
 	if err := opts.CheckExposure(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser(), id: serverID(opts.Port)}
+	s := &Server{opts: opts, paths: PathsFor(opts.Home), ops: map[string]op.Op{}, localUser: LocalUser(), id: serverID(opts.Port),
+		streamStall: streamStall}
 	s.auth.m = map[string]authEntry{}
 	for _, d := range []string{s.paths.Dir, s.paths.RequestLogs} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -580,6 +584,7 @@ func (s *Server) routes() *http.ServeMux {
 	s.handle(mux, "GET /api/status", s.wrap(s.handleStatus))
 	s.handle(mux, "GET /api/download", s.wrap(s.handleDownload))
 	s.handle(mux, "POST /api/cancel", s.wrap(s.handleCancel))
+	s.handle(mux, "POST "+opPath(jobsQueueOp)+"/stream", s.wrap(s.streamHandler(jobsQueueOp)))
 	s.handle(mux, "GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil, nil
@@ -643,27 +648,9 @@ func jsonValues(body []byte) int {
 
 func (s *Server) submitHandler(name string, o op.Op) handler {
 	return func(w http.ResponseWriter, r *http.Request, u api.User) (any, error) {
-		// MaxBytesReader, not a LimitReader: past the limit it stops
-		// reading and has the connection closed instead of draining it.
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, errf(http.StatusRequestEntityTooLarge, "the body of POST %s is larger than the API server's limit of %d MiB per request; "+
-				"put large data in files (workdir, file_mounts), which are uploaded, rather than in the task's envs or commands", r.URL.Path, maxBody>>20)
-		}
+		body, fields, err := readOpBody(w, r)
 		if err != nil {
-			return nil, errf(http.StatusBadRequest, "reading request body: %v", err)
-		}
-		if n := jsonValues(body); n > maxBodyValues {
-			return nil, errf(http.StatusRequestEntityTooLarge, "the body of POST %s holds about %d JSON values, more than the API server's limit of %d per request; "+
-				"send fewer tasks, ids or names at a time", r.URL.Path, n, maxBodyValues)
-		}
-		if len(strings.TrimSpace(string(body))) == 0 {
-			body = []byte("{}")
-		}
-		var fields map[string]any
-		if err := json.Unmarshal(body, &fields); err != nil {
-			return nil, errf(http.StatusBadRequest, "the body of POST %s must be a JSON object: %v", r.URL.Path, err)
+			return nil, err
 		}
 		body = redactCommand(fields, body)
 		cluster, _ := fields["cluster_name"].(string)
@@ -695,6 +682,34 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 		s.writeJSON(w, http.StatusOK, nil)
 		return nil, nil
 	}
+}
+
+// readOpBody reads the JSON object POSTed to an op, within the bounds
+// every op has, and its top-level fields.
+func readOpBody(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any, error) {
+	// MaxBytesReader, not a LimitReader: past the limit it stops
+	// reading and has the connection closed instead of draining it.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, nil, errf(http.StatusRequestEntityTooLarge, "the body of POST %s is larger than the API server's limit of %d MiB per request; "+
+			"put large data in files (workdir, file_mounts), which are uploaded, rather than in the task's envs or commands", r.URL.Path, maxBody>>20)
+	}
+	if err != nil {
+		return nil, nil, errf(http.StatusBadRequest, "reading request body: %v", err)
+	}
+	if n := jsonValues(body); n > maxBodyValues {
+		return nil, nil, errf(http.StatusRequestEntityTooLarge, "the body of POST %s holds about %d JSON values, more than the API server's limit of %d per request; "+
+			"send fewer tasks, ids or names at a time", r.URL.Path, n, maxBodyValues)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, nil, errf(http.StatusBadRequest, "the body of POST %s must be a JSON object: %v", r.URL.Path, err)
+	}
+	return body, fields, nil
 }
 
 // CheckExposure refuses a non-loopback address without authentication

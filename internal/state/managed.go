@@ -1,11 +1,13 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skygo/skygo/internal/api"
@@ -227,6 +229,7 @@ func (s *Store) CreateManagedJobs(ctx context.Context, jobs []*ManagedJob, spec 
 	// copy the whole spec that many times.
 	specText := string(spec)
 	return s.tx(ctx, "create managed jobs", func(tx *sql.Tx) error {
+		moves := map[countKey]int{}
 		for _, j := range jobs {
 			if j.SubmittedAt == 0 {
 				j.SubmittedAt = now
@@ -262,9 +265,48 @@ func (s *Store) CreateManagedJobs(ctx context.Context, jobs []*ManagedJob, spec 
 			if err := s.managedEventTx(ctx, tx, j.JobID, ManagedEventIn{Status: api.ManagedPending, Reason: "Job submitted to queue"}, now); err != nil {
 				return err
 			}
+			moves[countKeyOf(j)]++
 		}
-		return nil
+		return s.moveCountsTx(ctx, tx, moves)
 	})
+}
+
+// countKey is a row of managed_job_counts.
+type countKey struct {
+	user, workspace string
+	done            int
+	status          string
+}
+
+func countKeyOf(j *ManagedJob) countKey {
+	k := countKey{user: j.UserHash, workspace: j.Workspace, status: j.Status}
+	if j.ScheduleState == api.ScheduleDone {
+		k.done = 1
+	}
+	return k
+}
+
+// moveCountsTx adds each delta to its count, in key order: two
+// transactions moving the same counts lock them in the same order, so
+// neither waits on the other in a cycle (PostgreSQL).
+func (s *Store) moveCountsTx(ctx context.Context, tx *sql.Tx, moves map[countKey]int) error {
+	keys := make([]countKey, 0, len(moves))
+	for k, d := range moves {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b countKey) int {
+		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(a.workspace, b.workspace), cmp.Compare(a.done, b.done), cmp.Compare(a.status, b.status))
+	})
+	for _, k := range keys {
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO managed_job_counts (user_hash, workspace, done, status, n) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (user_hash, workspace, done, status) DO UPDATE SET n = managed_job_counts.n + excluded.n`),
+			k.user, k.workspace, k.done, k.status, moves[k]); err != nil {
+			return fmt.Errorf("count managed jobs: %w", err)
+		}
+	}
+	return nil
 }
 
 // GetManagedJob reads one job; withSpec also reads its DAG spec.
@@ -525,6 +567,11 @@ func (s *Store) UpdateManagedJob(ctx context.Context, id int, mutate ManagedMuta
 			if n, _ := res.RowsAffected(); n == 0 {
 				return ErrConflict
 			}
+			if from, to := countKeyOf(cur), countKeyOf(next); from != to {
+				if err := s.moveCountsTx(ctx, tx, map[countKey]int{from: -1, to: 1}); err != nil {
+					return err
+				}
+			}
 			now := nowSeconds()
 			for _, e := range events {
 				if err := s.managedEventTx(ctx, tx, id, e, now); err != nil {
@@ -611,17 +658,84 @@ func (s *Store) ManagedEventSummaries(ctx context.Context, jobIDs []int) (map[in
 	return out, rows.Err()
 }
 
-// CountManagedJobs counts the jobs f selects (its Limit ignored).
-func (s *Store) CountManagedJobs(ctx context.Context, f ManagedFilter) (int, error) {
-	where, args := f.where()
-	var n int
-	err := s.queryRow(ctx, "count managed jobs", `SELECT COUNT(*) FROM managed_jobs`+where, args...).Scan(&n)
-	return n, err
+// ManagedCounts are the counts a queue listing reports with its first
+// page.
+type ManagedCounts struct {
+	// Total is how many jobs the filter selects (its Limit aside).
+	Total int
+	// NotDone counts by job status the jobs the filter selects, its
+	// Statuses aside, whose schedule state is not DONE.
+	NotDone map[string]int
 }
 
-// CountManagedByStatus counts the jobs f selects by job status.
-func (s *Store) CountManagedByStatus(ctx context.Context, f ManagedFilter) (map[string]int, error) {
-	return s.countManagedBy(ctx, "status", f)
+// CountManagedProgress reads both counts of f in one grouped query: from
+// the counts kept in managed_job_counts when f selects by user, workspace
+// and done-or-not only (as `sky status` and `sky jobs queue` do), else
+// from the jobs f selects.
+func (s *Store) CountManagedProgress(ctx context.Context, f ManagedFilter) (ManagedCounts, error) {
+	statuses := f.Statuses
+	f.Statuses, f.Limit, f.Offset, f.Order = nil, 0, 0, ""
+	var q string
+	var args []any
+	if f.countable() {
+		// What `sky status` and `sky jobs queue` ask: read from the
+		// kept counts, a few rows however many jobs there are.
+		var where []string
+		if f.UserHash != "" {
+			where = append(where, "user_hash = ?")
+			args = append(args, f.UserHash)
+		}
+		if f.NotDone {
+			where = append(where, "done = 0")
+		}
+		if len(f.HiddenWorkspaces) > 0 {
+			where = append(where, "COALESCE(NULLIF(workspace, ''), 'default') NOT IN "+inClause(len(f.HiddenWorkspaces)))
+			args = append(args, anys(f.HiddenWorkspaces)...)
+		}
+		q = `SELECT done, status, CAST(SUM(n) AS BIGINT) FROM managed_job_counts`
+		if len(where) > 0 {
+			q += " WHERE " + strings.Join(where, " AND ")
+		}
+		q += ` GROUP BY done, status`
+	} else {
+		var where string
+		where, args = f.where()
+		q = `SELECT CASE WHEN schedule_state = 'DONE' THEN 1 ELSE 0 END, status, COUNT(*) FROM managed_jobs` + where +
+			` GROUP BY schedule_state, status`
+	}
+	rows, err := s.query(ctx, "count managed jobs in progress", q, args...)
+	if err != nil {
+		return ManagedCounts{}, err
+	}
+	defer rows.Close()
+	out := ManagedCounts{NotDone: map[string]int{}}
+	for rows.Next() {
+		var done int
+		var status string
+		var n int
+		if err := rows.Scan(&done, &status, &n); err != nil {
+			return ManagedCounts{}, err
+		}
+		if n == 0 {
+			continue
+		}
+		if done == 0 {
+			out.NotDone[status] += n
+		}
+		if len(statuses) == 0 || slices.Contains(statuses, status) {
+			out.Total += n
+		}
+	}
+	return out, rows.Err()
+}
+
+// countable says whether managed_job_counts answers f: it selects by
+// user, done or not and workspace only.
+func (f ManagedFilter) countable() bool {
+	g := f
+	g.UserHash, g.NotDone, g.HiddenWorkspaces = "", false, nil
+	where, _ := g.where()
+	return where == ""
 }
 
 // MaxManagedPriority is the highest priority among jobs in the given

@@ -262,6 +262,27 @@ var migrations = []migration{
 		// (statuses of the jobs not DONE), read from the index alone.
 		`CREATE INDEX managed_jobs_progress ON managed_jobs (schedule_state, status)`,
 	}},
+	{15, "managed job counts", []string{
+		// `sky status` and the first page of `sky jobs queue` count the
+		// jobs by status on every call (CountManagedProgress). With
+		// 10,000 queued, counting rows, even in an index, cost more than
+		// the rest of `sky status`: the counts are kept instead, per
+		// user, workspace, done or not and status, moved in the same
+		// transaction as the job they count (CreateManagedJobs,
+		// UpdateManagedJob).
+		`CREATE TABLE IF NOT EXISTS managed_job_counts (
+			user_hash TEXT NOT NULL,
+			workspace TEXT NOT NULL,
+			done INTEGER NOT NULL,
+			status TEXT NOT NULL,
+			n BIGINT NOT NULL,
+			PRIMARY KEY (user_hash, workspace, done, status)
+		)`,
+		`DELETE FROM managed_job_counts`,
+		`INSERT INTO managed_job_counts (user_hash, workspace, done, status, n)
+			SELECT user_hash, workspace, CASE WHEN schedule_state = 'DONE' THEN 1 ELSE 0 END, status, COUNT(*)
+			FROM managed_jobs GROUP BY user_hash, workspace, CASE WHEN schedule_state = 'DONE' THEN 1 ELSE 0 END, status`,
+	}},
 }
 
 // SchemaVersion is the newest migration this build knows.
