@@ -26,7 +26,11 @@ import (
 // the small helpers are added at the bottom, where the vocabulary lives.
 // Slurm and EC2 sit above the other infrastructures: a login node or an
 // instance is reached with the SSH node pools' client (config, dialer,
-// runner, bootstrap), not a copy.
+// runner, bootstrap), not a copy. The operations' descriptors
+// (internal/apiop) sit just above the credential checks and the agent
+// protocol, whose records some operations return, and below everything
+// that serves or sends operations: the infrastructures with operations
+// of their own, core, the server, the client and the command line.
 var layers = []layer{
 	{"entry points", []string{"cmd/sky", "cmd/sky-server", "cmd/sky-node", "cmd/sky-lb", "cmd/openapigen", "internal/e2e"}},
 	{"programs: the command line, the server program", []string{"internal/cli", "internal/servermain"}},
@@ -41,6 +45,7 @@ var layers = []layer{
 	{"infrastructures", []string{"internal/infra/*"}},
 	{"infrastructure seams and registry", []string{"internal/infra"}},
 	{"optimizer", []string{"internal/optimizer"}},
+	{"the API's operation descriptors", []string{"internal/apiop"}},
 	{"catalogs, credential checks", []string{"internal/catalog", "internal/check"}},
 	{"node agent", []string{"internal/agent"}},
 	{"agent protocol, local processes, load balancer", []string{"internal/agent/agentapi", "internal/proc", "internal/serve/lb"}},

@@ -163,6 +163,10 @@ type User struct {
 	Role string `json:"role,omitempty"`
 }
 
+// RoleAdmin is User.Role of an admin (every user of a server without
+// authentication is one).
+const RoleAdmin = "admin"
+
 // Health is the answer of GET /api/health (fields per spec/api.md; unset
 // ones omitted).
 type Health struct {
@@ -174,4 +178,14 @@ type Health struct {
 	BasicAuthEnabled       *bool  `json:"basic_auth_enabled,omitempty"`
 	ServiceAccountsEnabled *bool  `json:"service_account_token_enabled,omitempty"`
 	User                   *User  `json:"user,omitempty"`
+}
+
+// DebugSleepBody is the body of /debug/sleep (`sky api debug-sleep`).
+type DebugSleepBody struct {
+	Seconds float64 `json:"seconds"`
+}
+
+// DebugSleepResult is what /debug/sleep returns.
+type DebugSleepResult struct {
+	Slept float64 `json:"slept_seconds"`
 }

@@ -441,10 +441,11 @@ func (b *Backend) head(ctx context.Context, name string, user User, allUsers boo
 }
 
 // Cancel cancels jobs on a cluster.
-func (b *Backend) Cancel(ctx context.Context, name string, user User, ids []int, all, allUsers bool) (any, error) {
+func (b *Backend) Cancel(ctx context.Context, name string, user User, ids []int, all, allUsers bool) (agentapi.CancelResult, error) {
+	var out agentapi.CancelResult
 	head, err := b.head(ctx, name, user, false)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	args := []string{}
 	if all {
@@ -456,9 +457,8 @@ func (b *Backend) Cancel(ctx context.Context, name string, user User, ids []int,
 	for _, id := range ids {
 		args = append(args, fmt.Sprint(id))
 	}
-	var out any
 	if err := b.agentCall(ctx, head, nil, &out, "cancel", args...); err != nil {
-		return nil, err
+		return out, err
 	}
 	return out, nil
 }

@@ -17,8 +17,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
@@ -135,12 +135,7 @@ func (e *Env) Ops() []op.Op {
 	ops := e.ops()
 	for i := range ops {
 		run := ops[i].Run
-		name := ops[i].Name
 		ops[i].Run = func(ctx context.Context, r *op.Request) (any, error) {
-			if adminOnlyOp(name) && !userOf(r).Admin {
-				return nil, &op.Error{Type: "PermissionError", Message: fmt.Sprintf(
-					"%s changes infrastructure that every user of this API server shares (and the clusters on it): only an admin may run it.", adminOnlyOps[name])}
-			}
 			if bytes.Contains(r.Body, []byte(`"`+requestConfigKey+`"`)) {
 				if _, err := e.requestConfig(r); err != nil {
 					return nil, err
@@ -152,61 +147,41 @@ func (e *Env) Ops() []op.Op {
 	return ops
 }
 
-// adminOnlyOps are the operations that act on shared infrastructure
-// rather than on the caller's own objects, with the command that sends
-// each: `sky local down` removes every user's local clusters.
-var adminOnlyOps = map[string]string{
-	"local_up":              "`sky local up`",
-	"local_down":            "`sky local down`",
-	"ssh_up":                "`sky ssh up`",
-	"ssh_down":              "`sky ssh down`",
-	"kubernetes_label_gpus": "`sky gpus label`",
-}
-
-// adminOnlyOp says whether only an admin may run operation name.
-func adminOnlyOp(name string) bool {
-	_, ok := adminOnlyOps[name]
-	return ok
-}
-
 func (e *Env) ops() []op.Op {
 	return append([]op.Op{
-		{Name: "validate", Schedule: op.Short, Body: api.ValidateBody{}, Result: api.ValidateResult{}, Run: e.validate},
-		{Name: "check", Schedule: op.Short, Body: api.CheckBody{}, Result: []check.Result{}, Run: e.check},
-		{Name: "list_accelerators", Schedule: op.Short, Body: api.GPUsBody{}, Result: api.GPUsResult{}, Run: e.listAccelerators},
-		{Name: "launch", Schedule: op.Long, Body: api.LaunchBody{}, Result: api.LaunchResult{}, Run: e.launch},
-		{Name: "optimize", Schedule: op.Short, Body: api.OptimizeBody{}, Result: "", Run: e.optimize},
-		{Name: "exec", Schedule: op.Long, Body: api.ExecBody{}, Result: api.LaunchResult{}, Run: e.exec},
-		{Name: "status", Schedule: op.Short, Body: api.ClustersBody{}, Result: []api.ClusterRecord{}, Run: e.status},
-		{Name: "stop", Schedule: op.Short, Body: api.ClustersBody{}, Result: []string{}, Run: e.stop},
-		{Name: "start", Schedule: op.Long, Body: api.ClustersBody{}, Result: []string{}, Run: e.start},
-		{Name: "down", Schedule: op.Short, Body: api.ClustersBody{}, Result: []string{}, Run: e.down},
-		{Name: "autostop", Schedule: op.Short, Body: api.AutostopBody{}, Result: []string{}, Run: e.autostop},
-		{Name: "queue", Schedule: op.Short, Body: api.ClustersBody{}, Result: map[string][]agentapi.Job{}, Run: e.queue},
-		{Name: "cancel", Schedule: op.Short, Body: api.CancelBody{}, Result: agentapi.CancelResult{}, Run: e.cancel},
-		// A log tail is only of use to the client reading it: it runs
-		// beside, not among, the workers of launch and down, and ends
-		// with its client.
-		{Name: "logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.LogsBody{}, Result: api.JobStatusResult{}, Run: e.logs},
-		{Name: "job_status", Schedule: op.Short, Body: api.LogsBody{}, Result: api.JobStatusResult{}, Run: e.jobStatus},
-		{Name: "workspaces", Schedule: op.Short, Body: op.NoBody{}, Result: map[string]any{}, Run: e.workspaces},
-		{Name: "cluster_job_spec", Schedule: op.Short, Body: api.ClusterJobSpecBody{}, Result: api.ClusterJobSpec{}, Run: e.clusterJobSpec},
-		{Name: "download_logs", Schedule: op.Short, Body: api.LogsBody{}, Result: api.LogsDownload{}, Run: e.downloadLogs},
-		{Name: "hook_logs", Schedule: op.Short, CancelWhenUnfollowed: true, Body: api.LogsBody{}, Result: op.Null{}, Run: e.hookLogs},
-		{Name: "cost_report", Schedule: op.Short, Body: api.CostReportBody{}, Result: []api.CostRecord{}, Run: e.costReport},
-		{Name: "storage.ls", Schedule: op.Short, Body: op.NoBody{}, Result: []api.StorageRecord{}, Run: e.storageLs},
-		{Name: "storage.delete", Schedule: op.Long, Body: api.StorageBody{}, Result: op.Null{}, Run: e.storageDelete},
-		{Name: "endpoints", Schedule: op.Short, Body: api.EndpointsBody{}, Result: map[string]string{}, Run: e.endpoints},
-		{Name: "jobs.launch", Schedule: op.Short, Body: api.JobsLaunchBody{}, Result: api.JobsLaunchResult{}, Run: e.jobsLaunch},
-		{Name: "jobs.queue", Schedule: op.Short, Body: api.JobsQueueBody{}, Result: api.JobsQueueResult{}, Run: e.jobsQueue, Stream: e.jobsQueueStream},
-		{Name: "jobs.cancel", Schedule: op.Short, Body: api.JobsCancelBody{}, Result: api.JobsCancelResult{}, Run: e.jobsCancel},
-		{Name: "jobs.logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.JobsLogsBody{}, Result: api.JobsLogsResult{}, Run: e.jobsLogs},
-		{Name: "jobs.download_logs", Schedule: op.Short, Body: api.JobsDownloadBody{}, Result: api.LogsDownload{}, Run: e.jobsDownloadLogs},
-		{Name: "jobs.pool_apply", Schedule: op.Long, Body: api.PoolApplyBody{}, Result: api.PoolApplyResult{}, Run: e.poolApply},
-		{Name: "jobs.pool_status", Schedule: op.Short, Body: api.PoolStatusBody{}, Result: []api.PoolRecord{}, Run: e.poolStatus},
-		{Name: "jobs.pool_down", Schedule: op.Long, Body: api.PoolDownBody{}, Result: api.PoolDownResult{}, Run: e.poolDown},
-		{Name: "jobs.pool_logs", Schedule: op.Follow, CancelWhenUnfollowed: true, Body: api.PoolLogsBody{}, Result: op.Null{}, Run: e.poolLogs},
-		{Name: "jobs.pool_sync-down-logs", Schedule: op.Short, Body: api.PoolSyncDownBody{}, Result: api.LogsDownload{}, Run: e.poolSyncDown},
+		op.Handle(apiop.Validate, e.validate),
+		op.Handle(apiop.Check, e.check),
+		op.Handle(apiop.ListAccelerators, e.listAccelerators),
+		op.Handle(apiop.Launch, e.launch),
+		op.Handle(apiop.Optimize, e.optimize),
+		op.Handle(apiop.Exec, e.exec),
+		op.Handle(apiop.Status, e.status),
+		op.Handle(apiop.Stop, e.stop),
+		op.Handle(apiop.Start, e.start),
+		op.Handle(apiop.Down, e.down),
+		op.Handle(apiop.Autostop, e.autostop),
+		op.Handle(apiop.Queue, e.queue),
+		op.Handle(apiop.Cancel, e.cancel),
+		op.Handle(apiop.Logs, e.logs),
+		op.Handle(apiop.JobStatus, e.jobStatus),
+		op.Handle(apiop.Workspaces, e.workspaces),
+		op.Handle(apiop.ClusterJobSpec, e.clusterJobSpec),
+		op.Handle(apiop.DownloadLogs, e.downloadLogs),
+		op.Handle(apiop.HookLogs, e.hookLogs),
+		op.Handle(apiop.CostReport, e.costReport),
+		op.Handle(apiop.StorageLs, e.storageLs),
+		op.Handle(apiop.StorageDelete, e.storageDelete),
+		op.Handle(apiop.Endpoints, e.endpoints),
+		op.Handle(apiop.JobsLaunch, e.jobsLaunch),
+		op.HandleStream(apiop.JobsQueue, e.jobsQueue, e.jobsQueueStream),
+		op.Handle(apiop.JobsCancel, e.jobsCancel),
+		op.Handle(apiop.JobsLogs, e.jobsLogs),
+		op.Handle(apiop.JobsDownloadLogs, e.jobsDownloadLogs),
+		op.Handle(apiop.PoolApply, e.poolApply),
+		op.Handle(apiop.PoolStatus, e.poolStatus),
+		op.Handle(apiop.PoolDown, e.poolDown),
+		op.Handle(apiop.PoolLogs, e.poolLogs),
+		op.Handle(apiop.PoolSyncDownLogs, e.poolSyncDown),
 	}, append(append(e.serveOps(), e.volumeOps()...), e.Backend.Infras.Ops()...)...) // then `sky ssh up`, `sky local down`, ...
 }
 

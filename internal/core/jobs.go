@@ -17,36 +17,28 @@ import (
 // The managed-jobs operations: each is a thin shell over internal/jobs,
 // which owns the records and the controller.
 
-func (e *Env) jobsLaunch(ctx context.Context, r *op.Request) (any, error) {
-	var b api.JobsLaunchBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) jobsLaunch(ctx context.Context, r *op.Request, b api.JobsLaunchBody) (api.JobsLaunchResult, error) {
 	// Before the YAML is parsed: its size in tasks is what is bounded.
 	if err := jobs.CheckDAGDocs(b.DAGYAML, e.Jobs.SubmitLimits()); err != nil {
-		return nil, err
+		return api.JobsLaunchResult{}, err
 	}
 	if err := submittedJobs(&b); err != nil {
-		return nil, err
+		return api.JobsLaunchResult{}, err
 	}
 	cfg, err := e.requestConfig(r)
 	if err != nil {
-		return nil, err
+		return api.JobsLaunchResult{}, err
 	}
 	if err := e.Backend.CheckVolumeAccess(ctx, b.Tasks, userOf(r)); err != nil {
-		return nil, opErr(err)
+		return api.JobsLaunchResult{}, opErr(err)
 	}
 	return e.Jobs.Submit(ctx, b, r.User, cfg.ActiveWorkspace(), r.Log)
 }
 
-func (e *Env) jobsQueue(ctx context.Context, r *op.Request) (any, error) {
-	var b api.JobsQueueBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) jobsQueue(ctx context.Context, r *op.Request, b api.JobsQueueBody) (api.JobsQueueResult, error) {
 	hidden, err := e.hiddenWorkspaces(r)
 	if err != nil {
-		return nil, err
+		return api.JobsQueueResult{}, err
 	}
 	b.HiddenWorkspaces = hidden
 	return e.Jobs.Queue(ctx, b, r.User)
@@ -54,56 +46,40 @@ func (e *Env) jobsQueue(ctx context.Context, r *op.Request) (any, error) {
 
 // jobsQueueStream is jobs.queue served as a stream (POST
 // /jobs/queue/stream): every record of the selection, one at a time.
-func (e *Env) jobsQueueStream(ctx context.Context, r *op.Request, emit func(any) error) error {
-	var b api.JobsQueueBody
-	if err := r.Decode(&b); err != nil {
-		return err
-	}
+func (e *Env) jobsQueueStream(ctx context.Context, r *op.Request, b api.JobsQueueBody, emit func(*api.ManagedJobRecord) error) error {
 	hidden, err := e.hiddenWorkspaces(r)
 	if err != nil {
 		return err
 	}
 	b.HiddenWorkspaces = hidden
-	return e.Jobs.QueueEach(ctx, b, r.User, func(rec *api.ManagedJobRecord) error { return emit(rec) })
+	return e.Jobs.QueueEach(ctx, b, r.User, emit)
 }
 
-func (e *Env) jobsCancel(ctx context.Context, r *op.Request) (any, error) {
-	var b api.JobsCancelBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) jobsCancel(ctx context.Context, r *op.Request, b api.JobsCancelBody) (api.JobsCancelResult, error) {
 	return e.Jobs.Cancel(ctx, b, r.User, r.User.Role == state.RoleAdmin, r.ID)
 }
 
-func (e *Env) jobsLogs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.JobsLogsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) jobsLogs(ctx context.Context, r *op.Request, b api.JobsLogsBody) (api.JobsLogsResult, error) {
 	return e.Jobs.Logs(ctx, b, r.User, r.User.Role == state.RoleAdmin, r.Log)
 }
 
 // jobsDownloadLogs leaves the selected jobs' logs (the task logs kept on
 // the server, or the controller log) in the request's files directory,
 // as <job id>/<file>, for the client to fetch.
-func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.JobsDownloadBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request, b api.JobsDownloadBody) (api.LogsDownload, error) {
 	admin := r.User.Role == state.RoleAdmin
 	var picked []*state.ManagedJob
 	if len(b.JobIDs) == 0 {
 		j, err := e.Jobs.Find(ctx, 0, b.Name, r.User, admin)
 		if err != nil {
-			return nil, notFoundJob(err, 0)
+			return api.LogsDownload{}, notFoundJob(err, 0)
 		}
 		picked = append(picked, j)
 	}
 	for _, id := range b.JobIDs {
 		j, err := e.Jobs.Find(ctx, id, "", r.User, admin)
 		if err != nil {
-			return nil, notFoundJob(err, id)
+			return api.LogsDownload{}, notFoundJob(err, id)
 		}
 		picked = append(picked, j)
 	}
@@ -111,7 +87,7 @@ func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request) (any, error) 
 	for _, j := range picked {
 		dir := filepath.Join(r.Files, strconv.Itoa(j.JobID))
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
+			return api.LogsDownload{}, err
 		}
 		jl := api.JobLogs{JobID: j.JobID, RunTimestamp: strconv.Itoa(j.JobID)}
 		var srcs map[string]string
@@ -125,7 +101,7 @@ func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request) (any, error) 
 		}
 		secrets, err := e.Jobs.Secrets(ctx, j.JobID)
 		if err != nil {
-			return nil, err
+			return api.LogsDownload{}, err
 		}
 		for name, src := range srcs {
 			raw, err := os.ReadFile(src)
@@ -133,17 +109,17 @@ func (e *Env) jobsDownloadLogs(ctx context.Context, r *op.Request) (any, error) 
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return api.LogsDownload{}, err
 			}
 			f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 			if err != nil {
-				return nil, err
+				return api.LogsDownload{}, err
 			}
 			w := newRedactingLog(f, secrets)
 			_, werr := w.Write(raw)
 			closeLog(w)
 			if err := errors.Join(werr, f.Close()); err != nil {
-				return nil, err
+				return api.LogsDownload{}, err
 			}
 			jl.Files = append(jl.Files, name)
 		}

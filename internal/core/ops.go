@@ -22,6 +22,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/catalog"
+	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
@@ -31,54 +32,50 @@ import (
 	"github.com/skygo/skygo/internal/task"
 )
 
-func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ValidateBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) validate(ctx context.Context, r *op.Request, b api.ValidateBody) (api.ValidateResult, error) {
 	opts := task.LoadOptions{Env: b.Env, LookupEnv: func(string) (string, bool) { return "", false }}
 	for k, v := range b.Secrets {
 		opts.Secrets = append(opts.Secrets, k+"="+v)
 	}
 	if len(b.ConfigSources) > 0 {
 		if b.YAML != "" || b.DAGYAML != "" || b.VolumeYAML != "" {
-			return nil, &op.Error{Type: "ValueError", Message: "the body has config_sources with a task or volume: send them alone"}
+			return api.ValidateResult{}, &op.Error{Type: "ValueError", Message: "the body has config_sources with a task or volume: send them alone"}
 		}
 		if err := config.CheckSources(b.ConfigSources); err != nil {
-			return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+			return api.ValidateResult{}, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 		}
 		return api.ValidateResult{Tasks: []api.ValidatedTask{}}, nil
 	}
 	if b.VolumeYAML != "" {
 		if b.YAML != "" || b.DAGYAML != "" {
-			return nil, &op.Error{Type: "ValueError", Message: "the body has volume_yaml with yaml or dag_yaml: send one of them"}
+			return api.ValidateResult{}, &op.Error{Type: "ValueError", Message: "the body has volume_yaml with yaml or dag_yaml: send one of them"}
 		}
 		if _, err := task.LoadVolumeSpecBytes(b.Name, []byte(b.VolumeYAML)); err != nil {
-			return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+			return api.ValidateResult{}, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 		}
 		return api.ValidateResult{Tasks: []api.ValidatedTask{}}, nil
 	}
 	name, text := b.Name, b.YAML
 	if b.DAGYAML != "" {
 		if b.YAML != "" {
-			return nil, &op.Error{Type: "ValueError", Message: "the body has both yaml and dag_yaml: send one of them"}
+			return api.ValidateResult{}, &op.Error{Type: "ValueError", Message: "the body has both yaml and dag_yaml: send one of them"}
 		}
 		name, text = dagYAMLName, b.DAGYAML
 	}
 	dag, err := task.LoadBytes(name, []byte(text), opts)
 	if err != nil {
-		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
+		return api.ValidateResult{}, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
 	}
 	out := api.ValidateResult{Tasks: []api.ValidatedTask{}}
 	for _, t := range dag.Tasks {
 		if err := task.ValidateName(t); err != nil {
-			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+			return api.ValidateResult{}, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
 		// The SDK's paths are the client's: they must at least be
 		// absolute, or the launch would refuse them.
 		if b.DAGYAML != "" {
 			if err := task.ValidateSubmitted(t); err != nil {
-				return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+				return api.ValidateResult{}, &op.Error{Type: "ValueError", Message: err.Error()}
 			}
 		}
 		rs := "-"
@@ -90,11 +87,7 @@ func (e *Env) validate(ctx context.Context, r *op.Request) (any, error) {
 	return out, nil
 }
 
-func (e *Env) check(ctx context.Context, r *op.Request) (any, error) {
-	var b api.CheckBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) check(ctx context.Context, r *op.Request, b api.CheckBody) ([]check.Result, error) {
 	cfg, err := e.requestConfig(r)
 	if err != nil {
 		return nil, err
@@ -102,16 +95,12 @@ func (e *Env) check(ctx context.Context, r *op.Request) (any, error) {
 	return e.runCheckWith(ctx, cfg, b.Infras, b.Verbose)
 }
 
-func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) {
-	var b api.GPUsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) listAccelerators(ctx context.Context, r *op.Request, b api.GPUsBody) (api.GPUsResult, error) {
 	f := catalog.GPUFilter{Name: b.Name, Count: b.Count, AllRegions: b.AllRegions}
 	if b.Infra != "" {
 		inf, err := resources.ParseInfra(b.Infra)
 		if err != nil {
-			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+			return api.GPUsResult{}, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
 		if inf.Cloud != "" {
 			if in, err := e.Backend.Infras.Get(infra.ID{Kind: strings.ToLower(inf.Cloud)}); err == nil {
@@ -128,16 +117,16 @@ func (e *Env) listAccelerators(ctx context.Context, r *op.Request) (any, error) 
 	}
 	list, err := e.catalog(b.EnvVars).ListGPUs(ctx, f)
 	if err != nil {
-		return nil, err
+		return api.GPUsResult{}, err
 	}
 	// Prices may be NaN (not offered): render here, where the types are,
 	// so only strict JSON and text travel.
 	var tb, js bytes.Buffer
 	if err := optimizer.WriteGPUTable(&tb, list, optimizer.GPUListOptions{Name: b.Name, All: b.All, Verbose: b.Verbose}); err != nil {
-		return nil, err
+		return api.GPUsResult{}, err
 	}
 	if err := optimizer.WriteGPUJSON(&js, list); err != nil {
-		return nil, err
+		return api.GPUsResult{}, err
 	}
 	return api.GPUsResult{Table: tb.String(), JSON: json.RawMessage(bytes.TrimSpace(js.Bytes()))}, nil
 }
@@ -216,53 +205,48 @@ func noResources(log io.Writer, enabled []string, err error) error {
 // noCloudAccess is SkyPilot's message when no cloud is enabled.
 const noCloudAccess = "Cloud access is not set up. Run: `sky check`"
 
-func (e *Env) launch(ctx context.Context, r *op.Request) (any, error) {
-	var b api.LaunchBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) launch(ctx context.Context, r *op.Request, b api.LaunchBody) (api.LaunchResult, error) {
 	if err := submittedLaunch(&b); err != nil {
-		return nil, err
+		return api.LaunchResult{}, err
 	}
 	cfg, err := e.requestConfig(r)
 	if err != nil {
-		return nil, err
+		return api.LaunchResult{}, err
 	}
 	b.Workspace = cfg.ActiveWorkspace()
 	if b.Dryrun {
 		if res, ok := e.Backend.DryRunExisting(ctx, b.ClusterName, userOf(r)); ok {
 			fmt.Fprintln(r.Log, "Dryrun complete. Would have run:")
 			fmt.Fprintln(r.Log, describeTask(b.Task))
-			return res, nil
+			return *res, nil
 		}
 	}
 	plan, err := e.planner(ctx, b, r.Log)
 	if err != nil {
-		return nil, err
+		return api.LaunchResult{}, err
 	}
 	if b.Dryrun {
 		res, err := resources.Parse(b.Task.Resources)
 		if err != nil {
-			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+			return api.LaunchResult{}, &op.Error{Type: "ValueError", Message: err.Error()}
 		}
 		if err := e.Backend.PinToVolumes(ctx, &b.Task, res, userOf(r)); err != nil {
-			return nil, opErr(err)
+			return api.LaunchResult{}, opErr(err)
 		}
 		if _, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil); err != nil {
-			return nil, err
+			return api.LaunchResult{}, err
 		}
 		fmt.Fprintln(r.Log, "Dryrun finished.")
 		return api.LaunchResult{ClusterName: b.ClusterName}, nil
 	}
 	release, shown, err := e.resolveUploads(&b.Task, r.User, true)
 	if err != nil {
-		return nil, err
+		return api.LaunchResult{}, err
 	}
 	defer release()
 	log := newRequestLog(r.Log, b.Task.Secrets, shown)
 	defer closeLog(log)
-	out, err := e.Backend.Launch(ctx, b, userOf(r), plan, log)
-	return out, opErr(err)
+	return value(e.Backend.Launch(ctx, b, userOf(r), plan, log))
 }
 
 // describeTask is the task as SkyPilot names it after "Would have run:":
@@ -294,25 +278,21 @@ func describeTask(t api.TaskSpec) string {
 
 // optimize prints the optimizer's table for a launch body without
 // launching: the client shows it before asking to provision.
-func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
-	var ob api.OptimizeBody
-	if err := r.Decode(&ob); err != nil {
-		return nil, err
-	}
+func (e *Env) optimize(ctx context.Context, r *op.Request, ob api.OptimizeBody) (string, error) {
 	b := ob.LaunchBody
 	if err := submittedLaunch(&b); err != nil {
-		return nil, err
+		return "", err
 	}
 	specs := []api.TaskSpec{b.Task}
 	if ob.DAGYAML != "" {
 		if ob.TaskYAML != "" || !reflect.ValueOf(ob.Task).IsZero() {
-			return nil, &op.Error{Type: "ValueError", Message: "the body has dag_yaml and a task: send one of them"}
+			return "", &op.Error{Type: "ValueError", Message: "the body has dag_yaml and a task: send one of them"}
 		}
 		// Planned as `sky jobs launch` shows a DAG before asking: each
 		// task in turn.
 		jb := api.JobsLaunchBody{DAGYAML: ob.DAGYAML}
 		if err := submittedJobs(&jb); err != nil {
-			return nil, err
+			return "", err
 		}
 		specs = jb.Tasks
 	}
@@ -322,22 +302,22 @@ func (e *Env) optimize(ctx context.Context, r *op.Request) (any, error) {
 		b.Task = spec
 		plan, err := e.planner(ctx, b, r.Log)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		res, err := resources.Parse(b.Task.Resources)
 		if err != nil {
-			return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+			return "", &op.Error{Type: "ValueError", Message: err.Error()}
 		}
 		if err := e.Backend.PinToVolumes(ctx, &b.Task, res, userOf(r)); err != nil {
-			return nil, opErr(err)
+			return "", opErr(err)
 		}
 		p, err := plan(ctx, res, max(b.Task.NumNodes, 1), nil)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		doc, err := optimizedTask(spec, p)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		docs = append(docs, doc)
 	}
@@ -378,27 +358,32 @@ func optimizedTask(spec api.TaskSpec, p *optimizer.Plan) (string, error) {
 	return string(out), err
 }
 
-func (e *Env) exec(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ExecBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) exec(ctx context.Context, r *op.Request, b api.ExecBody) (api.LaunchResult, error) {
 	if err := submittedTask(&b.Task, b.TaskYAML, b.UploadID); err != nil {
-		return nil, err
+		return api.LaunchResult{}, err
 	}
 	b.TaskYAML, b.UploadID = "", ""
 	if _, err := e.requestConfig(r); err != nil {
-		return nil, err
+		return api.LaunchResult{}, err
 	}
 	release, shown, err := e.resolveUploads(&b.Task, r.User, false)
 	if err != nil {
-		return nil, err
+		return api.LaunchResult{}, err
 	}
 	defer release()
 	log := newRequestLog(r.Log, b.Task.Secrets, shown)
 	defer closeLog(log)
-	out, err := e.Backend.Exec(ctx, b, userOf(r), log)
-	return out, opErr(err)
+	return value(e.Backend.Exec(ctx, b, userOf(r), log))
+}
+
+// value is a backend result the request returns, with its typed errors
+// kept (opErr).
+func value[T any](res *T, err error) (T, error) {
+	var v T
+	if res != nil {
+		v = *res
+	}
+	return v, opErr(err)
 }
 
 // opErr keeps the backend's typed errors as the request's error type.
@@ -446,11 +431,7 @@ func (e *Env) clusterNames(ctx context.Context, b api.ClustersBody, u backend.Us
 func mayActOnOthers(r *op.Request) bool { return userOf(r).Admin }
 
 // forEach runs f on every selected cluster and joins the errors.
-func (e *Env) forEach(ctx context.Context, r *op.Request, f func(name string) error) (any, error) {
-	var b api.ClustersBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) forEach(ctx context.Context, r *op.Request, b api.ClustersBody, f func(name string) error) ([]string, error) {
 	names, err := e.clusterNames(ctx, b, userOf(r))
 	if err != nil {
 		return nil, err
@@ -471,10 +452,8 @@ func (e *Env) forEach(ctx context.Context, r *op.Request, f func(name string) er
 	return names, errors.Join(errs...)
 }
 
-func (e *Env) stop(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ClustersBody
-	_ = r.Decode(&b)
-	return e.forEach(ctx, r, func(n string) error {
+func (e *Env) stop(ctx context.Context, r *op.Request, b api.ClustersBody) ([]string, error) {
+	return e.forEach(ctx, r, b, func(n string) error {
 		if err := e.drainJobs(ctx, n, userOf(r), b, r.Log); err != nil {
 			return err
 		}
@@ -482,16 +461,12 @@ func (e *Env) stop(ctx context.Context, r *op.Request) (any, error) {
 	})
 }
 
-func (e *Env) start(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ClustersBody
-	_ = r.Decode(&b)
-	return e.forEach(ctx, r, func(n string) error { return e.Backend.Start(ctx, n, userOf(r), b.Force, b.Retry, r.Log) })
+func (e *Env) start(ctx context.Context, r *op.Request, b api.ClustersBody) ([]string, error) {
+	return e.forEach(ctx, r, b, func(n string) error { return e.Backend.Start(ctx, n, userOf(r), b.Force, b.Retry, r.Log) })
 }
 
-func (e *Env) down(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ClustersBody
-	_ = r.Decode(&b)
-	return e.forEach(ctx, r, func(n string) error {
+func (e *Env) down(ctx context.Context, r *op.Request, b api.ClustersBody) ([]string, error) {
+	return e.forEach(ctx, r, b, func(n string) error {
 		if err := e.drainJobs(ctx, n, userOf(r), b, r.Log); err != nil && !b.Purge {
 			return err
 		}
@@ -538,11 +513,7 @@ func (e *Env) drainJobs(ctx context.Context, name string, u backend.User, b api.
 	}
 }
 
-func (e *Env) autostop(ctx context.Context, r *op.Request) (any, error) {
-	var b api.AutostopBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) autostop(ctx context.Context, r *op.Request, b api.AutostopBody) ([]string, error) {
 	names, err := e.clusterNames(ctx, api.ClustersBody{ClusterNames: b.ClusterNames, All: b.All, AllUsers: b.AllUsers}, userOf(r))
 	if err != nil {
 		return nil, err
@@ -666,11 +637,7 @@ func (e *Env) record(ctx context.Context, c *state.Cluster) api.ClusterRecord {
 	return rec
 }
 
-func (e *Env) status(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ClustersBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) status(ctx context.Context, r *op.Request, b api.ClustersBody) ([]api.ClusterRecord, error) {
 	u := userOf(r)
 	f := state.ClusterFilter{}
 	if !b.AllUsers {
@@ -750,11 +717,7 @@ func filterNames(cs []*state.Cluster, want map[string]bool) []*state.Cluster {
 	return out
 }
 
-func (e *Env) queue(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ClustersBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) queue(ctx context.Context, r *op.Request, b api.ClustersBody) (map[string][]agentapi.Job, error) {
 	u := userOf(r)
 	names := b.ClusterNames
 	if len(names) == 0 {
@@ -791,78 +754,54 @@ func (e *Env) queue(ctx context.Context, r *op.Request) (any, error) {
 	return out, nil
 }
 
-func (e *Env) cancel(ctx context.Context, r *op.Request) (any, error) {
-	var b api.CancelBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) cancel(ctx context.Context, r *op.Request, b api.CancelBody) (agentapi.CancelResult, error) {
 	if len(b.JobIDs) == 0 && !b.All {
-		return nil, &op.Error{Type: "ValueError", Message: "name the jobs to cancel (JOB_IDS) or pass --all"}
+		return agentapi.CancelResult{}, &op.Error{Type: "ValueError", Message: "name the jobs to cancel (JOB_IDS) or pass --all"}
 	}
 	out, err := e.Backend.Cancel(ctx, b.ClusterName, userOf(r), b.JobIDs, b.All, b.AllUsers)
 	return out, opErr(err)
 }
 
-func (e *Env) logs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.LogsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) logs(ctx context.Context, r *op.Request, b api.LogsBody) (api.JobStatusResult, error) {
 	id := 0
 	if len(b.JobIDs) > 0 {
 		id = b.JobIDs[0]
 	}
 	st, err := e.Backend.Logs(ctx, b.ClusterName, userOf(r), id, b.Follow, b.Tail, b.Worker, r.Log)
 	if err != nil {
-		return nil, opErr(err)
+		return api.JobStatusResult{}, opErr(err)
 	}
 	return api.JobStatusResult{JobID: id, Status: st}, nil
 }
 
-func (e *Env) jobStatus(ctx context.Context, r *op.Request) (any, error) {
-	var b api.LogsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) jobStatus(ctx context.Context, r *op.Request, b api.LogsBody) (api.JobStatusResult, error) {
 	id := 0
 	if len(b.JobIDs) > 0 {
 		id = b.JobIDs[0]
 	}
 	id, st, err := e.Backend.JobStatus(ctx, b.ClusterName, userOf(r), id)
 	if err != nil {
-		return nil, opErr(err)
+		return api.JobStatusResult{}, opErr(err)
 	}
 	return api.JobStatusResult{JobID: id, Status: st}, nil
 }
 
-func (e *Env) downloadLogs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.LogsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) downloadLogs(ctx context.Context, r *op.Request, b api.LogsBody) (api.LogsDownload, error) {
 	jobs, err := e.Backend.DownloadLogs(ctx, b.ClusterName, userOf(r), b.JobIDs, r.Files)
 	if err != nil {
-		return nil, opErr(err)
+		return api.LogsDownload{}, opErr(err)
 	}
 	return api.LogsDownload{RequestID: r.ID, Jobs: jobs}, nil
 }
 
-func (e *Env) hookLogs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.LogsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) hookLogs(ctx context.Context, r *op.Request, b api.LogsBody) (op.Null, error) {
 	if b.Hook != "" && !slices.Contains(agentapi.HookEvents, b.Hook) {
-		return nil, &op.Error{Type: "ValueError", Message: fmt.Sprintf("unknown hook event %q: choose one of %s", b.Hook, strings.Join(agentapi.HookEvents, ", "))}
+		return op.Null{}, &op.Error{Type: "ValueError", Message: fmt.Sprintf("unknown hook event %q: choose one of %s", b.Hook, strings.Join(agentapi.HookEvents, ", "))}
 	}
-	return nil, opErr(e.Backend.HookLog(ctx, b.ClusterName, userOf(r), b.Hook, r.Log))
+	return op.Null{}, opErr(e.Backend.HookLog(ctx, b.ClusterName, userOf(r), b.Hook, r.Log))
 }
 
-func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
-	var b api.CostReportBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) costReport(ctx context.Context, r *op.Request, b api.CostReportBody) ([]api.CostRecord, error) {
 	days := 30 // a client that sends no window gets SkyPilot's default
 	if b.Days != nil {
 		days = *b.Days
@@ -891,11 +830,7 @@ func (e *Env) costReport(ctx context.Context, r *op.Request) (any, error) {
 // address that serves it: the head node's address and the port. On the
 // local infrastructure that is the node's own 127.0.0.x address, where a
 // job listening on the port answers.
-func (e *Env) endpoints(ctx context.Context, r *op.Request) (any, error) {
-	var b api.EndpointsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) endpoints(ctx context.Context, r *op.Request, b api.EndpointsBody) (map[string]string, error) {
 	u := userOf(r)
 	c, err := e.Store.GetCluster(ctx, b.Cluster)
 	if errors.Is(err, state.ErrNotFound) || (err == nil && !u.Admin && u.Hash != "" && c.UserHash != u.Hash) {
@@ -993,11 +928,7 @@ func (e *Env) costRecord(ctx context.Context, h *state.History, now time.Time) a
 
 // clusterJobSpec is sky.cluster_job_spec: the task YAML (secrets
 // redacted) and entrypoint a cluster job was submitted with, or null.
-func (e *Env) clusterJobSpec(ctx context.Context, r *op.Request) (any, error) {
-	var b api.ClusterJobSpecBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) clusterJobSpec(ctx context.Context, r *op.Request, b api.ClusterJobSpecBody) (*api.ClusterJobSpec, error) {
 	if b.ClusterName == "" || b.JobID <= 0 {
 		return nil, &op.Error{Type: "ValueError", Message: "cluster_job_spec needs a cluster_name and a job_id (a positive integer)"}
 	}
@@ -1005,15 +936,12 @@ func (e *Env) clusterJobSpec(ctx context.Context, r *op.Request) (any, error) {
 	if err != nil {
 		return nil, opErr(err)
 	}
-	if spec == nil {
-		return nil, nil
-	}
 	return spec, nil
 }
 
 // workspaces is sky.workspaces: each workspace the server defines (its
 // workspaces: section, "default" always among them) with its settings.
-func (e *Env) workspaces(ctx context.Context, r *op.Request) (any, error) {
+func (e *Env) workspaces(ctx context.Context, r *op.Request, _ op.NoBody) (map[string]any, error) {
 	cfg, err := config.Load(config.LoadOptions{Home: e.Home})
 	if err != nil {
 		return nil, &op.Error{Type: "InvalidSkyPilotConfigError", Message: err.Error()}
@@ -1043,10 +971,10 @@ func (e *Env) workspaces(ctx context.Context, r *op.Request) (any, error) {
 // and how many are free, then one row per place (Slurm's CLUSTER and
 // PARTITION), then, with -v, per node. JSON: GPU name -> offerings, each
 // place an entry with its counts.
-func liveGPUs(ctx context.Context, gl infra.GPULister, kind, region string, b api.GPUsBody) (any, error) {
+func liveGPUs(ctx context.Context, gl infra.GPULister, kind, region string, b api.GPUsBody) (api.GPUsResult, error) {
 	rows, err := gl.GPUs(ctx, region)
 	if err != nil {
-		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
+		return api.GPUsResult{}, &op.Error{Type: "ValueError", Message: err.Error()}
 	}
 	match := func(g string) bool { return b.Name == "" || strings.EqualFold(g, b.Name) }
 	display := optimizer.DisplayName(kind)
@@ -1151,7 +1079,7 @@ func liveGPUs(ctx context.Context, gl infra.GPULister, kind, region string, b ap
 	}
 	js, err := json.Marshal(out)
 	if err != nil {
-		return nil, err
+		return api.GPUsResult{}, err
 	}
 	return api.GPUsResult{Table: tb.String(), JSON: js}, nil
 }

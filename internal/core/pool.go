@@ -14,55 +14,35 @@ import (
 // The pool operations: thin shells over internal/jobs, which owns the
 // pools' records and their controllers.
 
-func (e *Env) poolApply(ctx context.Context, r *op.Request) (any, error) {
-	var b api.PoolApplyBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) poolApply(ctx context.Context, r *op.Request, b api.PoolApplyBody) (api.PoolApplyResult, error) {
 	if err := submittedPool(&b); err != nil {
-		return nil, err
+		return api.PoolApplyResult{}, err
 	}
 	cfg, err := e.requestConfig(r)
 	if err != nil {
-		return nil, err
+		return api.PoolApplyResult{}, err
 	}
 	return e.Jobs.PoolApply(ctx, b, r.User, cfg.ActiveWorkspace(), r.Log)
 }
 
-func (e *Env) poolStatus(ctx context.Context, r *op.Request) (any, error) {
-	var b api.PoolStatusBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) poolStatus(ctx context.Context, r *op.Request, b api.PoolStatusBody) ([]api.PoolRecord, error) {
 	return e.Jobs.PoolStatus(ctx, b, r.User)
 }
 
-func (e *Env) poolDown(ctx context.Context, r *op.Request) (any, error) {
-	var b api.PoolDownBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) poolDown(ctx context.Context, r *op.Request, b api.PoolDownBody) (api.PoolDownResult, error) {
 	return e.Jobs.PoolDown(ctx, b, r.User, r.Log)
 }
 
-func (e *Env) poolLogs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.PoolLogsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
-	return nil, e.Jobs.PoolLogs(ctx, b, r.User, r.Log)
+func (e *Env) poolLogs(ctx context.Context, r *op.Request, b api.PoolLogsBody) (op.Null, error) {
+	return op.Null{}, e.Jobs.PoolLogs(ctx, b, r.User, r.Log)
 }
 
 // poolSyncDown leaves the pool's logs in the request's files directory,
 // as <pool>/<file>, for the client to fetch.
-func (e *Env) poolSyncDown(ctx context.Context, r *op.Request) (any, error) {
-	var b api.PoolSyncDownBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) poolSyncDown(ctx context.Context, r *op.Request, b api.PoolSyncDownBody) (api.LogsDownload, error) {
 	srcs, err := e.Jobs.PoolLogFiles(ctx, b, r.User)
 	if err != nil {
-		return nil, err
+		return api.LogsDownload{}, err
 	}
 	return copyLogFiles(r, b.Name, srcs)
 }

@@ -10,26 +10,22 @@ import (
 )
 
 // storageLs is sky.storage_ls: the buckets SkyGo created.
-func (e *Env) storageLs(ctx context.Context, r *op.Request) (any, error) {
+func (e *Env) storageLs(ctx context.Context, r *op.Request, _ op.NoBody) ([]api.StorageRecord, error) {
 	return e.Backend.ListStorage(ctx)
 }
 
 // storageDelete is sky.storage_delete: one storage, its sky-managed
 // buckets with their objects, then its record.
-func (e *Env) storageDelete(ctx context.Context, r *op.Request) (any, error) {
-	var b api.StorageBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) storageDelete(ctx context.Context, r *op.Request, b api.StorageBody) (op.Null, error) {
 	if b.Name == "" {
-		return nil, &op.Error{Type: "ValueError", Message: "name the storage to delete (`sky storage ls` lists them)"}
+		return op.Null{}, &op.Error{Type: "ValueError", Message: "name the storage to delete (`sky storage ls` lists them)"}
 	}
 	err := e.Backend.DeleteStorage(ctx, b.Name, r.Log)
 	if errors.Is(err, backend.ErrStorageNotFound) {
-		return nil, &op.Error{Type: "ValueError", Message: "Storage name '" + b.Name + "' not found."}
+		return op.Null{}, &op.Error{Type: "ValueError", Message: "Storage name '" + b.Name + "' not found."}
 	}
 	if err != nil {
-		return nil, err
+		return op.Null{}, err
 	}
-	return nil, nil
+	return op.Null{}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
@@ -28,9 +29,9 @@ import (
 
 func (e *Env) volumeOps() []op.Op {
 	return []op.Op{
-		{Name: "volumes.apply", Schedule: op.Long, Body: api.VolumeApplyBody{}, Result: op.Null{}, Run: e.volumesApply},
-		{Name: "volumes.ls", Schedule: op.Short, Body: api.VolumeLsBody{}, Result: []api.VolumeRecord{}, Run: e.volumesLs},
-		{Name: "volumes.delete", Schedule: op.Long, Body: api.VolumeDeleteBody{}, Result: []string{}, Run: e.volumesDelete},
+		op.Handle(apiop.VolumesApply, e.volumesApply),
+		op.Handle(apiop.VolumesLs, e.volumesLs),
+		op.Handle(apiop.VolumesDelete, e.volumesDelete),
 	}
 }
 
@@ -102,14 +103,10 @@ func volumeNameOnCloud(name, userHash string) string {
 	return s + "-" + strings.ToLower(user) + "-" + hex.EncodeToString(rnd)
 }
 
-func (e *Env) volumesApply(ctx context.Context, r *op.Request) (any, error) {
-	var b api.VolumeApplyBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) volumesApply(ctx context.Context, r *op.Request, b api.VolumeApplyBody) (op.Null, error) {
 	spec, err := volumeSpecOf(b)
 	if err != nil {
-		return nil, err
+		return op.Null{}, err
 	}
 	infras := e.Backend.Infras
 	place := spec.Infra
@@ -127,28 +124,28 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request) (any, error) {
 	}
 	host, err := infras.VolumeHostFor(kind, spec.Type)
 	if err != nil {
-		return nil, &op.Error{Type: "NotSupportedError", Message: err.Error()}
+		return op.Null{}, &op.Error{Type: "NotSupportedError", Message: err.Error()}
 	}
 	if spec.Type == task.HostDirType && spec.SizeGi > 0 {
 		// A host directory takes what the host's disk has; a size would
 		// be a promise nothing keeps.
-		return nil, valueError("a host-dir volume has no size of its own (it uses the host's disk): drop size / --size")
+		return op.Null{}, valueError("a host-dir volume has no size of its own (it uses the host's disk): drop size / --size")
 	}
 	unlock, err := e.Store.LockVolume(ctx, spec.Name)
 	if err != nil {
-		return nil, err
+		return op.Null{}, err
 	}
 	defer unlock()
 	if cur, err := e.Store.GetVolume(ctx, spec.Name); err == nil {
 		// Names are one namespace for all users: another user's volume
 		// of this name is not the caller's to "already have".
 		if !backend.MayUseVolume(cur, userOf(r)) {
-			return nil, valueError("Volume %s already exists and belongs to another user; choose another name.", spec.Name)
+			return op.Null{}, valueError("Volume %s already exists and belongs to another user; choose another name.", spec.Name)
 		}
 		fmt.Fprintf(r.Log, "Volume %s already exists.\n", spec.Name)
-		return nil, nil
+		return op.Null{}, nil
 	} else if !errors.Is(err, state.ErrNotFound) {
-		return nil, err
+		return op.Null{}, err
 	}
 	id, err := infra.ParseID(strings.ToLower(kind) + "/" + rest)
 	if kubernetes {
@@ -158,18 +155,18 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request) (any, error) {
 		}
 	}
 	if err != nil {
-		return nil, valueError("infra %q: %v", place, err)
+		return op.Null{}, valueError("infra %q: %v", place, err)
 	}
 	u := r.User
 	cfg, err := e.requestConfig(r)
 	if err != nil {
-		return nil, err
+		return op.Null{}, err
 	}
 	v := &state.Volume{Name: spec.Name, Type: spec.Type, Cloud: id.Kind, Region: id.Part(0), Zone: id.Part(1),
 		SizeGi: spec.SizeGi, UserHash: u.ID, UserName: u.Name, Workspace: cfg.ActiveWorkspace(), Status: state.VolumeReady,
 		CreationYAML: b.YAML}
 	if len(id.Parts) > 2 {
-		return nil, valueError("infra %q has too many parts; write %s[/<region>[/<zone>]]", place, id.Kind)
+		return op.Null{}, valueError("infra %q has too many parts; write %s[/<region>[/<zone>]]", place, id.Kind)
 	}
 	if spec.ConfigRaw != nil {
 		v.Config, _ = json.Marshal(spec.ConfigRaw)
@@ -185,15 +182,15 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request) (any, error) {
 	}
 	fmt.Fprintf(r.Log, "Creating volume %s (%s on %s)...\n", v.Name, v.Type, id.String())
 	if err := host.ApplyVolume(ctx, v, spec.UseExisting); err != nil {
-		return nil, valueError("volume %s: %v", v.Name, err)
+		return op.Null{}, valueError("volume %s: %v", v.Name, err)
 	}
 	if err := e.Store.CreateVolume(ctx, v); errors.Is(err, state.ErrExists) {
-		return nil, valueError("volume %s: %s on %s is already registered under another volume name", v.Name, v.NameOnCloud, id.String())
+		return op.Null{}, valueError("volume %s: %s on %s is already registered under another volume name", v.Name, v.NameOnCloud, id.String())
 	} else if err != nil {
-		return nil, err
+		return op.Null{}, err
 	}
 	fmt.Fprintf(r.Log, "Created volume %s.\n", v.Name)
-	return nil, nil
+	return op.Null{}, nil
 }
 
 func withKey(raw json.RawMessage, k string, v any) json.RawMessage {
@@ -204,11 +201,7 @@ func withKey(raw json.RawMessage, k string, v any) json.RawMessage {
 	return out
 }
 
-func (e *Env) volumesLs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.VolumeLsBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) volumesLs(ctx context.Context, r *op.Request, b api.VolumeLsBody) ([]api.VolumeRecord, error) {
 	vols, err := e.visibleVolumes(ctx, r)
 	if err != nil {
 		return nil, err
@@ -352,11 +345,7 @@ func volumeRecord(v *state.Volume) api.VolumeRecord {
 	return rec
 }
 
-func (e *Env) volumesDelete(ctx context.Context, r *op.Request) (any, error) {
-	var b api.VolumeDeleteBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (e *Env) volumesDelete(ctx context.Context, r *op.Request, b api.VolumeDeleteBody) ([]string, error) {
 	names := b.Names
 	if b.All {
 		// -a is every volume the caller may delete: a user's own, an

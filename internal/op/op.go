@@ -2,8 +2,14 @@
 // it serves: an Op names its work and the worker pool it runs on, a
 // Request is what the work sees of the API request, and an Error chooses
 // the error type recorded in the request. The server (internal/server)
-// runs Ops; the operations (internal/core) define them. Both import this
-// package and neither imports the other.
+// runs Ops; the operations (internal/core, and the infrastructures' own)
+// define them. Both import this package and neither imports the other.
+//
+// An operation is described once, by a Desc in internal/apiop (name,
+// body and result types, schedule, auth rule), and served with
+// Handle(desc, handler); clients submit the same Desc. Adding an
+// operation is one descriptor, one handler and the command that calls
+// it.
 package op
 
 import (
@@ -67,10 +73,17 @@ func (s Schedule) String() string {
 // return value (the whole managed-jobs queue), so a listing never holds
 // more than a page of them; the server routes only those it names in its
 // fixed routes. The request it gets has no ID, log or files.
+//
+// AdminOnly, when set, names the command that sends an operation only an
+// admin may run (Permit).
+//
+// Operations are made from their descriptors (internal/apiop) with Handle
+// rather than written out field by field.
 type Op struct {
 	Name                 string
 	Schedule             Schedule
 	CancelWhenUnfollowed bool
+	AdminOnly            string
 	Body, Result         any
 	Run                  func(ctx context.Context, r *Request) (any, error)
 	Stream               func(ctx context.Context, r *Request, emit func(v any) error) error

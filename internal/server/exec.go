@@ -258,6 +258,9 @@ func safeRun(ctx context.Context, o op.Op, req *op.Request) (result any, err err
 			err = &op.Error{Type: "InternalError", Message: fmt.Sprintf("operation %s panicked: %v", o.Name, p)}
 		}
 	}()
+	if err := o.Permit(req); err != nil {
+		return nil, err
+	}
 	return o.Run(ctx, req)
 }
 

@@ -39,6 +39,9 @@ func (s *Server) streamHandler(name string) handler {
 		if err := s.authorize(asOp, u.Role); err != nil {
 			return nil, err
 		}
+		if err := o.Permit(&op.Request{User: u}); err != nil {
+			return nil, errf(http.StatusForbidden, "%s", err.Error())
+		}
 		body, _, err := readOpBody(w, r)
 		if err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
 )
@@ -21,9 +22,9 @@ var _ infra.Operations = (*Infra)(nil)
 // node and GPU availability calls.
 func (in *Infra) Ops() []op.Op {
 	return []op.Op{
-		{Name: "kubernetes_label_gpus", Schedule: op.Short, Body: api.GPUsLabelBody{}, Result: []api.GPUNodeLabel{}, Run: in.labelGPUs},
-		{Name: "kubernetes_node_info", Schedule: op.Short, Body: api.KubernetesNodeInfoBody{}, Result: api.KubernetesNodesInfo{}, Run: in.nodeInfo},
-		{Name: "realtime_kubernetes_gpu_availability", Schedule: op.Short, Body: api.RealtimeGPUAvailabilityBody{}, Result: [][]any{}, Run: in.realtimeGPUs},
+		op.Handle(apiop.KubernetesLabelGPUs, in.labelGPUs),
+		op.Handle(apiop.KubernetesNodeInfo, in.nodeInfo),
+		op.Handle(apiop.RealtimeKubernetesGPUAvailability, in.realtimeGPUs),
 	}
 }
 
@@ -44,18 +45,14 @@ func (in *Infra) oneContext(name string) (string, error) {
 
 // nodeInfo is sky.kubernetes_node_info: every node of a context with
 // its accelerator, total and free GPUs, CPUs and memory, live.
-func (in *Infra) nodeInfo(ctx context.Context, r *op.Request) (any, error) {
-	var b api.KubernetesNodeInfoBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (in *Infra) nodeInfo(ctx context.Context, r *op.Request, b api.KubernetesNodeInfoBody) (api.KubernetesNodesInfo, error) {
 	name, err := in.oneContext(b.Context)
 	if err != nil {
-		return nil, err
+		return api.KubernetesNodesInfo{}, err
 	}
 	raw, nodes, err := in.inventory(ctx, name, true)
 	if err != nil {
-		return nil, err
+		return api.KubernetesNodesInfo{}, err
 	}
 	out := api.KubernetesNodesInfo{NodeInfoDict: map[string]api.KubernetesNodeInfo{}}
 	if raw.podsHidden {
@@ -88,11 +85,7 @@ func (in *Infra) nodeInfo(ctx context.Context, r *op.Request) (any, error) {
 // realtimeGPUs is sky.realtime_kubernetes_gpu_availability: per context,
 // [gpu, requestable counts, capacity, available] for each accelerator,
 // as SkyPilot's list of (context, [RealtimeGpuAvailability]).
-func (in *Infra) realtimeGPUs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.RealtimeGPUAvailabilityBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (in *Infra) realtimeGPUs(ctx context.Context, r *op.Request, b api.RealtimeGPUAvailabilityBody) ([][]any, error) {
 	if b.IsSSH {
 		return nil, &op.Error{Type: "ValueError", Message: "SkyGo's SSH node pools are not Kubernetes contexts; use sky.list_accelerators with clouds='ssh'"}
 	}
@@ -132,11 +125,7 @@ func (in *Infra) realtimeGPUs(ctx context.Context, r *op.Request) (any, error) {
 // publish. SkyPilot's command runs a probe job with nvidia-smi on every
 // node instead; without GPU hardware to probe, SkyGo labels what the
 // nodes already say and names the nodes it cannot label, with what to do.
-func (in *Infra) labelGPUs(ctx context.Context, r *op.Request) (any, error) {
-	var b api.GPUsLabelBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (in *Infra) labelGPUs(ctx context.Context, r *op.Request, b api.GPUsLabelBody) ([]api.GPUNodeLabel, error) {
 	if b.Cleanup {
 		fmt.Fprintln(r.Log, "Nothing to clean up: SkyGo's GPU labelling creates no objects in the cluster.")
 		return []api.GPUNodeLabel{}, nil

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
@@ -127,12 +128,12 @@ func (l capacity) Feasible(_ context.Context, req optimizer.Request, numNodes in
 // Ops implements infra.Operations: `sky local up` and `sky local down`.
 func (in *Infra) Ops() []op.Op {
 	return []op.Op{
-		{Name: "local_up", Schedule: op.Long, Body: op.NoBody{}, Result: map[string]bool{}, Run: in.up},
-		{Name: "local_down", Schedule: op.Long, Body: op.NoBody{}, Result: map[string]bool{}, Run: in.down},
+		op.Handle(apiop.LocalUp, in.up),
+		op.Handle(apiop.LocalDown, in.down),
 	}
 }
 
-func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
+func (in *Infra) up(ctx context.Context, r *op.Request, _ op.NoBody) (map[string]bool, error) {
 	if err := in.env.Store.DeleteSetting(ctx, check.SettingLocalDisabled); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
 // down ones included. One that fails does not keep the others; the
 // infrastructure stays enabled until all are gone, so that the failed
 // ones can still be seen and taken down.
-func (in *Infra) down(ctx context.Context, r *op.Request) (any, error) {
+func (in *Infra) down(ctx context.Context, r *op.Request, _ op.NoBody) (map[string]bool, error) {
 	names, err := in.P.Remnants()
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/op"
@@ -27,30 +28,12 @@ import (
 // sshProbeTimeout bounds probing one host (connect, auth, facts).
 const sshProbeTimeout = 20 * time.Second
 
-// PoolRecord is what the last `sky ssh up` learnt about one pool.
-type PoolRecord struct {
-	Pool     string       `json:"pool"`
-	ProbedAt time.Time    `json:"probed_at"`
-	Hosts    []HostRecord `json:"hosts"`
-}
+// PoolRecord is what the last `sky ssh up` learnt about one pool (the
+// result of /ssh_up, hence an API type).
+type PoolRecord = api.SSHPoolRecord
 
-// HostRecord is one probed host. Error is set when the host could not
-// be used (unreachable, auth refused, wrong OS/arch, install failed).
-type HostRecord struct {
-	Name     string         `json:"name"`
-	Address  string         `json:"address,omitempty"` // user@addr:port
-	Error    string         `json:"error,omitempty"`
-	OS       string         `json:"os,omitempty"`
-	Arch     string         `json:"arch,omitempty"`
-	CPUs     int            `json:"cpus,omitempty"`
-	MemoryGB float64        `json:"memory_gb,omitempty"`
-	GPUs     map[string]int `json:"gpus,omitempty"`
-	// Binary is "copied" or "up to date" (the node runtime at ~/.sky/bin/sky-node).
-	Binary string `json:"binary,omitempty"`
-}
-
-// Ready says whether the host can take clusters.
-func (h HostRecord) Ready() bool { return h.Error == "" }
+// HostRecord is one probed host of a PoolRecord.
+type HostRecord = api.SSHHostRecord
 
 func sshPoolKey(pool string) string { return "ssh_pool/" + pool }
 
@@ -187,11 +170,7 @@ func hostMisfit(h HostRecord, req optimizer.Request) string {
 // node runtime, record the result and print a table of hosts. Hosts that
 // cannot be used make the request fail, naming each host and its cause,
 // after the record is written (the usable hosts stay usable).
-func (in *Infra) up(ctx context.Context, r *op.Request) (any, error) {
-	var b api.SSHUpBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (in *Infra) up(ctx context.Context, r *op.Request, b api.SSHUpBody) ([]*api.SSHPoolRecord, error) {
 	var pools map[string]*Pool
 	var err error
 	if b.PoolsYAML != "" {
@@ -323,11 +302,7 @@ func orDash(s string) string {
 
 // sshDown is `sky ssh down`: refuse while a cluster holds hosts of the
 // pool, else remove from every host what `sky ssh up` installed.
-func (in *Infra) down(ctx context.Context, r *op.Request) (any, error) {
-	var b api.SSHDownBody
-	if err := r.Decode(&b); err != nil {
-		return nil, err
-	}
+func (in *Infra) down(ctx context.Context, r *op.Request, b api.SSHDownBody) ([]string, error) {
 	all, err := in.LoadPools()
 	if err != nil {
 		return nil, &op.Error{Type: "ValueError", Message: err.Error()}
@@ -442,7 +417,7 @@ func (in *Infra) Capacity() optimizer.CapacityInfra { return capacity{in} }
 // Ops implements infra.Operations: `sky ssh up` and `sky ssh down`.
 func (in *Infra) Ops() []op.Op {
 	return []op.Op{
-		{Name: "ssh_up", Schedule: op.Long, Body: api.SSHUpBody{}, Result: []*PoolRecord{}, Run: in.up},
-		{Name: "ssh_down", Schedule: op.Long, Body: api.SSHDownBody{}, Result: []string{}, Run: in.down},
+		op.Handle(apiop.SSHUp, in.up),
+		op.Handle(apiop.SSHDown, in.down),
 	}
 }
