@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/proc"
@@ -870,7 +871,7 @@ func newAPIDebugSleepCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			ctx := ctxOf(cmd)
-			id, err := c.Submit(ctx, "debug.sleep", map[string]any{"seconds": secs})
+			id, err := c.Submit(ctx, apiop.DebugSleep.Name, api.DebugSleepBody{Seconds: secs})
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/config"
 )
 
@@ -298,7 +299,7 @@ func (f *Factory) checkConfigSources(srcs []api.ConfigSource) error {
 		return nil
 	}
 	var res api.ValidateResult
-	err := f.call("validate", api.ValidateBody{ConfigSources: srcs}, &res, callOptions{})
+	err := callOp(f, apiop.Validate, api.ValidateBody{ConfigSources: srcs}, &res, callOptions{})
 	if errorType(err) == "InvalidSkyPilotConfigError" {
 		return err
 	}

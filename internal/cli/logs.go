@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
 )
 
@@ -19,7 +20,7 @@ import (
 func syncDownLogs(f *Factory, opts *LogsOptions) error {
 	var res api.LogsDownload
 	b := api.LogsBody{ClusterName: opts.Cluster, JobIDs: opts.JobIDs}
-	if err := f.call("download_logs", b, &res, callOptions{}); err != nil {
+	if err := callOp(f, apiop.DownloadLogs, b, &res, callOptions{}); err != nil {
 		return err
 	}
 	c, err := f.Client()
@@ -79,7 +80,7 @@ func writeJobLogs(ctx context.Context, c *client.Client, requestID, root string,
 
 // provisionRequests are the requests whose log is a cluster's provision
 // log: the launch that created it and the starts that brought it back.
-var provisionRequests = map[string]bool{"sky.launch": true, "sky.start": true}
+var provisionRequests = map[string]bool{apiop.Launch.RequestName(): true, apiop.Start.RequestName(): true}
 
 // provisionLog is `sky logs --provision`: the log of the cluster's
 // latest launch or start request, up to the job it submitted (the rest

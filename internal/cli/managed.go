@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/task"
 )
@@ -113,7 +114,7 @@ func jobsLaunchRun(f *Factory, opts *JobsLaunchOptions) error {
 	if !opts.Yes {
 		fmt.Fprintln(io.Out, io.Yellow(fmt.Sprintf("Managed job '%s' will be launched on (estimated):", name)))
 		for _, spec := range body.Tasks {
-			if err := out.call("optimize", api.LaunchBody{Task: spec, ClusterName: name, EnvVars: body.EnvVars}, nil, callOptions{Stream: true}); err != nil {
+			if err := sendOp(out, apiop.Optimize, api.OptimizeBody{LaunchBody: api.LaunchBody{Task: spec, ClusterName: name, EnvVars: body.EnvVars}}, callOptions{Stream: true}); err != nil {
 				return err
 			}
 		}
@@ -127,7 +128,7 @@ func jobsLaunchRun(f *Factory, opts *JobsLaunchOptions) error {
 		}
 	}
 	var res api.JobsLaunchResult
-	if err := out.call("jobs.launch", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
+	if err := callOp(out, apiop.JobsLaunch, body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
 		return err
 	}
 	if opts.Async {
@@ -157,7 +158,7 @@ func jobsLaunchRun(f *Factory, opts *JobsLaunchOptions) error {
 		id := res.JobIDs[0]
 		var lr api.JobsLogsResult
 		lb := api.JobsLogsBody{JobID: id, Follow: true}
-		if err := out.call("jobs.logs", lb, &lr, callOptions{Stream: true, CancelOnStop: true}); err != nil {
+		if err := callOp(out, apiop.JobsLogs, lb, &lr, callOptions{Stream: true, CancelOnStop: true}); err != nil {
 			return err
 		}
 		printManagedFinished(io, id, lr.Status)
@@ -303,7 +304,7 @@ func queueStream(f *Factory, b api.JobsQueueBody, out *jsonArrayWriter) error {
 	}
 	ctx, caught, stop := stopContext(context.Background(), nil)
 	defer stop()
-	err = c.StreamOp(ctx, "jobs.queue", body, out.addJSON)
+	err = c.StreamOp(ctx, apiop.JobsQueue.Name, body, out.addJSON)
 	if sig := caught(); sig != nil {
 		return signalExit(sig)
 	}
@@ -342,7 +343,7 @@ func queuePages(f *Factory, b api.JobsQueueBody, each func(api.JobsQueueResult) 
 		b.Limit = queuePage
 	}
 	var page api.JobsQueueResult
-	if err := f.call("jobs.queue", b, &page, callOptions{}); err != nil {
+	if err := callOp(f, apiop.JobsQueue, b, &page, callOptions{}); err != nil {
 		return err
 	}
 	fetched := 0
@@ -356,7 +357,7 @@ func queuePages(f *Factory, b api.JobsQueueBody, each func(api.JobsQueueResult) 
 			next = make(chan pageOrError, 1)
 			go func() {
 				var r pageOrError
-				r.err = f.call("jobs.queue", nb, &r.page, callOptions{Background: true})
+				r.err = callOp(f, apiop.JobsQueue, nb, &r.page, callOptions{Background: true})
 				next <- r
 			}()
 			b = nb
@@ -471,7 +472,7 @@ func statusManagedJobs(f *Factory, opts *StatusOptions) {
 	fmt.Fprintln(io.Out, io.Bold(io.Cyan("Managed jobs")))
 	var res api.JobsQueueResult
 	b := api.JobsQueueBody{SkipFinished: true, AllUsers: opts.AllUsers, Limit: shownInStatus, Verbose: opts.Verbose}
-	if err := f.call("jobs.queue", b, &res, callOptions{Background: opts.background}); err != nil {
+	if err := callOp(f, apiop.JobsQueue, b, &res, callOptions{Background: opts.background}); err != nil {
 		fmt.Fprintf(io.Out, "Failed to query managed jobs: %v\n", err)
 		return
 	}
@@ -536,7 +537,7 @@ func jobsCancelRun(f *Factory, opts *JobsCancelOptions) error {
 		b.GracefulTimeout = &t
 	}
 	var res api.JobsCancelResult
-	if err := f.call("jobs.cancel", b, &res, callOptions{}); err != nil {
+	if err := callOp(f, apiop.JobsCancel, b, &res, callOptions{}); err != nil {
 		return err
 	}
 	msg := res.Message
@@ -562,7 +563,7 @@ func jobsLogsRun(f *Factory, opts *JobsLogsOptions) error {
 		// follows the log instead.
 		b.Events, b.Follow, b.Tail = true, false, 0
 		var res api.JobsLogsResult
-		if err := f.call("jobs.logs", b, &res, callOptions{CancelOnStop: true}); err != nil {
+		if err := callOp(f, apiop.JobsLogs, b, &res, callOptions{CancelOnStop: true}); err != nil {
 			return err
 		}
 		ev := res.Events
@@ -582,7 +583,7 @@ func jobsLogsRun(f *Factory, opts *JobsLogsOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Showing the last %d lines of the log; pass --tail 0 for all of it.\n", defaultFollowTail)
 	}
 	var res api.JobsLogsResult
-	if err := f.call("jobs.logs", b, &res, callOptions{Stream: true, CancelOnStop: true}); err != nil {
+	if err := callOp(f, apiop.JobsLogs, b, &res, callOptions{Stream: true, CancelOnStop: true}); err != nil {
 		return err
 	}
 	if res.ExitCode != 0 {
@@ -601,7 +602,7 @@ func jobsSyncDown(f *Factory, opts *JobsLogsOptions) error {
 		b.JobIDs = []int{opts.JobID}
 	}
 	var res api.LogsDownload
-	if err := f.call("jobs.download_logs", b, &res, callOptions{}); err != nil {
+	if err := callOp(f, apiop.JobsDownloadLogs, b, &res, callOptions{}); err != nil {
 		return err
 	}
 	c, err := f.Client()

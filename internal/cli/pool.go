@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/task"
 )
 
@@ -210,13 +211,13 @@ func poolApplyRun(f *Factory, opts *PoolApplyOptions) error {
 		body.Task = &spec
 	}
 	var res api.PoolApplyResult
-	return f.call("jobs.pool_apply", body, &res, callOptions{Async: opts.Async, Stream: true})
+	return callOp(f, apiop.PoolApply, body, &res, callOptions{Async: opts.Async, Stream: true})
 }
 
 // poolStatusRun prints the pools and their workers.
 func poolStatusRun(f *Factory, opts *PoolStatusOptions) error {
 	var recs []api.PoolRecord
-	if err := f.call("jobs.pool_status", api.PoolStatusBody{Names: opts.Pools}, &recs, callOptions{}); err != nil {
+	if err := callOp(f, apiop.PoolStatus, api.PoolStatusBody{Names: opts.Pools}, &recs, callOptions{}); err != nil {
 		return err
 	}
 	writePools(f.IO, recs, opts.Verbose, opts.All, f.Now())
@@ -321,7 +322,7 @@ func poolDownRun(f *Factory, opts *PoolDownOptions) error {
 		return err
 	}
 	var res api.PoolDownResult
-	return f.call("jobs.pool_down", api.PoolDownBody{Names: opts.Pools, All: opts.All, Purge: opts.Purge}, &res,
+	return callOp(f, apiop.PoolDown, api.PoolDownBody{Names: opts.Pools, All: opts.All, Purge: opts.Purge}, &res,
 		callOptions{Async: opts.Async, Stream: true})
 }
 
@@ -337,7 +338,7 @@ func poolLogsRun(f *Factory, opts *PoolLogsOptions) error {
 	if !opts.Controller {
 		b.WorkerID = opts.IDs[0]
 	}
-	return f.call("jobs.pool_logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
+	return sendOp(f, apiop.PoolLogs, b, callOptions{Stream: true, CancelOnStop: true})
 }
 
 // statusPools is the pools section of `sky status`: the Pools table
@@ -346,7 +347,7 @@ func poolLogsRun(f *Factory, opts *PoolLogsOptions) error {
 func statusPools(f *Factory, opts *StatusOptions) {
 	io := opts.IO
 	var recs []api.PoolRecord
-	if err := f.call("jobs.pool_status", api.PoolStatusBody{}, &recs, callOptions{Background: opts.background}); err != nil {
+	if err := callOp(f, apiop.PoolStatus, api.PoolStatusBody{}, &recs, callOptions{Background: opts.background}); err != nil {
 		fmt.Fprintf(io.Out, "\nFailed to query pools: %v\n", err)
 		return
 	}
@@ -369,7 +370,7 @@ func statusPools(f *Factory, opts *StatusOptions) {
 func poolSyncDown(f *Factory, opts *PoolLogsOptions) error {
 	var res api.LogsDownload
 	b := api.PoolSyncDownBody{Name: opts.Name, WorkerIDs: opts.IDs, Controller: opts.Controller}
-	if err := f.call("jobs.pool_sync-down-logs", b, &res, callOptions{}); err != nil {
+	if err := callOp(f, apiop.PoolSyncDownLogs, b, &res, callOptions{}); err != nil {
 		return err
 	}
 	return downloadServiceLogs(f, opts.IO, res, "pools", "Pool "+opts.Name)

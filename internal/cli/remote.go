@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/task"
 )
 
@@ -63,6 +66,28 @@ func errorType(err error) string {
 // decodes the result. A stop signal (Ctrl-C, SIGTERM, SIGHUP) while it
 // waits either cancels the request (CancelOnStop) or leaves it running
 // and says how to re-attach, as SkyPilot does.
+// callOp runs the operation d describes with body and decodes its result
+// into result. It and sendOp are how the command line sends a request:
+// body and result are typed by the operation's descriptor
+// (internal/apiop), the one place its name is written.
+func callOp[B, R any](f *Factory, d op.Desc[B, R], body B, result *R, co callOptions) error {
+	return f.call(d.Name, body, result, co)
+}
+
+// callOpJSON is callOp for a command that prints the result as the
+// server sent it (-o json): raw gets the result still encoded, with any
+// field this client does not know.
+func callOpJSON[B, R any](f *Factory, d op.Desc[B, R], body B, raw *json.RawMessage, co callOptions) error {
+	return f.call(d.Name, body, raw, co)
+}
+
+// sendOp runs the operation d describes with body, for a command that
+// shows its log or its outcome but not its result.
+func sendOp[B, R any](f *Factory, d op.Desc[B, R], body B, co callOptions) error {
+	return f.call(d.Name, body, nil, co)
+}
+
+// call submits operation op (a descriptor's name: callOp is the way in).
 func (f *Factory) call(op string, body, result any, co callOptions) error {
 	c, err := f.Client()
 	if err != nil {
@@ -246,7 +271,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 		if provisions {
 			// SkyPilot shows what it would provision, and its price,
 			// before asking whether to.
-			if err := f.call("optimize", body, nil, callOptions{Stream: true}); err != nil {
+			if err := sendOp(f, apiop.Optimize, api.OptimizeBody{LaunchBody: body}, callOptions{Stream: true}); err != nil {
 				return err
 			}
 			body.PlanShown = true
@@ -274,7 +299,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 		}
 	}
 	var res api.LaunchResult
-	if err := f.call("launch", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
+	if err := callOp(f, apiop.Launch, body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
 		return err
 	}
 	if opts.DryRun && res.Existing {
@@ -299,7 +324,7 @@ func launchRunRemote(f *Factory, opts *LaunchOptions) error {
 // showing first.
 func (f *Factory) launchQuestion(name string) (q string, provisions bool, err error) {
 	var own []api.ClusterRecord
-	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}}, &own, callOptions{}); err != nil {
+	if err := callOp(f, apiop.Status, api.ClustersBody{ClusterNames: []string{name}}, &own, callOptions{}); err != nil {
 		return "", false, err
 	}
 	if len(own) > 0 {
@@ -309,7 +334,7 @@ func (f *Factory) launchQuestion(name string) (q string, provisions bool, err er
 		return "", false, nil
 	}
 	var anyone []api.ClusterRecord
-	if err := f.call("status", api.ClustersBody{ClusterNames: []string{name}, AllUsers: true}, &anyone, callOptions{}); err != nil {
+	if err := callOp(f, apiop.Status, api.ClustersBody{ClusterNames: []string{name}, AllUsers: true}, &anyone, callOptions{}); err != nil {
 		return "", false, err
 	}
 	if len(anyone) == 0 {
@@ -339,7 +364,7 @@ func execRunRemote(f *Factory, opts *ExecOptions) error {
 	var res api.LaunchResult
 	// Detached, the request ends at the submit: its lines are printed
 	// when it is over rather than followed.
-	if err := f.call("exec", body, &res, callOptions{Async: opts.Async, Stream: !opts.Detach, Replay: opts.Detach}); err != nil {
+	if err := callOp(f, apiop.Exec, body, &res, callOptions{Async: opts.Async, Stream: !opts.Detach, Replay: opts.Detach}); err != nil {
 		return err
 	}
 	if opts.Async || opts.Detach {

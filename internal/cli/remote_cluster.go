@@ -13,7 +13,9 @@ import (
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/check"
+	"github.com/skygo/skygo/internal/op"
 )
 
 func deref(s *string) string {
@@ -73,9 +75,13 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 			poolsSection = inBackground(f, opts, statusPools)
 		}
 	}
-	var recs []json.RawMessage
+	var raw json.RawMessage
 	body := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, Refresh: opts.Refresh}
-	if err := f.call("status", body, &recs, callOptions{}); err != nil {
+	if err := callOpJSON(f, apiop.Status, body, &raw, callOptions{}); err != nil {
+		return err
+	}
+	var recs []json.RawMessage
+	if err := json.Unmarshal(raw, &recs); err != nil {
 		return err
 	}
 	rows := make([]api.ClusterRecord, len(recs))
@@ -93,7 +99,7 @@ func statusRunRemote(f *Factory, opts *StatusOptions) error {
 			return nil
 		}
 		var eps map[string]string
-		if err := f.call("endpoints", api.EndpointsBody{Cluster: rows[0].Name, Port: opts.Endpoint}, &eps, callOptions{}); err != nil {
+		if err := callOp(f, apiop.Endpoints, api.EndpointsBody{Cluster: rows[0].Name, Port: opts.Endpoint}, &eps, callOptions{}); err != nil {
 			return err
 		}
 		if opts.Endpoint != 0 {
@@ -187,7 +193,7 @@ func orDash(s string) string {
 
 func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
 	recs := []api.CostRecord{}
-	if err := f.call("cost_report", api.CostReportBody{Days: &opts.Days, All: opts.All}, &recs, callOptions{}); err != nil {
+	if err := callOp(f, apiop.CostReport, api.CostReportBody{Days: &opts.Days, All: opts.All}, &recs, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
@@ -219,9 +225,13 @@ func costReportRunRemote(f *Factory, opts *CostReportOptions) error {
 }
 
 func queueRunRemote(f *Factory, opts *QueueOptions) error {
-	var out map[string][]json.RawMessage
+	var raw json.RawMessage
 	b := api.ClustersBody{ClusterNames: opts.Clusters, AllUsers: opts.AllUsers, SkipFinished: opts.SkipFinished}
-	if err := f.call("queue", b, &out, callOptions{}); err != nil {
+	if err := callOpJSON(f, apiop.Queue, b, &raw, callOptions{}); err != nil {
+		return err
+	}
+	var out map[string][]json.RawMessage
+	if err := json.Unmarshal(raw, &out); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
@@ -275,7 +285,7 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 	switch {
 	case opts.Status:
 		var st api.JobStatusResult
-		if err := f.call("job_status", b, &st, callOptions{}); err != nil {
+		if err := callOp(f, apiop.JobStatus, b, &st, callOptions{}); err != nil {
 			return err
 		}
 		if st.Status == "" {
@@ -293,14 +303,14 @@ func logsRunRemote(f *Factory, opts *LogsOptions) error {
 		if opts.Hook != hookAuto {
 			b.Hook = opts.Hook
 		}
-		return f.call("hook_logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
+		return sendOp(f, apiop.HookLogs, b, callOptions{Stream: true, CancelOnStop: true})
 	case opts.SyncDown:
 		return syncDownLogs(f, opts)
 	case opts.Provision:
 		return provisionLog(f, opts)
 	}
 	var st api.JobStatusResult
-	if err := f.call("logs", b, &st, callOptions{Stream: true, CancelOnStop: true}); err != nil {
+	if err := callOp(f, apiop.Logs, b, &st, callOptions{Stream: true, CancelOnStop: true}); err != nil {
 		return err
 	}
 	if st.Status == "" {
@@ -350,7 +360,7 @@ func cancelRunRemote(f *Factory, opts *CancelOptions) error {
 	}
 	if latest {
 		var st api.JobStatusResult
-		if err := f.call("job_status", api.LogsBody{ClusterName: opts.Cluster}, &st, callOptions{}); err != nil {
+		if err := callOp(f, apiop.JobStatus, api.LogsBody{ClusterName: opts.Cluster}, &st, callOptions{}); err != nil {
 			return missing(err)
 		}
 		if st.JobID == 0 {
@@ -360,7 +370,7 @@ func cancelRunRemote(f *Factory, opts *CancelOptions) error {
 		b.JobIDs = []int{st.JobID}
 	}
 	var res agentapi.CancelResult
-	if err := f.call("cancel", b, &res, callOptions{Async: opts.Async}); err != nil {
+	if err := callOp(f, apiop.Cancel, b, &res, callOptions{Async: opts.Async}); err != nil {
 		return missing(err)
 	}
 	if opts.Async {
@@ -380,7 +390,7 @@ func cancelRunRemote(f *Factory, opts *CancelOptions) error {
 
 func checkRunRemote(f *Factory, opts *CheckOptions) error {
 	var res []check.Result
-	if err := f.call("check", api.CheckBody{Infras: opts.Infras, Verbose: opts.Verbose}, &res, callOptions{}); err != nil {
+	if err := callOp(f, apiop.Check, api.CheckBody{Infras: opts.Infras, Verbose: opts.Verbose}, &res, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
@@ -472,7 +482,7 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 	var res api.GPUsResult
 	b := api.GPUsBody{Name: name, Count: count, All: opts.All, Infra: infra, AllRegions: opts.AllRegions,
 		Verbose: opts.Verbose, EnvVars: api.ClientEnv()}
-	if err := f.call("list_accelerators", b, &res, callOptions{}); err != nil {
+	if err := callOp(f, apiop.ListAccelerators, b, &res, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
@@ -491,19 +501,19 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 }
 
 func localUpRunRemote(f *Factory, opts *LocalUpOptions) error {
-	return f.call("local_up", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
+	return sendOp(f, apiop.LocalUp, op.NoBody{}, callOptions{Async: opts.Async, Stream: true})
 }
 
 func localDownRunRemote(f *Factory, opts *LocalDownOptions) error {
 	if opts.Name != "" {
 		return flagErrorf("--name %s: this build's `sky local down` removes every cluster of the local infrastructure and disables it; there is no kind cluster to name, so run it without --name", opts.Name)
 	}
-	return f.call("local_down", struct{}{}, nil, callOptions{Async: opts.Async, Stream: true})
+	return sendOp(f, apiop.LocalDown, op.NoBody{}, callOptions{Async: opts.Async, Stream: true})
 }
 
 // gpusLabelRunRemote sends `sky gpus label` to the API server, which
 // labels the GPU nodes of the context(s) it may use and streams one line
 // per node.
 func gpusLabelRunRemote(f *Factory, opts *GpusLabelOptions) error {
-	return f.call("kubernetes_label_gpus", api.GPUsLabelBody{Context: opts.Context, Cleanup: opts.Cleanup}, nil, callOptions{Async: opts.Async, Stream: true})
+	return sendOp(f, apiop.KubernetesLabelGPUs, api.GPUsLabelBody{Context: opts.Context, Cleanup: opts.Cleanup}, callOptions{Async: opts.Async, Stream: true})
 }

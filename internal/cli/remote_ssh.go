@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 )
 
 // sshUpRunRemote sends `sky ssh up` to the API server, which probes the
@@ -20,10 +21,10 @@ func sshUpRunRemote(f *Factory, opts *SSHOptions) error {
 		}
 		b.PoolsYAML = string(raw)
 	}
-	return f.call("ssh_up", b, nil, callOptions{Async: opts.Async, Stream: true})
+	return sendOp(f, apiop.SSHUp, b, callOptions{Async: opts.Async, Stream: true})
 }
 
 // sshDownRunRemote sends `sky ssh down`.
 func sshDownRunRemote(f *Factory, opts *SSHOptions) error {
-	return f.call("ssh_down", api.SSHDownBody{Infra: opts.Infra}, nil, callOptions{Async: opts.Async, Stream: true})
+	return sendOp(f, apiop.SSHDown, api.SSHDownBody{Infra: opts.Infra}, callOptions{Async: opts.Async, Stream: true})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/task"
 )
@@ -351,7 +352,7 @@ func spotPolicyString(svc api.ServiceSpec) string {
 // estimateReplicas shows, before a prompt, where replicas would run.
 func (f *Factory) estimateReplicas(heading, name string, spec api.TaskSpec) error {
 	fmt.Fprintln(f.IO.Out, f.IO.Cyan(heading))
-	return f.call("optimize", api.LaunchBody{Task: spec, ClusterName: name + "-1", EnvVars: api.ClientEnv()}, nil, callOptions{Stream: true})
+	return sendOp(f, apiop.Optimize, api.OptimizeBody{LaunchBody: api.LaunchBody{Task: spec, ClusterName: name + "-1", EnvVars: api.ClientEnv()}}, callOptions{Stream: true})
 }
 
 func serveUpRun(f *Factory, opts *ServeUpOptions) error {
@@ -379,7 +380,7 @@ func serveUpRun(f *Factory, opts *ServeUpOptions) error {
 	}
 	var res api.ServeUpResult
 	body := api.ServeUpBody{Name: name, Task: spec, Service: svc, EnvVars: api.ClientEnv()}
-	if err := f.call("serve.up", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
+	if err := callOp(f, apiop.ServeUp, body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
 		return err
 	}
 	if opts.Async {
@@ -438,7 +439,7 @@ func serveUpdateRun(f *Factory, opts *ServeUpdateOptions) error {
 	}
 	var res api.ServeUpdateResult
 	body := api.ServeUpdateBody{Name: name, Task: spec, Service: svc, Mode: opts.Mode, EnvVars: api.ClientEnv()}
-	if err := f.call("serve.update", body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
+	if err := callOp(f, apiop.ServeUpdate, body, &res, callOptions{Async: opts.Async, Stream: true}); err != nil {
 		return err
 	}
 	if opts.Async {
@@ -457,7 +458,7 @@ func printServeUpdated(s *IOStreams, name, mode string, version int) {
 func serveStatusRun(f *Factory, opts *ServeStatusOptions) error {
 	io := opts.IO
 	var recs []api.ServiceRecord
-	if err := f.call("serve.status", api.ServeStatusBody{Names: opts.Services}, &recs, callOptions{}); err != nil {
+	if err := callOp(f, apiop.ServeStatus, api.ServeStatusBody{Names: opts.Services}, &recs, callOptions{}); err != nil {
 		return err
 	}
 	missing := missingServices(opts.Services, recs)
@@ -613,7 +614,7 @@ func serviceCells(r api.ServiceRecord, now time.Time, apiHost string) []string {
 func statusServices(f *Factory, opts *StatusOptions) {
 	io := opts.IO
 	var recs []api.ServiceRecord
-	err := f.call("serve.status", api.ServeStatusBody{}, &recs, callOptions{Background: opts.background})
+	err := callOp(f, apiop.ServeStatus, api.ServeStatusBody{}, &recs, callOptions{Background: opts.background})
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == 404 {
 		return // an API server of a build without SkyServe
@@ -655,10 +656,10 @@ func serveDownRun(f *Factory, opts *ServeDownOptions) error {
 	co := callOptions{Async: opts.Async, Stream: true}
 	if opts.ReplicaID >= 0 {
 		b := api.ServeTerminateReplicaBody{Name: opts.Services[0], ReplicaID: opts.ReplicaID, Purge: opts.Purge}
-		return f.call("serve.terminate-replica", b, nil, co)
+		return sendOp(f, apiop.ServeTerminateReplica, b, co)
 	}
 	var res api.ServeDownResult
-	return f.call("serve.down", api.ServeDownBody{Names: opts.Services, All: opts.All, Purge: opts.Purge}, &res, co)
+	return callOp(f, apiop.ServeDown, api.ServeDownBody{Names: opts.Services, All: opts.All, Purge: opts.Purge}, &res, co)
 }
 
 // serveLogsRun streams one log of a service, or downloads its logs.
@@ -671,7 +672,7 @@ func serveLogsRun(f *Factory, opts *ServeLogsOptions) error {
 	if !opts.Controller && !opts.LoadBalancer {
 		b.ReplicaID = opts.IDs[0]
 	}
-	return f.call("serve.logs", b, nil, callOptions{Stream: true, CancelOnStop: true})
+	return sendOp(f, apiop.ServeLogs, b, callOptions{Stream: true, CancelOnStop: true})
 }
 
 // serveSyncDown downloads the service's logs (controller, load balancer
@@ -679,7 +680,7 @@ func serveLogsRun(f *Factory, opts *ServeLogsOptions) error {
 func serveSyncDown(f *Factory, opts *ServeLogsOptions) error {
 	var res api.LogsDownload
 	b := api.ServeSyncDownBody{Name: opts.Name, ReplicaIDs: opts.IDs, Controller: opts.Controller, LoadBalancer: opts.LoadBalancer}
-	if err := f.call("serve.sync-down-logs", b, &res, callOptions{}); err != nil {
+	if err := callOp(f, apiop.ServeSyncDownLogs, b, &res, callOptions{}); err != nil {
 		return err
 	}
 	return downloadServiceLogs(f, opts.IO, res, "service", "Service "+opts.Name)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
+	"github.com/skygo/skygo/internal/op"
 
 	"github.com/spf13/cobra"
 )
@@ -58,7 +60,7 @@ const storageCommandWidth = 50
 
 func storageList(f *Factory) ([]api.StorageRecord, error) {
 	recs := []api.StorageRecord{}
-	if err := f.call("storage.ls", struct{}{}, &recs, callOptions{}); err != nil {
+	if err := callOp(f, apiop.StorageLs, op.NoBody{}, &recs, callOptions{}); err != nil {
 		return nil, err
 	}
 	if recs == nil {
@@ -132,7 +134,7 @@ func storageDeleteRun(f *Factory, opts *StorageDeleteOptions) error {
 	}
 	var failed []string
 	for _, n := range names {
-		err := f.call("storage.delete", api.StorageBody{Name: n}, nil, callOptions{Async: opts.Async, Replay: !opts.Async})
+		err := sendOp(f, apiop.StorageDelete, api.StorageBody{Name: n}, callOptions{Async: opts.Async, Replay: !opts.Async})
 		if err != nil {
 			if errorType(err) == "" {
 				return err

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/fielderr"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/task"
@@ -77,7 +78,7 @@ func checkTaskYAML(f *Factory, in *taskInput) error {
 		return err
 	}
 	var res api.ValidateResult
-	err = f.call("validate", body, &res, callOptions{})
+	err = callOp(f, apiop.Validate, body, &res, callOptions{})
 	switch t := errorType(err); {
 	case err == nil:
 		return nil

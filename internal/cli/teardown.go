@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 )
 
 // The lines of this file are the ones SkyPilot's client prints around
@@ -27,7 +28,7 @@ func (f *Factory) resolveClusters(names []string, allUsers bool) ([]api.ClusterR
 	names = dedupe(names)
 	body := api.ClustersBody{ClusterNames: names, AllUsers: allUsers || len(names) > 0}
 	var recs []api.ClusterRecord
-	if err := f.call("status", body, &recs, callOptions{Stream: len(names) > 0}); err != nil {
+	if err := callOp(f, apiop.Status, body, &recs, callOptions{Stream: len(names) > 0}); err != nil {
 		return nil, err
 	}
 	if len(names) == 0 {
@@ -90,8 +91,8 @@ type clusterAction struct {
 	// verb starts the prompt, the per-cluster lines and the progress
 	// line: "Terminating", "Stopping", "Scheduling autostop on".
 	verb string
-	op   string
-	body func(name string) any
+	// send sends the request for one cluster.
+	send func(name string, co callOptions) error
 	// quoted clusters are 'c' in the per-cluster lines (autostop's).
 	quoted bool
 	// done ends a success line: "done." for stop and down, "done" for
@@ -139,7 +140,7 @@ func (a *clusterAction) run(f *Factory, names []string, yes, async bool) error {
 	var failed []clusterFailure
 	for _, n := range names {
 		if async {
-			if err := f.call(a.op, a.body(n), nil, callOptions{Async: true}); err != nil {
+			if err := a.send(n, callOptions{Async: true}); err != nil {
 				return err
 			}
 			continue
@@ -153,7 +154,7 @@ func (a *clusterAction) run(f *Factory, names []string, yes, async bool) error {
 			w = pw
 			fmt.Fprintln(pw, a.stage(n))
 		}
-		err := f.call(a.op, a.body(n), nil, callOptions{Stream: true, Progress: pw})
+		err := a.send(n, callOptions{Stream: true, Progress: pw})
 		if err != nil && errorType(err) == "" {
 			if pw != nil {
 				pw.Close()
@@ -251,9 +252,9 @@ func stopRunRemote(f *Factory, opts *StopOptions) error {
 	if err != nil {
 		return err
 	}
-	a := &clusterAction{verb: "Stopping", op: "stop", done: "done.",
-		body: func(n string) any {
-			return opts.Graceful.apply(api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers})
+	a := &clusterAction{verb: "Stopping", done: "done.",
+		send: func(n string, co callOptions) error {
+			return sendOp(f, apiop.Stop, opts.Graceful.apply(api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers}), co)
 		},
 		after: func(n string) []string {
 			return []string{"  To restart the cluster, run: " + f.IO.Bold("sky start "+n)}
@@ -267,9 +268,9 @@ func downRunRemote(f *Factory, opts *DownOptions) error {
 	if err != nil {
 		return err
 	}
-	a := &clusterAction{verb: "Terminating", op: "down", done: "done.", purgeHint: true,
-		body: func(n string) any {
-			return opts.Graceful.apply(api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers, Purge: opts.Purge})
+	a := &clusterAction{verb: "Terminating", done: "done.", purgeHint: true,
+		send: func(n string, co callOptions) error {
+			return sendOp(f, apiop.Down, opts.Graceful.apply(api.ClustersBody{ClusterNames: []string{n}, AllUsers: s.AllUsers, Purge: opts.Purge}), co)
 		},
 		after: func(string) []string { return nil }}
 	return a.run(f, recordNames(recs), s.Yes, s.Async)
@@ -293,10 +294,10 @@ func autostopRunRemote(f *Factory, opts *AutostopOptions) error {
 	if opts.Cancel {
 		verb = "Cancelling " + kind + " on"
 	}
-	a := &clusterAction{verb: verb, op: "autostop", quoted: true, done: "done", rawFailures: true,
-		body: func(n string) any {
-			return api.AutostopBody{ClusterNames: []string{n}, AllUsers: s.AllUsers, IdleMinutes: idle,
-				Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Cancel: opts.Cancel}
+	a := &clusterAction{verb: verb, quoted: true, done: "done", rawFailures: true,
+		send: func(n string, co callOptions) error {
+			return sendOp(f, apiop.Autostop, api.AutostopBody{ClusterNames: []string{n}, AllUsers: s.AllUsers, IdleMinutes: idle,
+				Down: opts.Autostop.Down, WaitFor: opts.Autostop.WaitFor, Cancel: opts.Cancel}, co)
 		},
 		after: func(n string) []string {
 			if opts.Cancel {
@@ -343,7 +344,7 @@ func startRunRemote(f *Factory, opts *StartOptions) error {
 		return err
 	}
 	for _, n := range names {
-		err := f.call("start", api.ClustersBody{ClusterNames: []string{n}, Force: opts.Force, Retry: opts.Retry}, nil, callOptions{Async: opts.Async, Stream: true})
+		err := sendOp(f, apiop.Start, api.ClustersBody{ClusterNames: []string{n}, Force: opts.Force, Retry: opts.Retry}, callOptions{Async: opts.Async, Stream: true})
 		if rawTypes[errorType(err)] {
 			fmt.Fprintln(out, err.Error())
 			continue
@@ -356,7 +357,7 @@ func startRunRemote(f *Factory, opts *StartOptions) error {
 		}
 		if a := opts.Autostop; a.IdleMinutes != nil {
 			b := api.AutostopBody{ClusterNames: []string{n}, IdleMinutes: *a.IdleMinutes, Down: a.Down, WaitFor: a.WaitFor}
-			if err := f.call("autostop", b, nil, callOptions{}); err != nil {
+			if err := sendOp(f, apiop.Autostop, b, callOptions{}); err != nil {
 				return err
 			}
 		}

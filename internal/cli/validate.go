@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/task"
 
 	"github.com/spf13/cobra"
@@ -61,7 +62,7 @@ func validateRun(f *Factory, opts *ValidateOptions) error {
 	var res api.ValidateResult
 	asked, serverErr := false, error(nil)
 	if !task.SchemaChecked() {
-		asked, serverErr = true, f.call("validate", body, &res, callOptions{})
+		asked, serverErr = true, callOp(f, apiop.Validate, body, &res, callOptions{})
 		if serverErr != nil && (errorType(serverErr) == "" || errorType(serverErr) == "InvalidSkyPilotConfigError") {
 			return serverErr
 		}
@@ -81,7 +82,7 @@ func validateRun(f *Factory, opts *ValidateOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, opts.IO.Yellow("Warning: "+redact.Redact(w)))
 	}
 	if !asked {
-		serverErr = f.call("validate", body, &res, callOptions{})
+		serverErr = callOp(f, apiop.Validate, body, &res, callOptions{})
 	}
 	if serverErr != nil {
 		return serverErr

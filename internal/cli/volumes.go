@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/task"
 )
 
@@ -29,7 +30,7 @@ func volumesApplyRunRemote(f *Factory, opts *VolumesApplyOptions) error {
 	// file, comes before any of the local loader's.
 	if !task.SchemaChecked() && doc != nil {
 		var res api.ValidateResult
-		verr := f.call("validate", api.ValidateBody{Name: name, VolumeYAML: string(doc)}, &res, callOptions{})
+		verr := callOp(f, apiop.Validate, api.ValidateBody{Name: name, VolumeYAML: string(doc)}, &res, callOptions{})
 		if verr != nil && (errorType(verr) == "" || errorType(verr) == "InvalidSkyPilotConfigError") {
 			return verr
 		}
@@ -46,12 +47,12 @@ func volumesApplyRunRemote(f *Factory, opts *VolumesApplyOptions) error {
 	if err := f.IO.Confirm(fmt.Sprintf("Creating volume %s (%s%s). Proceed?", spec.Name, spec.Type, where), opts.Yes); err != nil {
 		return err
 	}
-	return f.call("volumes.apply", body, nil, callOptions{Async: opts.Async, Stream: true})
+	return sendOp(f, apiop.VolumesApply, body, callOptions{Async: opts.Async, Stream: true})
 }
 
 func volumesLsRunRemote(f *Factory, opts *VolumesLsOptions) error {
 	var recs []api.VolumeRecord
-	if err := f.call("volumes.ls", api.VolumeLsBody{Names: opts.Names, Refresh: opts.Refresh}, &recs, callOptions{}); err != nil {
+	if err := callOp(f, apiop.VolumesLs, api.VolumeLsBody{Names: opts.Names, Refresh: opts.Refresh}, &recs, callOptions{}); err != nil {
 		return err
 	}
 	if opts.Output == "json" {
@@ -188,7 +189,7 @@ func volumesDeleteRunRemote(f *Factory, opts *deleteOptions) error {
 	names := opts.Names
 	if opts.All {
 		var recs []api.VolumeRecord
-		if err := f.call("volumes.ls", api.VolumeLsBody{}, &recs, callOptions{}); err != nil {
+		if err := callOp(f, apiop.VolumesLs, api.VolumeLsBody{}, &recs, callOptions{}); err != nil {
 			return err
 		}
 		if len(recs) == 0 {
@@ -203,5 +204,5 @@ func volumesDeleteRunRemote(f *Factory, opts *deleteOptions) error {
 	if err := f.IO.Confirm(fmt.Sprintf("Deleting %d volume(s): %s. Proceed?", len(names), strings.Join(names, ", ")), opts.Yes); err != nil {
 		return err
 	}
-	return f.call("volumes.delete", api.VolumeDeleteBody{Names: names, Purge: opts.Purge}, nil, callOptions{Async: opts.Async, Stream: true})
+	return sendOp(f, apiop.VolumesDelete, api.VolumeDeleteBody{Names: names, Purge: opts.Purge}, callOptions{Async: opts.Async, Stream: true})
 }

@@ -25,6 +25,10 @@ type Desc[B, R any] struct {
 	AdminOnly string
 }
 
+// RequestName is what the request table records d's requests as:
+// "sky.launch".
+func (d Desc[B, R]) RequestName() string { return "sky." + d.Name }
+
 // Handle is the one adapter between a descriptor and the function that
 // does its work: the Op it returns decodes the body into a B (a body
 // that is not one fails with a ValueError naming the request, as
