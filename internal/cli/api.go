@@ -584,14 +584,27 @@ func endpointSource(c *client.Client) string {
 
 func newAPILogsCmd(f *Factory) *cobra.Command {
 	var tail int
-	var noFollow, serverLogs bool
+	var follow, noFollow, serverLogs bool
+	var logPath string
 	cmd := &cobra.Command{
 		Use:   "logs [REQUEST_ID]",
-		Short: "Stream the log of a request (default: your latest), or the server log.",
+		Short: "Stream the log of a request (default: your latest), a log file of the server, or the server log.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if serverLogs && len(args) > 0 {
-				return flagErrorf("give a REQUEST_ID or --server-logs, not both")
+			given := 0
+			for _, set := range []bool{len(args) > 0, serverLogs, logPath != ""} {
+				if set {
+					given++
+				}
+			}
+			if given > 1 {
+				return flagErrorf("give one of REQUEST_ID, --server-logs and --log-path")
+			}
+			if cmd.Flags().Changed("follow") && cmd.Flags().Changed("no-follow") && follow == noFollow {
+				return flagErrorf("give --follow or --no-follow, not both")
+			}
+			if cmd.Flags().Changed("no-follow") {
+				follow = !noFollow
 			}
 			c, err := apiClient(f, false)
 			if err != nil {
@@ -601,12 +614,14 @@ func newAPILogsCmd(f *Factory) *cobra.Command {
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return streamRequest(ctxOf(cmd), f, c, id, client.StreamOptions{Follow: !noFollow, Tail: tail, ServerLogs: serverLogs})
+			return streamRequest(ctxOf(cmd), f, c, id, client.StreamOptions{Follow: follow, Tail: tail, ServerLogs: serverLogs, LogPath: logPath})
 		},
 	}
 	cmd.Flags().IntVar(&tail, "tail", 0, "Show only the last N lines (0: all).")
+	cmd.Flags().BoolVar(&follow, "follow", true, "Follow the log until its request ends (the default).")
 	cmd.Flags().BoolVar(&noFollow, "no-follow", false, "Print what is there and exit instead of following.")
 	cmd.Flags().BoolVar(&serverLogs, "server-logs", false, "Stream the API server's own log (admins).")
+	cmd.Flags().StringVarP(&logPath, "log-path", "l", "", "Print a log file under the server's ~/sky_logs (admins on a server with users), e.g. the path `View logs:` names.")
 	return cmd
 }
 

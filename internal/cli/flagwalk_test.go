@@ -1106,6 +1106,33 @@ func flagCases(e *flagEnv) []flagCase {
 			t.Errorf("api info -o json is not JSON: %s", r)
 		}
 	})
+	add("api logs --follow", func(t *testing.T, e *flagEnv) {
+		// Following a running request waits for its end: the line it
+		// writes when done is there, and so is its outcome.
+		r := e.sky("api", "debug-sleep", "--detach", "1")
+		wantWorks(t, r)
+		wantWorks(t, e.sky("api", "logs", "--follow", strings.TrimSpace(r.out)), "done sleeping")
+		if r := e.sky("api", "logs", "--follow", "--no-follow"); r.code == 0 || !strings.Contains(r.out+r.errOut, "--follow or --no-follow") {
+			t.Errorf("--follow with --no-follow: want a refusal naming both: %s", r)
+		}
+	})
+	add("api logs --log-path", func(t *testing.T, e *flagEnv) {
+		dir := filepath.Join(e.home, "sky_logs", "flagwalk")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run.log"), []byte("first line\nlast line of the file\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wantWorks(t, e.sky("api", "logs", "-l", "flagwalk/run.log"), "first line", "last line of the file")
+		if r := e.sky("api", "logs", "--log-path", "~/sky_logs/flagwalk/run.log", "--tail", "1"); r.code != 0 ||
+			strings.Contains(r.out, "first line") || !strings.Contains(r.out, "last line of the file") {
+			t.Errorf("--log-path with --tail 1: want only the last line: %s", r)
+		}
+		if r := e.sky("api", "logs", "-l", "../outside.log"); r.code == 0 || !strings.Contains(r.out+r.errOut, "Unauthorized log path") {
+			t.Errorf("--log-path outside ~/sky_logs: want the server's refusal: %s", r)
+		}
+	})
 	add("api logs --no-follow", works([]string{"api", "logs", "--no-follow"}))
 	add("api logs --server-logs", works([]string{"api", "logs", "--server-logs", "--no-follow", "--tail", "5"}))
 	add("api logs --tail", works([]string{"api", "logs", "--no-follow", "--tail", "1"}))

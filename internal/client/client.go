@@ -546,6 +546,9 @@ type StreamOptions struct {
 	Tail   int // lines from the end; 0 with AllLines unset means all
 	// ServerLogs streams the server log instead of a request log.
 	ServerLogs bool
+	// LogPath streams a file under the server's ~/sky_logs instead (what
+	// SkyPilot's `sky api logs -l` reads: a provision log, a job log).
+	LogPath string
 }
 
 // Stream copies a request's log to w; with Follow it returns when the
@@ -555,6 +558,9 @@ func (c *Client) Stream(ctx context.Context, id string, w io.Writer, opts Stream
 	q := url.Values{"follow": {strconv.FormatBool(opts.Follow)}}
 	if id != "" {
 		q.Set("request_id", id)
+	}
+	if opts.LogPath != "" {
+		q.Set("log_path", opts.LogPath)
 	}
 	if opts.Tail > 0 {
 		q.Set("tail", strconv.Itoa(opts.Tail))
