@@ -48,10 +48,11 @@ vet:
 	$(GO) vet ./...
 
 # openapi: regenerate docs/openapi.json, the API description built from
-# the Go types of the server's operations (cmd/openapigen; its test fails
-# while the committed file is stale).
+# the server's operation descriptors and their Go types, and the Python
+# SDK's operation table made from it (cmd/openapigen; its tests fail while
+# a committed file is stale).
 openapi:
-	$(GO) run ./cmd/openapigen -o docs/openapi.json
+	$(GO) run ./cmd/openapigen -o docs/openapi.json -py python/sky/client/_ops.py
 
 staticcheck:
 	$(GO) tool staticcheck ./...

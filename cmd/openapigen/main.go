@@ -1,7 +1,8 @@
 // Command openapigen writes the API server's OpenAPI description, built
 // from the Go types of its operations (internal/server.OpenAPI), to
-// docs/openapi.json or the file given with -o ("-" for stdout). `make
-// openapi` runs it; its test fails while the committed file is stale.
+// docs/openapi.json or the file given with -o ("-" for stdout), and with
+// -py the Python SDK's operation table made from that document. `make
+// openapi` runs it; its tests fail while a committed file is stale.
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 
 func main() {
 	out := flag.String("o", "docs/openapi.json", "where to write the document (- for stdout)")
+	py := flag.String("py", "", "also write the Python SDK's operation table here (python/sky/client/_ops.py)")
 	flag.Parse()
 	doc, err := generate()
 	if err == nil {
@@ -25,6 +27,12 @@ func main() {
 			_, err = os.Stdout.Write(doc)
 		} else {
 			err = os.WriteFile(*out, doc, 0o644)
+		}
+	}
+	if err == nil && *py != "" {
+		var table []byte
+		if table, err = pythonOps(doc); err == nil {
+			err = os.WriteFile(*py, table, 0o644)
 		}
 	}
 	if err != nil {

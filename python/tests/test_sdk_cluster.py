@@ -10,6 +10,7 @@ import pytest
 
 import sky
 from sky import exceptions
+from sky.client import _ops
 
 CLUSTER = 'sdkpy'
 
@@ -194,7 +195,7 @@ def test_api_status_and_cancel(sky_server, cluster):
     slow, _ = sky.get(sky.exec(sky.Task(run='sleep 120'),
                                cluster_name=CLUSTER))
     from sky.client import sdk
-    follow = sdk._submit('logs', {'cluster_name': CLUSTER,
+    follow = sdk._submit(_ops.LOGS, {'cluster_name': CLUSTER,
                                   'job_ids': [slow], 'follow': True})
     cancelled = sky.get(sky.api_cancel(follow, silent=True))
     assert cancelled == [follow]

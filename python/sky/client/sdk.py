@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # annotations only: typing costs ms at import
 
 from sky import _enums
 from sky import exceptions
+from sky.client import _ops
 from sky.client import transport
 
 # ---- request ids ----
@@ -58,8 +59,8 @@ def _client() -> transport.Client:
     return transport.get_client()
 
 
-def _submit(op: str, body: Dict[str, Any], post=None) -> RequestId:
-    return _rid(_client().submit(op, body), post)
+def _submit(op: _ops.Op, body: Dict[str, Any], post=None) -> RequestId:
+    return _rid(_client().submit(op.name, body), post)
 
 
 def _set(body: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
@@ -295,26 +296,26 @@ def _jobs_queue_result(v: Any, body: Dict[str, Any]):
 
 # Result mapping by the request's operation name (api.Request.name).
 _RESULTS: Dict[str, Callable[[Any, Dict[str, Any]], Any]] = {
-    'launch': _launch_result,
-    'exec': _launch_result,
-    'status': _status_result,
-    'queue': _queue_result,
-    'job_status': _job_status_result,
-    'stop': _none,
-    'down': _none,
-    'start': _none,
-    'autostop': _none,
-    'cancel': _none,
-    'cost_report': lambda v, b: [_cost_record(r) for r in (v or [])],
-    'endpoints': _endpoints_result,
-    'check': _check_result,
-    'list_accelerators': _list_accelerators_result,
-    'optimize': lambda v, b: v,
-    'jobs.launch': _jobs_launch_result,
-    'jobs.queue': _jobs_queue_result,
-    'jobs.cancel': _none,
-    'serve.down': _none,
-    'serve.terminate-replica': _none,
+    _ops.LAUNCH.name: _launch_result,
+    _ops.EXEC.name: _launch_result,
+    _ops.STATUS.name: _status_result,
+    _ops.QUEUE.name: _queue_result,
+    _ops.JOB_STATUS.name: _job_status_result,
+    _ops.STOP.name: _none,
+    _ops.DOWN.name: _none,
+    _ops.START.name: _none,
+    _ops.AUTOSTOP.name: _none,
+    _ops.CANCEL.name: _none,
+    _ops.COST_REPORT.name: lambda v, b: [_cost_record(r) for r in (v or [])],
+    _ops.ENDPOINTS.name: _endpoints_result,
+    _ops.CHECK.name: _check_result,
+    _ops.LIST_ACCELERATORS.name: _list_accelerators_result,
+    _ops.OPTIMIZE.name: lambda v, b: v,
+    _ops.JOBS_LAUNCH.name: _jobs_launch_result,
+    _ops.JOBS_QUEUE.name: _jobs_queue_result,
+    _ops.JOBS_CANCEL.name: _none,
+    _ops.SERVE_DOWN.name: _none,
+    _ops.SERVE_TERMINATE_REPLICA.name: _none,
 }
 
 
@@ -522,11 +523,11 @@ def _as_dag(task: Any):
     return dag_lib.as_dag(task)
 
 
-def _require_task_yaml(op: str, func: str) -> None:
+def _require_task_yaml(op: _ops.Op, func: str) -> None:
     """Operations whose server side may predate YAML task bodies: the
     server's OpenAPI document must list task_yaml for them, since a
     server that ignores the field would run an empty task."""
-    path = '/' + op.replace('.', '/')
+    path = op.path
     c = _client()
     fields = c.body_fields(path)
     if fields is None or 'task_yaml' not in fields:
@@ -640,7 +641,7 @@ def launch(task: Any, cluster_name: Optional[str] = None,
                 wait_for=_wait_for_value(wait_for), down=down)
     dag = _as_dag(task)
     if len(dag.tasks) <= 1:
-        return _submit('launch', _launch_body(dag, cluster_name, **opts,
+        return _submit(_ops.LAUNCH, _launch_body(dag, cluster_name, **opts,
                                               **last))
     return _launch_chain(dag, cluster_name, opts, last)
 
@@ -697,12 +698,12 @@ def _launch_chain(dag: Any, cluster_name: str, opts: Dict[str, Any],
                         f'cluster {cluster_name}) ended {st}; the '
                         f'{len(order) - i} task(s) after it were not run')
             extra = last if i == len(order) - 1 else none
-            job_id, handle = get(_submit('launch', _launch_body(
+            job_id, handle = get(_submit(_ops.LAUNCH, _launch_body(
                 t, cluster_name, **opts, **extra)))
             prev = t
         return job_id, handle
 
-    return _submit('launch', first, post)
+    return _submit(_ops.LAUNCH, first, post)
 
 
 def _wait_job_end(cluster_name: str, job_id: int) -> Any:
@@ -735,13 +736,13 @@ def exec(  # pylint: disable=redefined-builtin
         body['upload_id'] = upload_id
     if dryrun:
         body['dryrun'] = True
-    return _submit('exec', body)
+    return _submit(_ops.EXEC, body)
 
 
 def stop(cluster_name: str, purge: bool = False, graceful: bool = False,
          graceful_timeout: Optional[int] = None) -> RequestId:
     """Stops a cluster. Request returns None."""
-    return _submit('stop', _teardown_body(cluster_name, purge, graceful,
+    return _submit(_ops.STOP, _teardown_body(cluster_name, purge, graceful,
                                           graceful_timeout), _none)
 
 
@@ -765,7 +766,7 @@ def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
         body['retry_until_up'] = True
     if force:
         body['force'] = True
-    rid = _client().submit('start', body)
+    rid = _client().submit(_ops.START.name, body)
     if idle_minutes_to_autostop is None:
         return _rid(rid, _none)
 
@@ -782,7 +783,7 @@ def start(cluster_name: str, idle_minutes_to_autostop: Optional[int] = None,
 def down(cluster_name: str, purge: bool = False, graceful: bool = False,
          graceful_timeout: Optional[int] = None) -> RequestId:
     """Tears a cluster down. Request returns None."""
-    return _submit('down', _teardown_body(cluster_name, purge, graceful,
+    return _submit(_ops.DOWN, _teardown_body(cluster_name, purge, graceful,
                                           graceful_timeout), _none)
 
 
@@ -801,7 +802,7 @@ def status(cluster_names: Optional[List[str]] = None,
         body['refresh'] = True
     if all_users:
         body['all_users'] = True
-    return _submit('status', body)
+    return _submit(_ops.STATUS, body)
 
 
 def autostop(cluster_name: str, idle_minutes: int,
@@ -823,7 +824,7 @@ def autostop(cluster_name: str, idle_minutes: int,
     w = _wait_for_value(wait_for)
     if w:
         body['wait_for'] = w
-    return _submit('autostop', body, _none)
+    return _submit(_ops.AUTOSTOP, body, _none)
 
 
 def cost_report(days: Optional[int] = None) -> RequestId:
@@ -831,7 +832,7 @@ def cost_report(days: Optional[int] = None) -> RequestId:
     body: Dict[str, Any] = {}
     if days is not None:
         body['days'] = int(days)
-    return _submit('cost_report', body)
+    return _submit(_ops.COST_REPORT, body)
 
 
 def endpoints(cluster: str,
@@ -840,7 +841,7 @@ def endpoints(cluster: str,
     body: Dict[str, Any] = {'cluster': cluster}
     if port is not None:
         body['port'] = int(port)
-    return _submit('endpoints', body)
+    return _submit(_ops.ENDPOINTS, body)
 
 
 # ---- jobs on a cluster ----
@@ -854,7 +855,7 @@ def queue(cluster_name: str, skip_finished: bool = False,
         body['skip_finished'] = True
     if all_users:
         body['all_users'] = True
-    return _submit('queue', body)
+    return _submit(_ops.QUEUE, body)
 
 
 def job_status(cluster_name: str,
@@ -867,7 +868,7 @@ def job_status(cluster_name: str,
                                 'follow': False}
         if ids:
             body['job_ids'] = ids
-        return _submit('job_status', body)
+        return _submit(_ops.JOB_STATUS, body)
 
     # Several jobs: the queue has them all, in one request.
     def post(v: Any, b: Dict[str, Any]):
@@ -875,7 +876,7 @@ def job_status(cluster_name: str,
                  for j in (v or {}).get(cluster_name) or []}
         return {i: by_id.get(i) for i in ids}
 
-    return _submit('queue', {'cluster_names': [cluster_name],
+    return _submit(_ops.QUEUE, {'cluster_names': [cluster_name],
                              'all_users': True}, post)
 
 
@@ -883,7 +884,7 @@ def cluster_job_spec(cluster_name: str, job_id: int) -> RequestId:
     """Request returns {'task_yaml', 'entrypoint'} (secrets redacted) of
     the job, or None when the cluster does not exist or the job's spec
     was not recorded."""
-    return _submit('cluster_job_spec', {'cluster_name': cluster_name,
+    return _submit(_ops.CLUSTER_JOB_SPEC, {'cluster_name': cluster_name,
                                         'job_id': int(job_id)})
 
 
@@ -903,7 +904,7 @@ def cancel(cluster_name: str, all: bool = False,  # pylint: disable=redefined-bu
         body['all'] = True
     if all_users:
         body['all_users'] = True
-    return _submit('cancel', body)
+    return _submit(_ops.CANCEL, body)
 
 
 def _follow_request(rid: str, follow: bool, out) -> Dict[str, Any]:
@@ -939,7 +940,7 @@ def tail_logs(cluster_name: str, job_id: Optional[int], follow: bool,
         body['job_ids'] = [int(job_id)]
     if tail and tail > 0:
         body['tail'] = int(tail)
-    rid = _client().submit('logs', body)
+    rid = _client().submit(_ops.LOGS.name, body)
     if not preload_content:
         return _iter_request(rid)
     rec = _follow_request(rid, follow, _out(output_stream))
@@ -990,7 +991,7 @@ def tail_hook_logs(cluster_name: str, event: Optional[str] = None,
         body['hook'] = event
     if tail:
         body['tail'] = int(tail)
-    rid = _client().submit('hook_logs', body)
+    rid = _client().submit(_ops.HOOK_LOGS.name, body)
     _follow_request(rid, follow, sys.stdout)
     return 0
 
@@ -1023,7 +1024,7 @@ def download_logs(cluster_name: str,
     if job_ids:
         body['job_ids'] = [int(i) for i in job_ids]
     c = _client()
-    rid = c.submit('download_logs', body)
+    rid = c.submit(_ops.DOWNLOAD_LOGS.name, body)
     v = _decode_result(c.get_record(rid)) or {}
     root = os.path.join(os.path.expanduser('~'), 'sky_logs')
     return {str(j.get('job_id')): _save_download(v.get('request_id') or rid,
@@ -1045,7 +1046,7 @@ def check(infra_list: Optional[Tuple[str, ...]], verbose: bool,
         body['clouds'] = list(infra_list)
     if verbose:
         body['verbose'] = True
-    return _submit('check', body)
+    return _submit(_ops.CHECK, body)
 
 
 def enabled_clouds(workspace: Optional[str] = None,
@@ -1055,7 +1056,7 @@ def enabled_clouds(workspace: Optional[str] = None,
             'the SkyGo check covers the active workspace')
     _refuse('expand', expand, False,
             'SkyGo lists node pools with `sky check`, not here')
-    return _submit('check', {}, _enabled_clouds_result)
+    return _submit(_ops.CHECK, {}, _enabled_clouds_result)
 
 
 def list_accelerators(gpus_only: bool = True,
@@ -1066,7 +1067,7 @@ def list_accelerators(gpus_only: bool = True,
                       all_regions: bool = False, require_price: bool = True,
                       case_sensitive: bool = True) -> RequestId:
     """Request returns {accelerator: [InstanceTypeInfo, ...]}."""
-    return _submit('list_accelerators', _gpus_body(
+    return _submit(_ops.LIST_ACCELERATORS, _gpus_body(
         gpus_only, name_filter, region_filter, quantity_filter, clouds,
         all_regions, require_price, case_sensitive))
 
@@ -1111,7 +1112,7 @@ def list_accelerator_counts(gpus_only: bool = True,
                             require_price: bool = True,
                             case_sensitive: bool = True) -> RequestId:
     """Request returns {accelerator: [counts offered]}."""
-    return _submit('list_accelerators', _gpus_body(
+    return _submit(_ops.LIST_ACCELERATORS, _gpus_body(
         gpus_only, name_filter, region_filter, quantity_filter, clouds,
         all_regions, require_price, case_sensitive),
                    _list_accelerator_counts_result)
@@ -1121,7 +1122,7 @@ def kubernetes_node_info(context: Optional[str] = None) -> RequestId:
     """Request returns {'node_info_dict': {node: {name, accelerator_type,
     total: {accelerator_count}, free: {accelerators_available}, ...}},
     'hint': str} for one context (default: the current one)."""
-    return _submit('kubernetes_node_info', _set({}, context=context))
+    return _submit(_ops.KUBERNETES_NODE_INFO, _set({}, context=context))
 
 
 def realtime_kubernetes_gpu_availability(
@@ -1130,7 +1131,7 @@ def realtime_kubernetes_gpu_availability(
         is_ssh: Optional[bool] = None) -> RequestId:
     """Request returns [(context, [(gpu, requestable counts, capacity,
     available), ...]), ...], live from the nodes."""
-    return _submit('realtime_kubernetes_gpu_availability',
+    return _submit(_ops.REALTIME_KUBERNETES_GPU_AVAILABILITY,
                    _set({}, context=context, name_filter=name_filter,
                         quantity_filter=quantity_filter, is_ssh=is_ssh),
                    _realtime_result)
@@ -1151,7 +1152,7 @@ def optimize(dag: Any, minimize: Any = _enums.OptimizeTarget.COST,
     body: Dict[str, Any] = {'dag_yaml': text}
     if _enums.optimize_time(minimize):
         body['optimize_time'] = True
-    return _submit('optimize', _with_env(body))
+    return _submit(_ops.OPTIMIZE, _with_env(body))
 
 
 def validate(dag: Any, workdir_only: bool = False,
@@ -1171,7 +1172,7 @@ def validate(dag: Any, workdir_only: bool = False,
         text = _to_yaml_text([_abs_paths(c) for c in d.to_yaml_configs()])
     else:
         text, _, _ = _dag_yaml(d, upload=False)
-    get(_submit('validate', {'name': d.name or '', 'yaml': '',
+    get(_submit(_ops.VALIDATE, {'name': d.name or '', 'yaml': '',
                              'dag_yaml': text}))
 
 
@@ -1199,7 +1200,7 @@ def reload_config() -> None:
 def storage_ls() -> RequestId:
     """Request returns the storage records (list of dicts: name,
     launched_at, store (list of store types), last_use, status)."""
-    return _submit('storage.ls', {})
+    return _submit(_ops.STORAGE_LS, {})
 
 
 def storage_delete(name: str) -> RequestId:
@@ -1207,7 +1208,7 @@ def storage_delete(name: str) -> RequestId:
     then its record. The request raises ValueError for an unknown name."""
     if not isinstance(name, str) or not name:
         raise ValueError('storage_delete needs the name of a storage')
-    return _submit('storage.delete', {'name': name})
+    return _submit(_ops.STORAGE_DELETE, {'name': name})
 
 
 # ---- API server ----
@@ -1363,7 +1364,7 @@ def dashboard(starting_page: Optional[str] = None) -> None:
 def workspaces() -> RequestId:
     """Request returns {workspace name: its settings} as the server's
     config defines them (workspaces:), 'default' always among them."""
-    return _submit('workspaces', {})
+    return _submit(_ops.WORKSPACES, {})
 
 
 def set_preferred_workspace(preferred: Optional[str]) -> Dict[str, Any]:

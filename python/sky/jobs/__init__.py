@@ -8,6 +8,7 @@ if TYPE_CHECKING:  # annotations only: typing costs ms at import
 
 from sky import _enums
 from sky import exceptions
+from sky.client import _ops
 from sky.client import sdk as _sdk
 
 ManagedJobStatus = _enums.ManagedJobStatus
@@ -36,7 +37,7 @@ def launch(task: Any, name: Optional[str] = None, pool: Optional[str] = None,
         if int(num_jobs) < 1:
             raise ValueError('num_jobs must be at least 1')
         body['num_jobs'] = int(num_jobs)
-    return _sdk._submit('jobs.launch', _sdk._with_env(body))  # pylint: disable=protected-access
+    return _sdk._submit(_ops.JOBS_LAUNCH, _sdk._with_env(body))  # pylint: disable=protected-access
 
 
 def queue(refresh: bool = False, skip_finished: bool = False,
@@ -65,7 +66,7 @@ def queue(refresh: bool = False, skip_finished: bool = False,
             rows = [{k: r.get(k) for k in fields} for r in rows]
         return rows
 
-    return _sdk._submit('jobs.queue', body, post)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.JOBS_QUEUE, body, post)  # pylint: disable=protected-access
 
 
 def cancel(name: Optional[str] = None, job_ids: Optional[List[int]] = None,
@@ -87,7 +88,7 @@ def cancel(name: Optional[str] = None, job_ids: Optional[List[int]] = None,
         graceful=bool(graceful),
         graceful_timeout=None if graceful_timeout is None
         else int(graceful_timeout))
-    return _sdk._submit('jobs.cancel', body)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.JOBS_CANCEL, body)  # pylint: disable=protected-access
 
 
 def tail_logs(name: Optional[str] = None, job_id: Optional[int] = None,
@@ -108,7 +109,7 @@ def tail_logs(name: Optional[str] = None, job_id: Optional[int] = None,
     if tail:
         body['tail'] = int(tail)
     c = _sdk._client()  # pylint: disable=protected-access
-    rid = c.submit('jobs.logs', body)
+    rid = c.submit(_ops.JOBS_LOGS.name, body)
     try:
         rec = _sdk._follow_request(rid, follow, _sdk._out(output_stream))  # pylint: disable=protected-access
     except exceptions.JobNotFoundError:
@@ -129,7 +130,7 @@ def download_logs(name: Optional[str], job_id: Optional[int],
     if controller:
         body['controller'] = True
     c = _sdk._client()  # pylint: disable=protected-access
-    rid = c.submit('jobs.download_logs', body)
+    rid = c.submit(_ops.JOBS_DOWNLOAD_LOGS.name, body)
     v = _sdk._decode_result(c.get_record(rid)) or {}  # pylint: disable=protected-access
     root = os.path.join(os.path.expanduser(local_dir), 'managed_jobs')
     return {int(j.get('job_id')): _sdk._save_download(  # pylint: disable=protected-access
@@ -143,7 +144,7 @@ def pool_apply(task: Optional[Any], pool_name: str, mode: Any = 'rolling',
     section (or, with task None, resizes it to workers)."""
     body: Dict[str, Any] = {'pool_name': pool_name}
     if task is not None:
-        _sdk._require_task_yaml('jobs.pool_apply', 'sky.jobs.pool_apply')  # pylint: disable=protected-access
+        _sdk._require_task_yaml(_ops.JOBS_POOL_APPLY, 'sky.jobs.pool_apply')  # pylint: disable=protected-access
         text, upload_id = _sdk._one_task_yaml(task, True, 'sky.jobs.pool_apply')  # pylint: disable=protected-access
         body['task_yaml'] = text
         if upload_id:
@@ -152,13 +153,13 @@ def pool_apply(task: Optional[Any], pool_name: str, mode: Any = 'rolling',
         body['mode'] = str(getattr(mode, 'value', mode))
     if workers is not None:
         body['workers'] = int(workers)
-    return _sdk._submit('jobs.pool_apply', _sdk._with_env(body))  # pylint: disable=protected-access
+    return _sdk._submit(_ops.JOBS_POOL_APPLY, _sdk._with_env(body))  # pylint: disable=protected-access
 
 
 def pool_status(pool_names: Optional[Union[str, List[str]]] = None
                 ) -> _sdk.RequestId:
     """Request returns the pools' records (list of dicts)."""
-    return _sdk._submit('jobs.pool_status', _sdk._names_body('pool_names', pool_names))  # pylint: disable=protected-access
+    return _sdk._submit(_ops.JOBS_POOL_STATUS, _sdk._names_body('pool_names', pool_names))  # pylint: disable=protected-access
 
 
 def pool_down(pool_names: Optional[Union[str, List[str]]] = None,
@@ -166,4 +167,4 @@ def pool_down(pool_names: Optional[Union[str, List[str]]] = None,
               purge: bool = False) -> _sdk.RequestId:
     """Tears pools down. Request returns None."""
     body = _sdk._names_body('pool_names', pool_names, all, purge, required=True)  # pylint: disable=protected-access
-    return _sdk._submit('jobs.pool_down', body, _sdk._none)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.JOBS_POOL_DOWN, body, _sdk._none)  # pylint: disable=protected-access

@@ -6,6 +6,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs ms at import
     from typing import Any, Dict, List, Optional, Union
 
+from sky.client import _ops
 from sky.client import sdk as _sdk
 
 __all__ = ['up', 'update', 'status', 'down', 'terminate_replica',
@@ -35,7 +36,7 @@ def up(task: Any, service_name: Optional[str] = None,
        _need_confirmation: bool = False) -> _sdk.RequestId:
     """Starts a service from a task with a ``service:`` section. Request
     returns ``(service_name, endpoint)``."""
-    _sdk._require_task_yaml('serve.up', 'sky.serve.up')  # pylint: disable=protected-access
+    _sdk._require_task_yaml(_ops.SERVE_UP, 'sky.serve.up')  # pylint: disable=protected-access
     text, upload_id = _sdk._one_task_yaml(task, True, 'sky.serve.up')  # pylint: disable=protected-access
     body: Dict[str, Any] = {'task_yaml': text}
     if upload_id:
@@ -47,7 +48,7 @@ def up(task: Any, service_name: Optional[str] = None,
         v = v or {}
         return v.get('service_name'), v.get('endpoint')
 
-    return _sdk._submit('serve.up', _sdk._with_env(body), post)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.SERVE_UP, _sdk._with_env(body), post)  # pylint: disable=protected-access
 
 
 def update(task: Any, service_name: str,
@@ -55,18 +56,18 @@ def update(task: Any, service_name: str,
            _need_confirmation: bool = False) -> _sdk.RequestId:
     """Updates a service to a new version of the task. Request returns
     None."""
-    _sdk._require_task_yaml('serve.update', 'sky.serve.update')  # pylint: disable=protected-access
+    _sdk._require_task_yaml(_ops.SERVE_UPDATE, 'sky.serve.update')  # pylint: disable=protected-access
     text, upload_id = _sdk._one_task_yaml(task, True, 'sky.serve.update')  # pylint: disable=protected-access
     body: Dict[str, Any] = {'task_yaml': text, 'service_name': service_name,
                             'mode': str(getattr(mode, 'value', mode))}
     if upload_id:
         body['upload_id'] = upload_id
-    return _sdk._submit('serve.update', _sdk._with_env(body), _sdk._none)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.SERVE_UPDATE, _sdk._with_env(body), _sdk._none)  # pylint: disable=protected-access
 
 
 def status(service_names: Optional[Union[str, List[str]]]) -> _sdk.RequestId:
     """Request returns the services' records (list of dicts)."""
-    return _sdk._submit('serve.status', _sdk._names_body('service_names', service_names))  # pylint: disable=protected-access
+    return _sdk._submit(_ops.SERVE_STATUS, _sdk._names_body('service_names', service_names))  # pylint: disable=protected-access
 
 
 def down(service_names: Optional[Union[str, List[str]]],
@@ -74,7 +75,7 @@ def down(service_names: Optional[Union[str, List[str]]],
          purge: bool = False) -> _sdk.RequestId:
     """Tears services down. Request returns None."""
     body = _sdk._names_body('service_names', service_names, all, purge, required=True)  # pylint: disable=protected-access
-    return _sdk._submit('serve.down', body, _sdk._none)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.SERVE_DOWN, body, _sdk._none)  # pylint: disable=protected-access
 
 
 def terminate_replica(service_name: str, replica_id: int,
@@ -84,7 +85,7 @@ def terminate_replica(service_name: str, replica_id: int,
                             'replica_id': int(replica_id)}
     if purge:
         body['purge'] = True
-    return _sdk._submit('serve.terminate-replica', body, _sdk._none)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.SERVE_TERMINATE_REPLICA, body, _sdk._none)  # pylint: disable=protected-access
 
 
 def tail_logs(service_name: str, target: Union[str, ServiceComponent],
@@ -108,5 +109,5 @@ def tail_logs(service_name: str, target: Union[str, ServiceComponent],
         raise ValueError('replica_id is only for target=REPLICA')
     if tail:
         body['tail'] = int(tail)
-    rid = _sdk._client().submit('serve.logs', body)  # pylint: disable=protected-access
+    rid = _sdk._client().submit(_ops.SERVE_LOGS.name, body)  # pylint: disable=protected-access
     _sdk._follow_request(rid, follow, _sdk._out(output_stream))  # pylint: disable=protected-access

@@ -9,6 +9,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs ms at import
     from typing import Any, Dict, List, Optional, Union
 
+from sky.client import _ops
 from sky.client import sdk as _sdk
 
 __all__ = ['apply', 'ls', 'delete']
@@ -47,7 +48,7 @@ def apply(volume: Union[Dict[str, Any], str, Any]) -> _sdk.RequestId:
     _sdk._set(body, infra=spec.get('infra'),  # pylint: disable=protected-access
               use_existing=spec.get('use_existing'),
               labels=spec.get('labels'), config=spec.get('config'))
-    return _sdk._submit('volumes.apply', body, _sdk._none)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.VOLUMES_APPLY, body, _sdk._none)  # pylint: disable=protected-access
 
 
 def ls(volume_names: Optional[List[str]] = None,
@@ -60,7 +61,7 @@ def ls(volume_names: Optional[List[str]] = None,
     body: Dict[str, Any] = {}
     _sdk._set(body, names=list(volume_names) if volume_names else None,  # pylint: disable=protected-access
               refresh=refresh)
-    return _sdk._submit('volumes.ls', body)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.VOLUMES_LS, body)  # pylint: disable=protected-access
 
 
 def delete(names: Union[str, List[str]], purge: bool = False) -> _sdk.RequestId:
@@ -72,4 +73,4 @@ def delete(names: Union[str, List[str]], purge: bool = False) -> _sdk.RequestId:
         raise ValueError('name the volumes to delete')
     body: Dict[str, Any] = {'names': list(names)}
     _sdk._set(body, purge=purge)  # pylint: disable=protected-access
-    return _sdk._submit('volumes.delete', body)  # pylint: disable=protected-access
+    return _sdk._submit(_ops.VOLUMES_DELETE, body)  # pylint: disable=protected-access
