@@ -112,3 +112,31 @@ func TestPermit(t *testing.T) {
 		})
 	}
 }
+
+func TestHandleStream(t *testing.T) {
+	o := HandleStream(testDesc, twice, func(_ context.Context, _ *Request, b testBody, emit func(testResult) error) error {
+		for i := 1; i <= b.N; i++ {
+			if err := emit(testResult{Twice: 2 * i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if o.Run == nil || o.Name != testDesc.Name {
+		t.Fatalf("op = %+v: want the descriptor's op, with Run", o)
+	}
+	var got []any
+	collect := func(v any) error { got = append(got, v); return nil }
+	if err := o.Stream(context.Background(), &Request{Name: "sky.test.twice", Body: json.RawMessage(`{"n": 2}`)}, collect); err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{testResult{Twice: 2}, testResult{Twice: 4}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("streamed %#v, want %#v", got, want)
+	}
+	got = nil
+	err := o.Stream(context.Background(), &Request{Name: "sky.test.twice", Body: json.RawMessage(`{"n": "two"}`)}, collect)
+	var oe *Error
+	if !errors.As(err, &oe) || oe.Type != "ValueError" || len(got) != 0 {
+		t.Errorf("bad body: %v after %d records; want a ValueError before any", err, len(got))
+	}
+}
