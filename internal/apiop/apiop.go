@@ -23,6 +23,9 @@ var (
 	Validate         = op.Desc[api.ValidateBody, api.ValidateResult]{Name: "validate", Schedule: op.Short}
 	Check            = op.Desc[api.CheckBody, []check.Result]{Name: "check", Schedule: op.Short}
 	ListAccelerators = op.Desc[api.GPUsBody, api.GPUsResult]{Name: "list_accelerators", Schedule: op.Short}
+	// ListAcceleratorCounts is, for each accelerator list_accelerators
+	// offers, the counts it comes in.
+	ListAcceleratorCounts = op.Desc[api.GPUsBody, map[string][]float64]{Name: "list_accelerator_counts", Schedule: op.Short}
 	Launch           = op.Desc[api.LaunchBody, api.LaunchResult]{Name: "launch", Schedule: op.Long}
 	// Optimize's result is unused: the plan is the text of its log.
 	Optimize = op.Desc[api.OptimizeBody, string]{Name: "optimize", Schedule: op.Short}

@@ -152,6 +152,7 @@ func (e *Env) ops() []op.Op {
 		op.Handle(apiop.Validate, e.validate),
 		op.Handle(apiop.Check, e.check),
 		op.Handle(apiop.ListAccelerators, e.listAccelerators),
+		op.Handle(apiop.ListAcceleratorCounts, e.listAcceleratorCounts),
 		op.Handle(apiop.Launch, e.launch),
 		op.Handle(apiop.Optimize, e.optimize),
 		op.Handle(apiop.Exec, e.exec),

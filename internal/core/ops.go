@@ -966,6 +966,43 @@ func (e *Env) workspaces(ctx context.Context, r *op.Request, _ op.NoBody) (map[s
 	return out, nil
 }
 
+// listAcceleratorCounts is sky.list_accelerator_counts: the counts each
+// accelerator of list_accelerators' answer comes in (SkyPilot's
+// list_accelerator_counts, for SDKs that ask for them alone).
+func (e *Env) listAcceleratorCounts(ctx context.Context, r *op.Request, b api.GPUsBody) (map[string][]float64, error) {
+	res, err := e.listAccelerators(ctx, r, b)
+	if err != nil {
+		return nil, err
+	}
+	return acceleratorCounts(res.JSON)
+}
+
+// acceleratorCounts reads list_accelerators' JSON (accelerator name ->
+// offerings) into each accelerator's distinct counts, ascending; an
+// offering without a count adds none.
+func acceleratorCounts(js json.RawMessage) (map[string][]float64, error) {
+	var offers map[string][]struct {
+		Count float64 `json:"accelerator_count"`
+	}
+	if len(js) > 0 {
+		if err := json.Unmarshal(js, &offers); err != nil {
+			return nil, fmt.Errorf("reading the accelerator listing: %w", err)
+		}
+	}
+	out := make(map[string][]float64, len(offers))
+	for name, os := range offers {
+		counts := []float64{}
+		for _, o := range os {
+			if o.Count > 0 && !slices.Contains(counts, o.Count) {
+				counts = append(counts, o.Count)
+			}
+		}
+		slices.Sort(counts)
+		out[name] = counts
+	}
+	return out, nil
+}
+
 // liveGPUs is `sky gpus list --infra <kind>` of an infrastructure that
 // knows its GPUs live: a table of GPU types with the per-node quantities
 // and how many are free, then one row per place (Slurm's CLUSTER and

@@ -39,6 +39,7 @@ JOBS_QUEUE = Op('jobs.queue', '/jobs/queue', 'short')
 KUBERNETES_LABEL_GPUS = Op('kubernetes_label_gpus', '/kubernetes_label_gpus', 'short')
 KUBERNETES_NODE_INFO = Op('kubernetes_node_info', '/kubernetes_node_info', 'short')
 LAUNCH = Op('launch', '/launch', 'long')
+LIST_ACCELERATOR_COUNTS = Op('list_accelerator_counts', '/list_accelerator_counts', 'short')
 LIST_ACCELERATORS = Op('list_accelerators', '/list_accelerators', 'short')
 LOCAL_DOWN = Op('local_down', '/local_down', 'long')
 LOCAL_UP = Op('local_up', '/local_up', 'long')
@@ -92,6 +93,7 @@ OPS: Dict[str, Op] = {op.name: op for op in (
     KUBERNETES_LABEL_GPUS,
     KUBERNETES_NODE_INFO,
     LAUNCH,
+    LIST_ACCELERATOR_COUNTS,
     LIST_ACCELERATORS,
     LOCAL_DOWN,
     LOCAL_UP,

@@ -263,16 +263,6 @@ def _list_accelerators_result(v: Any, body: Dict[str, Any]):
             for name, offs in _gpus_json(v).items()}
 
 
-def _list_accelerator_counts_result(v: Any, body: Dict[str, Any]):
-    out: Dict[str, List[int]] = {}
-    for name, offs in _gpus_json(v).items():
-        counts = sorted({int(o['accelerator_count']) if float(
-            o['accelerator_count']).is_integer() else o['accelerator_count']
-                         for o in offs if o.get('accelerator_count')})
-        out[name] = counts
-    return out
-
-
 def _none(v: Any, body: Dict[str, Any]) -> None:
     return None
 
@@ -1112,10 +1102,9 @@ def list_accelerator_counts(gpus_only: bool = True,
                             require_price: bool = True,
                             case_sensitive: bool = True) -> RequestId:
     """Request returns {accelerator: [counts offered]}."""
-    return _submit(_ops.LIST_ACCELERATORS, _gpus_body(
+    return _submit(_ops.LIST_ACCELERATOR_COUNTS, _gpus_body(
         gpus_only, name_filter, region_filter, quantity_filter, clouds,
-        all_regions, require_price, case_sensitive),
-                   _list_accelerator_counts_result)
+        all_regions, require_price, case_sensitive))
 
 
 def kubernetes_node_info(context: Optional[str] = None) -> RequestId:
