@@ -26,7 +26,7 @@ var (
 	// ListAcceleratorCounts is, for each accelerator list_accelerators
 	// offers, the counts it comes in.
 	ListAcceleratorCounts = op.Desc[api.GPUsBody, map[string][]float64]{Name: "list_accelerator_counts", Schedule: op.Short}
-	Launch           = op.Desc[api.LaunchBody, api.LaunchResult]{Name: "launch", Schedule: op.Long}
+	Launch                = op.Desc[api.LaunchBody, api.LaunchResult]{Name: "launch", Schedule: op.Long}
 	// Optimize's result is unused: the plan is the text of its log.
 	Optimize = op.Desc[api.OptimizeBody, string]{Name: "optimize", Schedule: op.Short}
 	Exec     = op.Desc[api.ExecBody, api.LaunchResult]{Name: "exec", Schedule: op.Long}
