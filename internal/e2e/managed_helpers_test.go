@@ -185,13 +185,13 @@ func (e *skyEnv) preemptNode(cluster string) int {
 	}
 	// The server may already be repairing the node (a status refresh that
 	// found its agent dead runs `sky agent start` there): such a process
-	// is new, not a survivor, and dies with the node like the others. Only
-	// a process that was sent SIGKILL and is still there fails the test.
+	// is new, not a survivor, and dies with the node like the others, also
+	// when it starts while the directory is being removed and writes into
+	// it (the removal then fails: not empty). Only a process that was sent
+	// SIGKILL and is still there fails the test.
+	var err error
 	for range 20 {
 		ps := procsWithEnv(marker)
-		if len(ps) == 0 {
-			break
-		}
 		for _, p := range ps {
 			if signalled[p.pid] {
 				e.t.Fatalf("processes of node %s survive SIGKILL: %v", cluster, ps)
@@ -201,11 +201,15 @@ func (e *skyEnv) preemptNode(cluster string) int {
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 			signalled[p.pid] = true
 		}
-		time.Sleep(50 * time.Millisecond)
+		if len(ps) > 0 {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if err = os.RemoveAll(e.clusterDir(cluster)); err == nil {
+			return killed
+		}
 	}
-	if err := os.RemoveAll(e.clusterDir(cluster)); err != nil {
-		e.t.Fatalf("removing the cluster directory of %s: %v", cluster, err)
-	}
+	e.t.Fatalf("removing the cluster directory of %s: %v", cluster, err)
 	return killed
 }
 
