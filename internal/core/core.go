@@ -24,7 +24,6 @@ import (
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra"
-	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build
 	"github.com/skygo/skygo/internal/jobs"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/paths"

@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/core"
+	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build: only the server program links them
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
