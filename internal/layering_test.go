@@ -61,7 +61,7 @@ var layers = []layer{
 	{"the runtime files sky carries", []string{"internal/bundle"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
 	{"the loaders' seams to their schema checks", []string{"internal/task/taskdoc", "internal/config/configdoc"}},
-	{"vocabulary, one-job helpers", []string{"internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
+	{"vocabulary, one-job helpers", []string{"internal/infrakind", "internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also

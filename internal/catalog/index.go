@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"github.com/skygo/skygo/internal/infrakind"
 	"regexp"
 	"strings"
 )
@@ -32,21 +33,6 @@ func buildIndex(cloud string, rows []Row) *index {
 	return ix
 }
 
-// Per-cloud defaults used when a request names no instance type, no
-// accelerator, no cpus and no memory (spec resources.md §Defaults).
-type cloudDefault struct {
-	cpus     float64 // "<cpus>+"
-	memRatio float64 // "<ratio>x": GB per vCPU
-}
-
-var defaults = map[string]cloudDefault{
-	"aws": {8, 4}, "gcp": {8, 4}, "azure": {8, 4}, "oci": {8, 4},
-	"cudo": {8, 2}, "lambda": {30, 4},
-}
-
-// fallbackDefault is used for clouds the spec gives no default for.
-var fallbackDefault = cloudDefault{8, 4}
-
 // defaultFamily restricts CPU-only requests (no instance type, no
 // accelerator) to a cloud's general-purpose families, as SkyPilot does: on
 // AWS the spec lists them; GCP uses n2 and Azure the Dsv5 series (SkyPilot's
@@ -58,21 +44,23 @@ var defaultFamily = map[string]*regexp.Regexp{
 }
 
 // DefaultCPUs returns the default vCPU floor and memory GB per vCPU for a
-// cloud; kubernetes, ssh and slurm get 2 CPUs and 1 GB/CPU (4 and 4 with
-// GPUs).
+// cloud when a request names no instance type, no accelerator, no cpus and
+// no memory (spec resources.md §Defaults), as the kind describes it
+// (internal/infrakind); kinds sized to the request get 2 CPUs and 1 GB/CPU
+// (4 and 4 with GPUs).
 func DefaultCPUs(cloud string, withGPU bool) (cpus, memPerCPU float64) {
-	switch cloud {
-	case "kubernetes", "ssh", "slurm", "local":
+	k, ok := infrakind.Lookup(cloud)
+	if ok && k.Sized {
 		if withGPU {
 			return 4, 4
 		}
 		return 2, 1
 	}
-	d, ok := defaults[cloud]
-	if !ok {
-		d = fallbackDefault
+	d := infrakind.DefaultSizes
+	if ok {
+		d = k.DefaultSizes()
 	}
-	return d.cpus, d.memRatio
+	return d.CPUs, d.MemPerCPU
 }
 
 // GCP sells most GPUs only attached to a fixed machine type. gcpFixed maps a

@@ -8,11 +8,13 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/skygo/skygo/internal/api"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // Environment variables that choose config files (names as in SkyPilot).
@@ -376,20 +378,12 @@ func (c *Config) ForWorkspace(name string) *Config {
 	return out
 }
 
-// perRegionSection names the per-region mapping of a cloud section.
-var perRegionSection = map[string]string{
-	"kubernetes": "context_configs",
-	"ssh":        "context_configs",
-	"nebius":     "region_configs",
-	"oci":        "region_configs",
-	"slurm":      "cluster_configs",
-}
-
 // RegionValue reads key for one region of a cloud (a Kubernetes context, a
 // Slurm cluster, an OCI/Nebius region): the per-region value first, then
 // the cloud-wide one. The bool is false when neither is set.
 func (c *Config) RegionValue(cloud, region, key string) (any, bool) {
-	if sec, ok := perRegionSection[cloud]; ok && region != "" {
+	if k, ok := infrakind.Lookup(cloud); ok && k.RegionSection != "" && region != "" {
+		sec := k.RegionSection
 		if v, ok := c.Lookup(cloud, sec, region, key); ok {
 			return v, true
 		}

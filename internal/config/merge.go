@@ -1,9 +1,16 @@
 package config
 
+import (
+	"slices"
+
+	"github.com/skygo/skygo/internal/infrakind"
+)
+
 // Overlay returns base with override laid on top, without changing either:
 // mappings merge key by key, anything else in override replaces the base
-// value (lists are replaced, not appended). Under `kubernetes` (and its
-// context_configs) the pod_config and custom_metadata values merge the way
+// value (lists are replaced, not appended). The keys an infrastructure
+// names as pod specs (infrakind.Kind.PodKeys: Kubernetes' pod_config and
+// custom_metadata, also in its per-region section) merge the way
 // Kubernetes strategic merge does; see mergeK8s.
 func Overlay(base, override map[string]any) map[string]any {
 	return overlayMap(base, override, nil)
@@ -36,17 +43,17 @@ func overlayMap(base, over map[string]any, path []string) map[string]any {
 	return out
 }
 
-// k8sMergePath reports whether path is kubernetes.{pod_config,custom_metadata}
-// or kubernetes.context_configs.<ctx>.{pod_config,custom_metadata}.
+// k8sMergePath reports whether path is <kind>.<pod key> or
+// <kind>.<region section>.<region>.<pod key> of a kind with pod keys.
 func k8sMergePath(p []string) bool {
-	if len(p) == 0 || p[0] != "kubernetes" {
+	if len(p) != 2 && len(p) != 4 {
 		return false
 	}
-	last := p[len(p)-1]
-	if last != "pod_config" && last != "custom_metadata" {
+	k, ok := infrakind.Lookup(p[0])
+	if !ok || k.Name != p[0] || !slices.Contains(k.PodKeys, p[len(p)-1]) {
 		return false
 	}
-	return len(p) == 2 || (len(p) == 4 && p[1] == "context_configs")
+	return len(p) == 2 || (k.RegionSection != "" && p[1] == k.RegionSection)
 }
 
 // patchMergeKeys are the pod-spec lists whose items are matched by `name`

@@ -7,28 +7,32 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/fielderr"
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // taskOverridable are the only config paths a task's `config:` may set:
 // settings that can differ per cluster. Everything else (allowed_clouds,
-// aws.*, context_configs, ...) is server or user policy.
-var taskOverridable = map[string][]string{
-	"docker":           {"run_options"},
-	"nvidia_gpus":      {"disable_ecc"},
-	"ssh":              {"custom_metadata", "pod_config", "provision_timeout"},
-	"kubernetes":       {"custom_metadata", "pod_config", "provision_timeout", "dws", "kueue", "quota", "remote_identity", "enable_docker", "set_pod_resource_limits"},
-	"azure":            {"remote_identity", "vpc_name"},
-	"gcp":              {"vpc_name", "subnet_names", "managed_instance_group", "enable_gvnic", "enable_gpu_direct", "placement_policy"},
-	"vast":             {"datacenter_only", "create_instance_kwargs"},
-	"slurm":            {"sbatch_options", "cpu_partition"},
-	"active_workspace": nil,
-	"hooks":            nil, // task-only: lifecycle hooks
+// aws.*, context_configs, ...) is server or user policy. Each
+// infrastructure names its own (infrakind.Kind.TaskKeys).
+func taskOverridable() map[string][]string {
+	m := map[string][]string{
+		"docker":           {"run_options"},
+		"nvidia_gpus":      {"disable_ecc"},
+		"active_workspace": nil,
+		"hooks":            nil, // task-only: lifecycle hooks
+	}
+	for _, k := range infrakind.All() {
+		if len(k.TaskKeys) > 0 {
+			m[k.Name] = k.TaskKeys
+		}
+	}
+	return m
 }
 
 // TaskOverridableKeys lists every dotted path a task's config may set.
 func TaskOverridableKeys() []string {
 	var out []string
-	for top, subs := range taskOverridable {
+	for top, subs := range taskOverridable() {
 		if subs == nil {
 			out = append(out, top)
 		}
@@ -53,11 +57,12 @@ func ValidateTaskConfig(v any) error {
 	}
 	allowedList := "allowed keys: " + strings.Join(TaskOverridableKeys(), ", ")
 	keys := sortedKeys(m)
+	overridable := taskOverridable()
 	for _, k := range keys {
-		subs, known := taskOverridable[k]
+		subs, known := overridable[k]
 		if !known {
 			msg := fmt.Sprintf("%q cannot be set in a task's config (it is not overridable per task)", k)
-			if s := suggest(k, sortedKeys(taskOverridable)); s != "" && s != k {
+			if s := suggest(k, sortedKeys(overridable)); s != "" && s != k {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
 			return fielderr.New(k, msg+"; "+allowedList)

@@ -7,30 +7,24 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-)
 
-// displayNames is each infra's name as SkyPilot prints it.
-var displayNames = map[string]string{
-	"aws": "AWS", "gcp": "GCP", "azure": "Azure", "oci": "OCI", "lambda": "Lambda",
-	"runpod": "RunPod", "nebius": "Nebius", "vast": "Vast", "cudo": "Cudo",
-	"primeintellect": "PrimeIntellect", "shadeform": "Shadeform", "seeweb": "Seeweb",
-	"hyperbolic": "Hyperbolic", "hyperstack": "Hyperstack", "jarvislabs": "JarvisLabs",
-	"lium": "Lium", "daytona": "Daytona", "mithril": "Mithril", "spheron": "Spheron",
-	"verda": "Verda", "yotta": "Yotta", "kubernetes": "Kubernetes", "ssh": "SSH",
-	"slurm": "Slurm", "local": "Local", "do": "DO", "fluidstack": "Fluidstack",
-	"ibm": "IBM", "scp": "SCP", "paperspace": "Paperspace", "vsphere": "vSphere",
-}
+	"github.com/skygo/skygo/internal/infrakind"
+)
 
 // DisplayName is infra's name as printed ("aws" -> "AWS").
 func DisplayName(infra string) string {
-	if n, ok := displayNames[strings.ToLower(infra)]; ok {
-		return n
+	if k, ok := infrakind.Lookup(infra); ok && k.Display != "" {
+		return k.Display
 	}
 	return infra
 }
 
-// noInstanceTypes are infras printed with "-" as the instance.
-var noInstanceTypes = map[string]bool{"kubernetes": true, "slurm": true, "ssh": true, "local": true}
+// noInstanceType reports whether infra's candidates print "-" as the
+// instance: kinds sized to the request have no instance types.
+func noInstanceType(infra string) bool {
+	k, ok := infrakind.Lookup(infra)
+	return ok && k.Sized
+}
 
 // InfraLabel is the INFRA column: "AWS (us-east-1)", "GCP (us-central1-a)"
 // (the zone when the candidate is pinned to one), "SSH (pool)".
@@ -39,8 +33,8 @@ func InfraLabel(c *Candidate) string {
 	if c.Zone != "" {
 		loc = c.Zone
 	}
-	if c.Cloud == "ssh" {
-		loc = strings.TrimPrefix(loc, "ssh-")
+	if k, ok := infrakind.Lookup(c.Cloud); ok && k.RegionPrefix != "" {
+		loc = strings.TrimPrefix(loc, k.RegionPrefix)
 	}
 	if loc == "" {
 		return DisplayName(c.Cloud)
@@ -228,7 +222,7 @@ func tableRows(tp *TaskPlan, verbose bool) []Candidate {
 	}
 	key := func(c *Candidate) string {
 		k := fmt.Sprintf("%s|%s:%g|%t", c.Cloud, c.AccName, c.AccCount, c.UseSpot)
-		if noInstanceTypes[c.Cloud] {
+		if noInstanceType(c.Cloud) {
 			k += "|" + c.Region
 		}
 		return k
@@ -253,7 +247,7 @@ func tableRows(tp *TaskPlan, verbose bool) []Candidate {
 
 func instanceLabel(c *Candidate) string {
 	s := c.InstanceType
-	if noInstanceTypes[c.Cloud] {
+	if noInstanceType(c.Cloud) {
 		s = ""
 	}
 	switch {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skygo/skygo/internal/infrakind"
 	"math"
 	"slices"
 	"strings"
@@ -384,8 +385,8 @@ func normalize(r Request) Request {
 		return s
 	}
 	r.Cloud = strings.ToLower(star(r.Cloud))
-	if r.Cloud == "k8s" {
-		r.Cloud = "kubernetes"
+	if c := infrakind.Canonical(r.Cloud); c != "" {
+		r.Cloud = c
 	}
 	r.Region, r.Zone = star(r.Region), star(r.Zone)
 	r.DiskTier = strings.ToLower(r.DiskTier)

@@ -248,6 +248,9 @@ func TestCapacityInfrasBlockedAndFeatures(t *testing.T) {
 		{name: "disk tier best is fine everywhere", req: Request{Cloud: "kubernetes", DiskTier: "best"}, enabled: []string{"kubernetes"}, wantCloud: "kubernetes"},
 		{name: "slurm cannot open ports", req: Request{Cloud: "slurm", Ports: []string{"8080"}}, enabled: []string{"slurm"}, wantErrPart: []string{"slurm: opening ports is not supported"}},
 		{name: "lambda has no custom VM image", req: Request{Cloud: "lambda", ImageID: "ami-123"}, enabled: []string{"lambda"}, wantErrPart: []string{"lambda: custom image_id is not supported"}},
+		// A node pool runs on its hosts as they are: it honours no image.
+		{name: "ssh runs no docker image", req: Request{Cloud: "ssh", ImageID: "docker:ubuntu"}, enabled: []string{"ssh"}, wantErrPart: []string{"ssh: docker images are not supported"}},
+		{name: "ssh boots no custom image", req: Request{Cloud: "ssh", ImageID: "img-1"}, enabled: []string{"ssh"}, wantErrPart: []string{"ssh: custom image_id is not supported"}},
 		{name: "not enabled names sky check", req: at1(gpu("H100", 8), "gcp"), enabled: []string{"aws"}, wantErrPart: []string{"gcp: not enabled — run `sky check gcp`"}},
 		{name: "every infra explained", req: Request{AccName: "H100", AccCount: 16, Region: "us-east-1"}, enabled: []string{"aws", "lambda", "kubernetes", "slurm"},
 			wantErrPart: []string{"aws: no instance with 16x H100 in us-east-1", "lambda: no instance with 16x H100 in us-east-1", "kubernetes: no node with 16x H100", "slurm: no node with 16x H100"}},

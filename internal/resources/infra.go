@@ -2,24 +2,24 @@ package resources
 
 import (
 	"fmt"
+	"github.com/skygo/skygo/internal/infrakind"
 	"strings"
 )
 
-// Clouds is every infrastructure name accepted as a cloud (sorted). It is
-// SkyPilot's list plus "local", SkyGo's embedded infrastructure that runs
-// clusters on this machine. "k8s" is accepted as input too and becomes
-// "kubernetes".
-var Clouds = []string{
-	"aws", "azure", "cudo", "do", "fluidstack", "gcp", "hyperbolic", "ibm",
-	"kubernetes", "lambda", "local", "mithril", "nebius", "oci", "paperspace",
-	"primeintellect", "runpod", "scp", "seeweb", "shadeform", "slurm", "ssh",
-	"vast", "verda", "vsphere", "yotta",
-}
+// Clouds is every infrastructure name accepted as a cloud (sorted): the
+// kinds of the registry (internal/infrakind), SkyPilot's list plus
+// "local", SkyGo's embedded infrastructure that runs clusters on this
+// machine. Aliases ("k8s") are accepted as input too and become the kind's
+// name ("kubernetes").
+func Clouds() []string { return infrakind.Names() }
 
-// sshRegionPrefix marks an SSH node pool stored as a region: `ssh/gpus` is
-// Infra{Cloud: "ssh", Region: "ssh-gpus"}, the way SkyPilot names the pool's
-// Kubernetes context.
-const sshRegionPrefix = "ssh-"
+// regionPrefix is what a kind puts before the region the user names:
+// `ssh/gpus` is Infra{Cloud: "ssh", Region: "ssh-gpus"}, the way SkyPilot
+// names the pool's Kubernetes context.
+func regionPrefix(cloud string) string {
+	k, _ := infrakind.Lookup(cloud)
+	return k.RegionPrefix
+}
 
 // Infra says where resources may run. An empty field means "any".
 //
@@ -45,7 +45,7 @@ func (i Infra) SSHPool() string {
 	if i.Cloud != "ssh" {
 		return ""
 	}
-	return strings.TrimPrefix(i.Region, sshRegionPrefix)
+	return strings.TrimPrefix(i.Region, regionPrefix(i.Cloud))
 }
 
 // String is the canonical infra string, which ParseInfra reads back to the
@@ -135,7 +135,7 @@ func ParseInfra(s string) (Infra, error) {
 			return Infra{}, fmt.Errorf("infra %q: an SSH node pool is written ssh/<pool>, with no zone", s)
 		}
 		if inf.Region != "" {
-			inf.Region = sshRegionPrefix + inf.Region
+			inf.Region = regionPrefix(cloud) + inf.Region
 		}
 	case "local":
 		if len(parts) > 1 {
@@ -149,20 +149,18 @@ func ParseInfra(s string) (Infra, error) {
 // "*" as "" (any), and rejects unknown names with a suggestion.
 func normalizeCloud(name string) (string, error) {
 	c := strings.ToLower(strings.TrimSpace(name))
-	switch c {
-	case "*":
+	if c == "*" {
 		return "", nil
-	case "k8s":
-		return "kubernetes", nil
 	}
-	if contains(Clouds, c) {
-		return c, nil
+	if k := infrakind.Canonical(c); k != "" {
+		return k, nil
 	}
+	clouds := infrakind.Names()
 	msg := fmt.Sprintf("unknown cloud %q", name)
-	if s := suggest(c, Clouds); s != "" {
+	if s := suggest(c, clouds); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
-	return "", fmt.Errorf("%s (known: %s, k8s, or * for any)", msg, strings.Join(Clouds, ", "))
+	return "", fmt.Errorf("%s (known: %s, k8s, or * for any)", msg, strings.Join(clouds, ", "))
 }
 
 // legacyInfra builds an Infra from the old cloud/region/zone fields and
@@ -202,8 +200,8 @@ func checkInfraShape(inf Infra) (Infra, string, error) {
 		if inf.Zone != "" {
 			return Infra{}, "zone", fmt.Errorf("SSH node pools have no zones (zone %q); the pool name goes in region, or use infra: ssh/<pool>", inf.Zone)
 		}
-		if inf.Region != "" && !strings.HasPrefix(inf.Region, sshRegionPrefix) {
-			inf.Region = sshRegionPrefix + inf.Region
+		if p := regionPrefix(inf.Cloud); inf.Region != "" && !strings.HasPrefix(inf.Region, p) {
+			inf.Region = p + inf.Region
 		}
 	}
 	if strings.Contains(inf.Region, "/") {

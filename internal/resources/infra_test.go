@@ -89,6 +89,7 @@ func TestParseInfraErrors(t *testing.T) {
 }
 
 func TestClouds(t *testing.T) {
+	Clouds := Clouds()
 	if !slices.IsSorted(Clouds) {
 		t.Errorf("Clouds is not sorted: %v", Clouds)
 	}

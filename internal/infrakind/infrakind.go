@@ -1,0 +1,218 @@
+// Package infrakind is where every infrastructure describes itself: its
+// name and aliases, how it is printed, what the optimizer may ask of it,
+// the config keys a task may override and the schema of its config
+// section, how `sky check` finds its credentials and what it picks when a
+// task gives no size. The optimizer, `sky check`, the config loader and
+// the resources parser read this registry instead of naming kinds.
+//
+// It sits at the bottom of the stack and links no SDK, because the
+// command line needs it too (it parses `infra: k8s/ctx` locally) and must
+// stay slim; the build's plug-ins (internal/infra/<name>) register how to
+// provision in internal/infra, keyed by the same names.
+package infrakind
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Group orders `sky check`'s report: clouds first, then the kinds that run
+// on machines the user brings, then the fallback.
+type Group int
+
+const (
+	Cloud    Group = iota // priced from a catalog
+	OnPrem                // Kubernetes, Slurm, node pools: capacity they report
+	Fallback              // this machine: enabled when nothing else is
+)
+
+// Features is what a kind can do beyond picking an instance. Spot
+// availability on catalog clouds comes from the catalog's spot prices;
+// Spot=false rules spot out before asking.
+type Features struct {
+	Spot      bool
+	DiskTiers []string // tiers other than "best" (best always means "the best you have")
+	Ports     bool
+	VMImage   bool // a custom machine image id (not docker:)
+	Docker    bool // image_id: docker:<image>
+	// FixedDisk: the nodes' disks are what they are (this machine, a node
+	// pool's hosts, a Slurm node), so disk_size and local_disk cannot be
+	// honoured; neither can network_tier: best, which picks faster NICs.
+	FixedDisk bool
+}
+
+// DefaultFeatures are a kind's that declares none.
+var DefaultFeatures = Features{Spot: true, Ports: true, Docker: true}
+
+// AllTiers are every disk tier but "best".
+var AllTiers = []string{"low", "medium", "high", "ultra"}
+
+// Sizes is what a kind picks when a task gives neither cpus nor memory.
+type Sizes struct {
+	CPUs      float64 // at least this many vCPUs ...
+	MemPerCPU float64 // ... with this many GB each
+}
+
+// DefaultSizes are a catalog cloud's that declares none.
+var DefaultSizes = Sizes{CPUs: 8, MemPerCPU: 4}
+
+// CheckEnv is what a credential check may read: the home directory and
+// the workspace's view of the config.
+type CheckEnv struct {
+	Home string
+	// Setting reads a dotted config path of the active workspace.
+	Setting func(path string) (any, bool)
+}
+
+// CheckResult is a credential check's verdict; Reason says what was found
+// or what to do.
+type CheckResult struct {
+	Enabled bool
+	Reason  string
+	Details []string
+}
+
+// Kind describes one infrastructure.
+type Kind struct {
+	Name    string   // canonical, lower case: "kubernetes"; as in allowed_clouds
+	Display string   // as printed: "Kubernetes"
+	Aliases []string // other spellings accepted as input: "k8s"
+	Group   Group
+	// Features, when nil, are DefaultFeatures.
+	Features *Features
+	// Sized: no instance types; a node is sized to the request (exact
+	// CPUs, "-" in the INSTANCE column, 2 CPUs / 1 GB each by default).
+	Sized bool
+	// Sizes, when zero, are DefaultSizes (ignored when Sized).
+	Sizes Sizes
+	// RegionPrefix is put before the region the user names (`ssh/gpus` is
+	// region ssh-gpus, as SkyPilot names a node pool's context) and left
+	// out where regions are printed.
+	RegionPrefix string
+	// Storage: the kind also offers object storage.
+	Storage bool
+	// TaskKeys are the keys of its config section a task's `config:` may
+	// set (settings that can differ per cluster).
+	TaskKeys []string
+	// RegionSection names the mapping of per-region settings in its config
+	// section ("context_configs"), if it has one.
+	RegionSection string
+	// PodKeys are the keys of its config section (and of its per-region
+	// ones) whose values are pod specs: layered config merges them the way
+	// Kubernetes strategic merge does.
+	PodKeys []string
+	// Schema is the JSON Schema of its config section, for kinds the
+	// embedded config schema does not already describe.
+	Schema json.RawMessage
+	// Check finds its credentials; nil: `sky check` uses its own checker
+	// for the kind, if it has one.
+	Check func(CheckEnv) CheckResult
+}
+
+// Feats are k's features, or DefaultFeatures.
+func (k Kind) Feats() Features {
+	if k.Features == nil {
+		return DefaultFeatures
+	}
+	return *k.Features
+}
+
+// DefaultSizes are k's sizes, or DefaultSizes.
+func (k Kind) DefaultSizes() Sizes {
+	if k.Sizes == (Sizes{}) {
+		return DefaultSizes
+	}
+	return k.Sizes
+}
+
+var (
+	mu    sync.RWMutex
+	kinds = map[string]Kind{}
+	alias = map[string]string{}
+)
+
+// Register adds a kind; called from init. A name or alias taken twice is
+// a programming error.
+func Register(k Kind) {
+	mu.Lock()
+	defer mu.Unlock()
+	k.Name = strings.ToLower(k.Name)
+	if _, dup := kinds[k.Name]; dup {
+		panic("infrakind: " + k.Name + " registered twice")
+	}
+	if _, dup := alias[k.Name]; dup {
+		panic("infrakind: " + k.Name + " is already an alias")
+	}
+	for _, a := range k.Aliases {
+		a = strings.ToLower(a)
+		if _, dup := kinds[a]; dup {
+			panic("infrakind: alias " + a + " is already a kind")
+		}
+		if _, dup := alias[a]; dup {
+			panic("infrakind: alias " + a + " registered twice")
+		}
+		alias[a] = k.Name
+	}
+	kinds[k.Name] = k
+}
+
+// Canonical is the kind name for name or one of its aliases (any case),
+// or "" when no kind answers to it.
+func Canonical(name string) string {
+	n := strings.ToLower(strings.TrimSpace(name))
+	mu.RLock()
+	defer mu.RUnlock()
+	if _, ok := kinds[n]; ok {
+		return n
+	}
+	return alias[n]
+}
+
+// Lookup is the kind named name (or an alias of it).
+func Lookup(name string) (Kind, bool) {
+	c := Canonical(name)
+	mu.RLock()
+	defer mu.RUnlock()
+	k, ok := kinds[c]
+	return k, ok
+}
+
+// All are every kind in report order: by group, then by name.
+func All() []Kind {
+	mu.RLock()
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	mu.RUnlock()
+	slices.SortFunc(out, func(a, b Kind) int {
+		if a.Group != b.Group {
+			return int(a.Group - b.Group)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// Names are every kind's name, sorted.
+func Names() []string {
+	var out []string
+	for _, k := range All() {
+		out = append(out, k.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Aliases maps every alias to its kind.
+func Aliases() map[string]string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make(map[string]string, len(alias))
+	for a, k := range alias {
+		out[a] = k
+	}
+	return out
+}
