@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/config"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/proc"
 )
 
@@ -44,56 +45,58 @@ const SettingLocalDisabled = "local_disabled"
 
 // infra is one checker, by canonical lower-case name.
 type infra struct {
-	name    string // as in allowed_clouds and `sky check NAME`
-	display string // as printed and in -o json
-	storage bool   // also offers object storage
-	check   func(e *env) Result
+	name     string // as in allowed_clouds and `sky check NAME`
+	display  string // as printed and in -o json
+	storage  bool   // also offers object storage
+	fallback bool   // this machine: decided in Run, after the others
+	check    func(e *env) Result
 }
 
-// infras is the fixed order of the report: clouds alphabetically, then the
-// on-premises kinds, local last because it is the fallback.
-// Every cloud of SkyPilot's catalog is here, whether or not this build can
+// checkers are the credential checks written here, by kind; a kind that
+// brings its own (infrakind.Kind.Check) or has neither gets the API-key
+// file check (keyclouds.go).
+var checkers = map[string]func(e *env) Result{
+	"aws": checkAWS, "azure": checkAzure, "gcp": checkGCP, "lambda": checkLambda, "runpod": checkRunPod,
+	"kubernetes": checkKubernetes, "slurm": checkSlurm, "ssh": checkSSH,
+}
+
+// infras are the registry's kinds in report order: clouds alphabetically,
+// then the on-premises kinds, the fallback (this machine) last. Every
+// cloud of SkyPilot's catalog is there, whether or not this build can
 // provision on it: an enabled one is priced by the optimizer.
-var infras = []infra{
-	{"aws", "AWS", true, checkAWS},
-	{"azure", "Azure", true, checkAzure},
-	{"cudo", "Cudo", false, keyCheck("cudo", "Cudo")},
-	{"daytona", "Daytona", false, keyCheck("daytona", "Daytona")},
-	{"do", "DO", false, keyCheck("do", "DO")},
-	{"fluidstack", "Fluidstack", false, keyCheck("fluidstack", "Fluidstack")},
-	{"gcp", "GCP", true, checkGCP},
-	{"hyperbolic", "Hyperbolic", false, keyCheck("hyperbolic", "Hyperbolic")},
-	{"hyperstack", "Hyperstack", false, keyCheck("hyperstack", "Hyperstack")},
-	{"ibm", "IBM", false, keyCheck("ibm", "IBM")},
-	{"jarvislabs", "JarvisLabs", false, keyCheck("jarvislabs", "JarvisLabs")},
-	{"lambda", "Lambda", false, checkLambda},
-	{"lium", "Lium", false, keyCheck("lium", "Lium")},
-	{"mithril", "Mithril", false, keyCheck("mithril", "Mithril")},
-	{"nebius", "Nebius", true, keyCheck("nebius", "Nebius")},
-	{"oci", "OCI", true, keyCheck("oci", "OCI")},
-	{"paperspace", "Paperspace", false, keyCheck("paperspace", "Paperspace")},
-	{"primeintellect", "PrimeIntellect", false, keyCheck("primeintellect", "PrimeIntellect")},
-	{"runpod", "RunPod", false, checkRunPod},
-	{"scp", "SCP", false, keyCheck("scp", "SCP")},
-	{"seeweb", "Seeweb", false, keyCheck("seeweb", "Seeweb")},
-	{"shadeform", "Shadeform", false, keyCheck("shadeform", "Shadeform")},
-	{"spheron", "Spheron", false, keyCheck("spheron", "Spheron")},
-	{"vast", "Vast", false, keyCheck("vast", "Vast")},
-	{"verda", "Verda", false, keyCheck("verda", "Verda")},
-	{"vsphere", "vSphere", false, keyCheck("vsphere", "vSphere")},
-	{"yotta", "Yotta", false, keyCheck("yotta", "Yotta")},
-	{"kubernetes", "Kubernetes", false, checkKubernetes},
-	{"slurm", "Slurm", false, checkSlurm},
-	{"ssh", "SSH", false, checkSSH},
-	{"local", "Local", false, nil}, // decided in Run, after the others
+func infras() []infra {
+	kinds := infrakind.All()
+	out := make([]infra, len(kinds))
+	for i, k := range kinds {
+		in := infra{name: k.Name, display: k.Display, storage: k.Storage, fallback: k.Group == infrakind.Fallback}
+		switch {
+		case k.Check != nil:
+			in.check = ownCheck(k.Check)
+		case checkers[k.Name] != nil:
+			in.check = checkers[k.Name]
+		default:
+			in.check = keyCheck(k.Name, k.Display)
+		}
+		out[i] = in
+	}
+	return out
 }
 
-var aliases = map[string]string{"k8s": "kubernetes", "digitalocean": "do", "datacrunch": "verda", "lambdalabs": "lambda"}
+// ownCheck runs a kind's own credential check.
+func ownCheck(f func(infrakind.CheckEnv) infrakind.CheckResult) func(e *env) Result {
+	return func(e *env) Result {
+		r := f(infrakind.CheckEnv{Home: e.home, Setting: func(path string) (any, bool) {
+			return e.cfg.Lookup(strings.Split(path, ".")...)
+		}})
+		return Result{Enabled: r.Enabled, Reason: r.Reason, Details: r.Details}
+	}
+}
 
 // Names lists the infra names Run understands, in report order.
 func Names() []string {
-	out := make([]string, len(infras))
-	for i, in := range infras {
+	all := infras()
+	out := make([]string, len(all))
+	for i, in := range all {
 		out[i] = in.name
 	}
 	return out
@@ -135,7 +138,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 
 	var out []Result
 	othersEnabled := false
-	for _, in := range infras {
+	for _, in := range infras() {
 		if !want[in.name] {
 			continue
 		}
@@ -150,7 +153,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 			r = Result{Reason: fmt.Sprintf("not in allowed_clouds (%s) of the config; add %s there to use it", strings.Join(allowed, ", "), in.name)}
 		case e.cfg.GetBool(in.name+".disabled", false):
 			r = Result{Reason: fmt.Sprintf("disabled in workspace %q (workspaces.%s.%s.disabled)", ws, ws, in.name)}
-		case in.name == "local":
+		case in.fallback:
 			r = checkLocal(opts.LocalDisabled, othersEnabled)
 			if r.Enabled {
 				if err := sandboxCheck(); err != nil {
@@ -164,7 +167,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		r.Infra, r.Key = in.display, in.name
 		if r.Enabled {
 			r.Capabilities = capabilities(e.cfg, in)
-			if in.name != "local" {
+			if !in.fallback {
 				othersEnabled = true
 			}
 		}
@@ -176,23 +179,14 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 func selected(names []string) (map[string]bool, error) {
 	want := map[string]bool{}
 	if len(names) == 0 {
-		for _, in := range infras {
+		for _, in := range infras() {
 			want[in.name] = true
 		}
 		return want, nil
 	}
 	for _, n := range names {
-		key := strings.ToLower(strings.TrimSpace(n))
-		if a, ok := aliases[key]; ok {
-			key = a
-		}
-		found := false
-		for _, in := range infras {
-			if in.name == key {
-				found = true
-			}
-		}
-		if !found {
+		key := infrakind.Canonical(n)
+		if key == "" {
 			return nil, fmt.Errorf("unknown infra %q for sky check; known: %s", n, strings.Join(Names(), ", "))
 		}
 		want[key] = true
@@ -202,11 +196,7 @@ func selected(names []string) (map[string]bool, error) {
 
 func inAllowed(name string, allowed []string) bool {
 	for _, a := range allowed {
-		a = strings.ToLower(a)
-		if al, ok := aliases[a]; ok {
-			a = al
-		}
-		if a == name {
+		if infrakind.Canonical(a) == name {
 			return true
 		}
 	}

@@ -99,6 +99,9 @@ type Kind struct {
 	// RegionSection names the mapping of per-region settings in its config
 	// section ("context_configs"), if it has one.
 	RegionSection string
+	// ServerKeys are the keys of its config section only the server's
+	// config may set (what the server reaches, not how a cluster runs).
+	ServerKeys []string
 	// PodKeys are the keys of its config section (and of its per-region
 	// ones) whose values are pod specs: layered config merges them the way
 	// Kubernetes strategic merge does.

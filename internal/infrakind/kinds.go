@@ -50,6 +50,7 @@ func init() {
 		{Name: "slurm", Display: "Slurm", Group: OnPrem, Sized: true,
 			Features:      &Features{Docker: true, FixedDisk: true},
 			TaskKeys:      []string{"sbatch_options", "cpu_partition"},
+			ServerKeys:    []string{"cluster_configs"},
 			RegionSection: "cluster_configs"},
 		// A node pool runs tasks on its hosts as they are: it starts no
 		// container and boots no image, so image_id cannot be honoured.

@@ -11,7 +11,7 @@ import (
 // records and a copy of the uploaded files per job, so one request of any
 // user must not be able to ask for an unbounded number of them. SkyPilot
 // has no such keys; these are SkyGo's, read from the API server's config
-// only (config.ServerOnlyKeys), since they protect the server from its
+// only (config.ServerOnlyKeys()), since they protect the server from its
 // users.
 const (
 	KeyMaxArraySize         = "jobs.max_array_size"
