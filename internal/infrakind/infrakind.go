@@ -142,21 +142,18 @@ func Register(k Kind) {
 	mu.Lock()
 	defer mu.Unlock()
 	k.Name = strings.ToLower(k.Name)
-	if _, dup := kinds[k.Name]; dup {
+	taken := func(n string) bool { _, kind := kinds[n]; _, al := alias[n]; return kind || al }
+	if taken(k.Name) {
 		panic("infrakind: " + k.Name + " registered twice")
 	}
-	if _, dup := alias[k.Name]; dup {
-		panic("infrakind: " + k.Name + " is already an alias")
+	for i, a := range k.Aliases {
+		a = strings.ToLower(a)
+		if taken(a) || a == k.Name || slices.Contains(k.Aliases[:i], a) {
+			panic("infrakind: alias " + a + " of " + k.Name + " is taken")
+		}
 	}
 	for _, a := range k.Aliases {
-		a = strings.ToLower(a)
-		if _, dup := kinds[a]; dup {
-			panic("infrakind: alias " + a + " is already a kind")
-		}
-		if _, dup := alias[a]; dup {
-			panic("infrakind: alias " + a + " registered twice")
-		}
-		alias[a] = k.Name
+		alias[strings.ToLower(a)] = k.Name
 	}
 	kinds[k.Name] = k
 }

@@ -8,10 +8,12 @@
 package configschema
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/skygo/skygo/internal/config/configdoc"
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 //go:embed schema.json
@@ -44,7 +47,12 @@ func loadSchemas() {
 			schemaErr = fmt.Errorf("embedded config schema: %w", err)
 			return
 		}
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(schemaJSON)))
+		full, err := withKinds(rawSchema, infrakind.All())
+		if err != nil {
+			schemaErr = fmt.Errorf("embedded config schema: %w", err)
+			return
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(full))
 		if err != nil {
 			schemaErr = fmt.Errorf("embedded config schema: %w", err)
 			return
@@ -62,6 +70,48 @@ func loadSchemas() {
 			schemaErr = fmt.Errorf("embedded config schema: %w", err)
 		}
 	})
+}
+
+// withKinds adds what the registered infrastructures describe to the
+// schema (which it changes): each kind's name where a cloud is named
+// (allowed_clouds, a workspace's sections) and the schema of its config
+// section when it brings one, as JSON for the validator.
+func withKinds(schema map[string]any, kinds []infrakind.Kind) ([]byte, error) {
+	defs, _ := schema["$defs"].(map[string]any)
+	props, _ := schema["properties"].(map[string]any)
+	cloudName, _ := defs["cloud_name"].(map[string]any)
+	wsKey, _ := defs["workspace_key"].(map[string]any)
+	pattern, _ := cloudName["pattern"].(string)
+	names, _ := wsKey["enum"].([]any)
+	lo, hi := strings.Index(pattern, "^("), strings.LastIndex(pattern, ")$")
+	if defs == nil || props == nil || lo < 0 || hi < lo || names == nil {
+		return nil, errors.New("no cloud_name pattern, workspace_key enum or properties to add the infrastructures to")
+	}
+	alts := strings.Split(pattern[lo+2:hi], "|")
+	for _, k := range kinds {
+		for _, n := range append([]string{k.Name}, k.Aliases...) {
+			if !slices.Contains(alts, n) {
+				alts = append(alts, n)
+			}
+		}
+		if !slices.Contains(names, any(k.Name)) {
+			names = append(names, k.Name)
+		}
+		if k.Schema == nil {
+			continue
+		}
+		if _, dup := props[k.Name]; dup {
+			return nil, fmt.Errorf("infrastructure %s brings a config schema, but the embedded schema has its section already", k.Name)
+		}
+		var frag any
+		if err := json.Unmarshal(k.Schema, &frag); err != nil {
+			return nil, fmt.Errorf("config schema of infrastructure %s: %w", k.Name, err)
+		}
+		props[k.Name] = frag
+	}
+	cloudName["pattern"] = pattern[:lo+2] + strings.Join(alts, "|") + pattern[hi:]
+	wsKey["enum"] = names
+	return json.Marshal(schema)
 }
 
 type schemaIssue = configdoc.Issue
