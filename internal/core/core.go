@@ -87,7 +87,7 @@ func New(o Options) (*Env, error) {
 	e := &Env{Home: o.Home, Store: o.Store}
 	e.Backend = &backend.Backend{Home: o.Home, Store: o.Store, Sky: sky, Node: node, CLI: o.CLI,
 		CallbackEnv: []string{fmt.Sprintf("%s=%d", api.EnvPort, port)}}
-	infras, err := infra.Open(infra.Env{Home: o.Home, Store: o.Store, Sky: sky, Node: node,
+	infras, err := infra.Open(infra.Env{Home: o.Home, Settings: o.Store, Sky: sky, Node: node,
 		Down: func(ctx context.Context, name string, log io.Writer) error {
 			err := e.Backend.Down(ctx, name, backend.User{}, true, false, log)
 			if backend.IsNotFound(err) {

@@ -29,8 +29,10 @@ import (
 type Env struct {
 	// Home is the server user's home (where ~/.sky lives).
 	Home string
-	// Store is the server's database.
-	Store *state.Store
+	// Settings is where an infrastructure keeps its own records (pools,
+	// host claims, whether it is turned off) in the server's database;
+	// the rest of the database is the lifecycle's, not a plug-in's.
+	Settings Settings
 	// Sky is the path of the sky binary on this machine.
 	Sky string
 	// Node finds the node runtime builds the infrastructures copy to
@@ -46,6 +48,22 @@ type Env struct {
 	// from it); nil in tests that need none.
 	Catalog func() *catalog.Catalog
 }
+
+// Settings are named records of the server's database. The API server's
+// *state.Store implements it.
+type Settings interface {
+	// GetSetting returns the value of key; an error wrapping
+	// state.ErrNotFound when it is not set.
+	GetSetting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+	DeleteSetting(ctx context.Context, key string) error
+	// UpdateDocument replaces the document key with what fn makes of its
+	// current value (nil: none), conditional on the version read; fn's
+	// false leaves it as it is.
+	UpdateDocument(ctx context.Context, key string, fn func(cur []byte) ([]byte, bool, error)) error
+}
+
+var _ Settings = (*state.Store)(nil)
 
 // NodeBinaries is e.Node, or the builds beside e.Sky.
 func (e Env) NodeBinaries() NodeBinaries {

@@ -134,7 +134,7 @@ func (in *Infra) Ops() []op.Op {
 }
 
 func (in *Infra) up(ctx context.Context, r *op.Request, _ op.NoBody) (map[string]bool, error) {
-	if err := in.env.Store.DeleteSetting(ctx, check.SettingLocalDisabled); err != nil {
+	if err := in.env.Settings.DeleteSetting(ctx, check.SettingLocalDisabled); err != nil {
 		return nil, err
 	}
 	if err := in.env.Recheck(ctx); err != nil {
@@ -163,7 +163,7 @@ func (in *Infra) down(ctx context.Context, r *op.Request, _ op.NoBody) (map[stri
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("the local infrastructure is still enabled: %w", errors.Join(errs...))
 	}
-	if err := in.env.Store.SetSetting(ctx, check.SettingLocalDisabled, "1"); err != nil {
+	if err := in.env.Settings.SetSetting(ctx, check.SettingLocalDisabled, "1"); err != nil {
 		return nil, err
 	}
 	if err := in.env.Recheck(ctx); err != nil {

@@ -98,7 +98,7 @@ func (in *Infra) provisioner(id infra.ID) (*Provisioner, error) {
 	if err != nil {
 		return nil, &provision.ConfigError{Where: "ssh/" + pool, Msg: "reading ~/.ssh/config", Err: err}
 	}
-	return NewProvisioner(in.env.Home, p, res, in.Dialer(), in.env.Store), nil
+	return NewProvisioner(in.env.Home, p, res, in.Dialer(), in.env.Settings), nil
 }
 
 // NoAutostopCallback implements infra.NoCallback: the head is another
@@ -247,7 +247,7 @@ func (in *Infra) RemoveSSHConfig(cluster string) error {
 // poolOfCluster is the pool whose hosts a cluster holds.
 func (in *Infra) poolOfCluster(ctx context.Context, cluster string) (string, error) {
 	var pool string
-	err := readClaims(ctx, in.env.Store, func(c *claims) {
+	err := readClaims(ctx, in.env.Settings, func(c *claims) {
 		if cc := c.Clusters[cluster]; cc != nil {
 			pool = cc.Pool
 		}

@@ -38,7 +38,7 @@ type HostRecord = api.SSHHostRecord
 func sshPoolKey(pool string) string { return "ssh_pool/" + pool }
 
 func (in *Infra) poolRecord(ctx context.Context, pool string) *PoolRecord {
-	raw, err := in.env.Store.GetSetting(ctx, sshPoolKey(pool))
+	raw, err := in.env.Settings.GetSetting(ctx, sshPoolKey(pool))
 	if err != nil || raw == "" {
 		return nil
 	}
@@ -209,7 +209,7 @@ func (in *Infra) up(ctx context.Context, r *op.Request, b api.SSHUpBody) ([]*api
 			}
 		}
 		raw, _ := json.Marshal(rec)
-		if err := in.env.Store.SetSetting(ctx, sshPoolKey(name), string(raw)); err != nil {
+		if err := in.env.Settings.SetSetting(ctx, sshPoolKey(name), string(raw)); err != nil {
 			return nil, err
 		}
 		recs = append(recs, rec)
@@ -314,7 +314,7 @@ func (in *Infra) down(ctx context.Context, r *op.Request, b api.SSHDownBody) ([]
 	names := PoolNames(pools)
 	// Which clusters hold hosts of these pools is in the claims.
 	var busy []string
-	err = readClaims(ctx, in.env.Store, func(c *claims) {
+	err = readClaims(ctx, in.env.Settings, func(c *claims) {
 		for name, cc := range c.Clusters {
 			if pools[cc.Pool] != nil {
 				busy = append(busy, fmt.Sprintf("%s (pool %s)", name, cc.Pool))
@@ -358,7 +358,7 @@ func (in *Infra) down(ctx context.Context, r *op.Request, b api.SSHDownBody) ([]
 				fmt.Fprintf(r.Log, "  %s: removed ~/.sky/bin\n", p.Hosts[i].Name)
 			}
 		}
-		_ = in.env.Store.DeleteSetting(ctx, sshPoolKey(name))
+		_ = in.env.Settings.DeleteSetting(ctx, sshPoolKey(name))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, &op.Error{Type: "SSHHostError", Message: err.Error()}

@@ -56,7 +56,7 @@ func testInfra(t *testing.T, pools string) *Infra {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &Infra{env: infra.Env{Home: home, Store: st}}
+	return &Infra{env: infra.Env{Home: home, Settings: st}}
 }
 
 func TestSSHCapacity(t *testing.T) {
@@ -65,7 +65,7 @@ func TestSSHCapacity(t *testing.T) {
 	rec := PoolRecord{Pool: "big", ProbedAt: time.Now(), Hosts: []HostRecord{
 		{Name: "h1", CPUs: 4, MemoryGB: 16}, {Name: "h2", CPUs: 8, MemoryGB: 16}, {Name: "h3", Error: "ssh to h3: unreachable"}}}
 	raw, _ := json.Marshal(rec)
-	if err := e.env.Store.SetSetting(ctx, sshPoolKey("big"), string(raw)); err != nil {
+	if err := e.env.Settings.SetSetting(ctx, sshPoolKey("big"), string(raw)); err != nil {
 		t.Fatal(err)
 	}
 	capa := capacity{e}
