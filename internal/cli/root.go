@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skygo/skygo/internal/editdist"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/version"
 )
 
@@ -22,18 +22,22 @@ import (
 // runtime finds the files sky carries (internal/bundle.Path).
 func Execute(runtime func(name string) (string, error)) int {
 	f := defaultFactory(runtime)
-	if args := os.Args[1:]; len(args) > 0 && slices.Contains(handover, args[0]) {
+	if args := os.Args[1:]; len(args) > 0 && handsOver(args[0]) {
 		return handOver(f, args)
 	}
 	return run(f, os.Args[1:])
 }
 
-// handover are the hidden verbs of the server side: `sky k8s-exec` (the
-// remote shell of rsync and the ProxyCommand of ssh to a pod). Its
+// handsOver reports whether verb is a hidden verb of the server side, one
+// an infrastructure declares (infrakind.Kind.Verbs: Kubernetes' k8s-exec,
+// the remote shell of rsync and the ProxyCommand of ssh to a pod). Its
 // packages are the server's; a sky command line naming it runs the
 // server program with the same arguments, in this process's place. (The
 // node agent is sky-node's, the load balancer sky-lb's.)
-var handover = []string{"k8s-exec"}
+func handsOver(verb string) bool {
+	_, ok := infrakind.Verb(verb)
+	return ok
+}
 
 func handOver(f *Factory, args []string) int {
 	exe, err := f.serverBinary()

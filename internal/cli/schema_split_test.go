@@ -3,12 +3,10 @@ package cli
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/skygo/skygo/internal/config"
-	"github.com/skygo/skygo/internal/servermain"
 )
 
 // TestBinaryValidatesThroughServer: the sky binary does not link the
@@ -82,12 +80,5 @@ func TestBinaryValidatesConfigThroughServer(t *testing.T) {
 	_, got, code = runBinary(t, []string{"NO_COLOR=1"}, args...)
 	if code != 2 || got != want {
 		t.Errorf("sky check --config: exit %d\n got %q\nwant %q", code, got, want)
-	}
-}
-
-// The verbs sky hands over to the server program are the ones it serves.
-func TestHandoverMatchesServerProgram(t *testing.T) {
-	if !slices.Equal(handover, servermain.Handover) {
-		t.Errorf("sky hands over %q, sky-server serves %q", handover, servermain.Handover)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/check"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
@@ -192,6 +193,46 @@ func Register(kind string, f Factory) {
 		panic("infra: kind " + kind + " registered twice")
 	}
 	factories[kind] = f
+}
+
+// VerbMain runs a hidden verb of the server program (args without the
+// verb) and returns the exit code.
+type VerbMain func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
+var verbs = map[string]VerbMain{}
+
+// RegisterVerb makes a verb the kind declared (infrakind.Kind.Verbs) run
+// in the server program; called from the plug-in's init.
+func RegisterVerb(verb string, main VerbMain) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := verbs[verb]; dup {
+		panic("infra: verb " + verb + " registered twice")
+	}
+	verbs[verb] = main
+}
+
+// Verb is the registered verb, or a VerbMain saying why this build cannot
+// run it; false when no kind declares verb.
+func Verb(verb string) (VerbMain, bool) {
+	regMu.Lock()
+	main, ok := verbs[verb]
+	regMu.Unlock()
+	if ok {
+		return main, true
+	}
+	k, ok := infrakind.Verb(verb)
+	if !ok {
+		return nil, false
+	}
+	why := fmt.Sprintf("sky %s: this build of SkyGo cannot run %s's commands", verb, k.Display)
+	if tag := check.OmittedBy(k.Name); tag != "" {
+		why = fmt.Sprintf("sky %s: this build of SkyGo leaves %s out (built with -tags %s); use a build without that tag", verb, k.Display, tag)
+	}
+	return func(_ []string, _ io.Reader, _, stderr io.Writer) int {
+		fmt.Fprintln(stderr, why)
+		return 1
+	}, true
 }
 
 // Set is every registered kind, opened for one server.

@@ -109,6 +109,11 @@ type Kind struct {
 	// Schema is the JSON Schema of its config section, for kinds the
 	// embedded config schema does not already describe.
 	Schema json.RawMessage
+	// Verbs are hidden commands of the server program that the kind's
+	// nodes or tools run as `sky VERB ...` (Kubernetes' k8s-exec, rsync's
+	// remote shell): the command line hands them over to sky-server, where
+	// the plug-in registered them (infra.RegisterVerb).
+	Verbs []string
 	// Check finds its credentials; nil: `sky check` uses its own checker
 	// for the kind, if it has one.
 	Check func(CheckEnv) CheckResult
@@ -204,6 +209,16 @@ func Names() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Verb is the kind that declares verb, if any.
+func Verb(verb string) (Kind, bool) {
+	for _, k := range All() {
+		if slices.Contains(k.Verbs, verb) {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }
 
 // Aliases maps every alias to its kind.

@@ -45,7 +45,8 @@ func init() {
 			Features:      &Features{Spot: true, Ports: true, VMImage: true, Docker: true},
 			TaskKeys:      []string{"custom_metadata", "pod_config", "provision_timeout", "dws", "kueue", "quota", "remote_identity", "enable_docker", "set_pod_resource_limits"},
 			RegionSection: "context_configs",
-			PodKeys:       []string{"pod_config", "custom_metadata"}},
+			PodKeys:       []string{"pod_config", "custom_metadata"},
+			Verbs:         []string{"k8s-exec"}},
 		// Docker images need Pyxis: the plug-in's Feasible checks.
 		{Name: "slurm", Display: "Slurm", Group: OnPrem, Sized: true,
 			Features:      &Features{Docker: true, FixedDisk: true},

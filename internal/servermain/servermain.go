@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/core"
+	"github.com/skygo/skygo/internal/infra"
 	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build: only the server program links them
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/server"
@@ -29,19 +30,13 @@ import (
 	"github.com/skygo/skygo/internal/version"
 )
 
-// The verbs of this program. The CLI hands Handover's verbs over as they
-// are; it runs `api start` itself with the flags it checked, and asks
-// SkyPilotClustersVerb only when SkyPilot's state file exists.
+// The verbs of this program. The CLI hands the infrastructures' verbs
+// (infrakind.Kind.Verbs) over as they are; it runs `api start` itself with
+// the flags it checked, and asks SkyPilotClustersVerb only when
+// SkyPilot's state file exists.
 const (
 	SkyPilotClustersVerb = "skypilot-clusters"
 )
-
-// Handover are the verbs the CLI passes to this program unchanged.
-var Handover = []string{K8sExecVerb}
-
-// K8sExecVerb is `sky k8s-exec` (kubernetes.ExecCommand, named here so a
-// build without Kubernetes still knows the word: k8sexec.go).
-const K8sExecVerb = "k8s-exec"
 
 // Main runs args (without the program name) and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -57,13 +52,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return exit(stderr, runAPIServer(ctx, args[2:], stderr))
-	case K8sExecVerb:
-		return k8sExec(args[1:], stdin, stdout, stderr)
 	case SkyPilotClustersVerb:
 		return exit(stderr, skyPilotClusters(ctx, stdout))
 	case "--version", "version":
 		fmt.Fprintf(stdout, "sky-server %s (commit %s)\n", version.Version, version.Commit)
 		return 0
+	}
+	if main, ok := infra.Verb(args[0]); ok { // an infrastructure's (infrakind.Kind.Verbs)
+		return main(args[1:], stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "sky-server: unknown command %q\n%s\n", args[0], usage)
 	return 2

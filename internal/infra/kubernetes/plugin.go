@@ -40,7 +40,10 @@ import (
 // kubernetes).
 const Kind = "kubernetes"
 
-func init() { infra.Register(Kind, Open) }
+func init() {
+	infra.Register(Kind, Open)
+	infra.RegisterVerb(ExecCommand, ExecMain)
+}
 
 // Infra is Kubernetes for one server.
 type Infra struct {

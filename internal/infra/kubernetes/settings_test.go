@@ -1,10 +1,12 @@
 package kubernetes
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/provision"
 )
 
@@ -35,5 +37,14 @@ func TestUnsupportedKeysRefused(t *testing.T) {
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%v ports %v: unsupported %q, want %q", tc.kube, tc.ports, got, tc.want)
 		}
+	}
+}
+
+// The verb this package serves is the one its kind declares, so the
+// command line hands `sky k8s-exec` over to the server program.
+func TestKindDeclaresExecVerb(t *testing.T) {
+	k, ok := infrakind.Lookup(Kind)
+	if !ok || !slices.Contains(k.Verbs, ExecCommand) {
+		t.Errorf("kind %s declares verbs %q, not %s", Kind, k.Verbs, ExecCommand)
 	}
 }
