@@ -28,6 +28,16 @@ const (
 	Fallback              // this machine: enabled when nothing else is
 )
 
+// Place is how an infra string names a place of a kind.
+type Place int
+
+const (
+	RegionZone Place = iota // <kind>/<region>/<zone>
+	Context                 // <kind>/<context>: one region, taken whole (it may hold slashes); no zones
+	Pool                    // <kind>/<pool>: one region, stored with RegionPrefix; no zones
+	Here                    // <kind> alone: no regions or zones
+)
+
 // Features is what a kind can do beyond picking an instance. Spot
 // availability on catalog clouds comes from the catalog's spot prices;
 // Spot=false rules spot out before asking.
@@ -87,6 +97,10 @@ type Kind struct {
 	Sized bool
 	// Sizes, when zero, are DefaultSizes (ignored when Sized).
 	Sizes Sizes
+	// Place is how its infra strings name a place; RegionNoun is what a
+	// region is called in messages ("context", "node pool").
+	Place      Place
+	RegionNoun string
 	// RegionPrefix is put before the region the user names (`ssh/gpus` is
 	// region ssh-gpus, as SkyPilot names a node pool's context) and left
 	// out where regions are printed.
@@ -117,6 +131,15 @@ type Kind struct {
 	// Check finds its credentials; nil: `sky check` uses its own checker
 	// for the kind, if it has one.
 	Check func(CheckEnv) CheckResult
+}
+
+// Short is the shortest spelling of k users write: its first alias
+// ("k8s"), or its name.
+func (k Kind) Short() string {
+	if len(k.Aliases) > 0 {
+		return k.Aliases[0]
+	}
+	return k.Name
 }
 
 // Feats are k's features, or DefaultFeatures.

@@ -42,6 +42,7 @@ func init() {
 
 		// Images run as containers; spot if the cluster has spot nodes.
 		{Name: "kubernetes", Display: "Kubernetes", Aliases: []string{"k8s"}, Group: OnPrem, Sized: true,
+			Place: Context, RegionNoun: "context",
 			Features:      &Features{Spot: true, Ports: true, VMImage: true, Docker: true},
 			TaskKeys:      []string{"custom_metadata", "pod_config", "provision_timeout", "dws", "kueue", "quota", "remote_identity", "enable_docker", "set_pod_resource_limits"},
 			RegionSection: "context_configs",
@@ -55,12 +56,12 @@ func init() {
 			RegionSection: "cluster_configs"},
 		// A node pool runs tasks on its hosts as they are: it starts no
 		// container and boots no image, so image_id cannot be honoured.
-		{Name: "ssh", Display: "SSH", Group: OnPrem, Sized: true,
+		{Name: "ssh", Display: "SSH", Group: OnPrem, Sized: true, Place: Pool, RegionNoun: "node pool",
 			Features:      &Features{Ports: true, FixedDisk: true},
 			RegionPrefix:  "ssh-",
 			TaskKeys:      []string{"custom_metadata", "pod_config", "provision_timeout"},
 			RegionSection: "context_configs"},
-		{Name: "local", Display: "Local", Group: Fallback, Sized: true,
+		{Name: "local", Display: "Local", Group: Fallback, Sized: true, Place: Here,
 			Features: &Features{Ports: true, FixedDisk: true}},
 	} {
 		Register(k)

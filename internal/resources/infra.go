@@ -58,17 +58,11 @@ func (i Infra) String() string {
 	if cloud == "" {
 		cloud = "*"
 	}
-	switch i.Cloud {
-	case "kubernetes":
+	if k, _ := infrakind.Lookup(i.Cloud); k.Place == infrakind.Context || k.Place == infrakind.Pool {
 		if i.Region == "" {
 			return cloud
 		}
-		return cloud + "/" + i.Region
-	case "ssh":
-		if i.Region == "" {
-			return cloud
-		}
-		return cloud + "/" + i.SSHPool()
+		return cloud + "/" + strings.TrimPrefix(i.Region, k.RegionPrefix)
 	}
 	parts := []string{cloud}
 	if i.Region != "" || i.Zone != "" {
@@ -102,11 +96,12 @@ func ParseInfra(s string) (Infra, error) {
 	if err != nil {
 		return Infra{}, fmt.Errorf("infra %q: %w", s, err)
 	}
-	if cloud == "kubernetes" {
+	k, _ := infrakind.Lookup(cloud)
+	if k.Place == infrakind.Context {
 		// A context name may contain slashes and colons (EKS ARNs), so it
 		// is taken whole rather than split.
 		if strings.HasPrefix(rest, "/") {
-			return Infra{}, fmt.Errorf("infra %q: empty Kubernetes context after %q; write k8s or k8s/<context>", s, first+"/")
+			return Infra{}, fmt.Errorf("infra %q: empty %s %s after %q; write %s or %s/<%s>", s, k.Display, k.RegionNoun, first+"/", k.Short(), k.Short(), k.RegionNoun)
 		}
 		if rest == "*" {
 			rest = ""
@@ -120,7 +115,7 @@ func ParseInfra(s string) (Infra, error) {
 		}
 	}
 	if len(parts) > 3 {
-		return Infra{}, fmt.Errorf("infra %q has %d parts; expected at most <cloud>/<region>/<zone> (only a Kubernetes context may contain slashes)", s, len(parts))
+		return Infra{}, fmt.Errorf("infra %q has %d parts; expected at most <cloud>/<region>/<zone> (%s contain slashes)", s, len(parts), slashesIn())
 	}
 	inf := Infra{Cloud: cloud}
 	if len(parts) > 1 && parts[1] != "*" {
@@ -129,21 +124,55 @@ func ParseInfra(s string) (Infra, error) {
 	if len(parts) > 2 && parts[2] != "*" {
 		inf.Zone = parts[2]
 	}
-	switch cloud {
-	case "ssh":
+	switch k.Place {
+	case infrakind.Pool:
 		if len(parts) > 2 {
-			return Infra{}, fmt.Errorf("infra %q: an SSH node pool is written ssh/<pool>, with no zone", s)
+			return Infra{}, fmt.Errorf("infra %q: %s %s is written %s/<%s>, with no zone", s, article(k.Display), k.Display+" "+k.RegionNoun, k.Short(), lastWord(k.RegionNoun))
 		}
 		if inf.Region != "" {
-			inf.Region = regionPrefix(cloud) + inf.Region
+			inf.Region = k.RegionPrefix + inf.Region
 		}
-	case "local":
+	case infrakind.Here:
 		if len(parts) > 1 {
-			return Infra{}, fmt.Errorf("infra %q: local infrastructure has no regions or zones; write just local", s)
+			return Infra{}, fmt.Errorf("infra %q: %s infrastructure has no regions or zones; write just %s", s, k.Name, k.Name)
 		}
 	}
 	return inf, nil
 }
+
+// slashesIn says which regions may hold slashes: "only a Kubernetes
+// context may" (the kinds whose region is a context, taken whole).
+func slashesIn() string {
+	var which []string
+	for _, k := range infrakind.All() {
+		if k.Place == infrakind.Context {
+			which = append(which, article(k.Display)+" "+k.Display+" "+k.RegionNoun)
+		}
+	}
+	if len(which) == 0 {
+		return "no region may"
+	}
+	return "only " + strings.Join(which, " or ") + " may"
+}
+
+// article is "a" or "an" before name, by how it is said: an acronym
+// ("SSH") by its first letter's name.
+func article(name string) string {
+	if name == "" {
+		return "a"
+	}
+	first := name[0]
+	vowels := "aeiouAEIOU"
+	if len(name) > 1 && strings.ToUpper(name) == name {
+		vowels = "AEFHILMNORSX" // letters whose names start with a vowel sound
+	}
+	if strings.IndexByte(vowels, first) >= 0 {
+		return "an"
+	}
+	return "a"
+}
+
+func lastWord(s string) string { return s[strings.LastIndex(s, " ")+1:] }
 
 // normalizeCloud lower-cases a cloud name, maps k8s to kubernetes, keeps
 // "*" as "" (any), and rejects unknown names with a suggestion.
@@ -182,30 +211,32 @@ func legacyInfra(cloud, region, zone string) (Infra, string, error) {
 // for infra assembled from separate parts (legacy fields, CLI flags). On
 // error it names the part at fault: "region" or "zone".
 func checkInfraShape(inf Infra) (Infra, string, error) {
-	switch inf.Cloud {
-	case "kubernetes":
+	k, _ := infrakind.Lookup(inf.Cloud)
+	switch k.Place {
+	case infrakind.Context:
 		if inf.Zone != "" {
-			return Infra{}, "zone", fmt.Errorf("kubernetes has no zones (zone %q); the context goes in region, or use infra: k8s/<context>", inf.Zone)
+			return Infra{}, "zone", fmt.Errorf("%s has no zones (zone %q); the %s goes in region, or use infra: %s/<%s>", k.Name, inf.Zone, k.RegionNoun, k.Short(), k.RegionNoun)
 		}
 		return inf, "", nil
-	case "local":
+	case infrakind.Here:
 		if inf.Region != "" {
-			return Infra{}, "region", fmt.Errorf("local infrastructure has no regions (region %q)", inf.Region)
+			return Infra{}, "region", fmt.Errorf("%s infrastructure has no regions (region %q)", k.Name, inf.Region)
 		}
 		if inf.Zone != "" {
-			return Infra{}, "zone", fmt.Errorf("local infrastructure has no zones (zone %q)", inf.Zone)
+			return Infra{}, "zone", fmt.Errorf("%s infrastructure has no zones (zone %q)", k.Name, inf.Zone)
 		}
 		return inf, "", nil
-	case "ssh":
+	case infrakind.Pool:
 		if inf.Zone != "" {
-			return Infra{}, "zone", fmt.Errorf("SSH node pools have no zones (zone %q); the pool name goes in region, or use infra: ssh/<pool>", inf.Zone)
+			return Infra{}, "zone", fmt.Errorf("%s %ss have no zones (zone %q); the %s name goes in region, or use infra: %s/<%s>",
+				k.Display, k.RegionNoun, inf.Zone, lastWord(k.RegionNoun), k.Short(), lastWord(k.RegionNoun))
 		}
-		if p := regionPrefix(inf.Cloud); inf.Region != "" && !strings.HasPrefix(inf.Region, p) {
-			inf.Region = p + inf.Region
+		if inf.Region != "" && !strings.HasPrefix(inf.Region, k.RegionPrefix) {
+			inf.Region = k.RegionPrefix + inf.Region
 		}
 	}
 	if strings.Contains(inf.Region, "/") {
-		return Infra{}, "region", fmt.Errorf("region %q may not contain '/' (only a Kubernetes context may)", inf.Region)
+		return Infra{}, "region", fmt.Errorf("region %q may not contain '/' (%s)", inf.Region, slashesIn())
 	}
 	if strings.Contains(inf.Zone, "/") {
 		return Infra{}, "zone", fmt.Errorf("zone %q may not contain '/'", inf.Zone)

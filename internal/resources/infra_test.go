@@ -108,3 +108,33 @@ func TestClouds(t *testing.T) {
 		}
 	}
 }
+
+// The infra grammar of the kinds that are not <cloud>/<region>/<zone>
+// comes from the registry (infrakind.Kind.Place); its messages read as
+// they did when the kinds were written here.
+func TestPlaceMessages(t *testing.T) {
+	for _, tc := range []struct {
+		in   map[string]any
+		want string
+	}{
+		{map[string]any{"infra": "k8s//ctx"}, `infra "k8s//ctx": empty Kubernetes context after "k8s/"; write k8s or k8s/<context>`},
+		{map[string]any{"infra": "ssh/a/b"}, `infra "ssh/a/b": an SSH node pool is written ssh/<pool>, with no zone`},
+		{map[string]any{"infra": "local/x"}, `infra "local/x": local infrastructure has no regions or zones; write just local`},
+		{map[string]any{"infra": "aws/a/b/c"}, `infra "aws/a/b/c" has 4 parts; expected at most <cloud>/<region>/<zone> (only a Kubernetes context may contain slashes)`},
+		{map[string]any{"cloud": "kubernetes", "zone": "z"}, `kubernetes has no zones (zone "z"); the context goes in region, or use infra: k8s/<context>`},
+		{map[string]any{"cloud": "local", "region": "r"}, `local infrastructure has no regions (region "r")`},
+		{map[string]any{"cloud": "local", "zone": "z"}, `local infrastructure has no zones (zone "z")`},
+		{map[string]any{"cloud": "ssh", "zone": "z"}, `SSH node pools have no zones (zone "z"); the pool name goes in region, or use infra: ssh/<pool>`},
+		{map[string]any{"cloud": "aws", "region": "a/b"}, `region "a/b" may not contain '/' (only a Kubernetes context may)`},
+	} {
+		if _, err := Parse(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%v) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	for in, want := range map[string]string{"ssh/gpus": "ssh/gpus", "k8s/a/b:c": "kubernetes/a/b:c", "local": "local", "aws/*/z": "aws/*/z"} {
+		inf, err := ParseInfra(in)
+		if err != nil || inf.String() != want {
+			t.Errorf("ParseInfra(%q).String() = %q, %v; want %q", in, inf.String(), err, want)
+		}
+	}
+}
