@@ -105,6 +105,11 @@ type Kind struct {
 	// region ssh-gpus, as SkyPilot names a node pool's context) and left
 	// out where regions are printed.
 	RegionPrefix string
+	// TPUs: it offers TPUs (accelerators: tpu-*).
+	TPUs bool
+	// ZeroMemory: memory: 0 asks for a whole node's memory (Slurm's
+	// --mem=0) rather than being a mistake.
+	ZeroMemory bool
 	// Storage: the kind also offers object storage.
 	Storage bool
 	// TaskKeys are the keys of its config section a task's `config:` may

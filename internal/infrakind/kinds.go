@@ -16,7 +16,7 @@ func init() {
 		{Name: "daytona", Display: "Daytona"},
 		{Name: "do", Display: "DO", Aliases: []string{"digitalocean"}},
 		{Name: "fluidstack", Display: "Fluidstack", Sizes: Sizes{6, 4}},
-		{Name: "gcp", Display: "GCP", Storage: true, Features: full,
+		{Name: "gcp", Display: "GCP", Storage: true, Features: full, TPUs: true,
 			TaskKeys: []string{"vpc_name", "subnet_names", "managed_instance_group", "enable_gvnic", "enable_gpu_direct", "placement_policy"}},
 		{Name: "hyperbolic", Display: "Hyperbolic"},
 		{Name: "hyperstack", Display: "Hyperstack"},
@@ -41,7 +41,7 @@ func init() {
 		{Name: "yotta", Display: "Yotta"},
 
 		// Images run as containers; spot if the cluster has spot nodes.
-		{Name: "kubernetes", Display: "Kubernetes", Aliases: []string{"k8s"}, Group: OnPrem, Sized: true,
+		{Name: "kubernetes", Display: "Kubernetes", Aliases: []string{"k8s"}, Group: OnPrem, Sized: true, TPUs: true,
 			Place: Context, RegionNoun: "context",
 			Features:      &Features{Spot: true, Ports: true, VMImage: true, Docker: true},
 			TaskKeys:      []string{"custom_metadata", "pod_config", "provision_timeout", "dws", "kueue", "quota", "remote_identity", "enable_docker", "set_pod_resource_limits"},
@@ -49,7 +49,7 @@ func init() {
 			PodKeys:       []string{"pod_config", "custom_metadata"},
 			Verbs:         []string{"k8s-exec"}},
 		// Docker images need Pyxis: the plug-in's Feasible checks.
-		{Name: "slurm", Display: "Slurm", Group: OnPrem, Sized: true,
+		{Name: "slurm", Display: "Slurm", Group: OnPrem, Sized: true, ZeroMemory: true,
 			Features:      &Features{Docker: true, FixedDisk: true},
 			TaskKeys:      []string{"sbatch_options", "cpu_partition"},
 			ServerKeys:    []string{"cluster_configs"},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/skygo/skygo/internal/fielderr"
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // fieldKeys are the resources fields, in the order Parse reads them (so
@@ -389,15 +390,27 @@ func checkCandidate(merged, item *Resources, itemPath string) error {
 		if !a.IsTPU() {
 			continue
 		}
-		if cloud != "" && cloud != "gcp" && cloud != "kubernetes" {
-			return fielderr.New(fieldPath(!item.Infra.IsZero(), "infra"), fmt.Sprintf("TPU %s is only available on GCP or Kubernetes, but infra is %s", a.Name, merged.Infra))
+		if k, _ := infrakind.Lookup(cloud); cloud != "" && !k.TPUs {
+			return fielderr.New(fieldPath(!item.Infra.IsZero(), "infra"), fmt.Sprintf("TPU %s is only available on %s, but infra is %s", a.Name, kindsWith(func(k infrakind.Kind) bool { return k.TPUs }), merged.Infra))
 		}
 		if merged.InstanceType != "" && merged.InstanceType != "TPU-VM" && merged.AcceleratorArgs.IsTPUVM() {
 			return fielderr.New(fieldPath(item.InstanceType != "", "instance_type"), fmt.Sprintf("a TPU VM (%s) cannot set instance_type %q; remove instance_type, or set accelerator_args.tpu_vm: false for a TPU node", a.Name, merged.InstanceType))
 		}
 	}
-	if merged.Memory != nil && merged.Memory.Value == 0 && cloud != "slurm" {
-		return fielderr.New(fieldPath(item.Memory != nil, "memory"), "memory must be greater than 0 (0 is only allowed on Slurm)")
+	if k, _ := infrakind.Lookup(cloud); merged.Memory != nil && merged.Memory.Value == 0 && !k.ZeroMemory {
+		return fielderr.New(fieldPath(item.Memory != nil, "memory"), "memory must be greater than 0 (0 is only allowed on "+kindsWith(func(k infrakind.Kind) bool { return k.ZeroMemory })+")")
 	}
 	return nil
+}
+
+// kindsWith names the kinds that have what has says, for a message:
+// "GCP or Kubernetes".
+func kindsWith(has func(infrakind.Kind) bool) string {
+	var names []string
+	for _, k := range infrakind.All() {
+		if has(k) {
+			names = append(names, k.Display)
+		}
+	}
+	return strings.Join(names, " or ")
 }
