@@ -27,7 +27,7 @@ func newTestBackend(t *testing.T, cpus float64) *Backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	in, err := local.Open(infra.Env{Home: dir, Store: st})
+	in, err := local.Open(infra.Env{Home: dir, Settings: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
@@ -660,8 +661,8 @@ func launchedResources(req *resources.Resources, cand *optimizer.Candidate, h *H
 	l := req.Copy()
 	l.AnyOf, l.Ordered = nil, nil
 	l.Infra = resources.Infra{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone}
-	if cand.Cloud == "local" {
-		l.Infra.Region = "" // the local infra has no regions
+	if !infrakind.HasRegions(cand.Cloud) {
+		l.Infra.Region = ""
 	}
 	l.InstanceType = cand.InstanceType
 	spot := cand.UseSpot

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -28,7 +29,7 @@ const localRefusal = "the local infrastructure runs jobs as the API server's own
 // infrastructure kind: anyone when the server has no authentication (every
 // caller is an admin there) or the admin allowed it, else admins only.
 func localPolicy(kind string, auth, allowUsers bool, role string, serverUser string) error {
-	if kind != "local" || !auth || allowUsers || role == state.RoleAdmin {
+	if !infrakind.OnThisMachine(kind) || !auth || allowUsers || role == state.RoleAdmin {
 		return nil
 	}
 	return fmt.Errorf(localRefusal, serverUser)
@@ -38,7 +39,7 @@ func localPolicy(kind string, auth, allowUsers bool, role string, serverUser str
 // authentication: the user's role comes from the users table, so a
 // managed job or a service's replica is held to its owner's role.
 func (e *Env) mayProvision(ctx context.Context, user backend.User, kind string) error {
-	if kind != "local" {
+	if !infrakind.OnThisMachine(kind) {
 		return nil
 	}
 	role := ""

@@ -25,6 +25,7 @@ import (
 	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
@@ -189,12 +190,12 @@ func noResources(log io.Writer, enabled []string, err error) error {
 		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
 	}
 	named := slices.ContainsFunc(nre.Task.Options, func(o optimizer.Request) bool { return o.Cloud != "" && o.Cloud != "*" })
-	if named || slices.ContainsFunc(enabled, func(k string) bool { return k != "local" }) {
+	if named || slices.ContainsFunc(enabled, func(k string) bool { return !infrakind.OnThisMachine(k) }) {
 		return &op.Error{Type: "ResourcesUnavailableError", Message: err.Error()}
 	}
 	msg := noCloudAccess
 	for _, x := range nre.Excluded {
-		if x.Infra == "local" {
+		if infrakind.OnThisMachine(x.Infra) {
 			msg += " (the local infra is enabled, but " + x.Reason + ")"
 			break
 		}

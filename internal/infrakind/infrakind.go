@@ -239,6 +239,21 @@ func Names() []string {
 	return out
 }
 
+// OnThisMachine reports whether the kind runs clusters on the server's own
+// machine (the fallback, local): it is used when nothing else is enabled,
+// and on a server with users only admins may launch there.
+func OnThisMachine(name string) bool {
+	k, ok := Lookup(name)
+	return ok && k.Group == Fallback
+}
+
+// HasRegions reports whether the kind's places have regions (the local
+// one has none).
+func HasRegions(name string) bool {
+	k, _ := Lookup(name)
+	return k.Place != Here
+}
+
 // Verb is the kind that declares verb, if any.
 func Verb(verb string) (Kind, bool) {
 	for _, k := range All() {

@@ -18,6 +18,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
@@ -647,7 +648,7 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 			place += "/" + t.Region
 		}
 	}
-	if pin != "" && !strings.Contains(pin, "/") && t.Region != "" && pin != "local" {
+	if pin != "" && !strings.Contains(pin, "/") && t.Region != "" && infrakind.HasRegions(pin) {
 		pin += "/" + t.Region
 	}
 	t0 := now()
