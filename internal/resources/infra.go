@@ -2,24 +2,16 @@ package resources
 
 import (
 	"fmt"
-	"github.com/skygo/skygo/internal/infrakind"
 	"strings"
+
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // Clouds is every infrastructure name accepted as a cloud (sorted): the
 // kinds of the registry (internal/infrakind), SkyPilot's list plus
-// "local", SkyGo's embedded infrastructure that runs clusters on this
-// machine. Aliases ("k8s") are accepted as input too and become the kind's
-// name ("kubernetes").
+// SkyGo's embedded infrastructure that runs clusters on this machine.
+// Aliases (k8s) are accepted as input too and become the kind's name.
 func Clouds() []string { return infrakind.Names() }
-
-// regionPrefix is what a kind puts before the region the user names:
-// `ssh/gpus` is Infra{Cloud: "ssh", Region: "ssh-gpus"}, the way SkyPilot
-// names the pool's Kubernetes context.
-func regionPrefix(cloud string) string {
-	k, _ := infrakind.Lookup(cloud)
-	return k.RegionPrefix
-}
 
 // Infra says where resources may run. An empty field means "any".
 //
@@ -39,14 +31,6 @@ type Infra struct {
 
 // IsZero reports whether no part of the infra is pinned.
 func (i Infra) IsZero() bool { return i == Infra{} }
-
-// SSHPool is the node pool name of an ssh infra, or "".
-func (i Infra) SSHPool() string {
-	if i.Cloud != "ssh" {
-		return ""
-	}
-	return strings.TrimPrefix(i.Region, regionPrefix(i.Cloud))
-}
 
 // String is the canonical infra string, which ParseInfra reads back to the
 // same Infra: "" when nothing is pinned, "*" for a part that is any.
