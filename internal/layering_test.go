@@ -86,6 +86,8 @@ var rules = []rule{
 		why: "the command line starts in milliseconds: it speaks HTTP to the server and hands server-side verbs to sky-server (see also cmd/sky's deps test)"},
 	{pkg: "internal/core", notOn: []string{"internal/infra/*"},
 		why: "the operations reach infrastructures through the registry (internal/infra); only the server program links the build's list of them (internal/infra/all)"},
+	{pkg: "internal/infrakind", notOn: []string{"github.com/*", "golang.org/*", "k8s.io/*", "sigs.k8s.io/*", "modernc.org/*"},
+		why: "what the infrastructures are is read by the command line and by builds that leave a plug-in out: the registry is the standard library alone"},
 	{pkg: "internal/infra/kubernetes", onlyFrom: []string{"internal/infra/all"},
 		why: "an infrastructure plugs in through the registries (internal/infra, internal/infrakind): its verbs, operations and settings reach the server from there"},
 	{pkg: "internal/infra/local", onlyFrom: []string{"internal/infra/all"},
