@@ -498,13 +498,17 @@ setup: echo up
 		Status  string  `json:"status"`
 		Details *string `json:"details"`
 	}
-	e.mustJSON(&waiting, "jobs", "queue", "-v", "-o", "json")
-	found := false
-	for _, w := range waiting {
-		if w.Status == "PENDING" && w.Details != nil && strings.Contains(*w.Details, "Waiting for a free worker of pool sp") {
-			found = true
+	// The pool's controller marks the third job as waiting for a worker
+	// on its own pass, which may come a moment after the other two run.
+	found := waitFor(30*time.Second, func() bool {
+		e.mustJSON(&waiting, "jobs", "queue", "-v", "-o", "json")
+		for _, w := range waiting {
+			if w.Status == "PENDING" && w.Details != nil && strings.Contains(*w.Details, "Waiting for a free worker of pool sp") {
+				return true
+			}
 		}
-	}
+		return false
+	})
 	if !found {
 		t.Errorf("the third job is not shown waiting for a worker: %+v", waiting)
 	}
