@@ -609,8 +609,12 @@ func TestKeepAliveScript(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
-	// The subshell exits at once, leaving a short sleep orphaned.
-	script := "( sleep 0.5 & ) ; " + keepAliveScript
+	// The subshell exits at once, leaving an orphan that lives until the
+	// test has seen it re-parented and creates the stop file: an orphan
+	// with a lifetime of its own (it was a 0.5 s sleep) can end before a
+	// loaded machine lets the test look, and the test then never sees it.
+	stop := filepath.Join(t.TempDir(), "stop")
+	script := "( until [ -e " + stop + " ]; do sleep 0.05; done & ) ; " + keepAliveScript
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKeepAliveHelper$")
 	cmd.Env = append(os.Environ(), "SKYGO_TEST_KEEPALIVE_SCRIPT="+script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -621,10 +625,15 @@ func TestKeepAliveScript(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL); _ = cmd.Wait() })
 
 	// While the orphan runs it is a child of bash, next to the loop's sleep.
-	waitFor(t, 3*time.Second, "the orphan to be re-parented to bash", func() (bool, string) {
+	// The bound only has to outlast starting this binary and bash on a
+	// loaded machine: the orphan waits for the test.
+	waitFor(t, 30*time.Second, "the orphan to be re-parented to bash", func() (bool, string) {
 		live, zombies := children(pid)
 		return live == 2, fmt.Sprintf("%d live children, %d zombies", live, zombies)
 	})
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// After it exits bash must reap it: no zombie, only the loop's sleep.
 	waitFor(t, 3*time.Second, "bash to reap the orphan", func() (bool, string) {
 		live, zombies := children(pid)
