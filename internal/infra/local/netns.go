@@ -586,7 +586,12 @@ func (n *Network) remove(l lease) error {
 
 // release removes the networks and leases of a cluster's nodes: those its
 // leases name, and those of nodes (recorded, may be nil) whose lease is
-// missing. It says what could not be removed.
+// missing. A recorded node whose address is leased to another cluster is
+// left alone: a teardown cut short after its leases went (the server
+// killed) is retried from the record, and meanwhile the address, handed
+// out lowest first, may be another cluster's node, of this HOME or any
+// other, whose namespace has the same name. It says what could not be
+// removed.
 func (n *Network) release(root, cluster string, nodes []provision.NodeInfo) error {
 	unlock, err := machineLock(n.Dir)
 	if err != nil {
@@ -594,13 +599,16 @@ func (n *Network) release(root, cluster string, nodes []provision.NodeInfo) erro
 	}
 	defer unlock()
 	var errs []error
+	others := map[string]bool{}
 	for _, l := range n.readLeases() {
 		if l.Root == root && l.Cluster == cluster {
 			errs = append(errs, n.remove(l))
+		} else {
+			others[l.IP] = true
 		}
 	}
 	for _, node := range nodes {
-		if node.NetNS == "" {
+		if node.NetNS == "" || others[node.InternalIP] {
 			continue
 		}
 		if ip, err := netip.ParseAddr(node.InternalIP); err == nil {

@@ -308,3 +308,48 @@ func TestNetNSTerminateAfterCrash(t *testing.T) {
 		t.Errorf("namespace %s or its lease survived Terminate without a record", info.Nodes[0].NetNS)
 	}
 }
+
+// TestNetNSRetriedTerminateSparesTheNextOwner: a teardown cut short after
+// its network went (the record still lists the node) is retried after
+// another cluster, of another root, was given the freed address; the
+// retry must not remove that cluster's namespace, which has the same name.
+func TestNetNSRetriedTerminateSparesTheNextOwner(t *testing.T) {
+	n := perNodeNet(t)
+	ctx := context.Background()
+	a, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Net, b.Net = n, n
+	cleanupNet(t, a.Root())
+	cleanupNet(t, b.Root())
+	ia, err := a.Provision(ctx, provision.ClusterSpec{Name: "cut"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first teardown gets as far as the network, then dies.
+	if err := a.releaseNet("cut", ia.Nodes); err != nil {
+		t.Fatal(err)
+	}
+	ib, err := b.Provision(ctx, provision.ClusterSpec{Name: "next"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Terminate(ctx, "next") })
+	if ib.Nodes[0].InternalIP != ia.Nodes[0].InternalIP {
+		t.Skipf("another cluster on this machine took the freed address %s first (got %s)", ia.Nodes[0].InternalIP, ib.Nodes[0].InternalIP)
+	}
+	if err := a.Terminate(ctx, "cut"); err != nil {
+		t.Fatal(err)
+	}
+	if !nsExists(ib.Nodes[0].NetNS) {
+		t.Fatalf("the retried teardown of cluster cut removed namespace %s, now cluster next's", ib.Nodes[0].NetNS)
+	}
+	if st, err := b.Query(ctx, "next"); err != nil || len(st) != 1 || st[0].Status != provision.NodeUp {
+		t.Errorf("cluster next after cut's retried teardown: %v %v, want its node up", st, err)
+	}
+}
