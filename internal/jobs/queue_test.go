@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -18,11 +17,7 @@ import (
 // its end, and filter in the database or after reading (infra).
 func TestQueueEachListsWhatQueueDoes(t *testing.T) {
 	ctx := context.Background()
-	st, err := state.OpenSQLite(ctx, filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t)
 	var jobs []*state.ManagedJob
 	for i := range 2345 {
 		user, ws, sched, status := "h-alice", "default", api.ScheduleWaiting, api.ManagedPending
@@ -96,11 +91,7 @@ func TestQueueEachListsWhatQueueDoes(t *testing.T) {
 // client went away) ends the listing with it.
 func TestQueueEachStopsOnEmitError(t *testing.T) {
 	ctx := context.Background()
-	st, err := state.OpenSQLite(ctx, filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t)
 	var jobs []*state.ManagedJob
 	for range 3 {
 		jobs = append(jobs, &state.ManagedJob{Name: "j", UserHash: "h", ScheduleState: api.ScheduleWaiting,
@@ -111,7 +102,7 @@ func TestQueueEachStopsOnEmitError(t *testing.T) {
 	}
 	gone := fmt.Errorf("client gone")
 	n := 0
-	err = (&Env{Store: st}).QueueEach(ctx, api.JobsQueueBody{}, api.User{ID: "h"}, func(*api.ManagedJobRecord) error {
+	err := (&Env{Store: st}).QueueEach(ctx, api.JobsQueueBody{}, api.User{ID: "h"}, func(*api.ManagedJobRecord) error {
 		n++
 		return gone
 	})
