@@ -886,7 +886,7 @@ func newAPIDebugSleepCmd(f *Factory) *cobra.Command {
 				return err
 			}
 			ctx := ctxOf(cmd)
-			id, err := c.Submit(ctx, apiop.DebugSleep.Name, api.DebugSleepBody{Seconds: secs})
+			id, err := client.Submit(ctx, c, apiop.DebugSleep, api.DebugSleepBody{Seconds: secs})
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -220,10 +219,6 @@ func commandPath(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
-// requestConfigKey is where a request body carries the client's config
-// (SkyPilot's name for it).
-const requestConfigKey = "override_skypilot_config"
-
 // loadRequestConfig builds the config this command sends with its
 // requests from --config, -w/--workspace (a string flag named
 // "workspace") and the config files, and checks it. Without --config,
@@ -315,23 +310,4 @@ func projectConfigPresent() bool {
 	}
 	_, err := os.Stat(".sky.yaml")
 	return err == nil
-}
-
-// withRequestConfig adds the command's config to a request body.
-func (f *Factory) withRequestConfig(body any) (any, error) {
-	if f.requestConfig == nil {
-		return body, nil
-	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if string(raw) != "null" {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("request body is not a JSON object: %w", err)
-		}
-	}
-	m[requestConfigKey] = f.requestConfig
-	return m, nil
 }

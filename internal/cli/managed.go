@@ -298,13 +298,9 @@ func queueStream(f *Factory, b api.JobsQueueBody, out *jsonArrayWriter) error {
 	if err != nil {
 		return err
 	}
-	body, err := f.withRequestConfig(b)
-	if err != nil {
-		return err
-	}
 	ctx, caught, stop := stopContext(context.Background(), nil)
 	defer stop()
-	err = c.StreamOp(ctx, apiop.JobsQueue.Name, body, out.addJSON)
+	err = client.StreamOp(ctx, c, apiop.JobsQueue, b, out.addJSON, client.WithConfig(f.requestConfig))
 	if sig := caught(); sig != nil {
 		return signalExit(sig)
 	}

@@ -71,24 +71,25 @@ func errorType(err error) string {
 // body and result are typed by the operation's descriptor
 // (internal/apiop), the one place its name is written.
 func callOp[B, R any](f *Factory, d op.Desc[B, R], body B, result *R, co callOptions) error {
-	return f.call(d.Name, body, result, co)
+	return call(f, d, body, result, co)
 }
 
 // callOpJSON is callOp for a command that prints the result as the
 // server sent it (-o json): raw gets the result still encoded, with any
 // field this client does not know.
 func callOpJSON[B, R any](f *Factory, d op.Desc[B, R], body B, raw *json.RawMessage, co callOptions) error {
-	return f.call(d.Name, body, raw, co)
+	return call(f, d, body, raw, co)
 }
 
 // sendOp runs the operation d describes with body, for a command that
 // shows its log or its outcome but not its result.
 func sendOp[B, R any](f *Factory, d op.Desc[B, R], body B, co callOptions) error {
-	return f.call(d.Name, body, nil, co)
+	return call(f, d, body, nil, co)
 }
 
-// call submits operation op (a descriptor's name: callOp is the way in).
-func (f *Factory) call(op string, body, result any, co callOptions) error {
+// call submits the operation d describes and decodes its result into
+// result (an *R, or the encoded result, or nil).
+func call[B, R any](f *Factory, d op.Desc[B, R], body B, result any, co callOptions) error {
 	c, err := f.Client()
 	if err != nil {
 		return err
@@ -107,16 +108,13 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 			}
 		}
 	}
-	if body, err = f.withRequestConfig(body); err != nil {
-		return err
-	}
 	var ctx context.Context = context.Background()
 	caught, stop := func() os.Signal { return nil }, func() {}
 	if !co.Background {
 		ctx, caught, stop = stopContext(ctx, onStop)
 	}
 	defer stop()
-	id, err := c.Submit(ctx, op, body)
+	id, err := client.Submit(ctx, c, d, body, client.WithConfig(f.requestConfig))
 	if err != nil {
 		if sig := caught(); sig != nil {
 			return signalExit(sig)
@@ -125,7 +123,7 @@ func (f *Factory) call(op string, body, result any, co callOptions) error {
 	}
 	submitted.Store(&id)
 	if co.Async {
-		printAsyncHint(f.IO, "sky."+op, id, c.Endpoint)
+		printAsyncHint(f.IO, d.RequestName(), id, c.Endpoint)
 		return nil
 	}
 	stopped := func() error {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/version"
 )
 
@@ -89,7 +90,7 @@ func TestAutoStartRetriesAReset(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	id, err := c.Submit(ctx, "status", nil)
+	id, err := Submit(ctx, c, apiop.Status, api.ClustersBody{})
 	if err != nil || id != "req-1" {
 		t.Fatalf("submit through resets: id %q, %v", id, err)
 	}
@@ -102,7 +103,7 @@ func TestAutoStartRetriesAReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	reset.Store(-1)
-	if _, err := rc.Submit(ctx, "status", nil); err == nil || !strings.Contains(err.Error(), "reset") {
+	if _, err := Submit(ctx, rc, apiop.Status, api.ClustersBody{}); err == nil || !strings.Contains(err.Error(), "reset") {
 		t.Errorf("remote reset: %v, want the reset reported", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/version"
 )
@@ -458,17 +459,79 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
-// OpPath is the HTTP path of an operation: "jobs.launch" -> "/jobs/launch".
-func OpPath(op string) string {
-	return "/" + strings.ReplaceAll(strings.TrimPrefix(op, "sky."), ".", "/")
+// An OpOption changes how one operation is sent.
+type OpOption func(*opSettings)
+
+type opSettings struct {
+	config map[string]any
 }
 
-// Submit starts an operation and returns its request id at once.
-func (c *Client) Submit(ctx context.Context, op string, body any) (string, error) {
-	if body == nil {
-		body = map[string]any{}
+// WithConfig sends cfg with the operation as the client's config
+// (SkyPilot's override_skypilot_config: --config, -w, the client's
+// config files), which the server lays over its own for this request.
+// A nil cfg sends none.
+func WithConfig(cfg map[string]any) OpOption {
+	return func(s *opSettings) { s.config = cfg }
+}
+
+// configKey is where a request body carries the client's config.
+const configKey = "override_skypilot_config"
+
+// opBody is body as sent for an operation: an empty object for none
+// (JSON null), with the client's config added when there is one.
+func opBody(body any, opts []OpOption) (json.RawMessage, error) {
+	var s opSettings
+	for _, o := range opts {
+		o(&s)
 	}
-	resp, err := c.do(ctx, http.MethodPost, OpPath(op), nil, body)
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode request body: %w", err)
+	}
+	if string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if s.config == nil {
+		return raw, nil
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("request body is not a JSON object: %w", err)
+	}
+	m[configKey] = s.config
+	return json.Marshal(m)
+}
+
+// Submit starts the operation d describes (internal/apiop) with body and
+// returns its request id at once.
+func Submit[B, R any](ctx context.Context, c *Client, d op.Desc[B, R], body B, opts ...OpOption) (string, error) {
+	return c.submit(ctx, d.Name, body, opts)
+}
+
+// SubmitEncoded is Submit with the body already encoded, as another
+// client (the Python SDK) sends it: for a caller that must send the
+// wire's exact keys rather than what a B encodes to.
+func SubmitEncoded[B, R any](ctx context.Context, c *Client, d op.Desc[B, R], body json.RawMessage) (string, error) {
+	return c.submit(ctx, d.Name, body, nil)
+}
+
+// Call submits the operation d describes and waits for its result.
+func Call[B, R any](ctx context.Context, c *Client, d op.Desc[B, R], body B, opts ...OpOption) (R, error) {
+	var res R
+	id, err := c.submit(ctx, d.Name, body, opts)
+	if err != nil {
+		return res, err
+	}
+	err = c.Wait(ctx, id, &res)
+	return res, err
+}
+
+func (c *Client) submit(ctx context.Context, name string, body any, opts []OpOption) (string, error) {
+	data, err := opBody(body, opts)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.do(ctx, http.MethodPost, op.Path(name), nil, data)
 	if err != nil {
 		return "", err
 	}
@@ -476,7 +539,7 @@ func (c *Client) Submit(ctx context.Context, op string, body any) (string, error
 	_, _ = io.Copy(io.Discard, resp.Body)
 	id := resp.Header.Get(api.HeaderRequestID)
 	if id == "" {
-		return "", fmt.Errorf("API server at %s accepted %s but sent no request id", c.Endpoint, op)
+		return "", fmt.Errorf("API server at %s accepted %s but sent no request id", c.Endpoint, name)
 	}
 	return id, nil
 }
@@ -528,15 +591,6 @@ func (c *Client) Wait(ctx context.Context, id string, result any) error {
 		}
 	}
 	return nil
-}
-
-// Call submits an operation and waits for its result.
-func (c *Client) Call(ctx context.Context, op string, body, result any) error {
-	id, err := c.Submit(ctx, op, body)
-	if err != nil {
-		return err
-	}
-	return c.Wait(ctx, id, result)
 }
 
 // StreamOptions control Stream. Tail < 0 (or 0 when unset via the zero
@@ -695,16 +749,21 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 // from before POST <op path>/stream): ask for its pages instead.
 var ErrNoOpStream = errors.New("the API server does not stream this operation")
 
-// StreamOp runs op at once as a stream (POST <op path>/stream) and hands
-// each value of the answer, one line of JSON, to each, in order; a line
-// is only valid until each returns. It fails with ErrNoOpStream, before
-// any value, when the server does not stream op, and with the server's
-// reason when the stream ended early.
-func (c *Client) StreamOp(ctx context.Context, op string, body any, each func(line []byte) error) error {
-	if body == nil {
-		body = map[string]any{}
+// StreamOp runs the operation d describes at once as a stream (POST
+// <its path>/stream) and hands each value of the answer, one line of
+// JSON, to each, in order; a line is only valid until each returns. It
+// fails with ErrNoOpStream, before any value, when the server does not
+// stream d, and with the server's reason when the stream ended early.
+func StreamOp[B, R any](ctx context.Context, c *Client, d op.Desc[B, R], body B, each func(line []byte) error, opts ...OpOption) error {
+	return c.streamOp(ctx, d.Name, body, opts, each)
+}
+
+func (c *Client) streamOp(ctx context.Context, name string, body any, opts []OpOption, each func(line []byte) error) error {
+	data, err := opBody(body, opts)
+	if err != nil {
+		return err
 	}
-	resp, err := c.do(ctx, http.MethodPost, OpPath(op)+"/stream", nil, body)
+	resp, err := c.do(ctx, http.MethodPost, op.Path(name)+"/stream", nil, data)
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -732,14 +791,14 @@ func (c *Client) StreamOp(ctx context.Context, op string, body any, each func(li
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF // a value cut off without its newline
 			}
-			return fmt.Errorf("the stream of %s from %s broke off: %w", op, c.Endpoint, err)
+			return fmt.Errorf("the stream of %s from %s broke off: %w", name, c.Endpoint, err)
 		}
 		if err := each(line[:len(line)-1]); err != nil {
 			return err
 		}
 	}
 	if msg := resp.Trailer.Get(api.HeaderStreamError); msg != "" {
-		return fmt.Errorf("%s: the API server stopped: %s", op, msg)
+		return fmt.Errorf("%s: the API server stopped: %s", name, msg)
 	}
 	return nil
 }

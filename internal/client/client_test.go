@@ -104,11 +104,3 @@ func TestLoginFile(t *testing.T) {
 		t.Fatalf("config.yaml was modified:\n%s", b)
 	}
 }
-
-func TestOpPath(t *testing.T) {
-	for in, want := range map[string]string{"launch": "/launch", "jobs.launch": "/jobs/launch", "sky.serve.up": "/serve/up"} {
-		if got := OpPath(in); got != want {
-			t.Errorf("OpPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

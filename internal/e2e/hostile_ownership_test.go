@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/op"
 )
 
 // volumeNames are the names `sky volumes ls -o json` shows user.
@@ -199,7 +202,7 @@ func TestHostileCancelOthersRequestIsNotFound(t *testing.T) {
 	tm := newTeam(t)
 	ctx := context.Background()
 	alice, bob := tm.clientAs("alice"), tm.clientAs("bob")
-	id, err := alice.Submit(ctx, "status", map[string]any{})
+	id, err := client.Submit(ctx, alice, apiop.Status, api.ClustersBody{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +264,8 @@ func TestHostilePrivateWorkspace(t *testing.T) {
 		t.Errorf("the admin's status -u misses the private workspace's cluster: %v", names)
 	}
 	workspaces := func(c *client.Client) map[string]any {
-		var ws map[string]any
-		if err := c.Call(ctx, "workspaces", map[string]any{}, &ws); err != nil {
+		ws, err := client.Call(ctx, c, apiop.Workspaces, op.NoBody{})
+		if err != nil {
 			t.Fatal(err)
 		}
 		return ws

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
+	"github.com/skygo/skygo/internal/client"
 )
 
 // The hostile multi-user suite for pools (issue 26, item 5): bob attacks
@@ -42,10 +44,10 @@ func (tm *team) teamPool(user, name string) {
 // poolsAs is /jobs/pool_status (every pool) as user sees it.
 func (tm *team) poolsAs(user string) []api.PoolRecord {
 	tm.t.Helper()
-	var recs []api.PoolRecord
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	if err := tm.clientAs(user).Call(ctx, "jobs.pool_status", api.PoolStatusBody{}, &recs); err != nil {
+	recs, err := client.Call(ctx, tm.clientAs(user), apiop.PoolStatus, api.PoolStatusBody{})
+	if err != nil {
 		tm.t.Fatalf("pool status as %s: %v", user, err)
 	}
 	return recs

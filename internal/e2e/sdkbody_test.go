@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/upload"
 )
 
@@ -49,7 +52,7 @@ run: |
 `, work, secret, secret)
 	body := map[string]any{"task_yaml": taskYAML, "upload_id": rep.ID, "cluster_name": "sdk",
 		"entrypoint_command": "python train.py --token " + secret}
-	id, err := c.Submit(ctx, "launch", body)
+	id, err := sdkSubmit(ctx, c, apiop.Launch, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,28 +76,30 @@ run: |
 	}
 
 	execYAML := fmt.Sprintf("workdir: %s\nrun: test \"$(cat hello.txt)\" = 'hi from the client'\n", work)
-	if err := c.Call(ctx, "exec", map[string]any{"task_yaml": execYAML, "upload_id": rep.ID, "cluster_name": "sdk"}, &res); err != nil || res.Status != "SUCCEEDED" || res.JobID != 2 {
+	if res, err = sdkCall(ctx, c, apiop.Exec, map[string]any{"task_yaml": execYAML, "upload_id": rep.ID, "cluster_name": "sdk"}); err != nil || res.Status != "SUCCEEDED" || res.JobID != 2 {
 		t.Fatalf("exec with task_yaml: %+v %v", res, err)
 	}
 
-	fail := func(op string, body map[string]any, wantType, wantMsg string) {
+	fail := func(name string, err error, wantType, wantMsg string) {
 		t.Helper()
-		err := c.Call(ctx, op, body, nil)
 		var re *client.RequestError
 		if !errors.As(err, &re) || re.Type != wantType || !strings.Contains(re.Message, wantMsg) {
-			t.Errorf("%s %v: %v, want %s containing %q", op, body, err, wantType, wantMsg)
+			t.Errorf("%s: %v, want %s containing %q", name, err, wantType, wantMsg)
 		}
 	}
-	fail("launch", map[string]any{"task_yaml": "run: echo\nresources:\n  cpus: [\n", "cluster_name": "bad"}, "InvalidSkyPilotConfigError", "<task_yaml>:")
-	fail("launch", map[string]any{"task_yaml": "workdir: rel/dir\nrun: ls\n", "cluster_name": "bad"}, "ValueError", `workdir "rel/dir" is not an absolute path`)
-	fail("exec", map[string]any{"task_yaml": "name: p\n---\nrun: a\n---\nrun: b\n", "cluster_name": "sdk"}, "ValueError", "dag_yaml")
-	fail("jobs.launch", map[string]any{"dag_yaml": "name: p\n---\nfile_mounts: {/d: data}\nrun: a\n"}, "ValueError", "not an absolute path")
+	_, err = sdkCall(ctx, c, apiop.Launch, map[string]any{"task_yaml": "run: echo\nresources:\n  cpus: [\n", "cluster_name": "bad"})
+	fail("launch with bad YAML", err, "InvalidSkyPilotConfigError", "<task_yaml>:")
+	_, err = sdkCall(ctx, c, apiop.Launch, map[string]any{"task_yaml": "workdir: rel/dir\nrun: ls\n", "cluster_name": "bad"})
+	fail("launch with a relative workdir", err, "ValueError", `workdir "rel/dir" is not an absolute path`)
+	_, err = sdkCall(ctx, c, apiop.Exec, map[string]any{"task_yaml": "name: p\n---\nrun: a\n---\nrun: b\n", "cluster_name": "sdk"})
+	fail("exec of a pipeline", err, "ValueError", "dag_yaml")
+	_, err = sdkCall(ctx, c, apiop.JobsLaunch, map[string]any{"dag_yaml": "name: p\n---\nfile_mounts: {/d: data}\nrun: a\n"})
+	fail("jobs.launch with a relative mount source", err, "ValueError", "not an absolute path")
 
-	var vr api.ValidateResult
-	if err := c.Call(ctx, "validate", map[string]any{"dag_yaml": "name: p\n---\nname: a\nrun: a\n---\nrun: b\nnum_nodes: 2\n"}, &vr); err != nil || len(vr.Tasks) != 2 || vr.Tasks[1].NumNodes != 2 {
+	if vr, err := sdkCall(ctx, c, apiop.Validate, map[string]any{"dag_yaml": "name: p\n---\nname: a\nrun: a\n---\nrun: b\nnum_nodes: 2\n"}); err != nil || len(vr.Tasks) != 2 || vr.Tasks[1].NumNodes != 2 {
 		t.Errorf("validate dag_yaml: %+v %v", vr, err)
 	}
-	if err := c.Call(ctx, "optimize", map[string]any{"dag_yaml": "name: p\n---\nrun: a\n---\nrun: b\n", "cluster_name": "p"}, nil); err != nil {
+	if _, err := sdkCall(ctx, c, apiop.Optimize, map[string]any{"dag_yaml": "name: p\n---\nrun: a\n---\nrun: b\n", "cluster_name": "p"}); err != nil {
 		t.Errorf("optimize dag_yaml: %v", err)
 	}
 
@@ -107,8 +112,8 @@ run: echo one
 resources: {infra: local}
 run: echo two
 `
-	var jr api.JobsLaunchResult
-	if err := c.Call(ctx, "jobs.launch", map[string]any{"dag_yaml": pipe, "upload_ids": []string{"", ""}}, &jr); err != nil || len(jr.JobIDs) != 1 || jr.Name != "sdkpipe" {
+	jr, err := sdkCall(ctx, c, apiop.JobsLaunch, map[string]any{"dag_yaml": pipe, "upload_ids": []string{"", ""}})
+	if err != nil || len(jr.JobIDs) != 1 || jr.Name != "sdkpipe" {
 		t.Fatalf("jobs.launch with dag_yaml: %+v %v", jr, err)
 	}
 	q := e.waitManaged(jr.JobIDs, 120*time.Second, "ended", ended)
@@ -116,4 +121,25 @@ run: echo two
 	if first.TaskName != "first" || second.TaskName != "sdkpipe-1" || first.Status != "SUCCEEDED" || second.Status != "SUCCEEDED" || first.JobName != "sdkpipe" {
 		t.Errorf("pipeline tasks: %v / %v", first, second)
 	}
+}
+
+// sdkSubmit submits the operation d describes with body as the Python
+// SDK encodes it: the SDK's keys, not what a B would encode to.
+func sdkSubmit[B, R any](ctx context.Context, c *client.Client, d op.Desc[B, R], body map[string]any) (string, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return "", err
+	}
+	return client.SubmitEncoded(ctx, c, d, raw)
+}
+
+// sdkCall is sdkSubmit that waits for the result.
+func sdkCall[B, R any](ctx context.Context, c *client.Client, d op.Desc[B, R], body map[string]any) (R, error) {
+	var res R
+	id, err := sdkSubmit(ctx, c, d, body)
+	if err != nil {
+		return res, err
+	}
+	err = c.Wait(ctx, id, &res)
+	return res, err
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/upload"
@@ -193,7 +194,7 @@ run: |
 		t.Fatal(err)
 	}
 	body := api.LaunchBody{ClusterName: "up", Task: api.TaskSpec{NumNodes: 1, Run: "true", Workdir: srv.home}}
-	err = c.Call(context.Background(), "launch", body, nil)
+	_, err = client.Call(context.Background(), c, apiop.Launch, body)
 	if err == nil || !strings.Contains(err.Error(), "did not upload") {
 		t.Errorf("a launch naming a server path without an upload: %v, want a refusal", err)
 	}
@@ -235,16 +236,15 @@ func TestUploadsArePerUser(t *testing.T) {
 	spec.UploadID = rep.ID
 	body := api.LaunchBody{ClusterName: "bobs", Task: spec}
 	t.Cleanup(func() {
-		if err := as("alice").Call(ctx, "down", api.ClustersBody{ClusterNames: []string{"alices"}}, nil); err != nil {
+		if _, err := client.Call(ctx, as("alice"), apiop.Down, api.ClustersBody{ClusterNames: []string{"alices"}}); err != nil {
 			t.Errorf("down alices: %v", err)
 		}
 	})
-	if err := as("bob").Call(ctx, "launch", body, nil); err == nil || !strings.Contains(err.Error(), "upload not found") {
+	if _, err := client.Call(ctx, as("bob"), apiop.Launch, body); err == nil || !strings.Contains(err.Error(), "upload not found") {
 		t.Errorf("bob launched from alice's upload: %v", err)
 	}
 	body.ClusterName = "alices"
-	var res api.LaunchResult
-	if err := as("alice").Call(ctx, "launch", body, &res); err != nil || res.Status != "SUCCEEDED" {
+	if res, err := client.Call(ctx, as("alice"), apiop.Launch, body); err != nil || res.Status != "SUCCEEDED" {
 		t.Errorf("alice's launch from her upload: %+v %v\n%s", res, err, srv.serverLogTail())
 	}
 }

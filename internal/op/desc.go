@@ -3,6 +3,7 @@ package op
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/skygo/skygo/internal/api"
 )
@@ -28,6 +29,15 @@ type Desc[B, R any] struct {
 // RequestName is what the request table records d's requests as:
 // "sky.launch".
 func (d Desc[B, R]) RequestName() string { return "sky." + d.Name }
+
+// Path is where d is served: POST /launch, POST /jobs/launch.
+func (d Desc[B, R]) Path() string { return Path(d.Name) }
+
+// Path is where the operation named name (or request name "sky."+name)
+// is served: "jobs.launch" at /jobs/launch.
+func Path(name string) string {
+	return "/" + strings.ReplaceAll(strings.TrimPrefix(name, "sky."), ".", "/")
+}
 
 // Handle is the one adapter between a descriptor and the function that
 // does its work: the Op it returns decodes the body into a B (a body

@@ -140,3 +140,16 @@ func TestHandleStream(t *testing.T) {
 		t.Errorf("bad body: %v after %d records; want a ValueError before any", err, len(got))
 	}
 }
+
+// TestPath: an operation is served at its name with dots as slashes; a
+// request name's "sky." is not part of it.
+func TestPath(t *testing.T) {
+	for in, want := range map[string]string{"launch": "/launch", "jobs.launch": "/jobs/launch", "sky.serve.up": "/serve/up"} {
+		if got := Path(in); got != want {
+			t.Errorf("Path(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := testDesc.Path(); got != "/test/twice" {
+		t.Errorf("testDesc.Path() = %q", got)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/server"
@@ -390,7 +391,7 @@ func TestE2EAuth(t *testing.T) {
 	if err := bob.Do(ctx, "POST", "/users/create", map[string]string{"username": "eve", "password": "x"}, nil); !isStatus(err, 403) {
 		t.Fatalf("non-admin created a user: %v", err)
 	}
-	aID, err := alice.Submit(ctx, "debug.sleep", map[string]any{"seconds": 60})
+	aID, err := client.Submit(ctx, alice, apiop.DebugSleep, api.DebugSleepBody{Seconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,9 +150,7 @@ func blobParams(put bool) []param {
 }
 
 // opPath is where an op is served: "jobs.launch" at /jobs/launch.
-func opPath(name string) string {
-	return "/" + strings.ReplaceAll(strings.TrimPrefix(name, "sky."), ".", "/")
-}
+func opPath(name string) string { return op.Path(name) }
 
 // scheduleName is the op's worker pool as docs/api.md names it.
 func scheduleName(s op.Schedule) string {
