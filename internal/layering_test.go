@@ -24,6 +24,9 @@ import (
 // check details), with their registry (internal/infra) below them and the
 // build's list of them (internal/infra/all) above; agentapi, proc, op and
 // the small helpers are added at the bottom, where the vocabulary lives.
+// The API's records sit just above the resources they carry typed (a
+// task's resources are checked as a record is decoded), and resources
+// just above the vocabulary (the infrastructure registry) it reads.
 // Slurm and EC2 sit above the other infrastructures: a login node or an
 // instance is reached with the SSH node pools' client (config, dialer,
 // runner, bootstrap), not a copy. The operations' descriptors
@@ -52,7 +55,6 @@ var layers = []layer{
 	{"provisioning interfaces", []string{"internal/provision"}},
 	{"tasks", []string{"internal/task"}},
 	{"schema checks the operations plug into the loaders", []string{"internal/task/taskschema", "internal/config/configschema"}},
-	{"resources", []string{"internal/resources"}},
 	{"config", []string{"internal/config"}},
 	{"operation contract", []string{"internal/op"}},
 	{"state", []string{"internal/state"}},
@@ -61,7 +63,9 @@ var layers = []layer{
 	{"the runtime files sky carries", []string{"internal/bundle"}},
 	{"uploads: manifest, ignore rules, blob store", []string{"internal/upload"}},
 	{"the loaders' seams to their schema checks", []string{"internal/task/taskdoc", "internal/config/configdoc"}},
-	{"vocabulary, one-job helpers", []string{"internal/infrakind", "internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/api", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
+	{"the API's records", []string{"internal/api"}},
+	{"resources", []string{"internal/resources"}},
+	{"vocabulary, one-job helpers", []string{"internal/infrakind", "internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also

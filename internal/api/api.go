@@ -2,9 +2,13 @@
 // (internal/client) and the API server (internal/server and the
 // operations in internal/core): request bodies and results, the request
 // record, health, the port and headers. Each has exactly one Go type, so
-// the two sides cannot drift apart. It imports nothing of SkyGo, so every
-// layer may use it (state scans request rows into Request).
+// the two sides cannot drift apart. Of SkyGo it imports only the
+// resources vocabulary (a task's resources travel typed, checked as they
+// are decoded) and what that links, the standard library alone, so every
+// layer above may use it (state scans request rows into Request).
 package api
+
+import "github.com/skygo/skygo/internal/resources"
 
 // TaskSpec is a task as the CLI resolved it: YAML loaded and validated,
 // --env/--secret applied, resource flags applied, paths made absolute.
@@ -13,8 +17,10 @@ package api
 type TaskSpec struct {
 	Name     string `json:"name,omitempty"`
 	NumNodes int    `json:"num_nodes"`
-	// Resources is the canonical resources mapping (resources.ToMap).
-	Resources map[string]any    `json:"resources,omitempty"`
+	// Resources travel as their canonical mapping (resources.ToMap) and
+	// are checked as they are decoded: a body or record whose resources
+	// are not valid fails to decode, naming the field.
+	Resources resources.Spec    `json:"resources,omitzero"`
 	Envs      map[string]string `json:"envs,omitempty"`
 	// Secrets travel to the node but are redacted in request records and
 	// never printed.

@@ -256,7 +256,7 @@ func TestJobsLaunchBody(t *testing.T) {
 	if b.Name != "job1" || len(b.Tasks) != 1 || b.Tasks[0].Name != "job1" || b.Execution != "serial" {
 		t.Errorf("single: name %q tasks %d execution %q", b.Name, len(b.Tasks), b.Execution)
 	}
-	res := b.Tasks[0].Resources
+	res := b.Tasks[0].Resources.ToMap()
 	if jr, _ := res["job_recovery"].(map[string]any); jr == nil || jr["strategy"] != "FAILOVER" {
 		t.Errorf("--job-recovery not in resources: %v", res)
 	}
@@ -306,7 +306,7 @@ func TestJobsLaunchBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := b.Tasks[0].Resources["job_recovery"]; ok || b.Tasks[0].Run != "echo hi" || !strings.HasPrefix(b.Name, "sky-") {
+	if _, ok := b.Tasks[0].Resources.ToMap()["job_recovery"]; ok || b.Tasks[0].Run != "echo hi" || !strings.HasPrefix(b.Name, "sky-") {
 		t.Errorf("inline command: %+v", b)
 	}
 }

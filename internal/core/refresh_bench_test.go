@@ -157,7 +157,7 @@ func launchMany(b testing.TB, e *Env, n int) []string {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			body := api.LaunchBody{ClusterName: names[i], Task: api.TaskSpec{NumNodes: 1, Resources: map[string]any{"cpus": "1"}}}
+			body := api.LaunchBody{ClusterName: names[i], Task: api.TaskSpec{NumNodes: 1, Resources: mustSpec(map[string]any{"cpus": "1"})}}
 			if _, err := e.Backend.Launch(context.Background(), body, backend.User{Name: "bench", Hash: "bench"}, localPlan, io.Discard); err != nil {
 				failed.Store(fmt.Errorf("launch %s: %w", names[i], err))
 			}
@@ -203,4 +203,13 @@ func downAll(e *Env) {
 		}()
 	}
 	wg.Wait()
+}
+
+// mustSpec is resources m, which the test wrote valid.
+func mustSpec(m map[string]any) resources.Spec {
+	s, err := resources.ParseSpec(m)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

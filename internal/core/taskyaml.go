@@ -102,7 +102,7 @@ func submittedLaunch(b *api.LaunchBody) error {
 		return err
 	}
 	b.TaskYAML, b.UploadID = "", ""
-	if sent && b.WaitFor != "" && b.IdleMinutes == nil && !b.Down && b.Task.Resources["autostop"] == nil {
+	if sent && b.WaitFor != "" && b.IdleMinutes == nil && !b.Down && b.Task.Resources.Autostop == nil {
 		return &op.Error{Type: "ValueError", Message: "wait_for sets what resets the autostop idle timer: give idle_minutes_to_autostop (or down, or resources.autostop in the task) too"}
 	}
 	return nil

@@ -73,7 +73,7 @@ run: echo run $MODEL
 	if b.Task.Secrets["TOKEN"] != "s3cr3tvalue" || strings.Contains(b.Task.YAML, "s3cr3tvalue") {
 		t.Errorf("secrets: %v, recorded YAML %q", b.Task.Secrets, b.Task.YAML)
 	}
-	if _, ok := b.Task.Resources["any_of"]; !ok {
+	if _, ok := b.Task.Resources.ToMap()["any_of"]; !ok {
 		t.Errorf("resources not canonical: %v", b.Task.Resources)
 	}
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
+	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
@@ -104,10 +105,10 @@ func TestDetails(t *testing.T) {
 
 func TestPriorityMustAgree(t *testing.T) {
 	one, two := map[string]any{"priority": 1}, map[string]any{"priority": 2}
-	if p, _, err := priorityOf([]api.TaskSpec{{Resources: one}, {}}); err != nil || p != 1 {
+	if p, _, err := priorityOf([]api.TaskSpec{{Resources: mustSpec(one)}, {}}); err != nil || p != 1 {
 		t.Errorf("priorityOf = %d, %v; want 1", p, err)
 	}
-	if _, _, err := priorityOf([]api.TaskSpec{{Resources: one}, {Resources: two}}); err == nil {
+	if _, _, err := priorityOf([]api.TaskSpec{{Resources: mustSpec(one)}, {Resources: mustSpec(two)}}); err == nil {
 		t.Error("tasks with different priorities were accepted")
 	}
 }
@@ -215,8 +216,8 @@ func TestRequestedColumn(t *testing.T) {
 		want string
 	}{
 		{api.TaskSpec{NumNodes: 1}, "1x[CPU:1+]"},
-		{api.TaskSpec{NumNodes: 2, Resources: map[string]any{"cpus": "4+", "memory": 16}}, "2x[CPU:4+, mem=16]"},
-		{api.TaskSpec{NumNodes: 1, Resources: map[string]any{"accelerators": "A100:8", "use_spot": true}}, "1x[A100:8, spot]"},
+		{api.TaskSpec{NumNodes: 2, Resources: mustSpec(map[string]any{"cpus": "4+", "memory": 16})}, "2x[CPU:4+, mem=16]"},
+		{api.TaskSpec{NumNodes: 1, Resources: mustSpec(map[string]any{"accelerators": "A100:8", "use_spot": true})}, "1x[A100:8, spot]"},
 	} {
 		if got := backend.RequestedResources(c.t); got != c.want {
 			t.Errorf("backend.RequestedResources(%v) = %q, want %q", c.t.Resources, got, c.want)
@@ -239,4 +240,13 @@ func TestPrintTailLeavesTheClosingLineOut(t *testing.T) {
 	if got := out.String(); got != "b\nc\n\x1b[32m✓ Job finished (status: SUCCEEDED).\x1b[0m\n" {
 		t.Errorf("tail 2 = %q", got)
 	}
+}
+
+// mustSpec is resources m, which the test wrote valid.
+func mustSpec(m map[string]any) resources.Spec {
+	s, err := resources.ParseSpec(m)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -210,7 +210,7 @@ func TestBusyWorkers(t *testing.T) {
 // TestTaskDemands: a task's resource options as demands; an option that
 // asks for nothing makes the task idle-worker-only.
 func TestTaskDemands(t *testing.T) {
-	d := taskDemands(api.TaskSpec{Resources: map[string]any{"cpus": "2+", "accelerators": "A100:1"}})
+	d := taskDemands(api.TaskSpec{Resources: mustSpec(map[string]any{"cpus": "2+", "accelerators": "A100:1"})})
 	if len(d) != 1 || d[0].CPUs != 2 || d[0].GPUs["A100"] != 1 {
 		t.Fatalf("cpus 2+, A100:1: %+v", d)
 	}

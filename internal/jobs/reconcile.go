@@ -277,8 +277,13 @@ func (e *Env) launchBody(j *state.ManagedJob, spec *api.JobsLaunchBody, tid int)
 		upload.Rebase(&ts, dir, true)
 	}
 	if t.PinnedTo != "" {
-		ts.Resources = cloneAny(ts.Resources)
-		ts.Resources["infra"] = t.PinnedTo
+		inf, err := resources.ParseInfra(t.PinnedTo)
+		if err != nil {
+			return api.LaunchBody{}, fmt.Errorf("the infrastructure the job's task was pinned to: %w", err)
+		}
+		r := ts.Resources.Copy()
+		r.Infra = inf
+		ts.Resources = resources.Spec{Resources: *r}
 	}
 	return api.LaunchBody{Task: ts, ClusterName: t.ClusterName, Detach: true, Command: j.Entrypoint,
 		Workspace: j.Workspace, EnvVars: spec.EnvVars, PlanShown: true,

@@ -62,24 +62,18 @@ func checkSpec(ts *api.TaskSpec, sp *api.ServiceSpec) error {
 		ts.NumNodes = 1
 	}
 	// The replicas' clusters open the service port.
-	r, err := resources.Parse(ts.Resources)
-	if err != nil {
-		return valueErr("service task resources: %v", err)
-	}
-	if r == nil {
-		r = &resources.Resources{}
-	}
-	if !slices.Contains(resources.PortNumbers(r.Ports), sp.Port) {
-		res := make(map[string]any, len(ts.Resources)+1)
-		for k, v := range ts.Resources {
-			res[k] = v
+	if !slices.Contains(resources.PortNumbers(ts.Resources.Ports), sp.Port) {
+		ports := make([]any, 0, len(ts.Resources.Ports)+1)
+		for _, p := range ts.Resources.Ports {
+			ports = append(ports, p)
 		}
-		var ports []any
-		if old, ok := res["ports"].([]any); ok {
-			ports = append(ports, old...)
+		merged, err := resources.ParsePorts(append(ports, strconv.Itoa(sp.Port)))
+		if err != nil {
+			return valueErr("service task resources: %v", err)
 		}
-		res["ports"] = append(ports, strconv.Itoa(sp.Port))
-		ts.Resources = res
+		r := ts.Resources.Copy()
+		r.Ports = merged
+		ts.Resources = resources.Spec{Resources: *r}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/replicaset"
+	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/ux"
 )
@@ -172,36 +173,18 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	}, retryGap, now)
 }
 
-// withSpot sets use_spot in a canonical resources mapping and in each of
+// withSpot sets use_spot in resources and in each of
 // its any_of / ordered candidates (an on-demand replica of a spot
 // service).
-func withSpot(res map[string]any, spot bool) map[string]any {
-	out := make(map[string]any, len(res)+1)
-	for k, v := range res {
-		out[k] = v
-	}
-	out["use_spot"] = spot
-	for _, k := range []string{"any_of", "ordered"} {
-		list, ok := out[k].([]any)
-		if !ok {
-			continue
+func withSpot(res resources.Spec, spot bool) resources.Spec {
+	r := res.Copy()
+	r.UseSpot = &spot
+	for _, alts := range [][]*resources.Resources{r.AnyOf, r.Ordered} {
+		for _, c := range alts {
+			c.UseSpot = &spot
 		}
-		nl := make([]any, len(list))
-		for i, c := range list {
-			if m, ok := c.(map[string]any); ok {
-				nm := make(map[string]any, len(m)+1)
-				for kk, vv := range m {
-					nm[kk] = vv
-				}
-				nm["use_spot"] = spot
-				nl[i] = nm
-			} else {
-				nl[i] = c
-			}
-		}
-		out[k] = nl
 	}
-	return out
+	return resources.Spec{Resources: *r}
 }
 
 // launched records a replica's job and address: STARTING, probed from now.

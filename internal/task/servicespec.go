@@ -264,7 +264,7 @@ func PoolSubmission(dag *DAG, name string) (api.TaskSpec, api.PoolPolicy, error)
 	if err != nil {
 		return api.TaskSpec{}, api.PoolPolicy{}, err
 	}
-	if ports, ok := spec.Resources["ports"]; ok && ports != nil {
+	if len(spec.Resources.Ports) > 0 {
 		return api.TaskSpec{}, api.PoolPolicy{}, kindErrorf("Cannot specify ports in a pool.")
 	}
 	p := t.Pool

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/storage"
 )
 
@@ -20,9 +21,7 @@ import (
 func Spec(t *Task) (api.TaskSpec, error) {
 	s := api.TaskSpec{Name: t.Name, NumNodes: t.NumNodes, Envs: t.Envs, Setup: t.Setup, Run: t.Run,
 		WaitForSchedulingTimeout: t.WaitForSchedulingTimeout.Seconds(), Config: t.Config}
-	if t.Resources != nil {
-		s.Resources = t.Resources.ToMap()
-	}
+	s.Resources = resources.SpecOf(t.Resources)
 	if len(t.Secrets) > 0 {
 		s.Secrets = map[string]string{}
 		for k, v := range t.Secrets {
