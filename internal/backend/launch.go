@@ -74,10 +74,7 @@ func (b *Backend) launch(ctx context.Context, interrupt context.CancelCauseFunc,
 	if t.NumNodes < 1 {
 		t.NumNodes = 1
 	}
-	res, err := resources.Parse(t.Resources)
-	if err != nil {
-		return nil, fmt.Errorf("task resources: %w", err)
-	}
+	res := t.Resources.Copy()
 	release, err := b.lock(ctx, name)
 	if err != nil {
 		return nil, err
@@ -296,10 +293,7 @@ func (b *Backend) Exec(ctx context.Context, body api.ExecBody, user User, log io
 	if t.NumNodes < 1 {
 		t.NumNodes = 1
 	}
-	res, err := resources.Parse(t.Resources)
-	if err != nil {
-		return nil, fmt.Errorf("task resources: %w", err)
-	}
+	res := t.Resources.Copy()
 	// A down holds the cluster's lock while it takes the nodes away. Under
 	// it, an exec either submits before the down starts (and the down ends
 	// the job) or finds the cluster gone; it never meets a half-removed
@@ -416,12 +410,9 @@ func checkPlace(c *state.Cluster, h *Handle, r *resources.Resources) error {
 		return mismatch("spot instances", "(--use-spot)", h.Infra+" (on-demand)")
 	}
 	// What the cluster was created with; these are fixed from then on.
-	cr := &resources.Resources{}
-	var m map[string]any
-	if json.Unmarshal(c.Resources, &m) == nil {
-		if parsed, err := resources.Parse(m); err == nil {
-			cr = parsed
-		}
+	cr, err := resources.DecodeJSON(c.Resources)
+	if err != nil {
+		cr = &resources.Resources{}
 	}
 	created := func(what, want, got string) error {
 		return &ClusterError{Type: "ResourcesMismatchError", Msg: fmt.Sprintf(

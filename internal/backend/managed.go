@@ -12,7 +12,6 @@ import (
 
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/provision"
-	"github.com/skygo/skygo/internal/resources"
 
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
@@ -197,10 +196,7 @@ func ClusterResources(nodes int, h *Handle) string {
 // <nodes>x[<accelerator>:<count>] or <nodes>x[CPU:<cpus>], with the
 // instance type, memory and spot when asked for.
 func RequestedResources(t api.TaskSpec) string {
-	r, err := resources.Parse(t.Resources)
-	if err != nil || r == nil {
-		return fmt.Sprintf("%dx[CPU:1+]", max(t.NumNodes, 1))
-	}
+	r := &t.Resources.Resources
 	if list, _ := r.Candidates(); len(list) > 0 {
 		r = list[0]
 	}

@@ -227,10 +227,7 @@ func (e *Env) launch(ctx context.Context, r *op.Request, b api.LaunchBody) (api.
 		return api.LaunchResult{}, err
 	}
 	if b.Dryrun {
-		res, err := resources.Parse(b.Task.Resources)
-		if err != nil {
-			return api.LaunchResult{}, &op.Error{Type: "ValueError", Message: err.Error()}
-		}
+		res := b.Task.Resources.Copy()
 		if err := e.Backend.PinToVolumes(ctx, &b.Task, res, userOf(r)); err != nil {
 			return api.LaunchResult{}, opErr(err)
 		}
@@ -271,8 +268,8 @@ func describeTask(t api.TaskSpec) string {
 		s += fmt.Sprintf("\n  nodes: %d", t.NumNodes)
 	}
 	res := "default instances"
-	if rs, err := resources.Parse(t.Resources); err == nil && rs.String() != "*" {
-		res = rs.String()
+	if s := t.Resources.String(); s != "*" {
+		res = s
 	}
 	return s + "\n  resources: " + res
 }
@@ -305,10 +302,7 @@ func (e *Env) optimize(ctx context.Context, r *op.Request, ob api.OptimizeBody) 
 		if err != nil {
 			return "", err
 		}
-		res, err := resources.Parse(b.Task.Resources)
-		if err != nil {
-			return "", &op.Error{Type: "ValueError", Message: err.Error()}
-		}
+		res := b.Task.Resources.Copy()
 		if err := e.Backend.PinToVolumes(ctx, &b.Task, res, userOf(r)); err != nil {
 			return "", opErr(err)
 		}
@@ -629,7 +623,7 @@ func (e *Env) record(ctx context.Context, c *state.Cluster) api.ClusterRecord {
 	rec.ResourcesStr = sum.resourcesStr(c.NumNodes)
 	rec.ResourcesStrFull = rec.ResourcesStr
 	if c.Resources != nil {
-		if rs, err := resources.Parse(rawMap(c.Resources)); err == nil {
+		if rs, err := resources.DecodeJSON(c.Resources); err == nil {
 			rec.Labels = rs.Labels
 			rec.Priority = rs.Priority
 			rec.PriorityClass = strp(rs.PriorityClass)
@@ -848,7 +842,7 @@ func (e *Env) endpoints(ctx context.Context, r *op.Request, b api.EndpointsBody)
 		return nil, &op.Error{Type: "ClusterNotUpError", Message: fmt.Sprintf("Cluster %s has no head node address yet.", c.Name)}
 	}
 	var ports []string
-	if rs, err := resources.Parse(rawMap(c.Resources)); err == nil {
+	if rs, err := resources.DecodeJSON(c.Resources); err == nil {
 		ports = rs.Ports
 	}
 	nums := resources.PortNumbers(ports)
@@ -890,7 +884,7 @@ func (e *Env) costRecord(ctx context.Context, h *state.History, now time.Time) a
 		rec.LastEvent, rec.NodeNames, rec.Priority, rec.PriorityClass = cr.LastEvent, cr.NodeNames, cr.Priority, cr.PriorityClass
 		return rec
 	}
-	res, err := resources.Parse(rec.Resources)
+	res, err := resources.DecodeJSON(h.Resources)
 	if err != nil {
 		rec.ResourcesStr = "-"
 		rec.ResourcesStrFull = "-"

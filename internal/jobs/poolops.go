@@ -14,7 +14,6 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/paths"
-	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/upload"
 	"github.com/skygo/skygo/internal/ux"
@@ -352,14 +351,7 @@ func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, e
 	if err != nil {
 		return err
 	}
-	r, err := resources.Parse(ts.Resources)
-	if err != nil {
-		return valueErr("pool task resources: %v", err)
-	}
-	if r == nil {
-		r = &resources.Resources{}
-	}
-	_, err = plan(ctx, r, max(ts.NumNodes, 1), nil)
+	_, err = plan(ctx, ts.Resources.Copy(), max(ts.NumNodes, 1), nil)
 	return err
 }
 

@@ -367,10 +367,7 @@ func (e *Env) jobDemand(ctx context.Context, id int) demand {
 // taskDemands lists what each of a task's resource options asks of a
 // node; nil when the task asks for nothing in particular.
 func taskDemands(ts api.TaskSpec) []demand {
-	r, err := resources.Parse(ts.Resources)
-	if err != nil || r == nil {
-		return nil
-	}
+	r := &ts.Resources.Resources
 	opts, _ := r.Candidates()
 	if len(opts) == 0 {
 		opts = []*resources.Resources{r}

@@ -601,10 +601,7 @@ func (e *Env) userFailure(ctx context.Context, j *state.ManagedJob, spec *api.Jo
 }
 
 func jobRecovery(ts api.TaskSpec) resources.JobRecovery {
-	r, err := resources.Parse(ts.Resources)
-	if err != nil || r == nil {
-		return resources.JobRecovery{}
-	}
+	r := &ts.Resources.Resources
 	if r.JobRecovery != nil {
 		return *r.JobRecovery
 	}

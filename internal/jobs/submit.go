@@ -18,7 +18,6 @@ import (
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/paths"
-	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/upload"
 	"github.com/skygo/skygo/internal/ux"
@@ -220,10 +219,7 @@ func (e *Env) abandon(jobs []*state.ManagedJob, why string) {
 func priorityOf(tasks []api.TaskSpec) (int, string, error) {
 	prio, class, set := 0, "", false
 	for i, t := range tasks {
-		r, err := resources.Parse(t.Resources)
-		if err != nil || r == nil {
-			continue
-		}
+		r := &t.Resources.Resources
 		if r.Priority != nil {
 			if set && *r.Priority != prio {
 				return 0, "", valueErr("task %d asks for priority %d but an earlier task asks for %d; all tasks of a managed job share one priority", i, *r.Priority, prio)

@@ -2,6 +2,7 @@ package op
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -51,9 +52,16 @@ func Handle[B, R any](d Desc[B, R], h func(ctx context.Context, r *Request, b B)
 	return Op{
 		Name: d.Name, Schedule: d.Schedule, CancelWhenUnfollowed: d.CancelWhenUnfollowed, AdminOnly: d.AdminOnly,
 		Body: body, Result: result,
+		Decode: func(raw []byte) (any, error) {
+			b := new(B)
+			if err := json.Unmarshal(raw, b); err != nil {
+				return nil, err
+			}
+			return b, nil
+		},
 		Run: func(ctx context.Context, r *Request) (any, error) {
-			var b B
-			if err := r.Decode(&b); err != nil {
+			b, err := decodeBody[B](r)
+			if err != nil {
 				return nil, err
 			}
 			res, err := h(ctx, r, b)
@@ -82,6 +90,17 @@ func HandleStream[B, R, T any](d Desc[B, R], h func(ctx context.Context, r *Requ
 		return s(ctx, r, b, func(v T) error { return emit(v) })
 	}
 	return o
+}
+
+// decodeBody is r's body as a B: the value the server decoded as the
+// request arrived, else decoded now.
+func decodeBody[B any](r *Request) (B, error) {
+	if v, ok := r.Decoded.(*B); ok {
+		return *v, nil
+	}
+	var b B
+	err := r.Decode(&b)
+	return b, err
 }
 
 // isNull says whether a result is recorded as JSON null: Null, whose

@@ -77,6 +77,13 @@ func (s Schedule) String() string {
 // AdminOnly, when set, names the command that sends an operation only an
 // admin may run (Permit).
 //
+// Decode, when set, decodes a POSTed body into the op's body type (a
+// pointer to a value of it): the server calls it as the request arrives,
+// so that a body that is not one (a task's resources that are not
+// valid, a field of the wrong type) is refused at once with a 400
+// naming the field, and hands the value to Run as Request.Decoded, so
+// the body is decoded once.
+//
 // Operations are made from their descriptors (internal/apiop) with Handle
 // rather than written out field by field.
 type Op struct {
@@ -87,6 +94,7 @@ type Op struct {
 	Body, Result         any
 	Run                  func(ctx context.Context, r *Request) (any, error)
 	Stream               func(ctx context.Context, r *Request, emit func(v any) error) error
+	Decode               func(body []byte) (any, error)
 }
 
 // Null is the Result of an op whose return_value is always null.
@@ -97,11 +105,14 @@ type NoBody struct{}
 
 // Request is what an operation sees of the API request it serves.
 type Request struct {
-	ID          string
-	Name        string // "sky.<op>"
-	User        api.User
-	Body        json.RawMessage // the POSTed JSON object
-	ClusterName string          // body's cluster_name, if any
+	ID   string
+	Name string // "sky.<op>"
+	User api.User
+	Body json.RawMessage // the POSTed JSON object
+	// Decoded is Body as the op's Decode made it, when the server
+	// called it (nil otherwise).
+	Decoded     any
+	ClusterName string // body's cluster_name, if any
 	// Log is the request's own log (request_logs/<id>.log); whatever the
 	// op writes here is what `sky api logs <id>` and the CLI stream show.
 	Log io.Writer

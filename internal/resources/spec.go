@@ -62,3 +62,15 @@ func ParseSpec(v any) (Spec, error) {
 	}
 	return Spec{Resources: *r}, nil
 }
+
+// DecodeJSON reads resources stored as their canonical mapping (a
+// cluster's record and its history): none at all is the zero Resources.
+func DecodeJSON(b []byte) (*Resources, error) {
+	var s Spec
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, err
+		}
+	}
+	return &s.Resources, nil
+}

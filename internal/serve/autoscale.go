@@ -6,7 +6,6 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/replicaset"
-	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -46,10 +45,7 @@ func targetQPS(v *state.ServiceVersion) float64 {
 
 // versionAccelerator is the accelerator the version's first candidate asks for.
 func versionAccelerator(v *state.ServiceVersion) string {
-	r, err := resources.Parse(v.Task.Resources)
-	if err != nil || r == nil {
-		return ""
-	}
+	r := &v.Task.Resources.Resources
 	if list, _ := r.Candidates(); len(list) > 0 {
 		r = list[0]
 	}
@@ -123,10 +119,7 @@ type plan struct {
 
 // wantsSpot says whether the version's replicas are spot by default.
 func wantsSpot(v *state.ServiceVersion) bool {
-	r, err := resources.Parse(v.Task.Resources)
-	if err != nil || r == nil {
-		return false
-	}
+	r := &v.Task.Resources.Resources
 	if list, _ := r.Candidates(); len(list) > 0 {
 		r = list[0]
 	}

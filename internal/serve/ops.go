@@ -225,13 +225,7 @@ func (e *Env) feasible(ctx context.Context, ts api.TaskSpec, workspace string, e
 	if err != nil {
 		return err
 	}
-	r, err := resources.Parse(ts.Resources)
-	if err != nil {
-		return valueErr("service task resources: %v", err)
-	}
-	if r == nil {
-		r = &resources.Resources{}
-	}
+	r := ts.Resources.Copy()
 	_, err = plan(ctx, r, max(ts.NumNodes, 1), nil)
 	return err
 }

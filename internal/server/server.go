@@ -653,6 +653,12 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 			return nil, err
 		}
 		body = redactCommand(fields, body)
+		var decoded any
+		if o.Decode != nil {
+			if decoded, err = o.Decode(body); err != nil {
+				return nil, errf(http.StatusBadRequest, "the body of POST %s: %v", r.URL.Path, err)
+			}
+		}
 		cluster, _ := fields["cluster_name"].(string)
 		if names, _ := fields["cluster_names"].([]any); cluster == "" && len(names) == 1 {
 			// start/stop/down of one cluster are about it as much as a
@@ -674,7 +680,7 @@ func (s *Server) submitHandler(name string, o op.Op) handler {
 			logFile.Close()
 			return nil, err
 		}
-		req := &op.Request{ID: rec.RequestID, Name: name, User: u, Body: body, ClusterName: cluster, Log: logFile,
+		req := &op.Request{ID: rec.RequestID, Name: name, User: u, Body: body, Decoded: decoded, ClusterName: cluster, Log: logFile,
 			Files: filepath.Join(s.paths.RequestFiles, rec.RequestID)}
 		s.exec.submit(rec, o, req, logFile)
 		w.Header().Set(api.HeaderRequestID, rec.RequestID)
