@@ -74,3 +74,10 @@ func DecodeJSON(b []byte) (*Resources, error) {
 	}
 	return &s.Resources, nil
 }
+
+// OpenAPISchema describes a Spec in the API's description: an object,
+// the resources: section of a task (its fields are the task schema's,
+// not repeated here).
+func (Spec) OpenAPISchema() map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": map[string]any{"description": "any JSON value"}}
+}

@@ -434,7 +434,7 @@ func ref(name string) map[string]any {
 
 // objectSchema lists a struct's JSON fields as encoding/json sees them:
 // "-" skipped, unexported skipped, embedded structs without a tag
-// flattened, omitempty fields not required.
+// flattened, omitempty and omitzero fields not required.
 func (g *schemaGen) objectSchema(t reflect.Type) (map[string]any, error) {
 	props := map[string]any{}
 	var required []string
@@ -483,7 +483,7 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]str
 			s = map[string]any{"type": "string", "description": "a number or boolean as a string"}
 		}
 		props[name] = s
-		if !strings.Contains(","+opts+",", ",omitempty,") {
+		if !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") {
 			*required = append(*required, name)
 		}
 	}
