@@ -276,11 +276,9 @@ func (e *Env) launchBody(j *state.ManagedJob, spec *api.JobsLaunchBody, tid int)
 		}
 		upload.Rebase(&ts, dir, true)
 	}
-	if t.PinnedTo != "" {
-		inf, err := resources.ParseInfra(t.PinnedTo)
-		if err != nil {
-			return api.LaunchBody{}, fmt.Errorf("the infrastructure the job's task was pinned to: %w", err)
-		}
+	// A pin that is no infra (never written so) launches anywhere, as
+	// a failed pinned launch would go on to.
+	if inf, err := resources.ParseInfra(t.PinnedTo); t.PinnedTo != "" && err == nil {
 		r := ts.Resources.Copy()
 		r.Infra = inf
 		ts.Resources = resources.Spec{Resources: *r}
