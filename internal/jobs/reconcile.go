@@ -310,14 +310,6 @@ func cloneMap(m map[string]string) map[string]string {
 	return out
 }
 
-func cloneAny(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // planFor is the optimizer call of an attempt, with the places its
 // recovery strategy blocks first: when nothing else is left, the blocked
 // places are allowed again (EAGER_NEXT_REGION prefers another region;
