@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // --- GCP ---
@@ -48,7 +50,7 @@ func checkGCP(e *env) Result {
 		{e.cfg.GetString("gcp.project_id", ""), fmt.Sprintf("workspace %q gcp.project_id", e.ws)},
 		{os.Getenv("GOOGLE_CLOUD_PROJECT"), "GOOGLE_CLOUD_PROJECT"},
 		{os.Getenv("CLOUDSDK_CORE_PROJECT"), "CLOUDSDK_CORE_PROJECT"},
-		{active.get("core", "project"), "gcloud config"},
+		{active.Get("core", "project"), "gcloud config"},
 		{cred.ProjectID, "the credentials file"},
 		{cred.QuotaProjectID, "the credentials file (quota project)"},
 	} {
@@ -69,7 +71,7 @@ func checkGCP(e *env) Result {
 		r.Details[0] += " (from " + projectFrom + ")"
 		account := cred.ClientEmail
 		if account == "" {
-			account = active.get("core", "account")
+			account = active.Get("core", "account")
 		}
 		if account != "" {
 			r.Details = append(r.Details, "account: "+account)
@@ -81,7 +83,7 @@ func checkGCP(e *env) Result {
 // readGcloudConfig reads the active gcloud configuration
 // (configurations/config_<name>, name from CLOUDSDK_ACTIVE_CONFIG_NAME or
 // the active_config file). Missing files give an empty result.
-func readGcloudConfig(dir string) iniFile {
+func readGcloudConfig(dir string) infrakind.INI {
 	name := os.Getenv("CLOUDSDK_ACTIVE_CONFIG_NAME")
 	if name == "" {
 		if b, err := os.ReadFile(filepath.Join(dir, "active_config")); err == nil {
@@ -91,7 +93,7 @@ func readGcloudConfig(dir string) iniFile {
 	if name == "" {
 		name = "default"
 	}
-	f, _ := readINI(filepath.Join(dir, "configurations", "config_"+name))
+	f, _ := infrakind.ReadINI(filepath.Join(dir, "configurations", "config_"+name))
 	return f
 }
 
@@ -160,7 +162,7 @@ func keyFileCheck(e *env, display, path, key, envVar, fix string) Result {
 	if envVar != "" && os.Getenv(envVar) != "" {
 		return Result{Enabled: true, Reason: "API key from environment variable " + envVar}
 	}
-	f, err := readINI(path)
+	f, err := infrakind.ReadINI(path)
 	if err != nil {
 		return Result{Reason: fmt.Sprintf("cannot read %s: %v", e.pretty(path), unwrapPathErr(err))}
 	}

@@ -226,7 +226,7 @@ func Verb(verb string) (VerbMain, bool) {
 		return nil, false
 	}
 	why := fmt.Sprintf("sky %s: this build of SkyGo cannot run %s's commands", verb, k.Display)
-	if tag := check.OmittedBy(k.Name); tag != "" {
+	if tag := infrakind.OmittedBy(k.Name); tag != "" {
 		why = fmt.Sprintf("sky %s: this build of SkyGo leaves %s out (built with -tags %s); use a build without that tag", verb, k.Display, tag)
 	}
 	return func(_ []string, _ io.Reader, _, stderr io.Writer) int {
@@ -275,7 +275,7 @@ func (s *Set) Get(id ID) (Infra, error) {
 	if in, ok := s.byKind[id.Kind]; ok {
 		return in, nil
 	}
-	if tag := check.OmittedBy(id.Kind); tag != "" {
+	if tag := infrakind.OmittedBy(id.Kind); tag != "" {
 		return nil, &provision.NotSupportedError{Where: id.String(), Operation: "provisioning",
 			Msg: fmt.Sprintf("this build of SkyGo leaves %s out (built with -tags %s); use a build without that tag", id.Kind, tag)}
 	}
