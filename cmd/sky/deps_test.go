@@ -41,10 +41,11 @@ var forbidden = []string{
 // allowed are exceptions to a forbidden prefix; a * stands for one path
 // element. An infrastructure's descriptor (internal/infra/<name>/kind:
 // its names, config section, credential check) is the part of a plug-in
-// the command line links.
+// the command line links, with the converter of `sky slurm convert`.
 var allowed = []string{
 	"github.com/skygo/skygo/internal/agent/agentapi",
 	"github.com/skygo/skygo/internal/infra/*/kind",
+	"github.com/skygo/skygo/internal/infra/slurm/convert",
 }
 
 // TestDeps (Tailscale's deptest idea): the packages `go list -deps
