@@ -162,11 +162,12 @@ type VolumeType struct {
 	// infra, where volumes of the type live on this kind and how infra
 	// names it: "on this machine (infra: local)".
 	Where string
-	// HostPath: the volume is a directory of the node (config.host_path).
+	// HostPath: a volume of the type is the node directory its
+	// config.host_path names, which it must.
 	HostPath bool
-	// Sized: a volume of this type is made with a size (ephemeral volumes
-	// ask for one).
-	Sized bool
+	// Ephemeral: a task's volume with a size and no type (made with its
+	// cluster, gone with it) is of this type.
+	Ephemeral bool
 }
 
 // Kind describes one infrastructure.
@@ -417,4 +418,18 @@ func cmpBool(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+// EphemeralVolumeType is the type of a task's volume made with its
+// cluster when the task names none: the first a kind marks Ephemeral, in
+// report order; "" when no kind makes them.
+func EphemeralVolumeType() string {
+	for _, k := range All() {
+		for _, v := range k.Volumes {
+			if v.Ephemeral {
+				return v.Type
+			}
+		}
+	}
+	return ""
 }

@@ -36,7 +36,7 @@ func init() {
 		Schema:          schema,
 		WorkspaceSchema: workspaceSchema,
 		Volumes: []infrakind.VolumeType{
-			{Type: "k8s-pvc", Where: "on Kubernetes; infra must be k8s or k8s/<context>", Sized: true},
+			{Type: "k8s-pvc", Where: "on Kubernetes; infra must be k8s or k8s/<context>", Ephemeral: true},
 			{Type: "k8s-hostpath", Where: "on Kubernetes; infra must be k8s or k8s/<context>", HostPath: true},
 		},
 		Check: check,

@@ -15,7 +15,7 @@ func init() {
 		Name: Name, Display: "Local", Group: infrakind.Fallback, Sized: true, Place: infrakind.Here,
 		Features: &infrakind.Features{Ports: true, FixedDisk: true},
 		Volumes: []infrakind.VolumeType{
-			{Type: "host-dir", Where: "on this machine (infra: local)", HostPath: true},
+			{Type: "host-dir", Where: "on this machine (infra: local)"},
 		},
 	})
 }

@@ -32,7 +32,7 @@ func init() {
 		Schema:          schema,
 		WorkspaceSchema: workspaceSchema,
 		Volumes: []infrakind.VolumeType{
-			{Type: "host-dir", Where: "on a host of an SSH node pool (infra: ssh/<pool>[/<host>])", HostPath: true},
+			{Type: "host-dir", Where: "on a host of an SSH node pool (infra: ssh/<pool>[/<host>])"},
 		},
 		Check: check,
 	})
