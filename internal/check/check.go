@@ -21,7 +21,7 @@ type Options struct {
 	Home          string         // "" = the user's home directory
 	Config        *config.Config // merged config; nil = empty
 	Workspace     string         // "" = the config's active workspace
-	Infras        []string       // names to check (aws, k8s, ...); empty = all
+	Infras        []string       // kind names or aliases to check; empty = all
 	Verbose       bool           // add where each credential came from
 	LocalDisabled bool           // the user turned the embedded local infra off (SettingLocalDisabled)
 }
@@ -29,7 +29,7 @@ type Options struct {
 // Result is the outcome for one infrastructure.
 type Result struct {
 	// Key is the infra's canonical name (as in allowed_clouds and the
-	// optimizer: "aws", "ssh"); not part of the JSON output.
+	// optimizer); not part of the JSON output.
 	Key          string   `json:"-"`
 	Infra        string   `json:"infra"`   // display name: AWS, GCP, Kubernetes, ...
 	Enabled      bool     `json:"enabled"` // usable for launching

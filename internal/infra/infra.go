@@ -1,11 +1,14 @@
 // Package infra is where infrastructures plug in. Each internal/infra/<name>
-// package registers a Factory for its kind ("local", "ssh", later "k8s",
-// "slurm", "aws", ...); the server opens every registered kind once, and the
-// backend and the operations reach an infrastructure only through this
-// package: its Provisioner, plus the optional capabilities below, which a
-// kind implements only when it has them. Nothing above this package names
-// a kind, so a new infrastructure is one new package and one line in
-// internal/infra/all.
+// package registers a Factory for its kind; the server opens every
+// registered kind once, and the backend and the operations reach an
+// infrastructure only through this package: its Provisioner, plus the
+// optional capabilities below, which a kind implements only when it has
+// them. What a kind is (names, features, config section, credential
+// check, volume types) it registers in internal/infrakind from its
+// descriptor, internal/infra/<name>/kind. Nothing above this package
+// names a kind, so a new infrastructure is one new package with its
+// descriptor, one line in internal/infra/all and one in
+// internal/infrakind/all.
 package infra
 
 import (

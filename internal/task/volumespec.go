@@ -20,9 +20,9 @@ const HostDirType = "host-dir"
 // VolumeSpec is a `sky volumes apply` file.
 type VolumeSpec struct {
 	Name        string
-	Type        string // k8s-pvc, k8s-hostpath, runpod-network-volume, host-dir (SkyGo's)
+	Type        string // a type a kind makes (infrakind.Kind.Volumes), runpod-network-volume
 	Infra       string
-	Size        string // as written, e.g. "10Gi"; empty for k8s-hostpath
+	Size        string // as written, e.g. "10Gi"; empty for a host path
 	SizeGi      float64
 	UseExisting bool
 	Labels      map[string]string
