@@ -265,16 +265,3 @@ func (e *env) pretty(path string) string {
 func (e *env) inHome(parts ...string) string {
 	return filepath.Join(append([]string{e.home}, parts...)...)
 }
-
-// envPath returns $name when set, else the default path.
-func envPath(name, def string) (path string, fromEnv bool) {
-	if v := os.Getenv(name); v != "" {
-		return v, true
-	}
-	return def, false
-}
-
-func exists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir()
-}

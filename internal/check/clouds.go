@@ -25,12 +25,12 @@ type gcpCredFile struct {
 const gcpFix = "Run `gcloud init` and `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file)."
 
 func checkGCP(e *env) Result {
-	gcloudDir, _ := envPath("CLOUDSDK_CONFIG", e.inHome(".config", "gcloud"))
-	credPath, fromEnv := envPath("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(gcloudDir, "application_default_credentials.json"))
+	gcloudDir, _ := infrakind.EnvPath("CLOUDSDK_CONFIG", e.inHome(".config", "gcloud"))
+	credPath, fromEnv := infrakind.EnvPath("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(gcloudDir, "application_default_credentials.json"))
 	data, err := os.ReadFile(credPath)
 	if err != nil {
 		if fromEnv {
-			return Result{Reason: fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS names %s, which cannot be read (%v); point it at a service-account key file", credPath, unwrapPathErr(err))}
+			return Result{Reason: fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS names %s, which cannot be read (%v); point it at a service-account key file", credPath, infrakind.PathErr(err))}
 		}
 		return Result{Reason: fmt.Sprintf("GCP credentials not found (no %s). %s", e.pretty(credPath), gcpFix)}
 	}
@@ -113,7 +113,7 @@ type azureProfile struct {
 }
 
 func checkAzure(e *env) Result {
-	dir, _ := envPath("AZURE_CONFIG_DIR", e.inHome(".azure"))
+	dir, _ := infrakind.EnvPath("AZURE_CONFIG_DIR", e.inHome(".azure"))
 	path := filepath.Join(dir, "azureProfile.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -164,7 +164,7 @@ func keyFileCheck(e *env, display, path, key, envVar, fix string) Result {
 	}
 	f, err := infrakind.ReadINI(path)
 	if err != nil {
-		return Result{Reason: fmt.Sprintf("cannot read %s: %v", e.pretty(path), unwrapPathErr(err))}
+		return Result{Reason: fmt.Sprintf("cannot read %s: %v", e.pretty(path), infrakind.PathErr(err))}
 	}
 	if f == nil {
 		return Result{Reason: fmt.Sprintf("%s credentials not found (no %s). %s", display, e.pretty(path), fix)}
@@ -185,11 +185,4 @@ func checkLambda(e *env) Result {
 func checkRunPod(e *env) Result {
 	return keyFileCheck(e, "RunPod", e.inHome(".runpod", "config.toml"), "api_key", "RUNPOD_API_KEY",
 		"Run `runpod config` (or write `api_key = \"<key>\"` under [default] in ~/.runpod/config.toml).")
-}
-
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
