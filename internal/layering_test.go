@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,11 @@ import (
 // The API's records sit just above the resources they carry typed (a
 // task's resources are checked as a record is decoded), and resources
 // just above the vocabulary (the infrastructure registry) it reads.
+// Each infrastructure describes itself in a light package beside its
+// plug-in (internal/infra/<name>/kind: names, features, config section,
+// credential check), near the bottom, because the command line and every
+// reader of the registry (internal/infrakind) link it; the list of them
+// (internal/infrakind/all) sits just above.
 // Slurm and EC2 sit above the other infrastructures: a login node or an
 // instance is reached with the SSH node pools' client (config, dialer,
 // runner, bootstrap), not a copy. The operations' descriptors
@@ -65,7 +71,9 @@ var layers = []layer{
 	{"the loaders' seams to their schema checks", []string{"internal/task/taskdoc", "internal/config/configdoc"}},
 	{"the API's records", []string{"internal/api"}},
 	{"resources", []string{"internal/resources"}},
-	{"vocabulary, one-job helpers", []string{"internal/infrakind", "internal/awsx", "internal/redact", "internal/slurmconv", "internal/catalog/embedded", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
+	{"the list of every infrastructure's descriptor", []string{"internal/infrakind/all"}},
+	{"infrastructures' descriptors and command-line extras: what the command line links of a plug-in", []string{"internal/infra/*/kind", "internal/infra/slurm/convert"}},
+	{"vocabulary, one-job helpers", []string{"internal/infrakind", "internal/awsx", "internal/redact", "internal/catalog/embedded", "internal/version", "internal/editdist", "internal/fielderr", "internal/paths", "internal/ux", "internal/sshconfig"}},
 }
 
 // rules guard the seams that the order alone leaves open. notOn also
@@ -87,21 +95,22 @@ var rules = []rule{
 	{pkg: "internal/cli", notOn: []string{"internal/core", "internal/server", "internal/state", "internal/agent", "internal/serve/*",
 		"internal/infra", "internal/infra/*", "internal/backend", "internal/storage/s3bucket", "internal/awsx", "internal/task/taskschema", "internal/config/configschema",
 		"github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/*", "modernc.org/*", "github.com/prometheus/*", "github.com/santhosh-tekuri/*"},
-		why: "the command line starts in milliseconds: it speaks HTTP to the server and hands server-side verbs to sky-server (see also cmd/sky's deps test)"},
-	{pkg: "internal/core", notOn: []string{"internal/infra/*"},
-		why: "the operations reach infrastructures through the registry (internal/infra); only the server program links the build's list of them (internal/infra/all)"},
+		allowDeps: []string{"internal/infra/*/kind", "internal/infra/slurm/convert"},
+		why:       "the command line starts in milliseconds: it speaks HTTP to the server and hands server-side verbs to sky-server; of a plug-in it links the descriptor alone (see also cmd/sky's deps test)"},
+	{pkg: "internal/core", notOn: []string{"internal/infra/*", "internal/infrakind/all"},
+		why: "the operations reach infrastructures through the registries (internal/infra, internal/infrakind); only the server program links the build's list of them (internal/infra/all, internal/infrakind/all)"},
+	{pkg: "internal/infra/*/kind", onlyOn: []string{"internal/infrakind", "gopkg.in/yaml.v3"},
+		why: "the command line links every infrastructure's descriptor: the standard library, the registry and a YAML reader (kubeconfig, node pools), no SDK and nothing of the plug-in"},
+	{pkg: "internal/infra/*/kind", onlyFrom: []string{"internal/infrakind/all", "internal/infra/*"},
+		why: "a descriptor reaches the programs through the list of them (internal/infrakind/all); its plug-in imports it so that linking the plug-in registers the kind"},
+	{pkg: "internal/infra/slurm/convert", onlyOn: []string{"gopkg.in/yaml.v3"},
+		why: "`sky slurm convert` runs in the command line: sbatch scripts to task YAML, with the standard library and a YAML writer"},
+	{pkg: "internal/infra/slurm/convert", onlyFrom: []string{"internal/cli"},
+		why: "a command-line extra of a plug-in: the command line's `sky slurm convert` is its one user"},
+	{pkg: "internal/infra/*", exceptPkg: []string{"internal/infra/*/kind", "internal/infra/slurm/convert", "internal/infra/all"}, onlyFrom: []string{"internal/infra/all", "internal/infra/*", "internal/testutil/*"},
+		why: "an infrastructure plugs in through the registries (internal/infra, internal/infrakind): its verbs, operations and settings reach the server from there; Slurm and EC2 reach their machines with the node pools' SSH client"},
 	{pkg: "internal/infrakind", notOn: []string{"github.com/*", "golang.org/*", "k8s.io/*", "sigs.k8s.io/*", "modernc.org/*"},
 		why: "what the infrastructures are is read by the command line and by builds that leave a plug-in out: the registry is the standard library alone"},
-	{pkg: "internal/infra/kubernetes", onlyFrom: []string{"internal/infra/all", "internal/testutil/*"},
-		why: "an infrastructure plugs in through the registries (internal/infra, internal/infrakind): its verbs, operations and settings reach the server from there"},
-	{pkg: "internal/infra/local", onlyFrom: []string{"internal/infra/all", "internal/testutil/*"},
-		why: "an infrastructure plugs in through the registries (internal/infra, internal/infrakind)"},
-	{pkg: "internal/infra/slurm", onlyFrom: []string{"internal/infra/all", "internal/testutil/*"},
-		why: "an infrastructure plugs in through the registries (internal/infra, internal/infrakind)"},
-	{pkg: "internal/infra/aws", onlyFrom: []string{"internal/infra/all", "internal/testutil/*"},
-		why: "an infrastructure plugs in through the registries (internal/infra, internal/infrakind)"},
-	{pkg: "internal/infra/ssh", onlyFrom: []string{"internal/infra/all", "internal/infra/slurm", "internal/infra/aws", "internal/testutil/*"},
-		why: "an infrastructure plugs in through the registries; Slurm and EC2 reach their machines with the node pools' SSH client"},
 	{pkg: "internal/infra/all", onlyFrom: []string{"internal/servermain", "cmd/openapigen"},
 		why: "which infrastructures a build has is the server program's choice (openapigen describes their operations)"},
 	{pkg: "internal/server", notOn: []string{"internal/core", "internal/backend"},
@@ -146,10 +155,29 @@ type layer struct {
 }
 
 type rule struct {
-	pkg      string
-	onlyFrom []string // the only packages that may import pkg
-	notOn    []string // what pkg must not depend on, even indirectly
-	why      string
+	pkg       string
+	exceptPkg []string // packages pkg's pattern does not cover
+	onlyFrom  []string // the only packages that may import pkg
+	notOn     []string // what pkg must not depend on, even indirectly
+	allowDeps []string // exceptions to notOn
+	// onlyOn, when set, is all pkg may depend on beyond the standard
+	// library, even indirectly.
+	onlyOn []string
+	why    string
+}
+
+// covers reports whether the rule is about package p.
+func (r rule) covers(p string) bool {
+	return matches(r.pkg, p) && !slices.ContainsFunc(r.exceptPkg, func(e string) bool { return matches(e, p) })
+}
+
+// stdlib reports whether an import path is the standard library's: its
+// first element has no dot, and it is not one of this module's packages
+// (ours), whose paths are shortened to "internal/..." as the standard
+// library's own internal packages are named.
+func stdlib(p string, ours map[string]bool) bool {
+	first, _, _ := strings.Cut(p, "/")
+	return !strings.Contains(first, ".") && !ours[p]
 }
 
 // pkg is what the check needs of `go list -json`, with this module's
@@ -206,6 +234,10 @@ func decodePackages(out []byte) ([]pkg, error) {
 // check returns one message per broken rule.
 func check(pkgs []pkg) []string {
 	var out []string
+	ours := map[string]bool{}
+	for _, p := range pkgs {
+		ours[p.ImportPath] = true
+	}
 	for _, p := range pkgs {
 		if len(p.GoFiles) == 0 {
 			continue // tests only (like this one): nothing links it
@@ -238,17 +270,27 @@ func check(pkgs []pkg) []string {
 			}
 		}
 		for _, r := range rules {
-			if len(r.onlyFrom) > 0 && slices.ContainsFunc(p.Imports, func(imp string) bool { return matches(r.pkg, imp) }) &&
+			if len(r.onlyFrom) > 0 && slices.ContainsFunc(p.Imports, r.covers) &&
 				!slices.ContainsFunc(r.onlyFrom, func(f string) bool { return matches(f, p.ImportPath) }) {
 				out = append(out, fmt.Sprintf("%s imports %s, which only %s may import: %s",
 					p.ImportPath, r.pkg, strings.Join(r.onlyFrom, " and "), r.why))
 			}
-			if !matches(r.pkg, p.ImportPath) {
+			if !r.covers(p.ImportPath) {
 				continue
+			}
+			if r.onlyOn != nil {
+				for _, d := range p.Deps {
+					if !stdlib(d, ours) && !slices.ContainsFunc(r.onlyOn, func(o string) bool { return matches(o, d) }) {
+						out = append(out, fmt.Sprintf("%s depends on %s (rule: %s may depend only on the standard library and %s): %s%s",
+							p.ImportPath, d, r.pkg, strings.Join(r.onlyOn, ", "), r.why, via(p, d, pkgs)))
+					}
+				}
 			}
 			for _, n := range r.notOn {
 				// One message per pattern: the first package it catches.
-				if i := slices.IndexFunc(p.Deps, func(d string) bool { return matches(n, d) }); i >= 0 {
+				if i := slices.IndexFunc(p.Deps, func(d string) bool {
+					return matches(n, d) && !slices.ContainsFunc(r.allowDeps, func(a string) bool { return matches(a, d) })
+				}); i >= 0 {
 					out = append(out, fmt.Sprintf("%s depends on %s (rule: %s must not depend on %s): %s%s",
 						p.ImportPath, p.Deps[i], r.pkg, n, r.why, via(p, p.Deps[i], pkgs)))
 				}
@@ -273,22 +315,28 @@ func via(p pkg, dep string, pkgs []pkg) string {
 	return ""
 }
 
+// layerOf is the layer of p: the one naming it by path or element
+// pattern ("internal/infra/*/kind") before one naming a tree above it.
 func layerOf(p string) (int, bool) {
-	for i, l := range layers {
-		if slices.ContainsFunc(l.pkgs, func(pat string) bool { return matches(pat, p) }) {
-			return i, true
+	for _, tree := range []bool{false, true} {
+		for i, l := range layers {
+			if slices.ContainsFunc(l.pkgs, func(pat string) bool { return strings.HasSuffix(pat, "/*") == tree && matches(pat, p) }) {
+				return i, true
+			}
 		}
 	}
 	return 0, false
 }
 
 // matches reports whether import path p is pattern pat: the same path,
-// or for "x/*" any path below x.
+// for "x/*" any path below x, and elsewhere a * stands for one path
+// element ("internal/infra/*/kind").
 func matches(pat, p string) bool {
 	if prefix, ok := strings.CutSuffix(pat, "/*"); ok {
 		return strings.HasPrefix(p, prefix+"/")
 	}
-	return pat == p
+	ok, _ := path.Match(pat, p)
+	return ok
 }
 
 // The checker itself, on made-up graphs: each broken rule is reported,
@@ -312,8 +360,19 @@ func TestCheckReportsBrokenRules(t *testing.T) {
 			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
 		{"peers", []pkg{
 			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},
-		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 11 (infrastructures)",
-			"internal/infra/ssh imports internal/infra/local, which only internal/infra/all"}},
+		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 11 (infrastructures)"}},
+		{"a plug-in from outside the registry", []pkg{
+			{ImportPath: "internal/jobs", Imports: []string{"internal/infra/slurm"}},
+		}, []string{"internal/jobs imports internal/infra/*, which only internal/infra/all and internal/infra/* and internal/testutil/* may import"}},
+		{"a descriptor that grows", []pkg{
+			{ImportPath: "internal/infra/ssh/kind", Imports: []string{"internal/infrakind", "internal/config", "strings"},
+				Deps: []string{"internal/infrakind", "internal/config", "strings", "gopkg.in/yaml.v3"}},
+			{ImportPath: "internal/config"},
+		}, []string{"internal/infra/ssh/kind imports internal/config: layer",
+			"internal/infra/ssh/kind depends on internal/config (rule: internal/infra/*/kind may depend only on the standard library and internal/infrakind, gopkg.in/yaml.v3)"}},
+		{"the command line links a descriptor, not its plug-in", []pkg{
+			{ImportPath: "internal/cli", Imports: []string{"internal/infrakind/all"}, Deps: []string{"internal/infrakind/all", "internal/infra/ssh/kind", "internal/infra/ssh"}},
+		}, []string{"internal/cli depends on internal/infra/ssh (rule: internal/cli must not depend on internal/infra/*)"}},
 		{"only main imports the commands", []pkg{
 			{ImportPath: "internal/e2e", Imports: []string{"internal/cli"}},
 		}, []string{"internal/e2e imports internal/cli, which only cmd/sky may import"}},

@@ -13,7 +13,8 @@ import (
 	"path/filepath"
 
 	"github.com/skygo/skygo/internal/core"
-	_ "github.com/skygo/skygo/internal/infra/all" // the infrastructures' operations are part of the API
+	_ "github.com/skygo/skygo/internal/infra/all"     // the infrastructures' operations are part of the API
+	_ "github.com/skygo/skygo/internal/infrakind/all" // the kinds the API names
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 )

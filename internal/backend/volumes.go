@@ -12,6 +12,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
@@ -39,7 +40,7 @@ type boundVolume struct {
 func (b *Backend) ephemeralVolume(cluster string, m api.VolumeMount, numNodes int) (boundVolume, error) {
 	typ := m.Ephemeral.Type
 	if typ == "" {
-		typ = "k8s-pvc"
+		typ = infrakind.EphemeralVolumeType()
 	}
 	host, err := b.Infras.EphemeralVolumeHostFor(typ)
 	if err != nil {

@@ -21,7 +21,7 @@ type Options struct {
 	Home          string         // "" = the user's home directory
 	Config        *config.Config // merged config; nil = empty
 	Workspace     string         // "" = the config's active workspace
-	Infras        []string       // names to check (aws, k8s, ...); empty = all
+	Infras        []string       // kind names or aliases to check; empty = all
 	Verbose       bool           // add where each credential came from
 	LocalDisabled bool           // the user turned the embedded local infra off (SettingLocalDisabled)
 }
@@ -29,7 +29,7 @@ type Options struct {
 // Result is the outcome for one infrastructure.
 type Result struct {
 	// Key is the infra's canonical name (as in allowed_clouds and the
-	// optimizer: "aws", "ssh"); not part of the JSON output.
+	// optimizer); not part of the JSON output.
 	Key          string   `json:"-"`
 	Infra        string   `json:"infra"`   // display name: AWS, GCP, Kubernetes, ...
 	Enabled      bool     `json:"enabled"` // usable for launching
@@ -52,12 +52,12 @@ type infra struct {
 	check    func(e *env) Result
 }
 
-// checkers are the credential checks written here, by kind; a kind that
-// brings its own (infrakind.Kind.Check) or has neither gets the API-key
-// file check (keyclouds.go).
+// checkers are the credential checks written here, for the catalog clouds
+// that have no plug-in directory; a kind with a plug-in brings its own
+// (infrakind.Kind.Check), and one with neither gets the API-key file
+// check (keyclouds.go).
 var checkers = map[string]func(e *env) Result{
-	"aws": checkAWS, "azure": checkAzure, "gcp": checkGCP, "lambda": checkLambda, "runpod": checkRunPod,
-	"kubernetes": checkKubernetes, "slurm": checkSlurm, "ssh": checkSSH,
+	"azure": checkAzure, "gcp": checkGCP, "lambda": checkLambda, "runpod": checkRunPod,
 }
 
 // infras are the registry's kinds in report order: clouds alphabetically,
@@ -85,10 +85,8 @@ func infras() []infra {
 // ownCheck runs a kind's own credential check.
 func ownCheck(f func(infrakind.CheckEnv) infrakind.CheckResult) func(e *env) Result {
 	return func(e *env) Result {
-		r := f(infrakind.CheckEnv{Home: e.home, Setting: func(path string) (any, bool) {
-			return e.cfg.Lookup(strings.Split(path, ".")...)
-		}})
-		return Result{Enabled: r.Enabled, Reason: r.Reason, Details: r.Details}
+		r := f(infrakind.CheckEnv{Home: e.home, Workspace: e.ws, Verbose: e.verbose, Lookup: e.cfg.Lookup})
+		return Result{Enabled: r.Enabled, Reason: r.Reason, Details: r.Details, Warnings: r.Warnings}
 	}
 }
 
@@ -147,8 +145,8 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		}
 		var r Result
 		switch {
-		case OmittedBy(in.name) != "":
-			r = Result{Reason: fmt.Sprintf("left out of this build of SkyGo (built with -tags %s); use a build without that tag", OmittedBy(in.name))}
+		case infrakind.OmittedBy(in.name) != "":
+			r = Result{Reason: fmt.Sprintf("left out of this build of SkyGo (built with -tags %s); use a build without that tag", infrakind.OmittedBy(in.name))}
 		case allowed != nil && !inAllowed(in.name, allowed):
 			r = Result{Reason: fmt.Sprintf("not in allowed_clouds (%s) of the config; add %s there to use it", strings.Join(allowed, ", "), in.name)}
 		case e.cfg.GetBool(in.name+".disabled", false):
@@ -266,17 +264,4 @@ func (e *env) pretty(path string) string {
 // inHome joins parts under the home directory.
 func (e *env) inHome(parts ...string) string {
 	return filepath.Join(append([]string{e.home}, parts...)...)
-}
-
-// envPath returns $name when set, else the default path.
-func envPath(name, def string) (path string, fromEnv bool) {
-	if v := os.Getenv(name); v != "" {
-		return v, true
-	}
-	return def, false
-}
-
-func exists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir()
 }

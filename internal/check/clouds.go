@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // --- GCP ---
@@ -23,12 +25,12 @@ type gcpCredFile struct {
 const gcpFix = "Run `gcloud init` and `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file)."
 
 func checkGCP(e *env) Result {
-	gcloudDir, _ := envPath("CLOUDSDK_CONFIG", e.inHome(".config", "gcloud"))
-	credPath, fromEnv := envPath("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(gcloudDir, "application_default_credentials.json"))
+	gcloudDir, _ := infrakind.EnvPath("CLOUDSDK_CONFIG", e.inHome(".config", "gcloud"))
+	credPath, fromEnv := infrakind.EnvPath("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(gcloudDir, "application_default_credentials.json"))
 	data, err := os.ReadFile(credPath)
 	if err != nil {
 		if fromEnv {
-			return Result{Reason: fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS names %s, which cannot be read (%v); point it at a service-account key file", credPath, unwrapPathErr(err))}
+			return Result{Reason: fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS names %s, which cannot be read (%v); point it at a service-account key file", credPath, infrakind.PathErr(err))}
 		}
 		return Result{Reason: fmt.Sprintf("GCP credentials not found (no %s). %s", e.pretty(credPath), gcpFix)}
 	}
@@ -48,7 +50,7 @@ func checkGCP(e *env) Result {
 		{e.cfg.GetString("gcp.project_id", ""), fmt.Sprintf("workspace %q gcp.project_id", e.ws)},
 		{os.Getenv("GOOGLE_CLOUD_PROJECT"), "GOOGLE_CLOUD_PROJECT"},
 		{os.Getenv("CLOUDSDK_CORE_PROJECT"), "CLOUDSDK_CORE_PROJECT"},
-		{active.get("core", "project"), "gcloud config"},
+		{active.Get("core", "project"), "gcloud config"},
 		{cred.ProjectID, "the credentials file"},
 		{cred.QuotaProjectID, "the credentials file (quota project)"},
 	} {
@@ -69,7 +71,7 @@ func checkGCP(e *env) Result {
 		r.Details[0] += " (from " + projectFrom + ")"
 		account := cred.ClientEmail
 		if account == "" {
-			account = active.get("core", "account")
+			account = active.Get("core", "account")
 		}
 		if account != "" {
 			r.Details = append(r.Details, "account: "+account)
@@ -81,7 +83,7 @@ func checkGCP(e *env) Result {
 // readGcloudConfig reads the active gcloud configuration
 // (configurations/config_<name>, name from CLOUDSDK_ACTIVE_CONFIG_NAME or
 // the active_config file). Missing files give an empty result.
-func readGcloudConfig(dir string) iniFile {
+func readGcloudConfig(dir string) infrakind.INI {
 	name := os.Getenv("CLOUDSDK_ACTIVE_CONFIG_NAME")
 	if name == "" {
 		if b, err := os.ReadFile(filepath.Join(dir, "active_config")); err == nil {
@@ -91,7 +93,7 @@ func readGcloudConfig(dir string) iniFile {
 	if name == "" {
 		name = "default"
 	}
-	f, _ := readINI(filepath.Join(dir, "configurations", "config_"+name))
+	f, _ := infrakind.ReadINI(filepath.Join(dir, "configurations", "config_"+name))
 	return f
 }
 
@@ -111,7 +113,7 @@ type azureProfile struct {
 }
 
 func checkAzure(e *env) Result {
-	dir, _ := envPath("AZURE_CONFIG_DIR", e.inHome(".azure"))
+	dir, _ := infrakind.EnvPath("AZURE_CONFIG_DIR", e.inHome(".azure"))
 	path := filepath.Join(dir, "azureProfile.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -160,9 +162,9 @@ func keyFileCheck(e *env, display, path, key, envVar, fix string) Result {
 	if envVar != "" && os.Getenv(envVar) != "" {
 		return Result{Enabled: true, Reason: "API key from environment variable " + envVar}
 	}
-	f, err := readINI(path)
+	f, err := infrakind.ReadINI(path)
 	if err != nil {
-		return Result{Reason: fmt.Sprintf("cannot read %s: %v", e.pretty(path), unwrapPathErr(err))}
+		return Result{Reason: fmt.Sprintf("cannot read %s: %v", e.pretty(path), infrakind.PathErr(err))}
 	}
 	if f == nil {
 		return Result{Reason: fmt.Sprintf("%s credentials not found (no %s). %s", display, e.pretty(path), fix)}
@@ -183,11 +185,4 @@ func checkLambda(e *env) Result {
 func checkRunPod(e *env) Result {
 	return keyFileCheck(e, "RunPod", e.inHome(".runpod", "config.toml"), "api_key", "RUNPOD_API_KEY",
 		"Run `runpod config` (or write `api_key = \"<key>\"` under [default] in ~/.runpod/config.toml).")
-}
-
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }

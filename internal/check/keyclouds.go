@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // keyCloud is a cloud whose credential is an API key (or a small
@@ -34,7 +36,7 @@ func (k keyCloud) check(e *env, display string) Result {
 			continue
 		}
 		if err != nil {
-			return Result{Reason: fmt.Sprintf("cannot read %s: %v", e.pretty(path), unwrapPathErr(err))}
+			return Result{Reason: fmt.Sprintf("cannot read %s: %v", e.pretty(path), infrakind.PathErr(err))}
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			return Result{Reason: fmt.Sprintf("%s is empty. %s", e.pretty(path), k.fix)}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skygo/skygo/internal/editdist"
 	"github.com/skygo/skygo/internal/infrakind"
+	_ "github.com/skygo/skygo/internal/infrakind/all" // what every infrastructure is: the light half of each plug-in
 	"github.com/skygo/skygo/internal/version"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skygo/skygo/internal/slurmconv"
+	"github.com/skygo/skygo/internal/infra/slurm/convert"
 	"github.com/skygo/skygo/internal/sshconfig"
 
 	"github.com/spf13/cobra"
@@ -66,13 +66,13 @@ API server is needed.`,
 }
 
 func slurmConvertRun(opts *SlurmConvertOptions) error {
-	var scripts []slurmconv.Script
+	var scripts []convert.Script
 	for _, p := range opts.Scripts {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return fmt.Errorf("reading sbatch script: %w", err)
 		}
-		scripts = append(scripts, slurmconv.Script{Path: p, Text: string(data)})
+		scripts = append(scripts, convert.Script{Path: p, Text: string(data)})
 	}
 	hosts, err := slurmHosts()
 	if err != nil {
@@ -81,12 +81,12 @@ func slurmConvertRun(opts *SlurmConvertOptions) error {
 	if opts.Cluster != "" && len(hosts) > 0 && !slices.Contains(hosts, opts.Cluster) {
 		return flagErrorf("--cluster %s is not a Host of ~/.slurm/config (Hosts: %s)", opts.Cluster, strings.Join(hosts, ", "))
 	}
-	copts := slurmconv.Options{Cluster: opts.Cluster, Hosts: hosts, GPUType: opts.GPUType, Output: opts.Output}
-	var res *slurmconv.Result
+	copts := convert.Options{Cluster: opts.Cluster, Hosts: hosts, GPUType: opts.GPUType, Output: opts.Output}
+	var res *convert.Result
 	if len(scripts) == 1 {
-		res, err = slurmconv.Convert(scripts[0], copts)
+		res, err = convert.Convert(scripts[0], copts)
 	} else {
-		res, err = slurmconv.ConvertPipeline(scripts, copts)
+		res, err = convert.ConvertPipeline(scripts, copts)
 	}
 	if err != nil {
 		if len(scripts) == 1 {
@@ -121,7 +121,7 @@ func slurmHosts() ([]string, error) {
 	return cfg.Aliases(), nil
 }
 
-func printConvertReport(io *IOStreams, res *slurmconv.Result, file string, written, pipeline bool) {
+func printConvertReport(io *IOStreams, res *convert.Result, file string, written, pipeline bool) {
 	w := io.ErrOut
 	if written {
 		fmt.Fprintf(w, "%s %s.\n", io.Green("Wrote"), file)

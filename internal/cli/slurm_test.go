@@ -20,7 +20,7 @@ func TestSlurmConvertBinary(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".slurm", "config"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	script, err := filepath.Abs("../slurmconv/testdata/seed-2.1-train.sbatch")
+	script, err := filepath.Abs("../infra/slurm/convert/testdata/seed-2.1-train.sbatch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +90,8 @@ func TestSlurmConvertErrors(t *testing.T) {
 
 // A chain of scripts becomes one pipeline on stdout.
 func TestSlurmConvertPipelineBinary(t *testing.T) {
-	a, _ := filepath.Abs("../slurmconv/testdata/seed-7.2-train.sbatch")
-	b, _ := filepath.Abs("../slurmconv/testdata/seed-7.2-eval.sbatch")
+	a, _ := filepath.Abs("../infra/slurm/convert/testdata/seed-7.2-train.sbatch")
+	b, _ := filepath.Abs("../infra/slurm/convert/testdata/seed-7.2-eval.sbatch")
 	stdout, stderr, code := runBinary(t, []string{"HOME=" + t.TempDir()}, "slurm", "convert", a, b)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -239,7 +239,7 @@ func (c *Config) Map() map[string]any {
 	return deepCopy(c.m).(map[string]any)
 }
 
-// Get returns the value at a dotted path such as "kubernetes.allowed_contexts".
+// Get returns the value at a dotted path such as "jobs.controller.resources".
 // Use Lookup when a key itself contains a dot (e.g. a context name).
 func (c *Config) Get(path string) (any, bool) {
 	if path == "" {
@@ -353,7 +353,7 @@ func (c *Config) WorkspaceNames() []string {
 
 // ForWorkspace returns the config as seen from workspace name: each cloud
 // section of workspaces.<name> is deep-merged over the global section of
-// the same cloud (so a workspace's kubernetes.allowed_contexts wins).
+// the same cloud (so a workspace's <kind>.allowed_contexts wins).
 // The workspace-wide keys (private, allowed_users) stay where they are.
 func (c *Config) ForWorkspace(name string) *Config {
 	out := &Config{m: c.Map(), sources: c.Sources()}

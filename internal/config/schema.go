@@ -38,7 +38,7 @@ type ValidationError struct {
 	Source string // file path, "--config", "task config", ...
 	Line   int    // 1-based; 0 when unknown
 	Column int
-	Path   string // dotted key path, e.g. kubernetes.ports
+	Path   string // dotted key path, e.g. jobs.controller.resources
 	Msg    string
 }
 

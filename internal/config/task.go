@@ -12,7 +12,7 @@ import (
 
 // taskOverridable are the only config paths a task's `config:` may set:
 // settings that can differ per cluster. Everything else (allowed_clouds,
-// aws.*, context_configs, ...) is server or user policy. Each
+// credentials, per-region sections, ...) is server or user policy. Each
 // infrastructure names its own (infrakind.Kind.TaskKeys).
 func taskOverridable() map[string][]string {
 	m := map[string][]string{

@@ -17,6 +17,7 @@ import (
 	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/infra"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/task"
@@ -117,10 +118,10 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request, b api.VolumeApply
 		}
 	}
 	kind, rest, _ := strings.Cut(strings.Trim(place, "/"), "/")
-	kubernetes := false
-	if k := strings.ToLower(kind); k == "k8s" || k == "kubernetes" {
-		// Kubernetes contexts may hold '/' (EKS ARNs): the rest is one name.
-		kind, kubernetes = "kubernetes", true
+	whole := false
+	if k, ok := infrakind.Lookup(kind); ok && k.Place == infrakind.Context {
+		// A context may hold '/' (EKS ARNs): the rest is one name.
+		kind, whole = k.Name, true
 	}
 	host, err := infras.VolumeHostFor(kind, spec.Type)
 	if err != nil {
@@ -148,7 +149,7 @@ func (e *Env) volumesApply(ctx context.Context, r *op.Request, b api.VolumeApply
 		return op.Null{}, err
 	}
 	id, err := infra.ParseID(strings.ToLower(kind) + "/" + rest)
-	if kubernetes {
+	if whole {
 		id, err = infra.ID{Kind: kind}, nil
 		if rest != "" {
 			id.Parts = []string{rest}

@@ -373,7 +373,7 @@ func TestSlurmConvertRuns(t *testing.T) {
 		e.must("validate", filepath.Join(dir, out))
 		return r
 	}
-	all, _ := filepath.Glob("../slurmconv/testdata/*.sbatch")
+	all, _ := filepath.Glob("../infra/slurm/convert/testdata/*.sbatch")
 	if len(all) < 10 {
 		t.Fatalf("want the converter's scripts, found %v", all)
 	}
@@ -392,9 +392,9 @@ func TestSlurmConvertRuns(t *testing.T) {
 	e.must("down", "-y", "cv")
 
 	// Managed jobs, as the converter says to submit them.
-	convert("ranks.yaml", "../slurmconv/testdata/runnable-ranks.sbatch")
+	convert("ranks.yaml", "../infra/slurm/convert/testdata/runnable-ranks.sbatch")
 	convert("mpihost.yaml", "testdata/slurm/mpi-hostname.sbatch")
-	convert("shard.yaml", "../slurmconv/testdata/runnable-array.sbatch")
+	convert("shard.yaml", "../infra/slurm/convert/testdata/runnable-array.sbatch")
 	r = convert("chain.yaml", "testdata/slurm/prep.sbatch", "testdata/slurm/train.sbatch")
 	if !strings.Contains(r.out(), "sky jobs launch") {
 		t.Fatalf("no submit command printed:\n%s", r)

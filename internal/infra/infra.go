@@ -1,11 +1,14 @@
 // Package infra is where infrastructures plug in. Each internal/infra/<name>
-// package registers a Factory for its kind ("local", "ssh", later "k8s",
-// "slurm", "aws", ...); the server opens every registered kind once, and the
-// backend and the operations reach an infrastructure only through this
-// package: its Provisioner, plus the optional capabilities below, which a
-// kind implements only when it has them. Nothing above this package names
-// a kind, so a new infrastructure is one new package and one line in
-// internal/infra/all.
+// package registers a Factory for its kind; the server opens every
+// registered kind once, and the backend and the operations reach an
+// infrastructure only through this package: its Provisioner, plus the
+// optional capabilities below, which a kind implements only when it has
+// them. What a kind is (names, features, config section, credential
+// check, volume types) it registers in internal/infrakind from its
+// descriptor, internal/infra/<name>/kind. Nothing above this package
+// names a kind, so a new infrastructure is one new package with its
+// descriptor, one line in internal/infra/all and one in
+// internal/infrakind/all.
 package infra
 
 import (
@@ -226,7 +229,7 @@ func Verb(verb string) (VerbMain, bool) {
 		return nil, false
 	}
 	why := fmt.Sprintf("sky %s: this build of SkyGo cannot run %s's commands", verb, k.Display)
-	if tag := check.OmittedBy(k.Name); tag != "" {
+	if tag := infrakind.OmittedBy(k.Name); tag != "" {
 		why = fmt.Sprintf("sky %s: this build of SkyGo leaves %s out (built with -tags %s); use a build without that tag", verb, k.Display, tag)
 	}
 	return func(_ []string, _ io.Reader, _, stderr io.Writer) int {
@@ -275,7 +278,7 @@ func (s *Set) Get(id ID) (Infra, error) {
 	if in, ok := s.byKind[id.Kind]; ok {
 		return in, nil
 	}
-	if tag := check.OmittedBy(id.Kind); tag != "" {
+	if tag := infrakind.OmittedBy(id.Kind); tag != "" {
 		return nil, &provision.NotSupportedError{Where: id.String(), Operation: "provisioning",
 			Msg: fmt.Sprintf("this build of SkyGo leaves %s out (built with -tags %s); use a build without that tag", id.Kind, tag)}
 	}

@@ -13,6 +13,8 @@ package infrakind
 
 import (
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -71,17 +73,101 @@ var DefaultSizes = Sizes{CPUs: 8, MemPerCPU: 4}
 // CheckEnv is what a credential check may read: the home directory and
 // the workspace's view of the config.
 type CheckEnv struct {
-	Home string
-	// Setting reads a dotted config path of the active workspace.
-	Setting func(path string) (any, bool)
+	Home      string
+	Workspace string // the workspace checked, as named in messages
+	Verbose   bool   // add where each credential came from to the details
+	// Lookup reads the workspace's config under keys, one per level (a
+	// Kubernetes context's name may hold dots).
+	Lookup func(keys ...string) (any, bool)
+}
+
+// Setting reads a dotted config path of the active workspace.
+func (e CheckEnv) Setting(path string) (any, bool) {
+	if e.Lookup == nil || path == "" {
+		return nil, false
+	}
+	return e.Lookup(strings.Split(path, ".")...)
+}
+
+// String is the string at a dotted path, or def.
+func (e CheckEnv) String(path, def string) string {
+	if s, ok := StringValue(e.Setting(path)); ok {
+		return s
+	}
+	return def
+}
+
+// Strings is the list at a dotted path (a lone string is a list of one),
+// as the config loader reads lists; nil when unset.
+func (e CheckEnv) Strings(path string) []string {
+	return StringList(e.Setting(path))
+}
+
+// StringValue is v when it is a string that was set.
+func StringValue(v any, ok bool) (string, bool) {
+	s, isStr := v.(string)
+	return s, ok && isStr
+}
+
+// StringList reads a config value as a list of strings the way the config
+// loader does: a string is a list of one, nested values are skipped.
+func StringList(v any, ok bool) []string {
+	if !ok {
+		return nil
+	}
+	switch t := v.(type) {
+	case string:
+		return []string{t}
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, e := range t {
+			switch e.(type) {
+			case map[string]any, []any, nil:
+				continue
+			}
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
+}
+
+// InHome joins parts under the home directory.
+func (e CheckEnv) InHome(parts ...string) string {
+	return filepath.Join(append([]string{e.Home}, parts...)...)
+}
+
+// Pretty shows a path with the home directory as ~, as users write it.
+func (e CheckEnv) Pretty(path string) string {
+	if rel, err := filepath.Rel(e.Home, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.Join("~", rel)
+	}
+	return path
 }
 
 // CheckResult is a credential check's verdict; Reason says what was found
 // or what to do.
 type CheckResult struct {
-	Enabled bool
-	Reason  string
-	Details []string
+	Enabled  bool
+	Reason   string
+	Details  []string
+	Warnings []string
+}
+
+// VolumeType is a kind of volume an infrastructure makes (`type:` of a
+// volume YAML).
+type VolumeType struct {
+	Type string // k8s-pvc, host-dir, ...
+	// Where says, for the message when a volume names another kind's
+	// infra, where volumes of the type live on this kind and how infra
+	// names it: "on this machine (infra: local)".
+	Where string
+	// HostPath: a volume of the type is the node directory its
+	// config.host_path names, which it must.
+	HostPath bool
+	// Ephemeral: a task's volume with a size and no type (made with its
+	// cluster, gone with it) is of this type.
+	Ephemeral bool
 }
 
 // Kind describes one infrastructure.
@@ -126,13 +212,21 @@ type Kind struct {
 	// Kubernetes strategic merge does.
 	PodKeys []string
 	// Schema is the JSON Schema of its config section, for kinds the
-	// embedded config schema does not already describe.
+	// embedded config schema does not already describe. Its "$defs", if
+	// any, join the config schema's (a name taken twice is an error), so
+	// the section and its workspace schema can share them.
 	Schema json.RawMessage
 	// Verbs are hidden commands of the server program that the kind's
 	// nodes or tools run as `sky VERB ...` (Kubernetes' k8s-exec, rsync's
 	// remote shell): the command line hands them over to sky-server, where
 	// the plug-in registered them (infra.RegisterVerb).
 	Verbs []string
+	// WorkspaceSchema is the JSON Schema of its section inside a
+	// workspace (workspaces.<name>.<kind>); nil: the section may only
+	// say disabled.
+	WorkspaceSchema json.RawMessage
+	// Volumes are the volume types it makes.
+	Volumes []VolumeType
 	// Check finds its credentials; nil: `sky check` uses its own checker
 	// for the kind, if it has one.
 	Check func(CheckEnv) CheckResult
@@ -164,10 +258,34 @@ func (k Kind) DefaultSizes() Sizes {
 }
 
 var (
-	mu    sync.RWMutex
-	kinds = map[string]Kind{}
-	alias = map[string]string{}
+	mu      sync.RWMutex
+	kinds   = map[string]Kind{}
+	alias   = map[string]string{}
+	omitted = map[string]string{}
 )
+
+// Omit records that this build leaves the kind name out (its plug-in's
+// skygo_omit_* build tag): it stays known by name, so asking for it says
+// which tag took it out, and `sky check` never calls it enabled, since
+// nothing could provision there. Called from init; an empty tag takes the
+// mark away (for tests).
+func Omit(name, tag string) {
+	mu.Lock()
+	defer mu.Unlock()
+	if tag == "" {
+		delete(omitted, strings.ToLower(name))
+		return
+	}
+	omitted[strings.ToLower(name)] = tag
+}
+
+// OmittedBy is the build tag that left the kind name out, or "".
+func OmittedBy(name string) string {
+	c := Canonical(name)
+	mu.RLock()
+	defer mu.RUnlock()
+	return omitted[c]
+}
 
 // Register adds a kind; called from init. A name or alias taken twice is
 // a programming error.
@@ -273,4 +391,45 @@ func Aliases() map[string]string {
 		out[a] = k
 	}
 	return out
+}
+
+// VolumeKinds are the kinds that make volumes of type typ, this machine
+// first, then in report order, with what each says of the type.
+func VolumeKinds(typ string) ([]Kind, []VolumeType) {
+	var kinds []Kind
+	var types []VolumeType
+	all := All()
+	slices.SortStableFunc(all, func(a, b Kind) int { return cmpBool(b.Group == Fallback, a.Group == Fallback) })
+	for _, k := range all {
+		for _, v := range k.Volumes {
+			if v.Type == typ {
+				kinds, types = append(kinds, k), append(types, v)
+			}
+		}
+	}
+	return kinds, types
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// EphemeralVolumeType is the type of a task's volume made with its
+// cluster when the task names none: the first a kind marks Ephemeral, in
+// report order; "" when no kind makes them.
+func EphemeralVolumeType() string {
+	for _, k := range All() {
+		for _, v := range k.Volumes {
+			if v.Ephemeral {
+				return v.Type
+			}
+		}
+	}
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
+	"github.com/skygo/skygo/internal/task"
 )
 
 // toy is an infrastructure that exists only in this file: registering it
@@ -27,7 +28,11 @@ func init() {
 		Features: &infrakind.Features{Ports: true, FixedDisk: true},
 		TaskKeys: []string{"flavor"},
 		Schema: []byte(`{"type": "object", "additionalProperties": false,
-			"properties": {"endpoint": {"type": "string"}, "flavor": {"enum": ["small", "big"]}}}`),
+			"properties": {"endpoint": {"$ref": "#/$defs/toy_url"}, "flavor": {"enum": ["small", "big"]}},
+			"$defs": {"toy_url": {"type": "string", "pattern": "^https://"}}}`),
+		WorkspaceSchema: []byte(`{"type": "object", "additionalProperties": false,
+			"properties": {"endpoint": {"$ref": "#/$defs/toy_url"}, "disabled": {"type": "boolean"}}}`),
+		Volumes: []infrakind.VolumeType{{Type: "toy-disk", Where: "on ToyCloud (infra: toy)"}},
 		Check: func(e infrakind.CheckEnv) infrakind.CheckResult {
 			if v, ok := e.Setting("toycloud.endpoint"); ok {
 				return infrakind.CheckResult{Enabled: true, Reason: "endpoint " + v.(string) + " from the config"}
@@ -130,6 +135,20 @@ func TestToyInConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "config.yaml): line 2") || !strings.Contains(err.Error(), `did you mean "endpoint"`) {
 		t.Errorf("a misspelt toycloud key: %v", err)
 	}
+	// Its section in a workspace is its own schema's, sharing its
+	// definitions; allowed_clouds takes its alias.
+	write("allowed_clouds: [Toy]\nworkspaces:\n  team:\n    toycloud:\n      endpoint: https://team.toy.example\n")
+	if _, err := config.Load(config.LoadOptions{Home: home, Cwd: home}); err != nil {
+		t.Errorf("a workspace's toycloud section: %v", err)
+	}
+	write("workspaces:\n  team:\n    toycloud:\n      endpoint: http://team.toy.example\n")
+	if _, err := config.Load(config.LoadOptions{Home: home, Cwd: home}); err == nil || !strings.Contains(err.Error(), "does not have the expected form") {
+		t.Errorf("a workspace's toycloud endpoint against the kind's shared definition: %v", err)
+	}
+	write("workspaces:\n  team:\n    toycloud:\n      flavor: big\n")
+	if _, err := config.Load(config.LoadOptions{Home: home, Cwd: home}); err == nil || !strings.Contains(err.Error(), `unknown field "flavor"`) {
+		t.Errorf("a workspace's toycloud section with a key only the global one has: %v", err)
+	}
 	// A task may set the keys the kind lets it, and no other.
 	if err := config.ValidateTaskConfig(map[string]any{"toycloud": map[string]any{"flavor": "big"}}); err != nil {
 		t.Errorf("task config toycloud.flavor: %v", err)
@@ -152,5 +171,15 @@ func TestToyInResources(t *testing.T) {
 	}
 	if !slices.Contains(resources.Clouds(), "toycloud") {
 		t.Error("resources.Clouds lacks toycloud")
+	}
+}
+
+func TestToyInVolumes(t *testing.T) {
+	if _, err := task.LoadVolumeSpecBytes("v.yaml", []byte("name: v\ntype: toy-disk\ninfra: toy/lab\n")); err != nil {
+		t.Errorf("a toy-disk volume on toy: %v", err)
+	}
+	_, err := task.LoadVolumeSpecBytes("v.yaml", []byte("name: v\ntype: toy-disk\ninfra: aws\n"))
+	if err == nil || !strings.Contains(err.Error(), `a toy-disk volume lives on ToyCloud (infra: toy), got "aws"`) {
+		t.Errorf("a toy-disk volume on aws: %v", err)
 	}
 }

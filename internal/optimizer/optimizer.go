@@ -158,8 +158,9 @@ func (b Blocked) Matches(c *Candidate) bool {
 		(b.UseSpot == nil || *b.UseSpot == c.UseSpot)
 }
 
-// CapacityInfra is an infrastructure without a price catalog (local, ssh,
-// slurm, kubernetes) that reports its own capacity. Feasible returns the
+// CapacityInfra is an infrastructure without a price catalog (one of the
+// kinds on the user's machines, infrakind.OnPrem, or this machine) that
+// reports its own capacity. Feasible returns the
 // candidates it can run req on (NumNodes nodes each; usually cost 0, one
 // per context/pool/partition), or none and a short reason ("no node with
 // 8x H100 free"). Candidate fields it leaves empty are filled in: Cloud
@@ -172,8 +173,8 @@ type CapacityInfra interface {
 // Input is everything Optimize needs.
 type Input struct {
 	Tasks []Task
-	// Enabled lists the infras `sky check` enabled ("aws", "gcp",
-	// "kubernetes", "local", ...), in preference order for ties.
+	// Enabled lists the infras `sky check` enabled (kind names, as in
+	// allowed_clouds), in preference order for ties.
 	Enabled []string
 	Blocked []Blocked
 	Target  Target

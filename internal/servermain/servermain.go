@@ -23,7 +23,8 @@ import (
 
 	"github.com/skygo/skygo/internal/core"
 	"github.com/skygo/skygo/internal/infra"
-	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build: only the server program links them
+	_ "github.com/skygo/skygo/internal/infra/all"     // every infrastructure of this build: only the server program links them
+	_ "github.com/skygo/skygo/internal/infrakind/all" // what every infrastructure is, those this build leaves out too
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"

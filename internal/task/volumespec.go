@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/task/taskdoc"
 	"gopkg.in/yaml.v3"
 )
@@ -18,9 +20,9 @@ const HostDirType = "host-dir"
 // VolumeSpec is a `sky volumes apply` file.
 type VolumeSpec struct {
 	Name        string
-	Type        string // k8s-pvc, k8s-hostpath, runpod-network-volume, host-dir (SkyGo's)
+	Type        string // a type a kind makes (infrakind.Kind.Volumes), runpod-network-volume
 	Infra       string
-	Size        string // as written, e.g. "10Gi"; empty for k8s-hostpath
+	Size        string // as written, e.g. "10Gi"; empty for a host path
 	SizeGi      float64
 	UseExisting bool
 	Labels      map[string]string
@@ -102,23 +104,23 @@ func LoadVolumeSpecBytes(name string, data []byte) (*VolumeSpec, error) {
 		}
 		spec.SizeGi = gi
 	}
-	if spec.Type == "k8s-hostpath" {
+	// Where a type lives is what the kinds that make it say (infrakind.Kind.Volumes).
+	kinds, types := infrakind.VolumeKinds(spec.Type)
+	if len(types) > 0 && types[0].HostPath {
 		hp := spec.Config.HostPath
 		if !strings.HasPrefix(hp, "/") || hp == "/" {
-			errs = append(errs, src.errAt("config.host_path", true, "k8s-hostpath volumes need config.host_path, an absolute directory other than /"))
+			errs = append(errs, src.errAt("config.host_path", true, "%s volumes need config.host_path, an absolute directory other than /", spec.Type))
 		}
 	}
-	if strings.HasPrefix(spec.Type, "k8s-") && spec.Infra != "" {
-		cloud, _, _ := strings.Cut(strings.Trim(spec.Infra, "/"), "/")
-		if c := strings.ToLower(cloud); c != "k8s" && c != "kubernetes" {
-			errs = append(errs, src.errAt("infra", false, "a %s volume lives on Kubernetes; infra must be k8s or k8s/<context>, got %q", spec.Type, spec.Infra))
+	if cloud, _, _ := strings.Cut(strings.Trim(spec.Infra, "/"), "/"); len(kinds) > 0 && cloud != "" &&
+		!slices.ContainsFunc(kinds, func(k infrakind.Kind) bool { return k.Name == infrakind.Canonical(cloud) }) {
+		var where []string
+		for _, t := range types {
+			if !slices.Contains(where, t.Where) {
+				where = append(where, t.Where)
+			}
 		}
-	}
-	if spec.Type == HostDirType {
-		cloud, _, _ := strings.Cut(strings.Trim(spec.Infra, "/"), "/")
-		if c := strings.ToLower(cloud); c != "" && c != "local" && c != "ssh" {
-			errs = append(errs, src.errAt("infra", false, "a host-dir volume lives on this machine (infra: local) or on a host of an SSH node pool (infra: ssh/<pool>[/<host>]), got %q", spec.Infra))
-		}
+		errs = append(errs, src.errAt("infra", false, "a %s volume lives %s, got %q", spec.Type, strings.Join(where, " or "), spec.Infra))
 	}
 	if len(errs) > 0 {
 		return nil, errs.asError()

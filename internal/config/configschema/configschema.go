@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -73,19 +74,23 @@ func loadSchemas() {
 }
 
 // withKinds adds what the registered infrastructures describe to the
-// schema (which it changes): each kind's name where a cloud is named
-// (allowed_clouds, a workspace's sections) and the schema of its config
-// section when it brings one, as JSON for the validator.
+// schema (which it changes): each kind's name and aliases where a cloud is
+// named (allowed_clouds, a workspace's sections), the schema of its config
+// section and of its section in a workspace when it brings them, and the
+// definitions those share ("$defs" of its section schema), as JSON for
+// the validator.
 func withKinds(schema map[string]any, kinds []infrakind.Kind) ([]byte, error) {
 	defs, _ := schema["$defs"].(map[string]any)
 	props, _ := schema["properties"].(map[string]any)
 	cloudName, _ := defs["cloud_name"].(map[string]any)
 	wsKey, _ := defs["workspace_key"].(map[string]any)
+	ws, _ := defs["workspace"].(map[string]any)
+	wsProps, _ := ws["properties"].(map[string]any)
 	pattern, _ := cloudName["pattern"].(string)
 	names, _ := wsKey["enum"].([]any)
 	lo, hi := strings.Index(pattern, "^("), strings.LastIndex(pattern, ")$")
-	if defs == nil || props == nil || lo < 0 || hi < lo || names == nil {
-		return nil, errors.New("no cloud_name pattern, workspace_key enum or properties to add the infrastructures to")
+	if defs == nil || props == nil || wsProps == nil || lo < 0 || hi < lo || names == nil {
+		return nil, errors.New("no cloud_name pattern, workspace_key enum, workspace or properties to add the infrastructures to")
 	}
 	alts := strings.Split(pattern[lo+2:hi], "|")
 	for _, k := range kinds {
@@ -97,21 +102,43 @@ func withKinds(schema map[string]any, kinds []infrakind.Kind) ([]byte, error) {
 		if !slices.Contains(names, any(k.Name)) {
 			names = append(names, k.Name)
 		}
-		if k.Schema == nil {
-			continue
+		if err := addSection(props, defs, k.Name, k.Schema, true); err != nil {
+			return nil, err
 		}
-		if _, dup := props[k.Name]; dup {
-			return nil, fmt.Errorf("infrastructure %s brings a config schema, but the embedded schema has its section already", k.Name)
+		if err := addSection(wsProps, defs, k.Name, k.WorkspaceSchema, false); err != nil {
+			return nil, err
 		}
-		var frag any
-		if err := json.Unmarshal(k.Schema, &frag); err != nil {
-			return nil, fmt.Errorf("config schema of infrastructure %s: %w", k.Name, err)
-		}
-		props[k.Name] = frag
 	}
 	cloudName["pattern"] = pattern[:lo+2] + strings.Join(alts, "|") + pattern[hi:]
 	wsKey["enum"] = names
 	return json.Marshal(schema)
+}
+
+// addSection puts a kind's schema fragment (if any) under its name in
+// props; with lift, the fragment's own "$defs" join defs, where a name may
+// be taken twice only for the same definition (two kinds sharing one).
+func addSection(props, defs map[string]any, name string, raw json.RawMessage, lift bool) error {
+	if raw == nil {
+		return nil
+	}
+	if _, dup := props[name]; dup {
+		return fmt.Errorf("infrastructure %s brings a config schema, but the embedded schema has its section already", name)
+	}
+	var frag map[string]any
+	if err := json.Unmarshal(raw, &frag); err != nil {
+		return fmt.Errorf("config schema of infrastructure %s: %w", name, err)
+	}
+	if own, ok := frag["$defs"].(map[string]any); ok && lift {
+		for n, d := range own {
+			if have, taken := defs[n]; taken && !reflect.DeepEqual(have, d) {
+				return fmt.Errorf("config schema of infrastructure %s defines %s, which the schema defines otherwise", name, n)
+			}
+			defs[n] = d
+		}
+		delete(frag, "$defs")
+	}
+	props[name] = frag
+	return nil
 }
 
 type schemaIssue = configdoc.Issue

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	_ "github.com/skygo/skygo/internal/infra/aws/kind" // what aws is: the registry knows it wherever the plug-in is linked
 	"io"
 	"os"
 	"path/filepath"

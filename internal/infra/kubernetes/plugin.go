@@ -29,9 +29,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/skygo/skygo/internal/check"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra"
+	k8skind "github.com/skygo/skygo/internal/infra/kubernetes/kind"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -112,12 +112,12 @@ func (in *Infra) serverConfig() (*config.Config, error) {
 }
 
 // contexts are the contexts `sky check kubernetes` allows.
-func (in *Infra) contexts() check.KubeContexts {
+func (in *Infra) contexts() k8skind.KubeContexts {
 	cfg, err := in.serverConfig()
 	if err != nil {
-		return check.KubeContexts{Reason: err.Error()}
+		return k8skind.KubeContexts{Reason: err.Error()}
 	}
-	return check.AllowedKubeContexts(in.env.Home, cfg)
+	return k8skind.AllowedKubeContexts(in.env.Home, cfg.Lookup)
 }
 
 // client is one context's API connection.
@@ -133,7 +133,7 @@ type client struct {
 // rebuilt after `kubectl config` or a credential refresh.
 func (in *Infra) kubeconfigStamp() string {
 	var b strings.Builder
-	for _, f := range check.KubeconfigFiles(in.env.Home) {
+	for _, f := range k8skind.KubeconfigFiles(in.env.Home) {
 		if fi, err := os.Stat(f); err == nil {
 			fmt.Fprintf(&b, "%s:%d:%d;", f, fi.Size(), fi.ModTime().UnixNano())
 		}
@@ -154,7 +154,7 @@ func (in *Infra) client(ctxName string) (*client, error) {
 	if kc.Reason != "" {
 		return nil, &provision.ConfigError{Where: where(ctxName), Msg: kc.Reason}
 	}
-	var found *check.KubeContext
+	var found *k8skind.KubeContext
 	var names []string
 	for i := range kc.Allowed {
 		names = append(names, kc.Allowed[i].Name)
@@ -178,7 +178,7 @@ func (in *Infra) client(ctxName string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &client{context: ctxName, namespace: check.KubeNamespace(cfg, *found), rest: rc, kc: api, stamp: stamp}
+	c = &client{context: ctxName, namespace: k8skind.KubeNamespace(cfg.Lookup, *found), rest: rc, kc: api, stamp: stamp}
 	in.mu.Lock()
 	in.clients[ctxName] = c
 	in.mu.Unlock()
@@ -190,10 +190,10 @@ func (in *Infra) client(ctxName string) (*client, error) {
 func restConfig(home, ctxName string) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
-	if ctxName == check.InClusterContext {
+	if ctxName == k8skind.InClusterContext {
 		rc, err = rest.InClusterConfig()
 	} else {
-		rules := &clientcmd.ClientConfigLoadingRules{Precedence: check.KubeconfigFiles(home)}
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: k8skind.KubeconfigFiles(home)}
 		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 			&clientcmd.ConfigOverrides{CurrentContext: ctxName}).ClientConfig()
 	}

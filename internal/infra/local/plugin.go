@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	_ "github.com/skygo/skygo/internal/infra/local/kind" // what local is: the registry knows it wherever the plug-in is linked
 	"os"
 	"path/filepath"
 	"runtime"

@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	_ "github.com/skygo/skygo/internal/infra/slurm/kind" // what slurm is: the registry knows it wherever the plug-in is linked
 	"io"
 	"os"
 	"os/user"

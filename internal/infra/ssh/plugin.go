@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	_ "github.com/skygo/skygo/internal/infra/ssh/kind" // what ssh is: the registry knows it wherever the plug-in is linked
 	"io"
 	"os"
 	"path/filepath"

@@ -1,4 +1,4 @@
-package check
+package infrakind
 
 import (
 	"bufio"
@@ -6,15 +6,16 @@ import (
 	"strings"
 )
 
-// iniFile is a parsed INI file (AWS credentials/config, gcloud
-// configurations, simple `key = value` key files): section -> key -> value.
-// Keys before any section go to section "". Values are never logged.
-type iniFile map[string]map[string]string
+// INI is a parsed INI file (AWS credentials/config, gcloud
+// configurations, simple `key = value` key files), which credential
+// checks read: section -> key -> value. Keys before any section go to
+// section "". Values are never logged.
+type INI map[string]map[string]string
 
-// readINI parses path; a missing file is (nil, nil). Indented lines
+// ReadINI parses path; a missing file is (nil, nil). Indented lines
 // continue the previous value (AWS uses them for nested s3 settings), so
 // they are skipped rather than mistaken for keys.
-func readINI(path string) (iniFile, error) {
+func ReadINI(path string) (INI, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -23,7 +24,7 @@ func readINI(path string) (iniFile, error) {
 		return nil, err
 	}
 	defer f.Close()
-	out := iniFile{}
+	out := INI{}
 	section := ""
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -60,9 +61,33 @@ func readINI(path string) (iniFile, error) {
 	return out, sc.Err()
 }
 
-func (f iniFile) get(section, key string) string {
+// Get is the value of key in section, or "".
+func (f INI) Get(section, key string) string {
 	if f == nil || f[section] == nil {
 		return ""
 	}
 	return f[section][key]
+}
+
+// Exists reports whether path is a file.
+func Exists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
+}
+
+// EnvPath is $name when set, else def.
+func EnvPath(name, def string) (path string, fromEnv bool) {
+	if v := os.Getenv(name); v != "" {
+		return v, true
+	}
+	return def, false
+}
+
+// PathErr is err without the path an *os.PathError repeats: messages name
+// the file themselves, as ~/... .
+func PathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
 }

@@ -1,10 +1,12 @@
-package check
+package kind
 
 import (
 	"fmt"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // awsProfile is what we learned about one profile, without its secrets.
@@ -17,39 +19,39 @@ type awsProfile struct {
 
 const awsFix = "Run `aws configure` (or `aws configure sso`), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
 
-func checkAWS(e *env) Result {
+func check(e infrakind.CheckEnv) infrakind.CheckResult {
 	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
 	switch {
 	case id != "" && secret != "":
-		r := Result{Enabled: true, Reason: "credentials from environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"}
+		r := infrakind.CheckResult{Enabled: true, Reason: "credentials from environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"}
 		if os.Getenv("AWS_SESSION_TOKEN") != "" {
 			r.Reason += " (with AWS_SESSION_TOKEN)"
 		}
 		return r
 	case id != "":
-		return Result{Reason: "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not; set both, or unset AWS_ACCESS_KEY_ID to use ~/.aws/credentials"}
+		return infrakind.CheckResult{Reason: "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not; set both, or unset AWS_ACCESS_KEY_ID to use ~/.aws/credentials"}
 	case secret != "":
-		return Result{Reason: "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not; set both, or unset AWS_SECRET_ACCESS_KEY to use ~/.aws/credentials"}
+		return infrakind.CheckResult{Reason: "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not; set both, or unset AWS_SECRET_ACCESS_KEY to use ~/.aws/credentials"}
 	}
 	if os.Getenv("AWS_ROLE_ARN") != "" && os.Getenv("AWS_WEB_IDENTITY_TOKEN_FILE") != "" {
 		tok := os.Getenv("AWS_WEB_IDENTITY_TOKEN_FILE")
-		if !exists(tok) {
-			return Result{Reason: fmt.Sprintf("AWS_WEB_IDENTITY_TOKEN_FILE names %s, which does not exist", tok)}
+		if !infrakind.Exists(tok) {
+			return infrakind.CheckResult{Reason: fmt.Sprintf("AWS_WEB_IDENTITY_TOKEN_FILE names %s, which does not exist", tok)}
 		}
-		return Result{Enabled: true, Reason: "web identity role from AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE"}
+		return infrakind.CheckResult{Enabled: true, Reason: "web identity role from AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE"}
 	}
 
-	credPath, _ := envPath("AWS_SHARED_CREDENTIALS_FILE", e.inHome(".aws", "credentials"))
-	confPath, _ := envPath("AWS_CONFIG_FILE", e.inHome(".aws", "config"))
+	credPath, _ := infrakind.EnvPath("AWS_SHARED_CREDENTIALS_FILE", e.InHome(".aws", "credentials"))
+	confPath, _ := infrakind.EnvPath("AWS_CONFIG_FILE", e.InHome(".aws", "config"))
 	profiles, warnings, err := awsProfiles(credPath, confPath)
 	if err != nil {
-		return Result{Reason: err.Error()}
+		return infrakind.CheckResult{Reason: err.Error()}
 	}
 
 	// Which profile the SDK would use: workspace aws.profile, then the env.
 	want, from := "default", ""
 	for _, src := range []struct{ v, from string }{
-		{e.cfg.GetString("aws.profile", ""), fmt.Sprintf("workspace %q aws.profile", e.ws)},
+		{e.String("aws.profile", ""), fmt.Sprintf("workspace %q aws.profile", e.Workspace)},
 		{os.Getenv("AWS_PROFILE"), "AWS_PROFILE"},
 		{os.Getenv("AWS_DEFAULT_PROFILE"), "AWS_DEFAULT_PROFILE"},
 	} {
@@ -64,27 +66,27 @@ func checkAWS(e *env) Result {
 		names = append(names, p.name)
 	}
 	sort.Strings(names)
-	r := Result{Details: names, Warnings: warnings}
+	r := infrakind.CheckResult{Details: names, Warnings: warnings}
 	p, ok := profiles[want]
 	switch {
 	case !ok && len(profiles) == 0 && from == "":
 		r.Reason = "AWS credentials are not set: no ~/.aws/credentials or ~/.aws/config profile and no AWS_* variables. " + awsFix
 	case !ok && from == "":
 		r.Reason = fmt.Sprintf("no [default] profile in %s or %s; set AWS_PROFILE to one of the profiles listed, or %s",
-			e.pretty(credPath), e.pretty(confPath), awsFix)
+			e.Pretty(credPath), e.Pretty(confPath), awsFix)
 	case !ok:
 		r.Reason = fmt.Sprintf("AWS profile %q (from %s) is not defined in %s or %s; run `aws configure --profile %s`",
-			want, from, e.pretty(credPath), e.pretty(confPath), want)
+			want, from, e.Pretty(credPath), e.Pretty(confPath), want)
 	case p.broken != "":
-		r.Reason = fmt.Sprintf("AWS profile %q in %s %s; run `aws configure --profile %s`", want, e.pretty(p.file), p.broken, want)
+		r.Reason = fmt.Sprintf("AWS profile %q in %s %s; run `aws configure --profile %s`", want, e.Pretty(p.file), p.broken, want)
 	default:
 		r.Enabled = true
-		r.Reason = fmt.Sprintf("profile %q (%s) from %s", want, p.kind, e.pretty(p.file))
+		r.Reason = fmt.Sprintf("profile %q (%s) from %s", want, p.kind, e.Pretty(p.file))
 		if from != "" {
 			r.Reason += ", chosen by " + from
 		}
 	}
-	if !e.verbose {
+	if !e.Verbose {
 		r.Warnings = nil
 	}
 	return r
@@ -100,7 +102,7 @@ func awsProfiles(credPath, confPath string) (map[string]awsProfile, []string, er
 	}
 	pool := map[string]*pooled{}
 	add := func(path string, cred bool) error {
-		f, err := readINI(path)
+		f, err := infrakind.ReadINI(path)
 		if err != nil {
 			return fmt.Errorf("cannot read %s: %v", path, err)
 		}

@@ -1,4 +1,4 @@
-// Package slurmconv turns sbatch scripts into SkyPilot task YAML, by the
+// Package convert (`sky slurm convert`) turns sbatch scripts into SkyPilot task YAML, by the
 // rules of the migration guide (seeds/migrating-from-slurm.md): #SBATCH
 // directives become name, num_nodes, resources and
 // config.slurm.sbatch_options; module loads and environment activation
@@ -16,7 +16,7 @@
 //     runs on every node, so on multi-node jobs the commands outside srun
 //     are guarded to rank 0.
 //   - a job without --job-name is named after its script, as sbatch does.
-package slurmconv
+package convert
 
 import (
 	"fmt"

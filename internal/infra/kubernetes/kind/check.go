@@ -1,4 +1,4 @@
-package check
+package kind
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/skygo/skygo/internal/config"
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 // kubeconfig is the part of a kubeconfig file that names contexts; users
@@ -53,16 +53,14 @@ type KubeContexts struct {
 }
 
 // AllowedKubeContexts reads the kubeconfig files ($KUBECONFIG, else
-// ~/.kube/config under home) and applies kubernetes.allowed_contexts as
-// SkyPilot does: the list (contexts missing from kubeconfig are warned
-// about), "all", or else the current context (or the in-cluster service
-// account). Both `sky check` and the Kubernetes infrastructure use it, so
-// they never disagree about which contexts exist.
-func AllowedKubeContexts(home string, cfg *config.Config) KubeContexts {
-	if cfg == nil {
-		cfg = config.New(nil)
-	}
-	return allowedKubeContexts(&env{home: home, cfg: cfg})
+// ~/.kube/config under home) and applies kubernetes.allowed_contexts
+// (read with lookup, which may be nil) as SkyPilot does: the list
+// (contexts missing from kubeconfig are warned about), "all", or else the
+// current context (or the in-cluster service account). Both `sky check`
+// and the Kubernetes infrastructure use it, so they never disagree about
+// which contexts exist.
+func AllowedKubeContexts(home string, lookup func(keys ...string) (any, bool)) KubeContexts {
+	return allowedKubeContexts(infrakind.CheckEnv{Home: home, Lookup: lookup})
 }
 
 // KubeconfigFiles are the kubeconfig files in merge order: $KUBECONFIG's
@@ -77,14 +75,16 @@ func KubeconfigFiles(home string) []string {
 }
 
 // KubeNamespace is the namespace SkyGo uses in a context:
-// kubernetes.namespace (per context, then global), else the context's own,
-// else "default".
-func KubeNamespace(cfg *config.Config, c KubeContext) string {
-	if cfg != nil {
-		if ns, _ := cfg.RegionValue("kubernetes", c.Name, "namespace"); ns != nil {
-			if s, ok := ns.(string); ok && s != "" {
-				return s
-			}
+// kubernetes.namespace (per context, then global; read with lookup, which
+// may be nil), else the context's own, else "default".
+func KubeNamespace(lookup func(keys ...string) (any, bool), c KubeContext) string {
+	if lookup != nil {
+		ns, ok := lookup(Name, regionSection, c.Name, "namespace")
+		if !ok {
+			ns, _ = lookup(Name, "namespace")
+		}
+		if s, ok := ns.(string); ok && s != "" {
+			return s
 		}
 	}
 	if c.Namespace != "" {
@@ -111,25 +111,25 @@ const inClusterContext = "in-cluster"
 // reported under SSH, not Kubernetes.
 const sshPoolContextPrefix = "ssh-"
 
-func checkKubernetes(e *env) Result {
+func check(e infrakind.CheckEnv) infrakind.CheckResult {
 	kc := allowedKubeContexts(e)
 	if kc.Reason != "" {
-		return Result{Warnings: kc.Warnings, Reason: kc.Reason}
+		return infrakind.CheckResult{Warnings: kc.Warnings, Reason: kc.Reason}
 	}
-	r := Result{Enabled: true, Warnings: kc.Warnings}
+	r := infrakind.CheckResult{Enabled: true, Warnings: kc.Warnings}
 	r.Reason = fmt.Sprintf("%d context(s) from %s: %s", len(kc.Allowed), kc.Where, kc.Why)
 	for _, c := range kc.Allowed {
 		d := c.Name
-		if e.verbose {
-			d = fmt.Sprintf("%s (namespace %s, from %s)", c.Name, KubeNamespace(e.cfg, c), c.File)
+		if e.Verbose {
+			d = fmt.Sprintf("%s (namespace %s, from %s)", c.Name, KubeNamespace(e.Lookup, c), c.File)
 		}
 		r.Details = append(r.Details, d)
 	}
 	return r
 }
 
-func allowedKubeContexts(e *env) KubeContexts {
-	files := KubeconfigFiles(e.home)
+func allowedKubeContexts(e infrakind.CheckEnv) KubeContexts {
+	files := KubeconfigFiles(e.Home)
 
 	// Merge like kubectl: the first file defining a context name wins, and
 	// the first non-empty current-context wins.
@@ -142,10 +142,10 @@ func allowedKubeContexts(e *env) KubeContexts {
 		if err != nil {
 			continue // kubectl ignores missing files in KUBECONFIG too
 		}
-		found = append(found, e.pretty(f))
+		found = append(found, e.Pretty(f))
 		var kc kubeconfig
 		if err := yaml.Unmarshal(data, &kc); err != nil {
-			return KubeContexts{Reason: fmt.Sprintf("kubeconfig %s is not valid YAML (%s); fix or regenerate it", e.pretty(f), strings.TrimPrefix(err.Error(), "yaml: "))}
+			return KubeContexts{Reason: fmt.Sprintf("kubeconfig %s is not valid YAML (%s); fix or regenerate it", e.Pretty(f), strings.TrimPrefix(err.Error(), "yaml: "))}
 		}
 		if current == "" {
 			current = kc.CurrentContext
@@ -160,19 +160,19 @@ func allowedKubeContexts(e *env) KubeContexts {
 			}
 			seen[c.Name] = true
 			if c.Context.Cluster != "" && len(kc.Clusters) > 0 && !clusters[c.Context.Cluster] {
-				warnings = append(warnings, fmt.Sprintf("context %q refers to cluster %q, which %s does not define; skipped", c.Name, c.Context.Cluster, e.pretty(f)))
+				warnings = append(warnings, fmt.Sprintf("context %q refers to cluster %q, which %s does not define; skipped", c.Name, c.Context.Cluster, e.Pretty(f)))
 				continue
 			}
-			contexts = append(contexts, KubeContext{Name: c.Name, Namespace: c.Context.Namespace, File: e.pretty(f)})
+			contexts = append(contexts, KubeContext{Name: c.Name, Namespace: c.Context.Namespace, File: e.Pretty(f)})
 		}
 	}
-	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && exists(inClusterTokenPath) && !seen[inClusterContext] {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" && infrakind.Exists(inClusterTokenPath) && !seen[inClusterContext] {
 		contexts = append(contexts, KubeContext{Name: inClusterContext, File: "service account"})
 	}
 	where := strings.Join(found, ", ")
 	if len(contexts) == 0 {
 		if len(found) == 0 {
-			return KubeContexts{Reason: fmt.Sprintf("no kubeconfig found at %s. Set KUBECONFIG or create ~/.kube/config (e.g. with your provider's `get-credentials` command).", e.pretty(files[0]))}
+			return KubeContexts{Reason: fmt.Sprintf("no kubeconfig found at %s. Set KUBECONFIG or create ~/.kube/config (e.g. with your provider's `get-credentials` command).", e.Pretty(files[0]))}
 		}
 		return KubeContexts{Warnings: warnings, Reason: fmt.Sprintf("kubeconfig %s defines no usable contexts; add one with `kubectl config set-context`", where)}
 	}
@@ -183,13 +183,13 @@ func allowedKubeContexts(e *env) KubeContexts {
 	}
 	var allowed []KubeContext
 	var why string
-	raw, isSet := e.cfg.Get("kubernetes.allowed_contexts")
+	raw, isSet := e.Setting("kubernetes.allowed_contexts")
 	switch {
 	case isSet && raw == "all":
 		allowed, why = contexts, "all contexts (allowed_contexts: all)"
 	case isSet:
 		var missing []string
-		for _, name := range e.cfg.GetStringSlice("kubernetes.allowed_contexts", nil) {
+		for _, name := range e.Strings("kubernetes.allowed_contexts") {
 			if c, ok := byName[name]; ok {
 				allowed = append(allowed, c)
 			} else {

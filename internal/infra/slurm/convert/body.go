@@ -1,4 +1,4 @@
-package slurmconv
+package convert
 
 import (
 	"fmt"

@@ -1,8 +1,11 @@
-package infrakind
+package infrakind_test
 
 import (
 	"slices"
 	"testing"
+
+	"github.com/skygo/skygo/internal/infrakind"
+	_ "github.com/skygo/skygo/internal/infrakind/all"
 )
 
 func TestCanonical(t *testing.T) {
@@ -10,7 +13,7 @@ func TestCanonical(t *testing.T) {
 		"kubernetes": "kubernetes", "K8s": "kubernetes", " aws ": "aws", "lambdalabs": "lambda",
 		"datacrunch": "verda", "digitalocean": "do", "mars": "", "": "",
 	} {
-		if got := Canonical(in); got != want {
+		if got := infrakind.Canonical(in); got != want {
 			t.Errorf("Canonical(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -18,7 +21,7 @@ func TestCanonical(t *testing.T) {
 
 func TestReportOrder(t *testing.T) {
 	var names []string
-	for _, k := range All() {
+	for _, k := range infrakind.All() {
 		names = append(names, k.Name)
 	}
 	// Clouds alphabetically, then the kinds on the user's machines, this
@@ -28,13 +31,13 @@ func TestReportOrder(t *testing.T) {
 		names[len(names)-1] != "local" {
 		t.Errorf("order %v", names)
 	}
-	if !slices.IsSorted(Names()) {
-		t.Errorf("Names not sorted: %v", Names())
+	if !slices.IsSorted(infrakind.Names()) {
+		t.Errorf("Names not sorted: %v", infrakind.Names())
 	}
 }
 
 func TestRegisterRefusesTakenNames(t *testing.T) {
-	for _, k := range []Kind{
+	for _, k := range []infrakind.Kind{
 		{Name: "AWS"}, // a kind's name
 		{Name: "k8s"}, // an alias
 		{Name: "newkind", Aliases: []string{"gcp"}}, // an alias that is a kind
@@ -46,20 +49,20 @@ func TestRegisterRefusesTakenNames(t *testing.T) {
 					t.Errorf("Register(%+v) did not panic", k)
 				}
 			}()
-			Register(k)
+			infrakind.Register(k)
 		}()
 	}
-	if _, ok := Lookup("newkind"); ok {
+	if _, ok := infrakind.Lookup("newkind"); ok {
 		t.Error("a refused kind was registered")
 	}
 }
 
 func TestDefaults(t *testing.T) {
-	k := Kind{Name: "x"}
-	if k.Feats().Spot != DefaultFeatures.Spot || k.DefaultSizes() != DefaultSizes {
+	k := infrakind.Kind{Name: "x"}
+	if k.Feats().Spot != infrakind.DefaultFeatures.Spot || k.DefaultSizes() != infrakind.DefaultSizes {
 		t.Errorf("defaults of a kind that declares none: %+v %+v", k.Feats(), k.DefaultSizes())
 	}
-	if l, _ := Lookup("lambda"); l.DefaultSizes() != (Sizes{30, 4}) {
+	if l, _ := infrakind.Lookup("lambda"); l.DefaultSizes() != (infrakind.Sizes{30, 4}) {
 		t.Errorf("lambda sizes %+v", l.DefaultSizes())
 	}
 }

@@ -1,7 +1,0 @@
-//go:build skygo_omit_aws
-
-package all
-
-import "github.com/skygo/skygo/internal/check"
-
-func init() { check.Omit("aws", "skygo_omit_aws") }
