@@ -26,7 +26,8 @@ import (
 	"github.com/skygo/skygo/internal/ux"
 )
 
-func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+// now is the machine's time in unix seconds (the Env's clock is e.now).
+func now() float64 { return unixSeconds(time.Now()) }
 
 // reconcileJob takes the next step of one job.
 func (e *Env) reconcileJob(ctx context.Context, key string) (controller.Result, error) {
@@ -114,7 +115,7 @@ func (e *Env) stepTask(ctx context.Context, j *state.ManagedJob, spec *api.JobsL
 func (e *Env) askSlot(ctx context.Context, j *state.ManagedJob, tid int) (controller.Result, error) {
 	t := j.Tasks[tid]
 	want := api.ScheduleAliveWaiting
-	if t.NextTryAt > now() {
+	if t.NextTryAt > e.now() {
 		want = api.ScheduleAliveBackoff
 	}
 	if j.ScheduleState != want && j.ScheduleState != api.ScheduleAliveBackoff {
@@ -129,8 +130,8 @@ func (e *Env) askSlot(ctx context.Context, j *state.ManagedJob, tid int) (contro
 		}
 	}
 	e.kick()
-	if t.NextTryAt > now() {
-		return controller.Result{RequeueAfter: time.Until(time.Unix(0, int64(t.NextTryAt*1e9)))}, nil
+	if t.NextTryAt > e.now() {
+		return controller.Result{RequeueAfter: time.Duration((t.NextTryAt - e.now()) * float64(time.Second))}, nil
 	}
 	return controller.Result{RequeueAfter: resyncEvery}, nil
 }
@@ -141,8 +142,8 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 	if j.Pool != "" {
 		return e.launchOnPool(ctx, j, spec, tid)
 	}
-	ts := now()
-	runTS := runTimestamp(time.Now())
+	clk := e.clock()
+	ts, runTS := unixSeconds(clk), runTimestamp(clk)
 	fresh := false // this step began the attempt: no job can carry its tag yet
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		fresh = false
@@ -386,11 +387,11 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 		}
 		t.Launching, t.LaunchProgress = false, ""
 		t.Tries++
-		gap = retryGap(t.Tries)
+		gap = e.retryGap(t.Tries)
 		if n.Pool != "" {
 			gap = time.Second
 		}
-		t.NextTryAt = now() + gap.Seconds()
+		t.NextTryAt = e.now() + gap.Seconds()
 		if t.Status == api.ManagedStarting {
 			t.Status = api.ManagedPending
 		}
@@ -430,7 +431,7 @@ func (e *Env) started(ctx context.Context, j *state.ManagedJob, tid int, agentJo
 			res = backend.ClusterResources(c.NumNodes, h)
 		}
 	}
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if !t.Launching || n.Cancel != nil {
@@ -520,10 +521,10 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 				if n.Tasks[tid].Status != api.ManagedRunning || n.Tasks[tid].TroubleSince != 0 {
 					return nil, state.ErrNoChange
 				}
-				n.Tasks[tid].TroubleSince = now()
+				n.Tasks[tid].TroubleSince = e.now()
 				return nil, nil
 			})
-		} else if now()-t.TroubleSince > transientLimit.Seconds() {
+		} else if e.now()-t.TroubleSince > transientLimit.Seconds() {
 			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Cluster %s has not answered for %s", t.ClusterName, transientLimit), recoverUnreachable)
 		}
 		return controller.Result{RequeueAfter: time.Second}, nil
@@ -546,12 +547,12 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 				if n.Tasks[tid].Status != api.ManagedRunning || n.Tasks[tid].FailedSeenAt != 0 {
 					return nil, state.ErrNoChange
 				}
-				n.Tasks[tid].FailedSeenAt = now()
+				n.Tasks[tid].FailedSeenAt = e.now()
 				return nil, nil
 			})
 			return controller.Result{RequeueAfter: failedGrace}, err
 		}
-		if wait := failedGrace.Seconds() - (now() - t.FailedSeenAt); wait > 0 {
+		if wait := failedGrace.Seconds() - (e.now() - t.FailedSeenAt); wait > 0 {
 			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
 		}
 		alive, err := e.Backend.ClusterAlive(ctx, t.ClusterName)
@@ -651,7 +652,7 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 	if pin != "" && !strings.Contains(pin, "/") && t.Region != "" && infrakind.HasRegions(pin) {
 		pin += "/" + t.Region
 	}
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if t.Status != api.ManagedRunning || n.Cancel != nil {
@@ -693,7 +694,7 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 // for a slot.
 func (e *Env) succeed(ctx context.Context, j *state.ManagedJob, tid int) (controller.Result, error) {
 	e.saveLogs(ctx, j, tid)
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if t.Status != api.ManagedRunning || n.Cancel != nil {
@@ -721,7 +722,7 @@ func (e *Env) succeed(ctx context.Context, j *state.ManagedJob, tid int) (contro
 // cancelled too, since the group cannot succeed.
 func (e *Env) failTask(ctx context.Context, j *state.ManagedJob, tid int, status, reason string) (controller.Result, error) {
 	e.saveLogs(ctx, j, tid)
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if api.ManagedTerminal(t.Status) || n.Cancel != nil {
@@ -756,7 +757,7 @@ func (e *Env) failTask(ctx context.Context, j *state.ManagedJob, tid int, status
 // failController ends every task of a job FAILED_CONTROLLER (an
 // unreadable record: nothing else can be done with it).
 func (e *Env) failController(ctx context.Context, j *state.ManagedJob, why string) (controller.Result, error) {
-	t0 := now()
+	t0 := e.now()
 	_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		var ev []state.ManagedEventIn
 		for _, t := range n.Tasks {
@@ -879,7 +880,7 @@ func (e *Env) finish(ctx context.Context, j *state.ManagedJob) (controller.Resul
 	if err := os.RemoveAll(filesDir(e.Home, j.JobID)); err != nil {
 		return controller.Result{}, err
 	}
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		if n.ScheduleState == api.ScheduleDone || !allEnded(n) {
 			return nil, state.ErrNoChange
@@ -915,7 +916,7 @@ func (e *Env) cancelSteps(ctx context.Context, j *state.ManagedJob) (controller.
 			}
 			if t.ClusterName == "" && t.AgentJobID == 0 && !t.Launching {
 				// Never launched: nothing to clean up.
-				t.Status, t.EndAt = api.ManagedCancelled, now()
+				t.Status, t.EndAt = api.ManagedCancelled, e.now()
 				ev = append(ev, state.TaskEvent(t.TaskID, api.ManagedCancelled, "Job has been cancelled"))
 				continue
 			}
@@ -958,7 +959,7 @@ func (e *Env) cancelSteps(ctx context.Context, j *state.ManagedJob) (controller.
 					return
 				}
 			}
-			t0 := now()
+			t0 := e.now()
 			_, errs[t.TaskID] = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 				nt := n.Tasks[t.TaskID]
 				if nt.Status != api.ManagedCancelling {
@@ -1035,13 +1036,13 @@ func (e *Env) gracefulStop(ctx context.Context, j *state.ManagedJob, t *state.Ma
 // job.wait_for_scheduling_timeout (a later recovery does not re-arm it)
 // and says whether it did.
 func (e *Env) pastSchedulingDeadline(ctx context.Context, j *state.ManagedJob) bool {
-	if j.SchedulingDeadline == 0 || j.Started() || now() < j.SchedulingDeadline || j.Cancel != nil {
+	if j.SchedulingDeadline == 0 || j.Started() || e.now() < j.SchedulingDeadline || j.Cancel != nil {
 		return false
 	}
 	reason := "it was not scheduled within its job.wait_for_scheduling_timeout"
 	// The cancellation's own note (now or when it is carried out) says
 	// why in the controller log.
-	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason}) == nil
+	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: e.now(), Reason: reason}) == nil
 }
 
 // launchProgress records an infrastructure's launch-progress texts (a

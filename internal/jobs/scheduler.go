@@ -42,11 +42,12 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	e.mu.Lock()
 	memo := e.schedMemo
 	e.mu.Unlock()
-	if !memo.mustScan(fp, time.Now()) {
+	clk := e.clock()
+	if !memo.mustScan(fp, clk) {
 		return controller.Result{}, nil
 	}
-	pass := schedMemo{fingerprint: fp, scannedAt: time.Now(), exhaustive: true}
-	t0 := now()
+	pass := schedMemo{fingerprint: fp, scannedAt: clk, exhaustive: true}
+	t0 := unixSeconds(clk)
 	var soonest float64
 	claim := func(j *state.ManagedJob) (bool, error) {
 		from := j.ScheduleState
@@ -194,7 +195,7 @@ func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob, cache map[int]
 		case st == api.ManagedSucceeded && d.ScheduleState == api.ScheduleDone:
 		case api.ManagedTerminal(st) && st != api.ManagedSucceeded:
 			reason := fmt.Sprintf("dependency job %d ended %s", d.JobID, st)
-			return false, e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason})
+			return false, e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: e.now(), Reason: reason})
 		default:
 			ready = false
 		}
@@ -214,9 +215,10 @@ func (e *Env) expireWaiting(ctx context.Context, holding int) error {
 		return nil
 	}
 	e.mu.Lock()
-	due := time.Since(e.lastDeadlineScan) >= deadlineScanEvery
+	clk := e.clock()
+	due := clk.Sub(e.lastDeadlineScan) >= deadlineScanEvery
 	if due {
-		e.lastDeadlineScan = time.Now()
+		e.lastDeadlineScan = clk
 	}
 	e.mu.Unlock()
 	if !due {

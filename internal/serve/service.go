@@ -39,8 +39,9 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 		e.note(name, "Load balancer: %v.", err)
 		return controller.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	qps := measuredQPS(st, time.Now(), qpsWindow())
-	t0 := now()
+	clk := e.clock()
+	qps := measuredQPS(st, clk, e.qpsWindow())
+	t0 := float64(clk.UnixNano()) / 1e9
 	var added, retired []int
 	dropped := []int{}
 	s, err = e.Store.UpdateService(ctx, name, func(n *state.Service) error {
@@ -53,7 +54,7 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 			return state.ErrNoChange
 		}
 		changed := false
-		every := decideEvery(n.Target)
+		every := decideEvery(e.Timings.DecisionInterval, n.Target)
 		// Requests held at zero replicas are decided on at once.
 		fromZero := n.Target == 0 && st != nil && st.Waiting > 0
 		if n.LastDecisionAt == 0 || t0-n.LastDecisionAt >= every.Seconds() || fromZero {
@@ -119,7 +120,7 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 			e.pokeReplica(name, r.ID)
 		}
 	}
-	return controller.Result{RequeueAfter: min(decideEvery(s.Target), 2*time.Second)}, nil
+	return controller.Result{RequeueAfter: min(decideEvery(e.Timings.DecisionInterval, s.Target), 2*time.Second)}, nil
 }
 
 // oldLive says whether a replica of an older version still serves or
