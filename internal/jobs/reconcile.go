@@ -18,7 +18,6 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
-	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
@@ -353,13 +352,11 @@ func (e *Env) planFor(ctx context.Context, body api.LaunchBody, t *state.Managed
 func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, lerr error, log io.Writer) (controller.Result, error) {
 	msg := lerr.Error()
 	fmt.Fprintf(log, "Launch attempt failed: %s\n", msg)
-	low := strings.ToLower(msg)
-	if strings.Contains(low, "oomkilled") || strings.Contains(low, "out of memory") || strings.Contains(low, "out-of-memory") {
+	switch afterLaunchFailure(lerr, j.Tasks[tid].PinnedTo) {
+	case launchFailSetup:
 		return e.failTask(ctx, j, tid, api.ManagedFailedSetup, msg)
-	}
-	if pin := j.Tasks[tid].PinnedTo; pin != "" {
-		// FAILOVER tried the lost place first; anywhere will do now.
-		fmt.Fprintf(log, "Relaunching on %s failed; trying anywhere.\n", pin)
+	case launchUnpin:
+		fmt.Fprintf(log, "Relaunching on %s failed; trying anywhere.\n", j.Tasks[tid].PinnedTo)
 		_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 			t := n.Tasks[tid]
 			if !t.Launching || t.PinnedTo == "" {
@@ -369,11 +366,9 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 			return nil, nil
 		})
 		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-	}
-	if backend.Precheck(lerr) {
+	case launchFailPrechecks:
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, msg)
-	}
-	if classify(lerr) == faultDenied {
+	case launchDenied:
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, deniedReason(j.Tasks[tid].ClusterName, lerr))
 	}
 	if err := e.downCluster(ctx, j, j.Tasks[tid].ClusterName, log); err != nil {
@@ -502,30 +497,18 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 	}
 	if err != nil || job == nil {
 		alive, aerr := e.Backend.ClusterAlive(ctx, t.ClusterName)
-		if aerr == nil && !alive {
-			why := fmt.Sprintf("Cluster %s was lost (preempted or failed)", t.ClusterName)
-			kind := recoverPreempted
-			if err != nil {
-				why += ": " + firstLine(err.Error())
-				kind = recoverUnreachable
-			}
+		t0 := e.now()
+		switch act, kind, why := unanswered(err, aerr, alive, t.TroubleSince, t0, transientLimit, t.ClusterName, t.AgentJobID); act {
+		case silenceRecover:
 			return e.recover(ctx, j, spec, tid, why, kind)
-		}
-		if aerr == nil && err == nil && job == nil {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Job %d is no longer on cluster %s", t.AgentJobID, t.ClusterName), recoverPreempted)
-		}
-		// The cluster is (or may be) there but does not answer: a
-		// network blip is waited out, a long silence is a lost cluster.
-		if t.TroubleSince == 0 {
+		case silenceBegins:
 			_, _ = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 				if n.Tasks[tid].Status != api.ManagedRunning || n.Tasks[tid].TroubleSince != 0 {
 					return nil, state.ErrNoChange
 				}
-				n.Tasks[tid].TroubleSince = e.now()
+				n.Tasks[tid].TroubleSince = t0
 				return nil, nil
 			})
-		} else if e.now()-t.TroubleSince > transientLimit.Seconds() {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Cluster %s has not answered for %s", t.ClusterName, transientLimit), recoverUnreachable)
 		}
 		return controller.Result{RequeueAfter: time.Second}, nil
 	}
@@ -542,18 +525,18 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 	case agentapi.StatusSucceeded:
 		return e.succeed(ctx, j, tid)
 	case agentapi.StatusFailed, agentapi.StatusFailedSetup:
-		if t.FailedSeenAt == 0 {
+		t0 := e.now()
+		if mark, wait := failedGraceLeft(t.FailedSeenAt, t0, failedGrace); mark {
 			_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 				if n.Tasks[tid].Status != api.ManagedRunning || n.Tasks[tid].FailedSeenAt != 0 {
 					return nil, state.ErrNoChange
 				}
-				n.Tasks[tid].FailedSeenAt = e.now()
+				n.Tasks[tid].FailedSeenAt = t0
 				return nil, nil
 			})
-			return controller.Result{RequeueAfter: failedGrace}, err
-		}
-		if wait := failedGrace.Seconds() - (e.now() - t.FailedSeenAt); wait > 0 {
-			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
+			return controller.Result{RequeueAfter: wait}, err
+		} else if wait > 0 {
+			return controller.Result{RequeueAfter: wait}, nil
 		}
 		alive, err := e.Backend.ClusterAlive(ctx, t.ClusterName)
 		if err != nil {
@@ -578,22 +561,11 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 // budget; otherwise it restarts while max_restarts_on_errors allows, and
 // fails after.
 func (e *Env) userFailure(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int, job *agentapi.Job) (controller.Result, error) {
-	rec := jobRecovery(spec.Tasks[tid])
-	t := j.Tasks[tid]
-	for _, c := range job.ReturnCodes {
-		if slices.Contains(rec.RecoverOnExitCodes, c) {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Job exited with code %d, which is in recover_on_exit_codes; restarting", c), recoverExitCode)
-		}
+	v := afterUserFailure(jobRecovery(spec.Tasks[tid]), j.Tasks[tid].Restarts, job, j.JobID)
+	if v.recover {
+		return e.recover(ctx, j, spec, tid, v.reason, v.kind)
 	}
-	if t.Restarts < rec.MaxRestartsOnErrors {
-		return e.recover(ctx, j, spec, tid, fmt.Sprintf("Job failed (return codes %v); restart %d of max_restarts_on_errors %d",
-			job.ReturnCodes, t.Restarts+1, rec.MaxRestartsOnErrors), recoverRestart)
-	}
-	status := api.ManagedFailed
-	if job.Status == agentapi.StatusFailedSetup {
-		status = api.ManagedFailedSetup
-	}
-	return e.failTask(ctx, j, tid, status, fmt.Sprintf("To see the details, run: sky jobs logs --controller %d", j.JobID))
+	return e.failTask(ctx, j, tid, v.status, v.reason)
 }
 
 func jobRecovery(ts api.TaskSpec) resources.JobRecovery {
@@ -613,44 +585,19 @@ func jobRecovery(ts api.TaskSpec) resources.JobRecovery {
 	return resources.JobRecovery{}
 }
 
-type recoverKind int
-
-const (
-	recoverPreempted recoverKind = iota
-	// recoverUnreachable is a preemption whose head did not answer: its
-	// log is not waited for (a host cut off the network would hold the
-	// recovery for the whole log timeout).
-	recoverUnreachable
-	recoverRestart  // a user failure within max_restarts_on_errors
-	recoverExitCode // an exit code in recover_on_exit_codes
-)
-
 // recover moves a RUNNING task to RECOVERING: the attempt's log is kept
 // if the cluster still has it, the next attempt avoids (or prefers) the
 // lost place as the strategy says, and the job waits for a launch slot.
 func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int, reason string, kind recoverKind) (controller.Result, error) {
-	rec := jobRecovery(spec.Tasks[tid])
 	t := j.Tasks[tid]
-	preempted := kind == recoverPreempted || kind == recoverUnreachable
-	if preempted && rec.Disabled() {
+	p := planRecovery(kind, jobRecovery(spec.Tasks[tid]), t.Cloud, t.Region, t.Infra)
+	if p.fail {
 		return e.failTask(ctx, j, tid, api.ManagedFailed, reason+"; job_recovery is none, so the job is not recovered")
 	}
-	if kind == recoverUnreachable {
-		e.logUnreadable(j, tid)
-	} else {
+	if p.saveLogs {
 		e.saveLogs(ctx, j, tid)
-	}
-	// The lost place: blocked as the optimizer names candidates
-	// (cloud/region), pinned as a task's infra would name it.
-	place, pin := "", t.Infra
-	if t.Cloud != "" {
-		place = strings.ToLower(t.Cloud)
-		if t.Region != "" {
-			place += "/" + t.Region
-		}
-	}
-	if pin != "" && !strings.Contains(pin, "/") && t.Region != "" && infrakind.HasRegions(pin) {
-		pin += "/" + t.Region
+	} else {
+		e.logUnreadable(j, tid)
 	}
 	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
@@ -663,19 +610,12 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 			t.JobDuration += t0 - t.LastRecoveredAt
 		}
 		t.FailedSeenAt, t.TroubleSince, t.Launching, t.LaunchProgress = 0, 0, false, ""
-		if kind == recoverRestart {
+		if p.restart {
 			t.Restarts++
 		}
-		t.Blocked, t.PinnedTo = nil, ""
-		if kind == recoverUnreachable {
+		t.Blocked, t.PinnedTo = p.block, p.pin
+		if !p.saveLogs {
 			t.LogsSaved = true // nothing more can be had from that head
-		}
-		if preempted && place != "" && t.Region != "" {
-			if rec.Strategy == resources.RecoveryFailover {
-				t.PinnedTo = pin
-			} else {
-				t.Blocked = []string{place}
-			}
 		}
 		if n.Execution != "parallel" {
 			n.ScheduleState = api.ScheduleAliveWaiting
