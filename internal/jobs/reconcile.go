@@ -976,13 +976,17 @@ func (e *Env) gracefulStop(ctx context.Context, j *state.ManagedJob, t *state.Ma
 // job.wait_for_scheduling_timeout (a later recovery does not re-arm it)
 // and says whether it did.
 func (e *Env) pastSchedulingDeadline(ctx context.Context, j *state.ManagedJob) bool {
-	if j.SchedulingDeadline == 0 || j.Started() || e.now() < j.SchedulingDeadline || j.Cancel != nil {
-		return false
-	}
+	t0 := e.now()
+	return deadlinePassed(j, t0) && e.expire(ctx, j, t0)
+}
+
+// expire cancels a job past its scheduling deadline and says whether it
+// did.
+func (e *Env) expire(ctx context.Context, j *state.ManagedJob, now float64) bool {
 	reason := "it was not scheduled within its job.wait_for_scheduling_timeout"
 	// The cancellation's own note (now or when it is carried out) says
 	// why in the controller log.
-	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: e.now(), Reason: reason}) == nil
+	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now, Reason: reason}) == nil
 }
 
 // launchProgress records an infrastructure's launch-progress texts (a
