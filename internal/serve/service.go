@@ -53,14 +53,12 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 		if latest == nil {
 			return state.ErrNoChange
 		}
-		changed := false
-		every := decideEvery(e.Timings.DecisionInterval, n.Target)
-		// Requests held at zero replicas are decided on at once.
-		fromZero := n.Target == 0 && st != nil && st.Waiting > 0
-		if n.LastDecisionAt == 0 || t0-n.LastDecisionAt >= every.Seconds() || fromZero {
-			n.Target, n.UpCount, n.DownCount = decide(latest, n.Target, n.UpCount, n.DownCount, qps, every)
-			n.LastDecisionAt, n.QPS, changed = t0, qps, true
+		held := 0
+		if st != nil {
+			held = st.Waiting
 		}
+		next, changed := autoscale(scaleStateOf(n), latest, qps, held, t0, e.Timings.DecisionInterval)
+		n.Target, n.UpCount, n.DownCount, n.LastDecisionAt, n.QPS = next.Target, next.UpCount, next.DownCount, next.LastDecisionAt, next.QPS
 		pl := planReplicas(n, n.Target+overprovision(latest))
 		for _, spot := range pl.add {
 			n.NextReplicaID++
