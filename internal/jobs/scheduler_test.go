@@ -3,10 +3,12 @@ package jobs
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/controller"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -234,5 +236,60 @@ func TestDepsVerdict(t *testing.T) {
 		if ready != c.ready || cancel != c.cancelWith {
 			t.Errorf("depends on %v: (%v, %q), want (%v, %q)", c.on, ready, cancel, c.ready, c.cancelWith)
 		}
+	}
+}
+
+// TestSchedulerDecidesByItsClock: the scheduler reads time from the
+// Env's clock, so a backoff ends and a scheduling deadline passes when
+// the clock says, not the machine.
+func TestSchedulerDecidesByItsClock(t *testing.T) {
+	ctx := context.Background()
+	st := testStore(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	clock := t0
+	e := &Env{Store: st, Limits: Limits{Launches: 10, Running: 1}, inflight: map[int]context.CancelFunc{},
+		Clock: func() time.Time { return clock }}
+	sec := float64(t0.Unix())
+	backoff := &state.ManagedJob{Name: "b", ScheduleState: api.ScheduleAliveBackoff,
+		Tasks: []*state.ManagedTask{{Name: "b", Status: api.ManagedRecovering, StartAt: sec - 100, NextTryAt: sec + 30}}}
+	waiting := &state.ManagedJob{Name: "w", ScheduleState: api.ScheduleWaiting, SchedulingDeadline: sec + 60,
+		Tasks: []*state.ManagedTask{{Name: "w", Status: api.ManagedPending}}}
+	if err := st.CreateManagedJobs(ctx, []*state.ManagedJob{backoff, waiting}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	pass := func(at time.Duration) controller.Result {
+		t.Helper()
+		clock = t0.Add(at)
+		res, err := e.reconcileScheduler(ctx, schedulerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	get := func(id int) *state.ManagedJob {
+		t.Helper()
+		j, err := st.GetManagedJob(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	if res := pass(0); res.RequeueAfter != 30*time.Second {
+		t.Errorf("a backoff 30 s away: requeue after %s, want 30s", res.RequeueAfter)
+	}
+	if b, w := get(backoff.JobID), get(waiting.JobID); b.ScheduleState != api.ScheduleAliveBackoff || w.Cancel != nil {
+		t.Fatalf("at t0: backoff job %s, waiting job cancelled %v; want the backoff kept and the deadline not passed", b.ScheduleState, w.Cancel)
+	}
+	pass(31 * time.Second)
+	if b := get(backoff.JobID); b.ScheduleState != api.ScheduleLaunching {
+		t.Fatalf("the backoff ended at t0+30: the job is %s, want LAUNCHING", b.ScheduleState)
+	}
+	if w := get(waiting.JobID); w.Cancel != nil {
+		t.Fatalf("t0+31 is before the deadline, and the waiting job was cancelled: %+v", w.Cancel)
+	}
+	pass(61 * time.Second)
+	w := get(waiting.JobID)
+	if w.Cancel == nil || !strings.Contains(w.Cancel.Reason, "wait_for_scheduling_timeout") || w.Cancel.At != sec+61 {
+		t.Fatalf("the deadline passed at t0+60 (no running slot was free): cancel %+v, want one at t0+61 naming the timeout", w.Cancel)
 	}
 }
