@@ -89,6 +89,54 @@ type failureVerdict struct {
 	reason  string
 }
 
+// watchAct is what the job controller makes of a RUNNING task's job on
+// its cluster.
+type watchAct int
+
+const (
+	// watchRunning: keep watching.
+	watchRunning watchAct = iota
+	// watchSucceeded: the task SUCCEEDED.
+	watchSucceeded
+	// watchFailed: the job failed, by the user's code or with a node
+	// taken away; the grace then the cluster tell which (afterJobFailed).
+	watchFailed
+	// watchFailController: the job's driver failed, or the job was
+	// cancelled on the cluster behind the controller's back (a user's
+	// cancel goes through the job's own cancel, which never gets here):
+	// FAILED_CONTROLLER, with why.
+	watchFailController
+)
+
+// watchJob decides on a RUNNING task from its job's status on the
+// cluster.
+func watchJob(job *agentapi.Job, jobID int) (watchAct, string) {
+	switch job.Status {
+	case agentapi.StatusSucceeded:
+		return watchSucceeded, ""
+	case agentapi.StatusFailed, agentapi.StatusFailedSetup:
+		return watchFailed, ""
+	case agentapi.StatusFailedDriver:
+		return watchFailController, fmt.Sprintf("The job driver on the remote cluster failed. This can be caused by the job taking too much memory or other resources. Try adding more memory, CPU, or disk in your job definition. To see the details, run: sky jobs logs --controller %d", jobID)
+	case agentapi.StatusCancelled:
+		return watchFailController, fmt.Sprintf("Unknown job status %s. To see the details, run: sky jobs logs --controller %d", job.Status, jobID)
+	}
+	return watchRunning, ""
+}
+
+// afterJobFailed decides on a task whose job the cluster reported
+// failed, once the grace is over: a cluster no longer alive was
+// preempted (its processes died with it), which is recovered whatever
+// the restart budget; on a live one the user's code failed
+// (afterUserFailure).
+func afterJobFailed(alive bool, rec resources.JobRecovery, restarts int, job *agentapi.Job, jobID int, cluster string) failureVerdict {
+	if !alive {
+		return failureVerdict{recover: true, kind: recoverPreempted,
+			reason: fmt.Sprintf("Cluster %s was lost (preempted or failed) while the job ran", cluster)}
+	}
+	return afterUserFailure(rec, restarts, job, jobID)
+}
+
 // afterUserFailure decides on a task whose job failed on a healthy
 // cluster: an exit code in recover_on_exit_codes restarts it without
 // using the budget; otherwise it restarts while max_restarts_on_errors

@@ -171,3 +171,49 @@ func TestAfterLaunchFailure(t *testing.T) {
 		}
 	}
 }
+
+func TestWatchJob(t *testing.T) {
+	for _, c := range []struct {
+		status agentapi.Status
+		want   watchAct
+		why    string
+	}{
+		{agentapi.StatusSucceeded, watchSucceeded, ""},
+		{agentapi.StatusFailed, watchFailed, ""},
+		{agentapi.StatusFailedSetup, watchFailed, ""},
+		{agentapi.StatusFailedDriver, watchFailController, "The job driver on the remote cluster failed"},
+		{agentapi.StatusCancelled, watchFailController, "Unknown job status CANCELLED"},
+		{agentapi.StatusRunning, watchRunning, ""},
+		{agentapi.StatusPending, watchRunning, ""},
+		{agentapi.StatusSettingUp, watchRunning, ""},
+	} {
+		act, why := watchJob(&agentapi.Job{Status: c.status}, 9)
+		if act != c.want || !strings.Contains(why, c.why) || (c.why == "") != (why == "") {
+			t.Errorf("job %s: watchJob = (%v, %q), want (%v, containing %q)", c.status, act, why, c.want, c.why)
+		}
+		if why != "" && !strings.Contains(why, "sky jobs logs --controller 9") {
+			t.Errorf("job %s: %q does not say where to look", c.status, why)
+		}
+	}
+}
+
+// TestAfterJobFailed: a failed job on a cluster that is gone is a
+// preemption, recovered whatever the restart budget; on a live cluster
+// it is the user's code, judged by job_recovery.
+func TestAfterJobFailed(t *testing.T) {
+	failed := &agentapi.Job{Status: agentapi.StatusFailed, ReturnCodes: []int{137}}
+	noBudget := resources.JobRecovery{}
+	if v := afterJobFailed(false, noBudget, 0, failed, 3, "c-3"); !v.recover || v.kind != recoverPreempted ||
+		v.reason != "Cluster c-3 was lost (preempted or failed) while the job ran" {
+		t.Errorf("cluster gone: %+v, want a preemption", v)
+	}
+	if v := afterJobFailed(false, resources.JobRecovery{MaxRestartsOnErrors: 1}, 1, failed, 3, "c-3"); !v.recover || v.kind != recoverPreempted {
+		t.Errorf("cluster gone with the restart budget used: %+v, want a preemption all the same", v)
+	}
+	if v := afterJobFailed(true, noBudget, 0, failed, 3, "c-3"); v.recover || v.status != api.ManagedFailed {
+		t.Errorf("cluster alive, no budget: %+v, want FAILED", v)
+	}
+	if v := afterJobFailed(true, resources.JobRecovery{RecoverOnExitCodes: []int{137}}, 0, failed, 3, "c-3"); !v.recover || v.kind != recoverExitCode {
+		t.Errorf("cluster alive, exit code to recover on: %+v, want an exit-code restart", v)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
@@ -521,10 +520,12 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 			return nil, nil
 		})
 	}
-	switch job.Status {
-	case agentapi.StatusSucceeded:
+	switch act, why := watchJob(job, j.JobID); act {
+	case watchSucceeded:
 		return e.succeed(ctx, j, tid)
-	case agentapi.StatusFailed, agentapi.StatusFailedSetup:
+	case watchFailController:
+		return e.failTask(ctx, j, tid, api.ManagedFailedController, why)
+	case watchFailed:
 		t0 := e.now()
 		if mark, wait := failedGraceLeft(t.FailedSeenAt, t0, failedGrace); mark {
 			_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
@@ -542,30 +543,13 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 		if err != nil {
 			return controller.Result{}, err
 		}
-		if !alive {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Cluster %s was lost (preempted or failed) while the job ran", t.ClusterName), recoverPreempted)
+		v := afterJobFailed(alive, jobRecovery(spec.Tasks[tid]), t.Restarts, job, j.JobID, t.ClusterName)
+		if v.recover {
+			return e.recover(ctx, j, spec, tid, v.reason, v.kind)
 		}
-		return e.userFailure(ctx, j, spec, tid, job)
-	case agentapi.StatusFailedDriver:
-		return e.failTask(ctx, j, tid, api.ManagedFailedController, fmt.Sprintf(
-			"The job driver on the remote cluster failed. This can be caused by the job taking too much memory or other resources. Try adding more memory, CPU, or disk in your job definition. To see the details, run: sky jobs logs --controller %d", j.JobID))
-	case agentapi.StatusCancelled:
-		return e.failTask(ctx, j, tid, api.ManagedFailedController, fmt.Sprintf(
-			"Unknown job status %s. To see the details, run: sky jobs logs --controller %d", job.Status, j.JobID))
+		return e.failTask(ctx, j, tid, v.status, v.reason)
 	}
 	return controller.Result{RequeueAfter: controller.Jitter(monitorEvery, 0.2)}, nil
-}
-
-// userFailure decides on a task whose job failed on a healthy cluster:
-// an exit code in recover_on_exit_codes restarts it without using the
-// budget; otherwise it restarts while max_restarts_on_errors allows, and
-// fails after.
-func (e *Env) userFailure(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int, job *agentapi.Job) (controller.Result, error) {
-	v := afterUserFailure(jobRecovery(spec.Tasks[tid]), j.Tasks[tid].Restarts, job, j.JobID)
-	if v.recover {
-		return e.recover(ctx, j, spec, tid, v.reason, v.kind)
-	}
-	return e.failTask(ctx, j, tid, v.status, v.reason)
 }
 
 func jobRecovery(ts api.TaskSpec) resources.JobRecovery {
