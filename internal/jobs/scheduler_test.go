@@ -247,7 +247,7 @@ func TestSchedulerDecidesByItsClock(t *testing.T) {
 	st := testStore(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	clock := t0
-	e := &Env{Store: st, Limits: Limits{Launches: 10, Running: 1}, inflight: map[int]context.CancelFunc{},
+	e := &Env{Home: t.TempDir(), Store: st, Limits: Limits{Launches: 10, Running: 1}, inflight: map[int]context.CancelFunc{},
 		Clock: func() time.Time { return clock }}
 	sec := float64(t0.Unix())
 	backoff := &state.ManagedJob{Name: "b", ScheduleState: api.ScheduleAliveBackoff,
