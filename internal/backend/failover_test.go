@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/skygo/skygo/internal/infra"
 	"github.com/skygo/skygo/internal/infra/local"
 	"github.com/skygo/skygo/internal/optimizer"
+	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -121,4 +123,81 @@ func localOf(b *Backend) *local.Provisioner {
 		panic(err)
 	}
 	return in.(*local.Infra).P
+}
+
+func TestAfterProvisionError(t *testing.T) {
+	cand := optimizer.Candidate{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a", InstanceType: "p3.2xlarge"}
+	slurm := optimizer.Candidate{Cloud: "slurm", Region: "cluster-a", InstanceType: "gpu-node"}
+	capacity := &provision.CapacityError{Where: "aws/us-east-1a", Msg: "InsufficientInstanceCapacity"}
+	auth := &provision.AuthError{Where: "aws", Msg: "the security token included in the request is invalid"}
+	for _, c := range []struct {
+		name       string
+		err        error
+		cand       optimizer.Candidate
+		byCapacity bool
+		want       failoverStep
+	}{
+		{"out of capacity blocks that zone's instance type only", capacity, cand, false,
+			failoverStep{next: true, capacity: true, block: optimizer.Blocked{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a", InstanceType: "p3.2xlarge"}}},
+		{"out of capacity, wrapped", fmt.Errorf("provision: %w", capacity), cand, false,
+			failoverStep{next: true, capacity: true, block: optimizer.Blocked{Cloud: "aws", Region: "us-east-1", Zone: "us-east-1a", InstanceType: "p3.2xlarge"}}},
+		{"a capacity infra out of capacity blocks its place", &provision.CapacityError{Where: "slurm/cluster-a"}, slurm, true,
+			failoverStep{next: true, capacity: true, block: optimizer.Blocked{Cloud: "slurm", Region: "cluster-a", InstanceType: "gpu-node"}}},
+		{"refused credentials block the whole cloud", auth, cand, false,
+			failoverStep{next: true, block: optimizer.Blocked{Cloud: "aws"}}},
+		{"refused credentials of a capacity infra block that place only", fmt.Errorf("login: %w", &provision.AuthError{Where: "slurm/cluster-a"}), slurm, true,
+			failoverStep{next: true, block: optimizer.Blocked{Cloud: "slurm", Region: "cluster-a"}}},
+		{"a bad spec ends the launch", &provision.ConfigError{Where: "aws", Msg: "image not found"}, cand, false, failoverStep{}},
+		{"any other error ends the launch", errors.New("connection reset"), cand, false, failoverStep{}},
+	} {
+		if got := afterProvisionError(c.err, c.cand, c.byCapacity); got != c.want {
+			t.Errorf("%s: afterProvisionError = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	if got := afterUnusable(cand); got != (failoverStep{next: true, block: optimizer.Blocked{Cloud: "aws"}}) {
+		t.Errorf("an infrastructure that cannot be used: %+v, want its every place blocked", got)
+	}
+}
+
+func TestAfterPlanError(t *testing.T) {
+	none := errors.New("no candidate left")
+	two := []string{"no capacity on aws/us-east-1a", "authentication failed on gcp"}
+	for _, c := range []struct {
+		name             string
+		retry            bool
+		failures         []string
+		capacityFailures int
+		startOver        bool
+		outOfCapacity    bool
+		listed           bool
+	}{
+		{"nothing fits at all: the planner's error alone", false, nil, 0, false, false, false},
+		{"nothing fits, --retry-until-up: nothing to wait for", true, nil, 0, false, false, false},
+		{"every candidate out of capacity, --retry-until-up: start over", true, two[:1], 1, true, false, false},
+		{"some out of capacity, --retry-until-up: start over", true, two, 1, true, false, false},
+		{"out of capacity without -r: fails, as out of capacity", false, two, 1, false, true, true},
+		{"only refused credentials, -r: nothing frees up", true, two[1:], 0, false, false, true},
+	} {
+		startOver, err := afterPlanError(none, c.retry, c.failures, c.capacityFailures)
+		if startOver != c.startOver {
+			t.Errorf("%s: startOver = %v, want %v", c.name, startOver, c.startOver)
+			continue
+		}
+		if startOver {
+			if err != nil {
+				t.Errorf("%s: starting over with an error %v", c.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, none) || errors.Is(err, ErrOutOfCapacity) != c.outOfCapacity ||
+			strings.Contains(err.Error(), "Provisioning attempts that failed") != c.listed {
+			t.Errorf("%s: err = %q (out of capacity %v), want the planner's error, out of capacity %v, attempts listed %v",
+				c.name, err, errors.Is(err, ErrOutOfCapacity), c.outOfCapacity, c.listed)
+		}
+		for _, f := range c.failures {
+			if !strings.Contains(err.Error(), f) {
+				t.Errorf("%s: %q is not listed in %q", c.name, f, err)
+			}
+		}
+	}
 }

@@ -493,7 +493,11 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 	capacityFailures, round := 0, 1
 	for attempt := 1; ; attempt++ {
 		p, err := plan(ctx, res, t.NumNodes, blocked)
-		if err != nil && body.Retry && capacityFailures > 0 {
+		startOver, final := false, error(nil)
+		if err != nil {
+			startOver, final = afterPlanError(err, body.Retry, failures, capacityFailures)
+		}
+		if startOver {
 			// -r: every candidate was out of capacity; start over after a
 			// pause, until something frees up or the request is cancelled.
 			delay := b.retryDelay(round)
@@ -510,12 +514,8 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		if err != nil {
 			if len(failures) > 0 {
 				fmt.Fprintln(log, ux.Failed("Failed to provision resources."))
-				if capacityFailures > 0 {
-					return nil, nil, fmt.Errorf("%w\nProvisioning attempts that failed:\n  %s%w", err, strings.Join(failures, "\n  "), silent{ErrOutOfCapacity})
-				}
-				return nil, nil, fmt.Errorf("%w\nProvisioning attempts that failed:\n  %s", err, strings.Join(failures, "\n  "))
 			}
-			return nil, nil, err
+			return nil, nil, final
 		}
 		cand := p.Tasks[0].Chosen
 		id := b.Infras.FromCandidate(cand.Cloud, cand.Region, cand.Zone)
@@ -530,7 +530,7 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		}
 		if err != nil {
 			failures = append(failures, err.Error())
-			blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud})
+			blocked = append(blocked, afterUnusable(cand).block)
 			fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("Cannot use %s: %v", where, err)))
 			fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
 			continue
@@ -576,29 +576,17 @@ func (b *Backend) provisionWithFailover(ctx context.Context, name string, t api.
 		info, err := prov.Provision(ctx, spec)
 		end()
 		if err != nil {
-			var capErr *provision.CapacityError
-			if errors.As(err, &capErr) {
-				capacityFailures++
+			if step := afterProvisionError(err, cand, byCapacity); step.next {
 				failures = append(failures, err.Error())
-				blocked = append(blocked, optimizer.Blocked{Cloud: cand.Cloud, Region: cand.Region, Zone: cand.Zone, InstanceType: cand.InstanceType})
-				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %s.", where, capacityReason(capErr))))
-				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
-				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
-				continue
-			}
-			var authErr *provision.AuthError
-			if errors.As(err, &authErr) {
-				// Credentials a cloud refuses are refused in every region
-				// of it: block it all, try the others. The places of a
-				// capacity infra (pools, Slurm clusters) each have their
-				// own credentials: only that one is blocked.
-				failures = append(failures, err.Error())
-				bl := optimizer.Blocked{Cloud: cand.Cloud}
-				if byCapacity {
-					bl.Region = cand.Region
+				blocked = append(blocked, step.block)
+				if step.capacity {
+					capacityFailures++
+					var capErr *provision.CapacityError
+					errors.As(err, &capErr)
+					fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("No capacity on %s: %s.", where, capacityReason(capErr))))
+				} else {
+					fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("Cannot use %s: %v.", optimizer.DisplayName(cand.Cloud), err)))
 				}
-				blocked = append(blocked, bl)
-				fmt.Fprintln(log, ux.Styled(ux.Yellow, fmt.Sprintf("Cannot use %s: %v.", optimizer.DisplayName(cand.Cloud), err)))
 				fmt.Fprintln(log, ux.Retrying("Trying other potential resources."))
 				_, _ = b.Store.RemoveCluster(context.WithoutCancel(ctx), name, "failover: "+err.Error(), nil)
 				continue

@@ -238,15 +238,6 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 	if err != nil {
 		return c, err
 	}
-	up, stopped := 0, 0
-	for _, n := range nodes {
-		switch n.Status {
-		case provision.NodeUp:
-			up++
-		case provision.NodeStopped:
-			stopped++
-		}
-	}
 	// What the nodes say is turned into a status, then written only if the
 	// record is still the one observed: an operation that moved the
 	// cluster meanwhile (a stop, a start, a down) knows better than this
@@ -254,8 +245,8 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 	seen := c.Version
 	status, reason := c.Status, h.Reason
 	agentDown := false
-	switch {
-	case len(nodes) == 0:
+	switch say, why := readNodes(nodes, c.Status); say {
+	case nodesGone:
 		removed, err := b.Store.RemoveCluster(context.WithoutCancel(ctx), c.Name, "status refresh: nodes no longer exist", func(row *state.Cluster) error {
 			if row.Version != seen {
 				return state.ErrNoChange
@@ -277,9 +268,9 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 			return nil, nil
 		}
 		return cur, err
-	case stopped == len(nodes):
+	case nodesStopped:
 		status = state.ClusterStopped
-	case up == len(nodes) && c.Status != state.ClusterStopped:
+	case nodesUp:
 		runners, err := p.Runners(h.Info)
 		if err != nil {
 			return c, err
@@ -307,7 +298,7 @@ func (b *Backend) Refresh(ctx context.Context, c *state.Cluster) (*state.Cluster
 			status, reason = state.ClusterUp, ""
 		}
 	default:
-		status, reason = state.ClusterInit, fmt.Sprintf("%d of %d nodes are up", up, len(nodes))
+		status, reason = state.ClusterInit, why
 	}
 	if status == c.Status && reason == h.Reason && agentDown == h.AgentDown {
 		return c, nil

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
 )
 
@@ -55,4 +56,43 @@ func (b *Backend) refreshOne(ctx context.Context, c *state.Cluster, timeout time
 		return Refreshed{Cluster: c, Err: err}
 	}
 	return Refreshed{Cluster: nc}
+}
+
+// nodesSay is what a status refresh makes of a cluster's nodes.
+type nodesSay int
+
+const (
+	// nodesGone: no node is left; the record goes.
+	nodesGone nodesSay = iota
+	// nodesStopped: every node is stopped; the cluster is STOPPED.
+	nodesStopped
+	// nodesUp: every node is up; the head agent decides the rest.
+	nodesUp
+	// nodesPartial: some are not up (or a STOPPED cluster's came up
+	// behind SkyGo's back); the cluster is INIT, saying how many are.
+	nodesPartial
+)
+
+// readNodes decides what the nodes an infrastructure reports of a
+// cluster (whose record says status) mean, with the reason of a
+// partial cluster.
+func readNodes(nodes []provision.NodeState, status state.ClusterStatus) (nodesSay, string) {
+	up, stopped := 0, 0
+	for _, n := range nodes {
+		switch n.Status {
+		case provision.NodeUp:
+			up++
+		case provision.NodeStopped:
+			stopped++
+		}
+	}
+	switch {
+	case len(nodes) == 0:
+		return nodesGone, ""
+	case stopped == len(nodes):
+		return nodesStopped, ""
+	case up == len(nodes) && status != state.ClusterStopped:
+		return nodesUp, ""
+	}
+	return nodesPartial, fmt.Sprintf("%d of %d nodes are up", up, len(nodes))
 }

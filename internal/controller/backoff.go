@@ -28,11 +28,11 @@ func backoff(n int, base, ceiling time.Duration, r float64) time.Duration {
 // LaunchBackoff is the wait before launch attempt tries+1 of a managed
 // job, a pool worker or a service replica: SkyPilot's 60 s, ×1.6 per
 // attempt, at most 5 × the first gap, ±40% jitter. initial, when it is
-// a Go duration ("2s"), replaces the 60 s (the controllers' test knobs).
-func LaunchBackoff(tries int, initial string) time.Duration {
+// positive, replaces the 60 s (the controllers' configured gap).
+func LaunchBackoff(tries int, initial time.Duration) time.Duration {
 	first := 60 * time.Second
-	if v, err := time.ParseDuration(initial); err == nil && v > 0 {
-		first = v
+	if initial > 0 {
+		first = initial
 	}
 	d := float64(first)
 	for i := 1; i < tries; i++ {

@@ -68,6 +68,10 @@ type Options struct {
 	// then only admins launch on the local infrastructure, unless
 	// EnvLocalForUsers allows everyone.
 	Auth bool
+	// JobTimings and ServeTimings are the managed-job and SkyServe
+	// controllers' intervals (zero: SkyPilot's).
+	JobTimings   jobs.Timings
+	ServeTimings serve.Timings
 }
 
 // New builds the operations' environment.
@@ -119,8 +123,9 @@ func New(o Options) (*Env, error) {
 		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
 			return e.planner(ctx, body, log)
 		},
-		Redact: newRedactingLog}
+		Redact: newRedactingLog, Timings: o.JobTimings}
 	e.Serve = &serve.Env{Home: o.Home, Store: o.Store, Backend: e.Backend, Sky: sky, LBHost: o.Host, Redact: newRedactingLog,
+		Timings: o.ServeTimings,
 		Plan: func(ctx context.Context, body api.LaunchBody, log io.Writer) (backend.Planner, error) {
 			return e.planner(ctx, body, log)
 		}}

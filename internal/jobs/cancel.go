@@ -27,7 +27,7 @@ func (e *Env) requestCancel(ctx context.Context, id int, c state.ManagedCancel) 
 // markCancel is requestCancel without the attached jobs: it says whether
 // the job is DONE now, so that its attached jobs are to go too.
 func (e *Env) markCancel(ctx context.Context, id int, c state.ManagedCancel) (bool, error) {
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, id, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		if n.ScheduleState == api.ScheduleDone || n.Cancel != nil || allEnded(n) {
 			return nil, state.ErrNoChange
@@ -68,7 +68,7 @@ func (e *Env) markCancel(ctx context.Context, id int, c state.ManagedCancel) (bo
 // `sky jobs cancel -a` of a long queue costs a few queries, not one per
 // job.
 func (e *Env) cancelAttached(ctx context.Context, parents []int) {
-	t0 := now()
+	t0 := e.now()
 	for len(parents) > 0 {
 		chunk := parents[:min(len(parents), 500)]
 		parents = parents[len(chunk):]
@@ -120,7 +120,7 @@ func (e *Env) Cancel(ctx context.Context, b api.JobsCancelBody, u api.User, admi
 		if allEnded(j) {
 			continue
 		}
-		done, err := e.markCancel(ctx, j.JobID, state.ManagedCancel{By: u.Name, RequestID: requestID, At: now(),
+		done, err := e.markCancel(ctx, j.JobID, state.ManagedCancel{By: u.Name, RequestID: requestID, At: e.now(),
 			Graceful: b.Graceful, GracefulTimeout: b.GracefulTimeout})
 		if err != nil {
 			return api.JobsCancelResult{}, err

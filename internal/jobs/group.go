@@ -60,7 +60,7 @@ func (e *Env) stepGroup(ctx context.Context, j *state.ManagedJob, spec *api.Jobs
 	}
 	var wg sync.WaitGroup
 	var errs []error
-	t0 := now()
+	t0 := e.now()
 	for _, t := range j.Tasks {
 		if !wantsLaunch(t) {
 			continue
@@ -184,7 +184,7 @@ func (e *Env) endAuxiliaries(ctx context.Context, j *state.ManagedJob) (time.Dur
 			allOK = false
 		}
 	}
-	t0 := now()
+	t0 := e.now()
 	if j.PrimariesDoneAt == 0 {
 		var err error
 		if j, err = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {

@@ -64,6 +64,12 @@ type Env struct {
 	// Redact wraps a writer so the given secret values never pass it
 	// (a job may print its secrets; its log must not show them).
 	Redact func(w io.Writer, secrets map[string]string) io.Writer
+	// Timings are the intervals the controller waits; zero values are
+	// SkyPilot's.
+	Timings Timings
+	// Clock is the controller's time (nil: the machine's). Decisions that
+	// depend on time read it, so a test can set the instant it decides at.
+	Clock func() time.Time
 
 	mu        sync.Mutex
 	jobs      *controller.Controller
@@ -120,12 +126,31 @@ var (
 	resyncEvery = 5 * time.Second
 )
 
-// retryGap is the wait before launch attempt tries+1 of a job or a
-// pool worker. SKYGO_JOBS_RETRY_GAP replaces the initial 60 s (a Go
-// duration, e.g. 2s) — for tests and impatient fleets.
-func retryGap(tries int) time.Duration {
-	return controller.LaunchBackoff(tries, os.Getenv("SKYGO_JOBS_RETRY_GAP"))
+// Timings are the controller's configurable intervals. The server sets
+// them from its test knobs (servermain); a zero value is SkyPilot's.
+type Timings struct {
+	// RetryGap is the first gap between launch attempts of a job or a
+	// pool worker (0: SkyPilot's 60 s); later gaps grow from it.
+	RetryGap time.Duration
 }
+
+// retryGap is the wait before launch attempt tries+1 of a job or a
+// pool worker.
+func (e *Env) retryGap(tries int) time.Duration {
+	return controller.LaunchBackoff(tries, e.Timings.RetryGap)
+}
+
+// now is the controller's time in unix seconds, as the job rows keep it.
+func (e *Env) now() float64 { return unixSeconds(e.clock()) }
+
+func (e *Env) clock() time.Time {
+	if e.Clock != nil {
+		return e.Clock()
+	}
+	return time.Now()
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 func numCPU() int { return runtime.NumCPU() }
 

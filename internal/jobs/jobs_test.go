@@ -39,11 +39,19 @@ func TestClusterNameIsSkyPilots(t *testing.T) {
 }
 
 func TestRetryGapGrowsToItsCap(t *testing.T) {
-	t.Setenv("SKYGO_JOBS_RETRY_GAP", "10s")
-	for tries, want := range map[int]time.Duration{1: 10 * time.Second, 2: 16 * time.Second, 3: 25600 * time.Millisecond, 10: 50 * time.Second} {
-		got := retryGap(tries)
-		if got < time.Duration(float64(want)*0.6)-time.Millisecond || got > time.Duration(float64(want)*1.4)+time.Millisecond {
-			t.Errorf("retryGap(%d) = %s, want %s ±40%%", tries, got, want)
+	for _, c := range []struct {
+		first time.Duration
+		want  map[int]time.Duration
+	}{
+		{10 * time.Second, map[int]time.Duration{1: 10 * time.Second, 2: 16 * time.Second, 3: 25600 * time.Millisecond, 10: 50 * time.Second}},
+		{0, map[int]time.Duration{1: time.Minute, 2: 96 * time.Second, 10: 5 * time.Minute}}, // SkyPilot's
+	} {
+		e := &Env{Timings: Timings{RetryGap: c.first}}
+		for tries, want := range c.want {
+			got := e.retryGap(tries)
+			if got < time.Duration(float64(want)*0.6)-time.Millisecond || got > time.Duration(float64(want)*1.4)+time.Millisecond {
+				t.Errorf("first gap %s: retryGap(%d) = %s, want %s ±40%%", c.first, tries, got, want)
+			}
 		}
 	}
 }

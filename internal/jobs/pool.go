@@ -643,7 +643,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: poolOwner(p)}
 	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
 		return e.setupSubmitted(ctx, p, w, jobID)
-	}, retryGap, now)
+	}, e.retryGap, now)
 }
 
 // setupSubmitted records a worker's setup job (0: no setup: READY now).

@@ -14,11 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/backend"
 	"github.com/skygo/skygo/internal/controller"
-	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/optimizer"
 	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/state"
@@ -26,7 +24,8 @@ import (
 	"github.com/skygo/skygo/internal/ux"
 )
 
-func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+// now is the machine's time in unix seconds (the Env's clock is e.now).
+func now() float64 { return unixSeconds(time.Now()) }
 
 // reconcileJob takes the next step of one job.
 func (e *Env) reconcileJob(ctx context.Context, key string) (controller.Result, error) {
@@ -114,7 +113,7 @@ func (e *Env) stepTask(ctx context.Context, j *state.ManagedJob, spec *api.JobsL
 func (e *Env) askSlot(ctx context.Context, j *state.ManagedJob, tid int) (controller.Result, error) {
 	t := j.Tasks[tid]
 	want := api.ScheduleAliveWaiting
-	if t.NextTryAt > now() {
+	if t.NextTryAt > e.now() {
 		want = api.ScheduleAliveBackoff
 	}
 	if j.ScheduleState != want && j.ScheduleState != api.ScheduleAliveBackoff {
@@ -129,8 +128,8 @@ func (e *Env) askSlot(ctx context.Context, j *state.ManagedJob, tid int) (contro
 		}
 	}
 	e.kick()
-	if t.NextTryAt > now() {
-		return controller.Result{RequeueAfter: time.Until(time.Unix(0, int64(t.NextTryAt*1e9)))}, nil
+	if t.NextTryAt > e.now() {
+		return controller.Result{RequeueAfter: time.Duration((t.NextTryAt - e.now()) * float64(time.Second))}, nil
 	}
 	return controller.Result{RequeueAfter: resyncEvery}, nil
 }
@@ -141,8 +140,8 @@ func (e *Env) launchTask(ctx context.Context, j *state.ManagedJob, spec *api.Job
 	if j.Pool != "" {
 		return e.launchOnPool(ctx, j, spec, tid)
 	}
-	ts := now()
-	runTS := runTimestamp(time.Now())
+	clk := e.clock()
+	ts, runTS := unixSeconds(clk), runTimestamp(clk)
 	fresh := false // this step began the attempt: no job can carry its tag yet
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		fresh = false
@@ -347,13 +346,11 @@ func (e *Env) planFor(ctx context.Context, body api.LaunchBody, t *state.Managed
 func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, lerr error, log io.Writer) (controller.Result, error) {
 	msg := lerr.Error()
 	fmt.Fprintf(log, "Launch attempt failed: %s\n", msg)
-	low := strings.ToLower(msg)
-	if strings.Contains(low, "oomkilled") || strings.Contains(low, "out of memory") || strings.Contains(low, "out-of-memory") {
+	switch afterLaunchFailure(lerr, j.Tasks[tid].PinnedTo) {
+	case launchFailSetup:
 		return e.failTask(ctx, j, tid, api.ManagedFailedSetup, msg)
-	}
-	if pin := j.Tasks[tid].PinnedTo; pin != "" {
-		// FAILOVER tried the lost place first; anywhere will do now.
-		fmt.Fprintf(log, "Relaunching on %s failed; trying anywhere.\n", pin)
+	case launchUnpin:
+		fmt.Fprintf(log, "Relaunching on %s failed; trying anywhere.\n", j.Tasks[tid].PinnedTo)
 		_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 			t := n.Tasks[tid]
 			if !t.Launching || t.PinnedTo == "" {
@@ -363,11 +360,9 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 			return nil, nil
 		})
 		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
-	}
-	if backend.Precheck(lerr) {
+	case launchFailPrechecks:
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, msg)
-	}
-	if classify(lerr) == faultDenied {
+	case launchDenied:
 		return e.failTask(ctx, j, tid, api.ManagedFailedPrechecks, deniedReason(j.Tasks[tid].ClusterName, lerr))
 	}
 	if err := e.downCluster(ctx, j, j.Tasks[tid].ClusterName, log); err != nil {
@@ -381,11 +376,11 @@ func (e *Env) launchFailed(ctx context.Context, j *state.ManagedJob, tid int, le
 		}
 		t.Launching, t.LaunchProgress = false, ""
 		t.Tries++
-		gap = retryGap(t.Tries)
+		gap = e.retryGap(t.Tries)
 		if n.Pool != "" {
 			gap = time.Second
 		}
-		t.NextTryAt = now() + gap.Seconds()
+		t.NextTryAt = e.now() + gap.Seconds()
 		if t.Status == api.ManagedStarting {
 			t.Status = api.ManagedPending
 		}
@@ -425,7 +420,7 @@ func (e *Env) started(ctx context.Context, j *state.ManagedJob, tid int, agentJo
 			res = backend.ClusterResources(c.NumNodes, h)
 		}
 	}
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if !t.Launching || n.Cancel != nil {
@@ -496,30 +491,18 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 	}
 	if err != nil || job == nil {
 		alive, aerr := e.Backend.ClusterAlive(ctx, t.ClusterName)
-		if aerr == nil && !alive {
-			why := fmt.Sprintf("Cluster %s was lost (preempted or failed)", t.ClusterName)
-			kind := recoverPreempted
-			if err != nil {
-				why += ": " + firstLine(err.Error())
-				kind = recoverUnreachable
-			}
+		t0 := e.now()
+		switch act, kind, why := unanswered(err, aerr, alive, t.TroubleSince, t0, transientLimit, t.ClusterName, t.AgentJobID); act {
+		case silenceRecover:
 			return e.recover(ctx, j, spec, tid, why, kind)
-		}
-		if aerr == nil && err == nil && job == nil {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Job %d is no longer on cluster %s", t.AgentJobID, t.ClusterName), recoverPreempted)
-		}
-		// The cluster is (or may be) there but does not answer: a
-		// network blip is waited out, a long silence is a lost cluster.
-		if t.TroubleSince == 0 {
+		case silenceBegins:
 			_, _ = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 				if n.Tasks[tid].Status != api.ManagedRunning || n.Tasks[tid].TroubleSince != 0 {
 					return nil, state.ErrNoChange
 				}
-				n.Tasks[tid].TroubleSince = now()
+				n.Tasks[tid].TroubleSince = t0
 				return nil, nil
 			})
-		} else if now()-t.TroubleSince > transientLimit.Seconds() {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Cluster %s has not answered for %s", t.ClusterName, transientLimit), recoverUnreachable)
 		}
 		return controller.Result{RequeueAfter: time.Second}, nil
 	}
@@ -532,62 +515,36 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 			return nil, nil
 		})
 	}
-	switch job.Status {
-	case agentapi.StatusSucceeded:
+	switch act, why := watchJob(job, j.JobID); act {
+	case watchSucceeded:
 		return e.succeed(ctx, j, tid)
-	case agentapi.StatusFailed, agentapi.StatusFailedSetup:
-		if t.FailedSeenAt == 0 {
+	case watchFailController:
+		return e.failTask(ctx, j, tid, api.ManagedFailedController, why)
+	case watchFailed:
+		t0 := e.now()
+		if mark, wait := failedGraceLeft(t.FailedSeenAt, t0, failedGrace); mark {
 			_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 				if n.Tasks[tid].Status != api.ManagedRunning || n.Tasks[tid].FailedSeenAt != 0 {
 					return nil, state.ErrNoChange
 				}
-				n.Tasks[tid].FailedSeenAt = now()
+				n.Tasks[tid].FailedSeenAt = t0
 				return nil, nil
 			})
-			return controller.Result{RequeueAfter: failedGrace}, err
-		}
-		if wait := failedGrace.Seconds() - (now() - t.FailedSeenAt); wait > 0 {
-			return controller.Result{RequeueAfter: time.Duration(wait * float64(time.Second))}, nil
+			return controller.Result{RequeueAfter: wait}, err
+		} else if wait > 0 {
+			return controller.Result{RequeueAfter: wait}, nil
 		}
 		alive, err := e.Backend.ClusterAlive(ctx, t.ClusterName)
 		if err != nil {
 			return controller.Result{}, err
 		}
-		if !alive {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Cluster %s was lost (preempted or failed) while the job ran", t.ClusterName), recoverPreempted)
+		v := afterJobFailed(alive, jobRecovery(spec.Tasks[tid]), t.Restarts, job, j.JobID, t.ClusterName)
+		if v.recover {
+			return e.recover(ctx, j, spec, tid, v.reason, v.kind)
 		}
-		return e.userFailure(ctx, j, spec, tid, job)
-	case agentapi.StatusFailedDriver:
-		return e.failTask(ctx, j, tid, api.ManagedFailedController, fmt.Sprintf(
-			"The job driver on the remote cluster failed. This can be caused by the job taking too much memory or other resources. Try adding more memory, CPU, or disk in your job definition. To see the details, run: sky jobs logs --controller %d", j.JobID))
-	case agentapi.StatusCancelled:
-		return e.failTask(ctx, j, tid, api.ManagedFailedController, fmt.Sprintf(
-			"Unknown job status %s. To see the details, run: sky jobs logs --controller %d", job.Status, j.JobID))
+		return e.failTask(ctx, j, tid, v.status, v.reason)
 	}
 	return controller.Result{RequeueAfter: controller.Jitter(monitorEvery, 0.2)}, nil
-}
-
-// userFailure decides on a task whose job failed on a healthy cluster:
-// an exit code in recover_on_exit_codes restarts it without using the
-// budget; otherwise it restarts while max_restarts_on_errors allows, and
-// fails after.
-func (e *Env) userFailure(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int, job *agentapi.Job) (controller.Result, error) {
-	rec := jobRecovery(spec.Tasks[tid])
-	t := j.Tasks[tid]
-	for _, c := range job.ReturnCodes {
-		if slices.Contains(rec.RecoverOnExitCodes, c) {
-			return e.recover(ctx, j, spec, tid, fmt.Sprintf("Job exited with code %d, which is in recover_on_exit_codes; restarting", c), recoverExitCode)
-		}
-	}
-	if t.Restarts < rec.MaxRestartsOnErrors {
-		return e.recover(ctx, j, spec, tid, fmt.Sprintf("Job failed (return codes %v); restart %d of max_restarts_on_errors %d",
-			job.ReturnCodes, t.Restarts+1, rec.MaxRestartsOnErrors), recoverRestart)
-	}
-	status := api.ManagedFailed
-	if job.Status == agentapi.StatusFailedSetup {
-		status = api.ManagedFailedSetup
-	}
-	return e.failTask(ctx, j, tid, status, fmt.Sprintf("To see the details, run: sky jobs logs --controller %d", j.JobID))
 }
 
 func jobRecovery(ts api.TaskSpec) resources.JobRecovery {
@@ -604,46 +561,21 @@ func jobRecovery(ts api.TaskSpec) resources.JobRecovery {
 	return resources.JobRecovery{}
 }
 
-type recoverKind int
-
-const (
-	recoverPreempted recoverKind = iota
-	// recoverUnreachable is a preemption whose head did not answer: its
-	// log is not waited for (a host cut off the network would hold the
-	// recovery for the whole log timeout).
-	recoverUnreachable
-	recoverRestart  // a user failure within max_restarts_on_errors
-	recoverExitCode // an exit code in recover_on_exit_codes
-)
-
 // recover moves a RUNNING task to RECOVERING: the attempt's log is kept
 // if the cluster still has it, the next attempt avoids (or prefers) the
 // lost place as the strategy says, and the job waits for a launch slot.
 func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLaunchBody, tid int, reason string, kind recoverKind) (controller.Result, error) {
-	rec := jobRecovery(spec.Tasks[tid])
 	t := j.Tasks[tid]
-	preempted := kind == recoverPreempted || kind == recoverUnreachable
-	if preempted && rec.Disabled() {
+	p := planRecovery(kind, jobRecovery(spec.Tasks[tid]), t.Cloud, t.Region, t.Infra)
+	if p.fail {
 		return e.failTask(ctx, j, tid, api.ManagedFailed, reason+"; job_recovery is none, so the job is not recovered")
 	}
-	if kind == recoverUnreachable {
-		e.logUnreadable(j, tid)
-	} else {
+	if p.saveLogs {
 		e.saveLogs(ctx, j, tid)
+	} else {
+		e.logUnreadable(j, tid)
 	}
-	// The lost place: blocked as the optimizer names candidates
-	// (cloud/region), pinned as a task's infra would name it.
-	place, pin := "", t.Infra
-	if t.Cloud != "" {
-		place = strings.ToLower(t.Cloud)
-		if t.Region != "" {
-			place += "/" + t.Region
-		}
-	}
-	if pin != "" && !strings.Contains(pin, "/") && t.Region != "" && infrakind.HasRegions(pin) {
-		pin += "/" + t.Region
-	}
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if t.Status != api.ManagedRunning || n.Cancel != nil {
@@ -654,19 +586,12 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 			t.JobDuration += t0 - t.LastRecoveredAt
 		}
 		t.FailedSeenAt, t.TroubleSince, t.Launching, t.LaunchProgress = 0, 0, false, ""
-		if kind == recoverRestart {
+		if p.restart {
 			t.Restarts++
 		}
-		t.Blocked, t.PinnedTo = nil, ""
-		if kind == recoverUnreachable {
+		t.Blocked, t.PinnedTo = p.block, p.pin
+		if !p.saveLogs {
 			t.LogsSaved = true // nothing more can be had from that head
-		}
-		if preempted && place != "" && t.Region != "" {
-			if rec.Strategy == resources.RecoveryFailover {
-				t.PinnedTo = pin
-			} else {
-				t.Blocked = []string{place}
-			}
 		}
 		if n.Execution != "parallel" {
 			n.ScheduleState = api.ScheduleAliveWaiting
@@ -685,7 +610,7 @@ func (e *Env) recover(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 // for a slot.
 func (e *Env) succeed(ctx context.Context, j *state.ManagedJob, tid int) (controller.Result, error) {
 	e.saveLogs(ctx, j, tid)
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if t.Status != api.ManagedRunning || n.Cancel != nil {
@@ -713,7 +638,7 @@ func (e *Env) succeed(ctx context.Context, j *state.ManagedJob, tid int) (contro
 // cancelled too, since the group cannot succeed.
 func (e *Env) failTask(ctx context.Context, j *state.ManagedJob, tid int, status, reason string) (controller.Result, error) {
 	e.saveLogs(ctx, j, tid)
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if api.ManagedTerminal(t.Status) || n.Cancel != nil {
@@ -748,7 +673,7 @@ func (e *Env) failTask(ctx context.Context, j *state.ManagedJob, tid int, status
 // failController ends every task of a job FAILED_CONTROLLER (an
 // unreadable record: nothing else can be done with it).
 func (e *Env) failController(ctx context.Context, j *state.ManagedJob, why string) (controller.Result, error) {
-	t0 := now()
+	t0 := e.now()
 	_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		var ev []state.ManagedEventIn
 		for _, t := range n.Tasks {
@@ -871,7 +796,7 @@ func (e *Env) finish(ctx context.Context, j *state.ManagedJob) (controller.Resul
 	if err := os.RemoveAll(filesDir(e.Home, j.JobID)); err != nil {
 		return controller.Result{}, err
 	}
-	t0 := now()
+	t0 := e.now()
 	j, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		if n.ScheduleState == api.ScheduleDone || !allEnded(n) {
 			return nil, state.ErrNoChange
@@ -907,7 +832,7 @@ func (e *Env) cancelSteps(ctx context.Context, j *state.ManagedJob) (controller.
 			}
 			if t.ClusterName == "" && t.AgentJobID == 0 && !t.Launching {
 				// Never launched: nothing to clean up.
-				t.Status, t.EndAt = api.ManagedCancelled, now()
+				t.Status, t.EndAt = api.ManagedCancelled, e.now()
 				ev = append(ev, state.TaskEvent(t.TaskID, api.ManagedCancelled, "Job has been cancelled"))
 				continue
 			}
@@ -950,7 +875,7 @@ func (e *Env) cancelSteps(ctx context.Context, j *state.ManagedJob) (controller.
 					return
 				}
 			}
-			t0 := now()
+			t0 := e.now()
 			_, errs[t.TaskID] = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 				nt := n.Tasks[t.TaskID]
 				if nt.Status != api.ManagedCancelling {
@@ -1027,13 +952,17 @@ func (e *Env) gracefulStop(ctx context.Context, j *state.ManagedJob, t *state.Ma
 // job.wait_for_scheduling_timeout (a later recovery does not re-arm it)
 // and says whether it did.
 func (e *Env) pastSchedulingDeadline(ctx context.Context, j *state.ManagedJob) bool {
-	if j.SchedulingDeadline == 0 || j.Started() || now() < j.SchedulingDeadline || j.Cancel != nil {
-		return false
-	}
+	t0 := e.now()
+	return deadlinePassed(j, t0) && e.expire(ctx, j, t0)
+}
+
+// expire cancels a job past its scheduling deadline and says whether it
+// did.
+func (e *Env) expire(ctx context.Context, j *state.ManagedJob, now float64) bool {
 	reason := "it was not scheduled within its job.wait_for_scheduling_timeout"
 	// The cancellation's own note (now or when it is carried out) says
 	// why in the controller log.
-	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason}) == nil
+	return e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now, Reason: reason}) == nil
 }
 
 // launchProgress records an infrastructure's launch-progress texts (a

@@ -25,13 +25,11 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, err
 	}
-	launching := counts[api.ScheduleLaunching]
-	holding := launching + counts[api.ScheduleAlive] + counts[api.ScheduleAliveWaiting] + counts[api.ScheduleAliveBackoff]
-	if err := e.expireWaiting(ctx, holding); err != nil {
+	s := slotsOf(counts, e.Limits)
+	if err := e.expireWaiting(ctx, s); err != nil {
 		return controller.Result{}, err
 	}
-	free := e.Limits.Launches - launching
-	if free <= 0 {
+	if !s.launch() {
 		return controller.Result{}, nil // a launch that ends kicks the scheduler
 	}
 	// Read before the pass: a write during it makes the next pass differ.
@@ -42,11 +40,12 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	e.mu.Lock()
 	memo := e.schedMemo
 	e.mu.Unlock()
-	if !memo.mustScan(fp, time.Now()) {
+	clk := e.clock()
+	if !memo.mustScan(fp, clk) {
 		return controller.Result{}, nil
 	}
-	pass := schedMemo{fingerprint: fp, scannedAt: time.Now(), exhaustive: true}
-	t0 := now()
+	pass := schedMemo{fingerprint: fp, scannedAt: clk, exhaustive: true}
+	t0 := unixSeconds(clk)
 	var soonest float64
 	claim := func(j *state.ManagedJob) (bool, error) {
 		from := j.ScheduleState
@@ -63,7 +62,7 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 		if n.ScheduleState != api.ScheduleLaunching {
 			return false, nil
 		}
-		free--
+		s.free--
 		e.poke(j.JobID)
 		return true, nil
 	}
@@ -73,23 +72,22 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, err
 	}
+live:
 	for _, j := range live {
-		if free <= 0 {
+		switch a, next := admitLive(j, s, t0); a {
+		case admitNoSlot:
 			pass.exhaustive = false
-			break
-		}
-		if j.Cancel != nil {
+			break live
+		case admitCancelled:
 			e.poke(j.JobID)
-			continue
-		}
-		if next := nextTry(j); next > t0 {
+		case admitBackoff:
 			if soonest == 0 || next < soonest {
 				soonest = next
 			}
-			continue
-		}
-		if _, err := claim(j); err != nil {
-			return controller.Result{}, err
+		case admitClaim:
+			if _, err := claim(j); err != nil {
+				return controller.Result{}, err
+			}
 		}
 	}
 	// WAITING jobs, page by page in claim order; a dependency's status
@@ -97,7 +95,7 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	deps := map[int]*state.ManagedJob{}
 	var after *state.ClaimCursor
 	for {
-		if free <= 0 || holding >= e.Limits.Running {
+		if !s.start() {
 			pass.exhaustive = false
 			break
 		}
@@ -106,16 +104,21 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 		if err != nil {
 			return controller.Result{}, err
 		}
+	waiting:
 		for _, j := range page {
-			if free <= 0 || holding >= e.Limits.Running {
+			switch admitWaiting(j, s, t0) {
+			case admitNoSlot:
 				pass.exhaustive = false
-				break
-			}
-			if j.Cancel != nil || e.pastSchedulingDeadline(ctx, j) {
+				break waiting
+			case admitCancelled:
 				continue // the cancel finishes it
+			case admitExpired:
+				if e.expire(ctx, j, t0) {
+					continue // the cancel finishes it
+				}
 			}
 			pass.noteDeadline(j)
-			ok, err := e.depsReady(ctx, j, deps)
+			ok, err := e.depsReady(ctx, j, deps, t0)
 			if err != nil {
 				return controller.Result{}, err
 			}
@@ -127,7 +130,7 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 				return controller.Result{}, err
 			}
 			if claimed {
-				holding++
+				s.holding++
 			}
 		}
 		if len(page) < schedPage {
@@ -147,6 +150,106 @@ func (e *Env) reconcileScheduler(ctx context.Context, _ string) (controller.Resu
 	return controller.Result{}, nil
 }
 
+// slots is what the limits leave to one scheduler pass.
+type slots struct {
+	// free is how many more jobs may begin LAUNCHING.
+	free int
+	// holding is how many jobs hold a cluster slot (launching or alive),
+	// of running, the running limit.
+	holding, running int
+}
+
+// slotsOf counts the slots the jobs in each schedule state leave.
+func slotsOf(counts map[string]int, l Limits) slots {
+	launching := counts[api.ScheduleLaunching]
+	return slots{free: l.Launches - launching, running: l.Running,
+		holding: launching + counts[api.ScheduleAlive] + counts[api.ScheduleAliveWaiting] + counts[api.ScheduleAliveBackoff]}
+}
+
+// launch: a job that already holds a cluster slot may launch.
+func (s slots) launch() bool { return s.free > 0 }
+
+// start: a WAITING job may launch (and so take a cluster slot).
+func (s slots) start() bool { return s.free > 0 && s.holding < s.running }
+
+// admission is the scheduler's verdict on one job that wants to launch.
+type admission int
+
+const (
+	// admitClaim: move it to LAUNCHING.
+	admitClaim admission = iota
+	// admitNoSlot: a limit is reached; the pass ends here.
+	admitNoSlot
+	// admitCancelled: a cancel is pending; the job controller finishes it.
+	admitCancelled
+	// admitBackoff: its last launch failed and its backoff has not ended.
+	admitBackoff
+	// admitExpired: it did not start by its scheduling deadline; it is
+	// cancelled.
+	admitExpired
+)
+
+// admitLive decides on a job that holds a cluster slot and wants to
+// launch again (a recovery, a pipeline's next task, a retry): it needs a
+// launch slot and its backoff over (next: when it ends).
+func admitLive(j *state.ManagedJob, s slots, now float64) (a admission, next float64) {
+	switch {
+	case !s.launch():
+		return admitNoSlot, 0
+	case j.Cancel != nil:
+		return admitCancelled, 0
+	}
+	if next := nextTry(j); next > now {
+		return admitBackoff, next
+	}
+	return admitClaim, 0
+}
+
+// admitWaiting decides on a WAITING job, before its dependencies: it
+// needs a launch slot and room under the running limit, and expires if
+// it has not started by its job.wait_for_scheduling_timeout.
+func admitWaiting(j *state.ManagedJob, s slots, now float64) admission {
+	switch {
+	case !s.start():
+		return admitNoSlot
+	case j.Cancel != nil:
+		return admitCancelled
+	case deadlinePassed(j, now):
+		return admitExpired
+	}
+	return admitClaim
+}
+
+// deadlinePassed says whether a job has not started by its
+// job.wait_for_scheduling_timeout (a later recovery does not re-arm it).
+func deadlinePassed(j *state.ManagedJob, now float64) bool {
+	return j.SchedulingDeadline != 0 && !j.Started() && now >= j.SchedulingDeadline && j.Cancel == nil
+}
+
+// depsVerdict says whether every job j depends on (in deps, nil: gone)
+// has succeeded; cancel is why j is cancelled instead, when one ended
+// otherwise (as the reference says). A job that is gone never runs, so
+// j waits.
+func depsVerdict(j *state.ManagedJob, deps map[int]*state.ManagedJob) (ready bool, cancel string) {
+	ready = true
+	for _, id := range j.DependsOn {
+		d := deps[id]
+		if d == nil {
+			ready = false
+			continue
+		}
+		st := d.JobStatus()
+		switch {
+		case st == api.ManagedSucceeded && d.ScheduleState == api.ScheduleDone:
+		case api.ManagedTerminal(st) && st != api.ManagedSucceeded:
+			return false, fmt.Sprintf("dependency job %d ended %s", d.JobID, st)
+		default:
+			ready = false
+		}
+	}
+	return ready, ""
+}
+
 // nextTry is when a job in backoff may launch again (0: now).
 func nextTry(j *state.ManagedJob) float64 {
 	var next float64
@@ -158,9 +261,9 @@ func nextTry(j *state.ManagedJob) float64 {
 	return next
 }
 
-// depsReady says whether every job j depends on has succeeded. One that
-// ended otherwise cancels j, as the reference says.
-func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob, cache map[int]*state.ManagedJob) (bool, error) {
+// depsReady reads the jobs j depends on into cache (once per pass) and
+// says whether j may run (depsVerdict), cancelling it if it never will.
+func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob, cache map[int]*state.ManagedJob, now float64) (bool, error) {
 	if len(j.DependsOn) == 0 {
 		return true, nil
 	}
@@ -182,22 +285,9 @@ func (e *Env) depsReady(ctx context.Context, j *state.ManagedJob, cache map[int]
 			cache[d.JobID] = d
 		}
 	}
-	ready := true
-	for _, id := range j.DependsOn {
-		d := cache[id]
-		if d == nil {
-			ready = false // gone: never runs
-			continue
-		}
-		st := d.JobStatus()
-		switch {
-		case st == api.ManagedSucceeded && d.ScheduleState == api.ScheduleDone:
-		case api.ManagedTerminal(st) && st != api.ManagedSucceeded:
-			reason := fmt.Sprintf("dependency job %d ended %s", d.JobID, st)
-			return false, e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), Reason: reason})
-		default:
-			ready = false
-		}
+	ready, cancel := depsVerdict(j, cache)
+	if cancel != "" {
+		return false, e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now, Reason: cancel})
 	}
 	return ready, nil
 }
@@ -209,14 +299,15 @@ const deadlineScanEvery = 5 * time.Second
 // expireWaiting cancels the WAITING jobs whose scheduling deadline has
 // passed while every running slot was taken (the claim loop, which also
 // checks it, does not run then).
-func (e *Env) expireWaiting(ctx context.Context, holding int) error {
-	if holding < e.Limits.Running {
+func (e *Env) expireWaiting(ctx context.Context, s slots) error {
+	if s.holding < s.running {
 		return nil
 	}
 	e.mu.Lock()
-	due := time.Since(e.lastDeadlineScan) >= deadlineScanEvery
+	clk := e.clock()
+	due := clk.Sub(e.lastDeadlineScan) >= deadlineScanEvery
 	if due {
-		e.lastDeadlineScan = time.Now()
+		e.lastDeadlineScan = clk
 	}
 	e.mu.Unlock()
 	if !due {

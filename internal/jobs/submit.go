@@ -143,8 +143,8 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 	// how long the job may wait for its first start.
 	var deadline float64
 	for _, t := range b.Tasks {
-		if t.WaitForSchedulingTimeout > 0 && (deadline == 0 || now()+t.WaitForSchedulingTimeout < deadline) {
-			deadline = now() + t.WaitForSchedulingTimeout
+		if t.WaitForSchedulingTimeout > 0 && (deadline == 0 || e.now()+t.WaitForSchedulingTimeout < deadline) {
+			deadline = e.now() + t.WaitForSchedulingTimeout
 		}
 	}
 	n := max(b.NumJobs, 1)
@@ -195,7 +195,7 @@ func (e *Env) Submit(ctx context.Context, b api.JobsLaunchBody, u api.User, work
 // finish, as CANCELLED; it runs after the request's context is done.
 func (e *Env) abandon(jobs []*state.ManagedJob, why string) {
 	ctx := context.Background()
-	t0 := now()
+	t0 := e.now()
 	for _, j := range jobs {
 		_, _ = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 			if n.ScheduleState != api.ScheduleWaiting {

@@ -91,6 +91,34 @@ func decide(v *state.ServiceVersion, cur, up, down int, qps float64, every time.
 	return cur, 0, 0
 }
 
+// scaleState is the autoscaler's part of a service's row.
+type scaleState struct {
+	Target, UpCount, DownCount int
+	// LastDecisionAt is when the last decision was taken (unix seconds;
+	// 0: never), on QPS.
+	LastDecisionAt, QPS float64
+}
+
+func scaleStateOf(s *state.Service) scaleState {
+	return scaleState{Target: s.Target, UpCount: s.UpCount, DownCount: s.DownCount, LastDecisionAt: s.LastDecisionAt, QPS: s.QPS}
+}
+
+// autoscale is one look of the autoscaler at a service of version v at
+// now: a decision (decide) is taken the first time, once the decision
+// interval (decideEvery of the configured one and the current target)
+// has passed since the last, and at once when requests are held (held)
+// at a target of zero; otherwise the state stays (due false).
+func autoscale(cur scaleState, v *state.ServiceVersion, qps float64, held int, now float64, configured time.Duration) (next scaleState, due bool) {
+	every := decideEvery(configured, cur.Target)
+	fromZero := cur.Target == 0 && held > 0
+	if cur.LastDecisionAt != 0 && now-cur.LastDecisionAt < every.Seconds() && !fromZero {
+		return cur, false
+	}
+	next.Target, next.UpCount, next.DownCount = decide(v, cur.Target, cur.UpCount, cur.DownCount, qps, every)
+	next.LastDecisionAt, next.QPS = now, qps
+	return next, true
+}
+
 // overprovision is replica_policy.num_overprovision.
 func overprovision(v *state.ServiceVersion) int {
 	if p := v.Service.ReplicaPolicy; p != nil {

@@ -170,7 +170,7 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: owner(s)}
 	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
 		return e.launched(ctx, s, r, jobID)
-	}, retryGap, now)
+	}, e.retryGap, now)
 }
 
 // withSpot sets use_spot in resources and in each of

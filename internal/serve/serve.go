@@ -27,11 +27,11 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,6 +65,12 @@ type Env struct {
 	// LBHost is the address load balancers listen on: the API server's
 	// own bind host, so a service is reachable wherever its server is.
 	LBHost string
+	// Timings are the intervals the controller decides by; zero values
+	// are spec/service.md's.
+	Timings Timings
+	// Clock is the controller's time (nil: the machine's): the
+	// autoscaler's decisions read it.
+	Clock func() time.Time
 
 	mu        sync.Mutex
 	services  *controller.Controller
@@ -73,9 +79,21 @@ type Env struct {
 	lbSilence map[string]*silence
 }
 
-// Timings. The decision interval, the QPS window and the first launch
-// retry gap follow spec/service.md; the SKYGO_SERVE_* variables of the
-// server's environment shorten them for tests (Go durations).
+// Timings are the service controller's configurable intervals. The
+// server sets them from its test knobs (servermain); a zero value is
+// spec/service.md's.
+type Timings struct {
+	// DecisionInterval is the autoscaler's decision interval (0: 20 s,
+	// and 5 s while the target is 0).
+	DecisionInterval time.Duration
+	// QPSWindow is how far back the request rate is measured (0: 60 s).
+	QPSWindow time.Duration
+	// RetryGap is the first gap between launch attempts of a replica (0:
+	// 60 s); later gaps grow from it.
+	RetryGap time.Duration
+}
+
+// Fixed timings.
 var (
 	// resyncEvery is how often every service and replica is looked at
 	// again, whatever events were missed.
@@ -88,29 +106,33 @@ var (
 	keepFailed = 5
 )
 
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // decideEvery is the autoscaler's decision interval: 20 s, 5 s while the
-// target is 0 (a service scaled to zero comes back faster).
-func decideEvery(target int) time.Duration {
-	d := envDuration("SKYGO_SERVE_DECISION_INTERVAL", 20*time.Second)
-	if target == 0 {
-		return min(d, envDuration("SKYGO_SERVE_DECISION_INTERVAL", 5*time.Second))
+// target is 0 (a service scaled to zero comes back faster); a configured
+// interval replaces both.
+func decideEvery(configured time.Duration, target int) time.Duration {
+	switch {
+	case configured > 0:
+		return configured
+	case target == 0:
+		return 5 * time.Second
 	}
-	return d
+	return 20 * time.Second
 }
 
 // qpsWindow is how far back the request rate is measured.
-func qpsWindow() time.Duration { return envDuration("SKYGO_SERVE_QPS_WINDOW", 60*time.Second) }
+func (e *Env) qpsWindow() time.Duration { return cmp.Or(e.Timings.QPSWindow, 60*time.Second) }
 
 // retryGap is the wait before launch attempt tries+1 of a replica.
-func retryGap(tries int) time.Duration {
-	return controller.LaunchBackoff(tries, os.Getenv("SKYGO_SERVE_RETRY_GAP"))
+func (e *Env) retryGap(tries int) time.Duration {
+	return controller.LaunchBackoff(tries, e.Timings.RetryGap)
+}
+
+// clock is the controller's time (Env.Clock, else the machine's).
+func (e *Env) clock() time.Time {
+	if e.Clock != nil {
+		return e.Clock()
+	}
+	return time.Now()
 }
 
 func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }

@@ -39,8 +39,9 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 		e.note(name, "Load balancer: %v.", err)
 		return controller.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	qps := measuredQPS(st, time.Now(), qpsWindow())
-	t0 := now()
+	clk := e.clock()
+	qps := measuredQPS(st, clk, e.qpsWindow())
+	t0 := float64(clk.UnixNano()) / 1e9
 	var added, retired []int
 	dropped := []int{}
 	s, err = e.Store.UpdateService(ctx, name, func(n *state.Service) error {
@@ -52,14 +53,12 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 		if latest == nil {
 			return state.ErrNoChange
 		}
-		changed := false
-		every := decideEvery(n.Target)
-		// Requests held at zero replicas are decided on at once.
-		fromZero := n.Target == 0 && st != nil && st.Waiting > 0
-		if n.LastDecisionAt == 0 || t0-n.LastDecisionAt >= every.Seconds() || fromZero {
-			n.Target, n.UpCount, n.DownCount = decide(latest, n.Target, n.UpCount, n.DownCount, qps, every)
-			n.LastDecisionAt, n.QPS, changed = t0, qps, true
+		held := 0
+		if st != nil {
+			held = st.Waiting
 		}
+		next, changed := autoscale(scaleStateOf(n), latest, qps, held, t0, e.Timings.DecisionInterval)
+		n.Target, n.UpCount, n.DownCount, n.LastDecisionAt, n.QPS = next.Target, next.UpCount, next.DownCount, next.LastDecisionAt, next.QPS
 		pl := planReplicas(n, n.Target+overprovision(latest))
 		for _, spot := range pl.add {
 			n.NextReplicaID++
@@ -119,7 +118,7 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 			e.pokeReplica(name, r.ID)
 		}
 	}
-	return controller.Result{RequeueAfter: min(decideEvery(s.Target), 2*time.Second)}, nil
+	return controller.Result{RequeueAfter: min(decideEvery(e.Timings.DecisionInterval, s.Target), 2*time.Second)}, nil
 }
 
 // oldLive says whether a replica of an older version still serves or

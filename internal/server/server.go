@@ -97,7 +97,8 @@ type Options struct {
 	WritePIDFile bool
 	// UploadLimit bounds the files of one upload (default 4 GiB;
 	// SKYGO_UPLOAD_LIMIT, e.g. 10GiB). UploadMaxAge is how long unused
-	// uploads are kept (default 24h; SKYGO_UPLOAD_MAX_AGE).
+	// uploads are kept (default 24h; the server program sets it from its
+	// SKYGO_UPLOAD_MAX_AGE test knob).
 	UploadLimit  int64
 	UploadMaxAge time.Duration
 	// Controllers builds the operations' long-lived loops (status
@@ -107,11 +108,9 @@ type Options struct {
 	Controllers func(m *controller.Metrics, log *slog.Logger) ([]*controller.Controller, error)
 }
 
-// Environment variables of the upload store.
-const (
-	EnvUploadLimit  = upload.EnvLimit
-	EnvUploadMaxAge = "SKYGO_UPLOAD_MAX_AGE"
-)
+// EnvUploadLimit is the environment variable of the upload store's size
+// limit.
+const EnvUploadLimit = upload.EnvLimit
 
 // ApplyEnv fills unset options from the environment, the way `sky api
 // start` is configured in SkyPilot.
@@ -135,13 +134,6 @@ func (o *Options) ApplyEnv() error {
 			return fmt.Errorf("%s: %w", EnvUploadLimit, err)
 		}
 		o.UploadLimit = n
-	}
-	if v := os.Getenv(EnvUploadMaxAge); v != "" && o.UploadMaxAge == 0 {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("%s=%q: want a duration such as 24h or 90m", EnvUploadMaxAge, v)
-		}
-		o.UploadMaxAge = d
 	}
 	return nil
 }

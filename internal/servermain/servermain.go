@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -25,7 +26,9 @@ import (
 	"github.com/skygo/skygo/internal/infra"
 	_ "github.com/skygo/skygo/internal/infra/all"     // every infrastructure of this build: only the server program links them
 	_ "github.com/skygo/skygo/internal/infrakind/all" // what every infrastructure is, those this build leaves out too
+	"github.com/skygo/skygo/internal/jobs"
 	"github.com/skygo/skygo/internal/paths"
+	"github.com/skygo/skygo/internal/serve"
 	"github.com/skygo/skygo/internal/server"
 	"github.com/skygo/skygo/internal/state"
 	"github.com/skygo/skygo/internal/version"
@@ -98,6 +101,11 @@ func runAPIServer(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := so.ApplyEnv(); err != nil {
 		return err
 	}
+	knobs, err := readTestKnobs(os.Getenv)
+	if err != nil {
+		return err
+	}
+	so.UploadMaxAge = knobs.uploadMaxAge
 	if so.Deploy && so.Host == "" {
 		so.Host = "0.0.0.0"
 	}
@@ -122,7 +130,7 @@ func runAPIServer(ctx context.Context, args []string, stderr io.Writer) error {
 	defer st.Close()
 	so.Store = st
 	env, err := core.New(core.Options{Home: so.Home, Store: st, Port: so.Port, Host: so.Host, Auth: so.BasicAuth || so.ServiceAccounts,
-		CLI: cliPath()})
+		CLI: cliPath(), JobTimings: knobs.jobs, ServeTimings: knobs.serve})
 	if err != nil {
 		return err
 	}
@@ -140,6 +148,63 @@ func runAPIServer(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stop()
 	fmt.Fprintf(stderr, "SkyPilot API server is running at http://%s (pid %d). Log: %s\n", ln.Addr(), os.Getpid(), srv.Paths().Log)
 	return srv.Serve(ctx, ln)
+}
+
+// Test knobs: variables of the server's environment that shorten the
+// controllers' waits, so that end-to-end tests see a retry, an autoscaler
+// decision or an upload's expiry in seconds. Each is a Go duration (2s,
+// 90m). They are read here, once, and handed to the controllers; no
+// other package reads them.
+const (
+	// EnvJobsRetryGap replaces the first 60 s gap between launch
+	// attempts of a managed job or a pool worker.
+	EnvJobsRetryGap = "SKYGO_JOBS_RETRY_GAP"
+	// EnvServeDecisionInterval replaces the autoscaler's 20 s (5 s at
+	// zero replicas) decision interval.
+	EnvServeDecisionInterval = "SKYGO_SERVE_DECISION_INTERVAL"
+	// EnvServeQPSWindow replaces the 60 s window the request rate is
+	// measured over.
+	EnvServeQPSWindow = "SKYGO_SERVE_QPS_WINDOW"
+	// EnvServeRetryGap replaces the first 60 s gap between launch
+	// attempts of a service replica.
+	EnvServeRetryGap = "SKYGO_SERVE_RETRY_GAP"
+	// EnvUploadMaxAge replaces the 24 h an unused upload is kept.
+	EnvUploadMaxAge = "SKYGO_UPLOAD_MAX_AGE"
+)
+
+// testKnobs are the test knobs' values (zero: unset).
+type testKnobs struct {
+	jobs         jobs.Timings
+	serve        serve.Timings
+	uploadMaxAge time.Duration
+}
+
+// readTestKnobs reads the test knobs from getenv. A value that is set
+// but not a positive duration is an error, not ignored: a test that
+// misspells one would otherwise wait out SkyPilot's minutes.
+func readTestKnobs(getenv func(string) string) (testKnobs, error) {
+	var k testKnobs
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{
+		{EnvJobsRetryGap, &k.jobs.RetryGap},
+		{EnvServeDecisionInterval, &k.serve.DecisionInterval},
+		{EnvServeQPSWindow, &k.serve.QPSWindow},
+		{EnvServeRetryGap, &k.serve.RetryGap},
+		{EnvUploadMaxAge, &k.uploadMaxAge},
+	} {
+		raw := getenv(v.name)
+		if raw == "" {
+			continue
+		}
+		d, err := time.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			return testKnobs{}, fmt.Errorf("%s=%q: want a positive duration such as 2s or 90m, or unset it", v.name, raw)
+		}
+		*v.to = d
+	}
+	return k, nil
 }
 
 // EnvCLI names the sky command line that started this server; the CLI

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skygo/skygo/internal/infrakind"
+	"github.com/skygo/skygo/internal/jobs"
+	"github.com/skygo/skygo/internal/serve"
 )
 
 // The program's own dispatch: what sky hands over reaches its verb, and
@@ -50,6 +53,40 @@ func TestHandoverVerbsAreServed(t *testing.T) {
 		var out, errOut bytes.Buffer
 		if code := Main([]string{v}, strings.NewReader(""), &out, &errOut); strings.Contains(errOut.String(), "unknown command") {
 			t.Errorf("%s: exit %d, %s", v, code, errOut.String())
+		}
+	}
+}
+
+// The test knobs reach the controllers' timings; unset ones stay zero
+// (SkyPilot's), and a value that is no positive duration stops the
+// server with what to do rather than being ignored.
+func TestReadTestKnobs(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	k, err := readTestKnobs(env())
+	if err != nil || k != (testKnobs{}) {
+		t.Fatalf("no knobs set: %+v, %v; want zero timings", k, err)
+	}
+	k, err = readTestKnobs(env(EnvJobsRetryGap, "1s", EnvServeDecisionInterval, "2s", EnvServeQPSWindow, "10s",
+		EnvServeRetryGap, "3s", EnvUploadMaxAge, "90m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testKnobs{jobs: jobs.Timings{RetryGap: time.Second},
+		serve:        serve.Timings{DecisionInterval: 2 * time.Second, QPSWindow: 10 * time.Second, RetryGap: 3 * time.Second},
+		uploadMaxAge: 90 * time.Minute}
+	if k != want {
+		t.Fatalf("knobs = %+v, want %+v", k, want)
+	}
+	for _, bad := range []string{"soon", "0s", "-1s", "10"} {
+		_, err := readTestKnobs(env(EnvServeQPSWindow, bad))
+		if err == nil || !strings.Contains(err.Error(), EnvServeQPSWindow) || !strings.Contains(err.Error(), "positive duration") {
+			t.Errorf("%s=%q: err = %v, want one naming the variable and what it takes", EnvServeQPSWindow, bad, err)
 		}
 	}
 }
