@@ -640,8 +640,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 		// <name>-<id>): it is neither adopted nor ever torn down.
 		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name),
 		Announce: fmt.Sprintf("Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)}
-	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: poolOwner(p)}
-	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+	return replicaset.Launch(ctx, set, e.poolCloud(p), a, func(jobID int) (controller.Result, error) {
 		return e.setupSubmitted(ctx, p, w, jobID)
 	}, retryGap, now)
 }
@@ -690,32 +689,30 @@ func (e *Env) clusterInfo(ctx context.Context, name string) (infra, res string) 
 	return h.Infra, backend.ClusterResources(c.NumNodes, h)
 }
 
-// watchSetup follows a worker's setup job to its end: READY when it
-// succeeded, FAILED when it failed; a worker whose cluster went is
-// launched again.
+// watchSetup follows a worker's setup job to its end (replicaset.Watch:
+// a worker whose cluster or job went is PREEMPTED, and launched again):
+// READY when it succeeded, FAILED when it failed.
 func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	status := agentapi.StatusSucceeded
-	if w.SetupJobID > 0 {
-		job, err := e.Backend.AgentJob(ctx, w.Cluster, poolOwner(p), w.SetupJobID)
-		if err != nil || job == nil {
-			alive, aerr := e.Backend.ClusterAlive(ctx, w.Cluster)
-			if aerr != nil {
-				return controller.Result{}, aerr
-			}
-			if !alive || job == nil {
-				return e.workerLost(ctx, p, w, api.WorkerStarting, "its cluster was lost during setup")
-			}
-			return controller.Result{RequeueAfter: time.Second}, nil
-		}
-		if !job.Status.Terminal() {
+	if w.SetupJobID == 0 {
+		return e.setupEnded(ctx, p, w, agentapi.StatusSucceeded)
+	}
+	wd := replicaset.Watched{ID: w.ID, Status: api.WorkerStarting, Cluster: w.Cluster, JobID: w.SetupJobID,
+		Every: time.Second, LostWhy: "its cluster was lost during setup"}
+	return replicaset.Watch(ctx, e.workerSet(p), e.poolCloud(p), wd, func(seen replicaset.Verdict, job *agentapi.Job) (controller.Result, error) {
+		if seen != replicaset.JobEnded {
 			return controller.Result{RequeueAfter: 300 * time.Millisecond}, nil
 		}
-		status = job.Status
 		log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-		fmt.Fprintf(log, "Setup job %d ended %s. Its log:\n", w.SetupJobID, status)
+		fmt.Fprintf(log, "Setup job %d ended %s. Its log:\n", w.SetupJobID, job.Status)
 		_ = e.Backend.CopyJobLog(ctx, w.Cluster, poolOwner(p), w.SetupJobID, 0, false, log)
 		log.Close()
-	}
+		return e.setupEnded(ctx, p, w, job.Status)
+	})
+}
+
+// setupEnded makes a worker whose setup ended READY, or FAILED (its
+// cluster torn down) when the setup did not succeed.
+func (e *Env) setupEnded(ctx context.Context, p *state.Pool, w *state.PoolWorker, status agentapi.Status) (controller.Result, error) {
 	next, reason := api.WorkerReady, ""
 	if status != agentapi.StatusSucceeded {
 		next, reason = api.WorkerFailed, fmt.Sprintf("setup ended %s; see sky jobs pool logs %s %d", status, p.Name, w.ID)
@@ -749,20 +746,22 @@ func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker
 	return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
 }
 
-// watchWorker looks at a READY worker's cluster: one that is gone is
-// PREEMPTED, and replaced by the pool controller.
+// watchWorker looks at a READY worker's cluster (replicaset.Watch: one
+// that is gone is PREEMPTED, and replaced by the pool controller), and
+// ends the runs cancelled jobs left on it.
 func (e *Env) watchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	alive, err := e.Backend.ClusterAlive(ctx, w.Cluster)
-	if err != nil {
+	wd := replicaset.Watched{ID: w.ID, Status: w.Status, Cluster: w.Cluster, Every: workerWatchEvery}
+	return replicaset.Watch(ctx, e.workerSet(p), e.poolCloud(p), wd, func(replicaset.Verdict, *agentapi.Job) (controller.Result, error) {
+		if len(w.Leftovers) > 0 {
+			return e.endLeftovers(ctx, p, w)
+		}
 		return controller.Result{RequeueAfter: workerWatchEvery}, nil
-	}
-	if !alive {
-		return e.workerLost(ctx, p, w, w.Status, "its cluster was lost (preempted or failed)")
-	}
-	if len(w.Leftovers) > 0 {
-		return e.endLeftovers(ctx, p, w)
-	}
-	return controller.Result{RequeueAfter: workerWatchEvery}, nil
+	})
+}
+
+// poolCloud is what the pool's workers are launched and watched through.
+func (e *Env) poolCloud(p *state.Pool) replicaset.Cloud {
+	return replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: poolOwner(p)}
 }
 
 // endLeftovers ends the runs that cancelled jobs left on a worker that
@@ -794,11 +793,6 @@ func (e *Env) endLeftovers(ctx context.Context, p *state.Pool, w *state.PoolWork
 	}
 	e.kick() // jobs waiting for a worker may take it
 	return controller.Result{RequeueAfter: workerWatchEvery}, nil
-}
-
-// workerLost marks a worker whose cluster went PREEMPTED.
-func (e *Env) workerLost(ctx context.Context, p *state.Pool, w *state.PoolWorker, from, why string) (controller.Result, error) {
-	return replicaset.Lost(ctx, e.workerSet(p), w.ID, from, why)
 }
 
 // removeWorker tears a worker's cluster down and drops the worker.

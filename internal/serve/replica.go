@@ -130,6 +130,11 @@ func (x *replicas) Note(format string, args ...any) { x.e.note(x.row.Name, forma
 
 func (x *replicas) Poke() { x.e.pokeService(x.row.Name) }
 
+// cloud is what the service's replicas are launched and watched through.
+func (e *Env) cloud(s *state.Service) replicaset.Cloud {
+	return replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: owner(s)}
+}
+
 // launchReplica runs one launch attempt of a replica: adopt the job a
 // cut-off attempt left, or launch the cluster with the version's task.
 func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
@@ -166,8 +171,7 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 		// worker): it is neither adopted nor ever torn down.
 		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a replica of service %s; tear it down or give the service another name", r.Cluster, s.Name),
 		Announce: fmt.Sprintf("Launching replica %d of service %s (version %d, attempt %d) on cluster %s.", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)}
-	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: owner(s)}
-	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+	return replicaset.Launch(ctx, set, e.cloud(s), a, func(jobID int) (controller.Result, error) {
 		return e.launched(ctx, s, r, jobID)
 	}, retryGap, now)
 }
@@ -253,7 +257,8 @@ func (e *Env) replicaAddress(ctx context.Context, s *state.Service, r *state.Rep
 	return "http://" + net.JoinHostPort(head, strconv.Itoa(port)), h.Infra, backend.ClusterResources(c.NumNodes, h), h.UseSpot
 }
 
-// watchReplica follows a replica's job and probes its readiness.
+// watchReplica follows a replica's job (replicaset.Watch: a lost
+// cluster or job makes it PREEMPTED) and probes its readiness.
 func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
 	v := s.Versions[r.Version]
 	if v == nil {
@@ -261,23 +266,18 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 	}
 	pr := v.Service.Probe
 	every := time.Duration(max(pr.EndpointProbeIntervalSeconds, 0.1) * float64(time.Second))
-	job, err := e.Backend.AgentJob(ctx, r.Cluster, owner(s), r.JobID)
-	if err != nil || job == nil {
-		alive, aerr := e.Backend.ClusterAlive(ctx, r.Cluster)
-		if aerr == nil && !alive {
-			return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
+	w := replicaset.Watched{ID: r.ID, Status: r.Status, Cluster: r.Cluster, JobID: r.JobID, Every: every}
+	return replicaset.Watch(ctx, e.replicaSet(s), e.cloud(s), w, func(seen replicaset.Verdict, job *agentapi.Job) (controller.Result, error) {
+		if seen == replicaset.JobEnded {
+			return e.replicaFailed(ctx, s, r, api.ReplicaFailed, fmt.Sprintf("its run ended %s; see sky serve logs %s %d", job.Status, s.Name, r.ID))
 		}
-		if job == nil && aerr == nil && err == nil {
-			return e.replicaLost(ctx, s, r, "its job is gone from its cluster")
-		}
-		return controller.Result{RequeueAfter: every}, nil
-	}
-	if job.Status.Terminal() {
-		if alive, _ := e.Backend.ClusterAlive(ctx, r.Cluster); !alive {
-			return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
-		}
-		return e.replicaFailed(ctx, s, r, api.ReplicaFailed, fmt.Sprintf("its run ended %s; see sky serve logs %s %d", job.Status, s.Name, r.ID))
-	}
+		return e.probeReplica(ctx, s, r, pr, job, every)
+	})
+}
+
+// probeReplica probes a replica whose job runs: READY when the probe
+// passes, NOT_READY when it fails, failed when it fails too long.
+func (e *Env) probeReplica(ctx context.Context, s *state.Service, r *state.Replica, pr api.ProbeSpec, job *agentapi.Job, every time.Duration) (controller.Result, error) {
 	if job.Status != agentapi.StatusRunning && r.Status == api.ReplicaStarting {
 		// Still in setup (or waiting for resources): nothing answers yet,
 		// but the initial delay runs.
@@ -315,8 +315,8 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 		e.pokeService(s.Name)
 		return controller.Result{RequeueAfter: every}, nil
 	}
-	if alive, aerr := e.Backend.ClusterAlive(ctx, r.Cluster); aerr == nil && !alive {
-		return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
+	if seen, _ := e.cloud(s).Look(ctx, r.Cluster, 0); seen == replicaset.ClusterLost {
+		return replicaset.Lost(ctx, e.replicaSet(s), r.ID, r.Status, replicaset.LostCluster)
 	}
 	if r.ReadyAt == 0 {
 		if t-r.LaunchedAt > pr.InitialDelaySeconds {
@@ -344,12 +344,6 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 		e.pokeService(s.Name)
 	}
 	return controller.Result{RequeueAfter: every}, nil
-}
-
-// replicaLost marks a replica whose cluster went PREEMPTED; the service
-// controller launches another in its place.
-func (e *Env) replicaLost(ctx context.Context, s *state.Service, r *state.Replica, why string) (controller.Result, error) {
-	return replicaset.Lost(ctx, e.replicaSet(s), r.ID, r.Status, why)
 }
 
 // replicaFailed marks a replica failed (status one of the failed set),
