@@ -178,7 +178,7 @@ func poolStatus(p *state.Pool) string {
 		switch {
 		case w.Status == api.WorkerReady:
 			return api.PoolReady
-		case w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision:
+		case api.ReplicaFailedStatus(w.Status):
 			failed = true
 		case activeWorker(w.Status):
 			live++
@@ -266,7 +266,7 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 		// a newer version replaces them (their clusters are gone).
 		kept := n.Workers[:0]
 		for _, w := range n.Workers {
-			if w.SpecVersion != n.SpecVersion && (w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision) {
+			if w.SpecVersion != n.SpecVersion && api.ReplicaFailedStatus(w.Status) && w.CleanedUp {
 				changed = true
 				continue
 			}
@@ -409,7 +409,7 @@ func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
 		ph := replicaset.PhaseOf(w.Status)
 		in.Members = append(in.Members, replicaset.Member{ID: w.ID, Version: w.SpecVersion, Phase: ph, Busy: busy[w.ID]})
 		if w.SpecVersion == p.SpecVersion {
-			failedLatest = failedLatest || w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision
+			failedLatest = failedLatest || api.ReplicaFailedStatus(w.Status)
 			if ph == replicaset.Ready {
 				newReady++
 			}
@@ -497,34 +497,22 @@ func (e *Env) downWorkerCluster(ctx context.Context, p *state.Pool, cluster stri
 	return e.Backend.DownIfExists(ctx, cluster, poolOwner(p), "worker", log)
 }
 
-// reconcileWorker takes the next step of one worker.
+// reconcileWorker takes the next step of one worker (replicaset.Step).
 func (e *Env) reconcileWorker(ctx context.Context, key string) (controller.Result, error) {
-	name, id, err := replicaset.ParseKey(key)
-	if err != nil {
-		return controller.Result{}, err
-	}
-	p, err := e.Store.GetPool(ctx, name)
-	if errors.Is(err, state.ErrNotFound) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	w := p.Worker(id)
-	if w == nil || p.Down != nil {
-		return controller.Result{}, nil // the pool's down steps own the teardown
-	}
-	switch w.Status {
-	case api.WorkerPending, api.WorkerProvisioning:
-		return e.launchWorker(ctx, p, w)
-	case api.WorkerStarting:
-		return e.watchSetup(ctx, p, w)
-	case api.WorkerReady, api.WorkerNotReady:
-		return e.watchWorker(ctx, p, w)
-	case api.WorkerShuttingDown, api.WorkerPreempted:
-		return e.removeWorker(ctx, p, w)
-	}
-	return controller.Result{}, nil
+	return replicaset.Reconcile(ctx, key, func(ctx context.Context, name string, id int) (replicaset.Members, *replicaset.Stepped, error) {
+		p, err := e.Store.GetPool(ctx, name)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		w := p.Worker(id)
+		if w == nil || p.Down != nil {
+			return nil, nil, nil // the pool's down steps own the teardown
+		}
+		return e.workerSet(p), &replicaset.Stepped{ID: id, Status: w.Status, Cluster: w.Cluster, CleanedUp: w.CleanedUp}, nil
+	})
 }
 
 // setWorker applies edit to worker id if it is still in one of the from
@@ -564,6 +552,7 @@ func (x *workers) Move(ctx context.Context, id int, from []string, edit func(*re
 		f := workerFields(w)
 		edit(&f)
 		w.Status, w.Reason, w.Attempt, w.Tries, w.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
+		w.CleanedUp = f.CleanedUp
 		if f.Disowned {
 			// The cluster of that name is not the worker's: no job is
 			// matched to it and the worker never tears it down.
@@ -602,9 +591,29 @@ func (x *workers) Note(format string, args ...any) { x.e.poolNote(x.row.Name, fo
 
 func (x *workers) Poke() { x.e.pokePool(x.row.Name) }
 
+func (x *workers) Launch(ctx context.Context, id int) (controller.Result, error) {
+	return x.e.launchWorker(ctx, x.row, x.row.Worker(id))
+}
+
+func (x *workers) Watch(ctx context.Context, id int) (controller.Result, error) {
+	if w := x.row.Worker(id); w.Status == api.WorkerStarting {
+		return x.e.watchSetup(ctx, x.row, w)
+	}
+	return x.e.watchWorker(ctx, x.row, x.row.Worker(id))
+}
+
+// Drain lets a worker go at once: the pool controller retires only
+// workers with no job on them, under the assignment lock.
+func (x *workers) Drain(context.Context, int) time.Duration { return 0 }
+
+func (x *workers) CleanUp(ctx context.Context, id int) (controller.Result, error) {
+	w := x.row.Worker(id)
+	return replicaset.CleanUp(ctx, x, id, w.Status, w.Cluster)
+}
+
 // workerFields are a worker's lifecycle fields.
 func workerFields(w *state.PoolWorker) replicaset.Fields {
-	return replicaset.Fields{Status: w.Status, Reason: w.Reason, Attempt: w.Attempt, Tries: w.Tries, NextTryAt: w.NextTryAt}
+	return replicaset.Fields{Status: w.Status, Reason: w.Reason, Attempt: w.Attempt, Tries: w.Tries, NextTryAt: w.NextTryAt, CleanedUp: w.CleanedUp}
 }
 
 // launchWorker runs one launch attempt of a worker: adopt the setup job
@@ -710,8 +719,8 @@ func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker
 	})
 }
 
-// setupEnded makes a worker whose setup ended READY, or FAILED (its
-// cluster torn down) when the setup did not succeed.
+// setupEnded makes a worker whose setup ended READY, or FAILED when the
+// setup did not succeed (its next step tears its cluster down).
 func (e *Env) setupEnded(ctx context.Context, p *state.Pool, w *state.PoolWorker, status agentapi.Status) (controller.Result, error) {
 	next, reason := api.WorkerReady, ""
 	if status != agentapi.StatusSucceeded {
@@ -739,11 +748,8 @@ func (e *Env) setupEnded(ctx context.Context, p *state.Pool, w *state.PoolWorker
 		return controller.Result{RequeueAfter: workerWatchEvery}, nil
 	}
 	e.poolNote(p.Name, "Worker %d FAILED: %s.", w.ID, reason)
-	// A failed worker's cluster goes; the worker stays listed with why.
-	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-	defer log.Close()
 	e.pokePool(p.Name)
-	return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
+	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
 }
 
 // watchWorker looks at a READY worker's cluster (replicaset.Watch: one
@@ -793,11 +799,6 @@ func (e *Env) endLeftovers(ctx context.Context, p *state.Pool, w *state.PoolWork
 	}
 	e.kick() // jobs waiting for a worker may take it
 	return controller.Result{RequeueAfter: workerWatchEvery}, nil
-}
-
-// removeWorker tears a worker's cluster down and drops the worker.
-func (e *Env) removeWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	return replicaset.Drop(ctx, e.workerSet(p), w.ID, w.Cluster, []string{api.WorkerShuttingDown, api.WorkerPreempted}, false)
 }
 
 // demand is what a task asks of a worker's node.

@@ -31,6 +31,9 @@ type Fields struct {
 	// set did not make: that cluster is never adopted or torn down as
 	// the member's.
 	Disowned bool
+	// CleanedUp says a failed member has no cluster left of its own to
+	// tear down.
+	CleanedUp bool
 }
 
 // Set is one replica set as the lifecycle steps see it; SkyServe
@@ -104,7 +107,8 @@ func Failed(ctx context.Context, s Set, id int, cause error, final bool, gap fun
 		wait = gap(f.Tries)
 		f.Status, f.NextTryAt, f.Reason = api.ReplicaPending, now+wait.Seconds(), why
 		if final {
-			f.Status = api.ReplicaFailedProvision
+			// A failed launch leaves no cluster behind (Launch tore it down).
+			f.Status, f.CleanedUp = api.ReplicaFailedProvision, true
 		}
 	})
 	if err != nil || !ok {
@@ -124,7 +128,7 @@ func Failed(ctx context.Context, s Set, id int, cause error, final bool, gap fun
 // and Disowned.
 func Foreign(ctx context.Context, s Set, id int, why string) (controller.Result, error) {
 	_, err := s.Move(ctx, id, []string{api.ReplicaProvisioning}, func(f *Fields) {
-		f.Status, f.Reason, f.Disowned = api.ReplicaFailedProvision, why, true
+		f.Status, f.Reason, f.Disowned, f.CleanedUp = api.ReplicaFailedProvision, why, true, true
 	})
 	s.Note("%s %d: %s.", s.Noun(), id, why)
 	s.Poke()
@@ -171,6 +175,21 @@ func Drop(ctx context.Context, s Set, id int, cluster string, from []string, for
 	s.Note("%s %d removed.", s.Noun(), id)
 	s.Poke()
 	return controller.Result{}, nil
+}
+
+// CleanUp tears failed member id's cluster down; the member stays
+// listed with why it failed, cleaned up, or FAILED_CLEANUP saying why
+// its cluster would not go.
+func CleanUp(ctx context.Context, s Set, id int, status, cluster string) (controller.Result, error) {
+	derr := s.Down(ctx, id, cluster)
+	_, err := s.Move(ctx, id, []string{status}, func(f *Fields) {
+		f.CleanedUp = true
+		if derr != nil {
+			f.Status, f.Reason = api.ReplicaFailedCleanup, firstLine(derr.Error())
+		}
+	})
+	s.Poke()
+	return controller.Result{}, err
 }
 
 // firstLine is the reason a note and a member record show for an error:

@@ -20,36 +20,23 @@ import (
 	"github.com/skygo/skygo/internal/ux"
 )
 
-// reconcileReplica takes the next step of one replica.
+// reconcileReplica takes the next step of one replica (replicaset.Step).
 func (e *Env) reconcileReplica(ctx context.Context, key string) (controller.Result, error) {
-	name, id, err := replicaset.ParseKey(key)
-	if err != nil {
-		return controller.Result{}, err
-	}
-	s, err := e.Store.GetService(ctx, name)
-	if errors.Is(err, state.ErrNotFound) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	r := s.Replica(id)
-	if r == nil {
-		return controller.Result{}, nil
-	}
-	switch {
-	case r.Status == api.ReplicaPending || r.Status == api.ReplicaProvisioning:
-		return e.launchReplica(ctx, s, r)
-	case r.Status == api.ReplicaStarting || r.Status == api.ReplicaReady || r.Status == api.ReplicaNotReady:
-		return e.watchReplica(ctx, s, r)
-	case r.Status == api.ReplicaShuttingDown:
-		return e.retireReplica(ctx, s, r)
-	case r.Status == api.ReplicaPreempted:
-		return e.dropReplica(ctx, s, r)
-	case api.ReplicaFailedStatus(r.Status) && !r.CleanedUp:
-		return e.cleanUpFailed(ctx, s, r)
-	}
-	return controller.Result{}, nil
+	return replicaset.Reconcile(ctx, key, func(ctx context.Context, name string, id int) (replicaset.Members, *replicaset.Stepped, error) {
+		s, err := e.Store.GetService(ctx, name)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		r := s.Replica(id)
+		if r == nil {
+			return nil, nil, nil
+		}
+		return e.replicaSet(s), &replicaset.Stepped{ID: id, Status: r.Status, Cluster: r.Cluster, CleanedUp: r.CleanedUp,
+			Force: s.Down != nil && s.Down.Purge}, nil
+	})
 }
 
 // setReplica applies edit to replica id if it is still in one of the
@@ -92,11 +79,7 @@ func (x *replicas) Move(ctx context.Context, id int, from []string, edit func(*r
 		f := fields(r)
 		edit(&f)
 		r.Status, r.Reason, r.Attempt, r.Tries, r.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
-		// A replica that failed to provision has no cluster left of its
-		// own to tear down (and a disowned one never had).
-		if f.Disowned || f.Status == api.ReplicaFailedProvision {
-			r.CleanedUp = true
-		}
+		r.CleanedUp = f.CleanedUp
 	})
 	if s != nil {
 		x.row = s
@@ -129,6 +112,42 @@ func (x *replicas) Down(ctx context.Context, id int, cluster string) error {
 func (x *replicas) Note(format string, args ...any) { x.e.note(x.row.Name, format, args...) }
 
 func (x *replicas) Poke() { x.e.pokeService(x.row.Name) }
+
+func (x *replicas) Launch(ctx context.Context, id int) (controller.Result, error) {
+	return x.e.launchReplica(ctx, x.row, x.row.Replica(id))
+}
+
+func (x *replicas) Watch(ctx context.Context, id int) (controller.Result, error) {
+	return x.e.watchReplica(ctx, x.row, x.row.Replica(id))
+}
+
+// Drain holds a retired replica until the load balancer took a ready
+// set without it and it serves no request, or drainLimit passed.
+func (x *replicas) Drain(ctx context.Context, id int) time.Duration {
+	s, r := x.row, x.row.Replica(id)
+	st, err := x.e.lbState(ctx, s)
+	if err != nil {
+		return 0
+	}
+	pushedOut := !slices.Contains(pushedIDs(s.LB.Pushed), r.ID) && st.Generation >= s.LB.Generation
+	if (!pushedOut || st.InFlight[r.ID] > 0) && now()-r.RetiredAt < drainLimit.Seconds() {
+		if !pushedOut {
+			x.e.pokeService(s.Name)
+		}
+		return 100 * time.Millisecond
+	}
+	return 0
+}
+
+// CleanUp keeps a failed replica's job log in its log before its
+// cluster goes, so `sky serve logs` still shows why it failed.
+func (x *replicas) CleanUp(ctx context.Context, id int) (controller.Result, error) {
+	r := x.row.Replica(id)
+	log := replicaLog(x.e, x.row, id)
+	x.e.keepJobLog(ctx, x.row, r, log)
+	log.Close()
+	return replicaset.CleanUp(ctx, x, id, r.Status, r.Cluster)
+}
 
 // cloud is what the service's replicas are launched and watched through.
 func (e *Env) cloud(s *state.Service) replicaset.Cloud {
@@ -352,23 +371,6 @@ func (e *Env) replicaFailed(ctx context.Context, s *state.Service, r *state.Repl
 	return replicaset.Mark(ctx, e.replicaSet(s), r.ID, r.Status, status, why)
 }
 
-// cleanUpFailed tears a failed replica's cluster down (its job's log is
-// kept in the replica log first); the replica stays listed with why.
-func (e *Env) cleanUpFailed(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
-	log := replicaLog(e, s, r.ID)
-	defer log.Close()
-	e.keepJobLog(ctx, s, r, log)
-	err := e.downCluster(ctx, s, r.Cluster, log)
-	_, _, uerr := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
-		r.CleanedUp = true
-		if err != nil {
-			r.Status, r.Reason = api.ReplicaFailedCleanup, firstLine(err.Error())
-		}
-	})
-	e.pokeService(s.Name)
-	return controller.Result{}, uerr
-}
-
 // keepJobLog appends the replica's job output to its log, once, before
 // its cluster goes, so `sky serve logs` still shows why it failed.
 func (e *Env) keepJobLog(ctx context.Context, s *state.Service, r *state.Replica, log io.Writer) {
@@ -381,31 +383,9 @@ func (e *Env) keepJobLog(ctx context.Context, s *state.Service, r *state.Replica
 	_ = e.Backend.CopyJobLog(cctx, r.Cluster, owner(s), r.JobID, 0, false, e.redacted(s, r, log))
 }
 
-// retireReplica drains a SHUTTING_DOWN replica — the load balancer took
-// a ready set without it and it serves no request, or drainLimit passed
-// — then tears its cluster down and drops it.
-func (e *Env) retireReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
-	if st, err := e.lbState(ctx, s); err == nil {
-		pushedOut := !slices.Contains(pushedIDs(s.LB.Pushed), r.ID) && st.Generation >= s.LB.Generation
-		if (!pushedOut || st.InFlight[r.ID] > 0) && now()-r.RetiredAt < drainLimit.Seconds() {
-			if !pushedOut {
-				e.pokeService(s.Name)
-			}
-			return controller.Result{RequeueAfter: 100 * time.Millisecond}, nil
-		}
-	}
-	return e.dropReplica(ctx, s, r)
-}
-
-// dropReplica tears a replica's cluster down and removes the replica
-// (a purge removes it even when its cluster would not go).
-func (e *Env) dropReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
-	return replicaset.Drop(ctx, e.replicaSet(s), r.ID, r.Cluster, []string{r.Status}, s.Down != nil && s.Down.Purge)
-}
-
 // fields are a replica's lifecycle fields.
 func fields(r *state.Replica) replicaset.Fields {
-	return replicaset.Fields{Status: r.Status, Reason: r.Reason, Attempt: r.Attempt, Tries: r.Tries, NextTryAt: r.NextTryAt}
+	return replicaset.Fields{Status: r.Status, Reason: r.Reason, Attempt: r.Attempt, Tries: r.Tries, NextTryAt: r.NextTryAt, CleanedUp: r.CleanedUp}
 }
 
 // downCluster tears a replica's cluster down if it exists.
