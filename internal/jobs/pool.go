@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -264,27 +265,18 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 		}
 		// Failed workers of older versions have said what they had to:
 		// a newer version replaces them (their clusters are gone).
-		kept := n.Workers[:0]
-		for _, w := range n.Workers {
-			if w.SpecVersion != n.SpecVersion && api.ReplicaFailedStatus(w.Status) && w.CleanedUp {
-				changed = true
-				continue
-			}
-			kept = append(kept, w)
-		}
-		n.Workers = kept
 		// Versions no worker runs any more are dropped, the newest kept.
-		for v := range n.Specs {
-			used := v == n.SpecVersion
-			for _, w := range n.Workers {
-				used = used || w.SpecVersion == v
-			}
-			if !used {
-				delete(n.Specs, v)
-				dropped = append(dropped, v)
-				changed = true
-			}
+		ls := make([]replicaset.Listed, len(n.Workers))
+		for i, w := range n.Workers {
+			ls[i] = replicaset.Listed{ID: w.ID, Version: w.SpecVersion, Status: w.Status, CleanedUp: w.CleanedUp}
 		}
+		var gone []int
+		gone, dropped = replicaset.Prune(ls, n.SpecVersion, slices.Collect(maps.Keys(n.Specs)), replicaset.NoLimit)
+		n.Workers = slices.DeleteFunc(n.Workers, func(w *state.PoolWorker) bool { return slices.Contains(gone, w.ID) })
+		for _, v := range dropped {
+			delete(n.Specs, v)
+		}
+		changed = changed || len(gone)+len(dropped) > 0
 		if len(added) == 0 && len(removed) == 0 && !changed {
 			return state.ErrNoChange
 		}
