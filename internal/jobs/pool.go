@@ -413,8 +413,8 @@ func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
 }
 
 // poolDownSteps carries out `pool down`: the pool's jobs are cancelled
-// and waited for (at most poolDownJobsWait), then every worker is torn
-// down, then the pool is removed.
+// and waited for (at most poolDownJobsWait), then every worker is
+// retired and torn down by its controller, then the pool is removed.
 func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Result, error) {
 	jobs, err := e.poolJobs(ctx, p.Name)
 	if err != nil {
@@ -443,10 +443,12 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 	if len(jobs) > 0 && now()-p.Down.JobsCancelledAt < poolDownJobsWait.Seconds() {
 		return controller.Result{RequeueAfter: 2 * time.Second}, nil
 	}
+	// Every worker goes through its own controller (replicaset.Step:
+	// drop), as a retired one does; the pool goes once none is left.
 	p, err = e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
 		changed := false
 		for _, w := range n.Workers {
-			if w.Status != api.WorkerShuttingDown {
+			if replicaset.Retiring(w.Status, w.CleanedUp) {
 				w.Status, changed = api.WorkerShuttingDown, true
 			}
 		}
@@ -458,20 +460,15 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 	if err != nil {
 		return controller.Result{}, err
 	}
-	log := ux.AppendLog(PoolControllerLogPath(e.Home, p.Name))
-	defer log.Close()
-	errs := make([]error, len(p.Workers))
-	var wg sync.WaitGroup
-	for i, w := range p.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = e.downWorkerCluster(ctx, p, w.Cluster, log)
-		}()
+	pending := 0
+	for _, w := range p.Workers {
+		if w.Status == api.WorkerShuttingDown {
+			pending++
+			e.pokeWorker(p.Name, w.ID)
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil && !p.Down.Purge {
-		return controller.Result{}, err
+	if pending > 0 {
+		return controller.Result{RequeueAfter: 500 * time.Millisecond}, nil
 	}
 	if err := e.Store.DeletePool(ctx, p.Name, p.Version); err != nil {
 		if errors.Is(err, state.ErrConflict) {
@@ -480,7 +477,7 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 		return controller.Result{}, err
 	}
 	_ = os.RemoveAll(filepath.Join(paths.ServerDir(e.Home), "pools", p.Name))
-	fmt.Fprintf(log, "%s Pool %s torn down.\n", time.Now().Format("2006-01-02 15:04:05.000"), p.Name)
+	e.poolNote(p.Name, "Pool %s torn down.", p.Name)
 	return controller.Result{}, nil
 }
 
@@ -500,10 +497,11 @@ func (e *Env) reconcileWorker(ctx context.Context, key string) (controller.Resul
 			return nil, nil, err
 		}
 		w := p.Worker(id)
-		if w == nil || p.Down != nil {
-			return nil, nil, nil // the pool's down steps own the teardown
+		if w == nil || (p.Down != nil && w.Status != api.WorkerShuttingDown) {
+			return nil, nil, nil // the pool's down steps retire it first
 		}
-		return e.workerSet(p), &replicaset.Stepped{ID: id, Status: w.Status, Cluster: w.Cluster, CleanedUp: w.CleanedUp}, nil
+		return e.workerSet(p), &replicaset.Stepped{ID: id, Status: w.Status, Cluster: w.Cluster, CleanedUp: w.CleanedUp,
+			Force: p.Down != nil && p.Down.Purge}, nil
 	})
 }
 
