@@ -619,10 +619,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 	w = p.Worker(w.ID)
 	spec := p.Specs[w.SpecVersion]
 	if spec == nil {
-		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-			w.Status, w.Reason = api.WorkerShuttingDown, "its pool version is gone"
-		})
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		return replicaset.Retire(ctx, set, w.ID, api.WorkerProvisioning, "its pool version is gone")
 	}
 	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()

@@ -162,6 +162,15 @@ func Mark(ctx context.Context, s Set, id int, from, status, why string) (control
 	return controller.Result{RequeueAfter: retryNow}, nil
 }
 
+// Retire moves member id from status from to SHUTTING_DOWN, saying
+// why; its next steps drain it and tear its cluster down (Step).
+func Retire(ctx context.Context, s Set, id int, from, why string) (controller.Result, error) {
+	_, err := s.Move(ctx, id, []string{from}, func(f *Fields) {
+		f.Status, f.Reason = api.ReplicaShuttingDown, why
+	})
+	return controller.Result{RequeueAfter: retryNow}, err
+}
+
 // Drop tears member id's cluster down and removes the member if its
 // status is still one of from. With force a cluster that would not go
 // does not keep the member (the user purges).

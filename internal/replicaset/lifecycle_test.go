@@ -231,3 +231,18 @@ func TestLaunchRefusesAForeignCluster(t *testing.T) {
 		t.Fatalf("a foreign cluster was launched on or torn down: log %q downs %v", log.String(), s.downs)
 	}
 }
+
+func TestRetire(t *testing.T) {
+	ctx := context.Background()
+	s := newSet(Fields{Status: api.ReplicaProvisioning}, Fields{Status: api.ReplicaReady})
+	if _, err := Retire(ctx, s, 1, api.ReplicaProvisioning, "its version is gone"); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.members[1]; f.Status != api.ReplicaShuttingDown || f.Reason != "its version is gone" {
+		t.Fatalf("retired: %+v", f)
+	}
+	// Moved on meanwhile: left where it is.
+	if _, err := Retire(ctx, s, 2, api.ReplicaProvisioning, "x"); err != nil || s.members[2].Status != api.ReplicaReady {
+		t.Fatalf("moved member retired: %v %+v", err, s.members[2])
+	}
+}

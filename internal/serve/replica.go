@@ -78,6 +78,9 @@ func (x *replicas) Move(ctx context.Context, id int, from []string, edit func(*r
 	s, r, err := x.e.setReplica(ctx, x.row.Name, id, from, func(_ *state.Service, r *state.Replica) {
 		f := fields(r)
 		edit(&f)
+		if f.Status == api.ReplicaShuttingDown && r.Status != api.ReplicaShuttingDown {
+			r.RetiredAt = now() // its drain is timed from now (drainLimit)
+		}
 		r.Status, r.Reason, r.Attempt, r.Tries, r.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
 		r.CleanedUp = f.CleanedUp
 	})
@@ -165,10 +168,7 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	r = s.Replica(r.ID)
 	v := s.Versions[r.Version]
 	if v == nil {
-		_, _, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
-			r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, now(), "its version is gone"
-		})
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		return replicaset.Retire(ctx, set, r.ID, api.ReplicaProvisioning, "its version is gone")
 	}
 	tag := replicaTag(s.Name, r.ID, r.Attempt)
 	log := replicaLog(e, s, r.ID)
