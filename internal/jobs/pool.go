@@ -644,32 +644,20 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 // setupSubmitted records a worker's setup job (0: no setup: READY now).
 func (e *Env) setupSubmitted(ctx context.Context, p *state.Pool, w *state.PoolWorker, jobID int) (controller.Result, error) {
 	infra, res := e.clusterInfo(ctx, w.Cluster)
-	before := p
-	p, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-		w.SetupJobID, w.Status, w.Tries, w.NextTryAt, w.Reason = jobID, api.WorkerStarting, 0, 0, ""
-		w.LaunchedAt, w.Infra, w.Resources = now(), infra, res
+	var np *state.Pool
+	var nw *state.PoolWorker
+	took, next, err := replicaset.Launched(ctx, e.workerSet(p), w.ID, w.Cluster, func() (bool, bool, error) {
+		var err error
+		np, nw, err = e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
+			w.SetupJobID, w.Status, w.Tries, w.NextTryAt, w.Reason = jobID, api.WorkerStarting, 0, 0, ""
+			w.LaunchedAt, w.Infra, w.Resources = now(), infra, res
+		})
+		return nw != nil, np != nil && np.Worker(w.ID) == nil, err
 	})
-	if errors.Is(err, state.ErrNotFound) {
-		// The pool went while the launch ran: nobody else knows of
-		// this cluster now.
-		log := ux.AppendLog(PoolControllerLogPath(e.Home, before.Name))
-		defer log.Close()
-		return controller.Result{}, e.downWorkerCluster(ctx, before, w.Cluster, log)
+	if !took {
+		return next, err
 	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	if nw == nil {
-		// Shut down (or the pool went) while the launch ran: the cluster
-		// it made must not stay behind.
-		if p != nil && (p.Worker(w.ID) == nil || p.Down != nil) {
-			log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-			defer log.Close()
-			return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
-		}
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
-	}
-	return e.watchSetup(ctx, p, nw)
+	return e.watchSetup(ctx, np, nw)
 }
 
 // clusterInfo is a cluster's infra and resources strings.

@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -160,6 +161,28 @@ func Mark(ctx context.Context, s Set, id int, from, status, why string) (control
 	s.Note("%s %d is %s: %s.", s.Noun(), id, status, why)
 	s.Poke()
 	return controller.Result{RequeueAfter: retryNow}, nil
+}
+
+// Launched records that member id's launch attempt submitted its job:
+// record is one conditional update of the set's row (PROVISIONING to
+// STARTING), saying whether it took and whether the member (or the
+// whole set, state.ErrNotFound) is gone. A member gone while its launch
+// ran leaves nobody else knowing of its cluster: that is torn down now.
+// One that moved on (retired) is its next step's to tear down.
+func Launched(ctx context.Context, s Set, id int, cluster string, record func() (took, gone bool, err error)) (bool, controller.Result, error) {
+	took, gone, err := record()
+	if errors.Is(err, state.ErrNotFound) {
+		gone, err = true, nil
+	}
+	switch {
+	case err != nil:
+		return false, controller.Result{}, err
+	case gone:
+		return false, controller.Result{}, s.Down(ctx, id, cluster)
+	case !took:
+		return false, controller.Result{RequeueAfter: retryNow}, nil
+	}
+	return true, controller.Result{}, nil
 }
 
 // Retire moves member id from status from to SHUTTING_DOWN, saying

@@ -246,3 +246,30 @@ func TestRetire(t *testing.T) {
 		t.Fatalf("moved member retired: %v %+v", err, s.members[2])
 	}
 }
+
+// TestLaunched: what recording a launched member does when the set or
+// the member went, or the member moved on, while the launch ran.
+func TestLaunched(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		took, gone bool
+		err        error
+		wantTook   bool
+		wantDown   bool
+		wantWait   time.Duration
+		wantErr    bool
+	}{
+		{name: "recorded", took: true, wantTook: true},
+		{name: "the set went: its cluster goes now", err: state.ErrNotFound, wantDown: true},
+		{name: "the member went: its cluster goes now", gone: true, wantDown: true},
+		{name: "retired meanwhile: its next step drops it", wantWait: retryNow},
+		{name: "the store failed", err: errors.New("disk full"), wantErr: true},
+	} {
+		s := newSet(Fields{Status: api.ReplicaProvisioning})
+		took, res, err := Launched(ctx, s, 1, "c-1", func() (bool, bool, error) { return tc.took, tc.gone, tc.err })
+		if took != tc.wantTook || (err != nil) != tc.wantErr || res.RequeueAfter != tc.wantWait || (len(s.downs) > 0) != tc.wantDown {
+			t.Errorf("%s: took %v res %+v err %v downs %v", tc.name, took, res, err, s.downs)
+		}
+	}
+}

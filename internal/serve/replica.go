@@ -230,25 +230,17 @@ func withSpot(res map[string]any, spot bool) map[string]any {
 // launched records a replica's job and address: STARTING, probed from now.
 func (e *Env) launched(ctx context.Context, s *state.Service, r *state.Replica, jobID int) (controller.Result, error) {
 	url, infra, res, spot := e.replicaAddress(ctx, s, r)
-	before := s
-	s, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
-		r.JobID, r.Status, r.Tries, r.NextTryAt, r.Reason = jobID, api.ReplicaStarting, 0, 0, ""
-		r.LaunchedAt, r.URL, r.Infra, r.Resources, r.Spot = now(), url, infra, res, spot
+	var nr *state.Replica
+	took, next, err := replicaset.Launched(ctx, e.replicaSet(s), r.ID, r.Cluster, func() (bool, bool, error) {
+		n, x, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
+			r.JobID, r.Status, r.Tries, r.NextTryAt, r.Reason = jobID, api.ReplicaStarting, 0, 0, ""
+			r.LaunchedAt, r.URL, r.Infra, r.Resources, r.Spot = now(), url, infra, res, spot
+		})
+		nr = x
+		return x != nil, n != nil && n.Replica(r.ID) == nil, err
 	})
-	if errors.Is(err, state.ErrNotFound) {
-		// The service went while the launch ran: nobody else knows of
-		// this cluster now.
-		log := replicaLog(e, before, r.ID)
-		defer log.Close()
-		return controller.Result{}, e.downCluster(ctx, before, r.Cluster, log)
-	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	if nr == nil {
-		// Retired while the launch ran: its step tears the cluster down.
-		e.pokeReplica(s.Name, r.ID)
-		return controller.Result{}, nil
+	if !took {
+		return next, err
 	}
 	e.note(s.Name, "Replica %d launched on %s (%s); probing %s.", r.ID, nr.Infra, nr.Resources, nr.URL)
 	return controller.Result{RequeueAfter: 200 * time.Millisecond}, nil
