@@ -563,3 +563,93 @@ setup: echo up
 	}
 	e.must("down", "-y", "cx-1")
 }
+
+// TestManagedPoolSetupFails: a worker whose setup fails is FAILED with
+// why, its cluster is torn down by its own step (the member controller's
+// clean-up, not the watch that saw the setup end), the pool is FAILED
+// and launches no other worker of the broken version; `pool down` then
+// removes the pool, failed worker and all.
+func TestManagedPoolSetupFails(t *testing.T) {
+	e := managedEnv(t)
+	y := writeFile(t, "pool.yaml", "pool:\n  workers: 1\nsetup: echo broken; exit 3\n")
+	e.must("jobs", "pool", "apply", "-y", "-p", "sf", y)
+	var out string
+	if !waitFor(60*time.Second, func() bool {
+		out = e.must("jobs", "pool", "status", "-a", "-v", "sf").stdout
+		return strings.Contains(out, "setup ended FAILED")
+	}) {
+		t.Fatalf("no FAILED worker:\n%s\n%s", out, e.serverLogTail())
+	}
+	if !waitFor(30*time.Second, func() bool { _, up := e.status(false)["sf-1"]; return !up }) {
+		t.Errorf("the failed worker's cluster sf-1 is still there: %+v", e.status(false)["sf-1"])
+	}
+	out = e.must("jobs", "pool", "status", "-a", "-v", "sf").stdout
+	if f := strings.Fields(strings.Split(out, "\n")[2]); !strings.Contains(out, "setup ended FAILED_SETUP; see sky jobs pool logs sf 1") || len(f) < 4 || f[3] != "FAILED" {
+		t.Errorf("the failed worker does not say why, or the pool is not FAILED:\n%s", out)
+	}
+	if log := e.must("jobs", "pool", "logs", "--no-follow", "sf", "1").stdout; !strings.Contains(log, "broken") || !strings.Contains(log, "Worker cluster sf-1 torn down.") {
+		t.Errorf("worker log: want the setup's output and its cluster's teardown:\n%s", log)
+	}
+	// The version is broken: no other worker is launched.
+	if out = e.must("jobs", "pool", "status", "-a", "sf").stdout; strings.Contains(out, "sf         2") {
+		t.Errorf("another worker was launched after the failure:\n%s", out)
+	}
+	if r := e.must("jobs", "pool", "down", "-y", "sf"); !strings.Contains(r.out(), "Pool 'sf' is torn down.") {
+		t.Errorf("pool down: %s", r)
+	}
+	if r := e.exec(cmdTimeout, nil, "jobs", "pool", "status", "sf"); r.code == 0 {
+		t.Errorf("pool sf still listed after down: %s", r)
+	}
+}
+
+// TestManagedPoolServerKilled: the API server, which runs the pool and
+// worker controllers, is killed -9 while a pool's workers launch and
+// run their setup, and again while the pool goes down. Each next
+// command starts a new server, whose controllers take every step again
+// or find it taken: the pool ends with its two workers READY, each
+// having run its setup once (a cut-off launch's setup job is adopted,
+// not submitted again), no other cluster made; and after the down no
+// cluster is left.
+func TestManagedPoolServerKilled(t *testing.T) {
+	e := managedEnv(t)
+	y := writeFile(t, "pool.yaml", "pool:\n  workers: 2\nsetup: sleep 2; echo once >> ~/setup_marker\n")
+	e.must("jobs", "pool", "apply", "-y", "-p", "kp", y)
+	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 1500 * time.Millisecond} {
+		time.Sleep(after)
+		if !e.killServer(t) {
+			t.Logf("no server to kill after %s", after)
+		}
+		e.poolWorkers("kp") // starts a new server
+	}
+	e.waitPool("kp", 90*time.Second, "2 READY workers", allReady(2, 1))
+	clusters := e.status(false)
+	for name := range clusters {
+		if name != "kp-1" && name != "kp-2" {
+			t.Errorf("cluster %s made beside the workers: %+v", name, clusters)
+		}
+	}
+	for _, w := range []string{"kp-1", "kp-2"} {
+		if b, _ := os.ReadFile(filepath.Join(e.nodeHome(w, 0), "setup_marker")); string(b) != "once\n" {
+			t.Errorf("worker %s: setup marker %q, want its setup run once", w, b)
+		}
+	}
+	// The down is recorded, then the server dies under it: the next
+	// server's controllers finish it.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.exec(cmdTimeout, nil, "jobs", "pool", "down", "-y", "kp")
+	}()
+	if !waitFor(30*time.Second, func() bool {
+		return strings.Contains(e.must("jobs", "pool", "status", "kp").stdout, "SHUTTING_DOWN")
+	}) {
+		t.Fatalf("pool kp not going down:\n%s", e.serverLogTail())
+	}
+	e.killServer(t)
+	<-done
+	if !waitFor(90*time.Second, func() bool {
+		return e.exec(cmdTimeout, nil, "jobs", "pool", "status", "kp").code != 0 && len(e.status(false)) == 0
+	}) {
+		t.Fatalf("pool kp or its clusters still there after down: %+v\n%s", e.status(false), e.serverLogTail())
+	}
+}

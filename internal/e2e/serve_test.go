@@ -225,3 +225,54 @@ func TestServeLogsAndDown(t *testing.T) {
 	}
 	t.Logf("after down: %s", e.exec(cmdTimeout, nil, "serve", "status", "logs"))
 }
+
+// TestServeServerKilled: the API server, which runs the service and
+// replica controllers, is killed -9 while a service's replicas launch
+// and are probed, and again while the service goes down. The next
+// server's controllers take every step again or find it taken: the
+// service ends with its two replicas READY and answering, no other
+// cluster made, and after the down no replica cluster is left.
+func TestServeServerKilled(t *testing.T) {
+	t.Parallel()
+	e := serveEnv(t)
+	e.requireServe()
+	bin := buildReplica(t, "")
+	yaml := writeFile(t, "svc.yaml", e.localYAML(bin, 1, fastProbe(30)+"replicas: 2\n"))
+	e.serveUp("sk", yaml)
+	for _, after := range []time.Duration{200 * time.Millisecond, 700 * time.Millisecond} {
+		time.Sleep(after)
+		if !e.killServer(t) {
+			t.Logf("no server to kill after %s", after)
+		}
+		e.service("sk") // starts a new server
+	}
+	s := e.waitService("sk", 60*time.Second, "2 READY", readyN(2, 1))
+	reachesReplicas(t, e.endpoint("sk"), 2, 1)
+	clusters := e.status(false)
+	for name := range clusters {
+		if !slices.ContainsFunc(s.Replicas, func(r svcReplica) bool { return r.Name == name }) {
+			t.Errorf("cluster %s made beside the replicas %v", name, s)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.exec(cmdTimeout, nil, "serve", "down", "-y", "sk")
+	}()
+	if !waitFor(30*time.Second, func() bool {
+		m, _, ok := e.tryServeStatus()
+		rec, has := m["sk"]
+		return ok && (!has || rec.Status == "SHUTTING_DOWN")
+	}) {
+		t.Fatalf("service sk not going down: %v", e.service("sk"))
+	}
+	e.killServer(t)
+	<-done
+	if !waitFor(60*time.Second, func() bool {
+		m, _, ok := e.tryServeStatus()
+		_, has := m["sk"]
+		return ok && !has && len(e.status(false)) == 0
+	}) {
+		t.Fatalf("service sk or its clusters still there after down: %v %+v\n%s", e.service("sk"), e.status(false), e.serverLogTail())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,7 +179,7 @@ func poolStatus(p *state.Pool) string {
 		switch {
 		case w.Status == api.WorkerReady:
 			return api.PoolReady
-		case w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision:
+		case api.ReplicaFailedStatus(w.Status):
 			failed = true
 		case activeWorker(w.Status):
 			live++
@@ -264,27 +265,18 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 		}
 		// Failed workers of older versions have said what they had to:
 		// a newer version replaces them (their clusters are gone).
-		kept := n.Workers[:0]
-		for _, w := range n.Workers {
-			if w.SpecVersion != n.SpecVersion && (w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision) {
-				changed = true
-				continue
-			}
-			kept = append(kept, w)
-		}
-		n.Workers = kept
 		// Versions no worker runs any more are dropped, the newest kept.
-		for v := range n.Specs {
-			used := v == n.SpecVersion
-			for _, w := range n.Workers {
-				used = used || w.SpecVersion == v
-			}
-			if !used {
-				delete(n.Specs, v)
-				dropped = append(dropped, v)
-				changed = true
-			}
+		ls := make([]replicaset.Listed, len(n.Workers))
+		for i, w := range n.Workers {
+			ls[i] = replicaset.Listed{ID: w.ID, Version: w.SpecVersion, Status: w.Status, CleanedUp: w.CleanedUp}
 		}
+		var gone []int
+		gone, dropped = replicaset.Prune(ls, n.SpecVersion, slices.Collect(maps.Keys(n.Specs)), replicaset.NoLimit)
+		n.Workers = slices.DeleteFunc(n.Workers, func(w *state.PoolWorker) bool { return slices.Contains(gone, w.ID) })
+		for _, v := range dropped {
+			delete(n.Specs, v)
+		}
+		changed = changed || len(gone)+len(dropped) > 0
 		if len(added) == 0 && len(removed) == 0 && !changed {
 			return state.ErrNoChange
 		}
@@ -409,7 +401,7 @@ func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
 		ph := replicaset.PhaseOf(w.Status)
 		in.Members = append(in.Members, replicaset.Member{ID: w.ID, Version: w.SpecVersion, Phase: ph, Busy: busy[w.ID]})
 		if w.SpecVersion == p.SpecVersion {
-			failedLatest = failedLatest || w.Status == api.WorkerFailed || w.Status == api.WorkerFailedProvision
+			failedLatest = failedLatest || api.ReplicaFailedStatus(w.Status)
 			if ph == replicaset.Ready {
 				newReady++
 			}
@@ -421,8 +413,8 @@ func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
 }
 
 // poolDownSteps carries out `pool down`: the pool's jobs are cancelled
-// and waited for (at most poolDownJobsWait), then every worker is torn
-// down, then the pool is removed.
+// and waited for (at most poolDownJobsWait), then every worker is
+// retired and torn down by its controller, then the pool is removed.
 func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Result, error) {
 	jobs, err := e.poolJobs(ctx, p.Name)
 	if err != nil {
@@ -451,10 +443,12 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 	if len(jobs) > 0 && now()-p.Down.JobsCancelledAt < poolDownJobsWait.Seconds() {
 		return controller.Result{RequeueAfter: 2 * time.Second}, nil
 	}
+	// Every worker goes through its own controller (replicaset.Step:
+	// drop), as a retired one does; the pool goes once none is left.
 	p, err = e.Store.UpdatePool(ctx, p.Name, func(n *state.Pool) error {
 		changed := false
 		for _, w := range n.Workers {
-			if w.Status != api.WorkerShuttingDown {
+			if replicaset.Retiring(w.Status, w.CleanedUp) {
 				w.Status, changed = api.WorkerShuttingDown, true
 			}
 		}
@@ -466,20 +460,15 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 	if err != nil {
 		return controller.Result{}, err
 	}
-	log := ux.AppendLog(PoolControllerLogPath(e.Home, p.Name))
-	defer log.Close()
-	errs := make([]error, len(p.Workers))
-	var wg sync.WaitGroup
-	for i, w := range p.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = e.downWorkerCluster(ctx, p, w.Cluster, log)
-		}()
+	pending := 0
+	for _, w := range p.Workers {
+		if w.Status == api.WorkerShuttingDown {
+			pending++
+			e.pokeWorker(p.Name, w.ID)
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil && !p.Down.Purge {
-		return controller.Result{}, err
+	if pending > 0 {
+		return controller.Result{RequeueAfter: 500 * time.Millisecond}, nil
 	}
 	if err := e.Store.DeletePool(ctx, p.Name, p.Version); err != nil {
 		if errors.Is(err, state.ErrConflict) {
@@ -488,7 +477,7 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 		return controller.Result{}, err
 	}
 	_ = os.RemoveAll(filepath.Join(paths.ServerDir(e.Home), "pools", p.Name))
-	fmt.Fprintf(log, "%s Pool %s torn down.\n", time.Now().Format("2006-01-02 15:04:05.000"), p.Name)
+	e.poolNote(p.Name, "Pool %s torn down.", p.Name)
 	return controller.Result{}, nil
 }
 
@@ -497,34 +486,23 @@ func (e *Env) downWorkerCluster(ctx context.Context, p *state.Pool, cluster stri
 	return e.Backend.DownIfExists(ctx, cluster, poolOwner(p), "worker", log)
 }
 
-// reconcileWorker takes the next step of one worker.
+// reconcileWorker takes the next step of one worker (replicaset.Step).
 func (e *Env) reconcileWorker(ctx context.Context, key string) (controller.Result, error) {
-	name, id, err := replicaset.ParseKey(key)
-	if err != nil {
-		return controller.Result{}, err
-	}
-	p, err := e.Store.GetPool(ctx, name)
-	if errors.Is(err, state.ErrNotFound) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	w := p.Worker(id)
-	if w == nil || p.Down != nil {
-		return controller.Result{}, nil // the pool's down steps own the teardown
-	}
-	switch w.Status {
-	case api.WorkerPending, api.WorkerProvisioning:
-		return e.launchWorker(ctx, p, w)
-	case api.WorkerStarting:
-		return e.watchSetup(ctx, p, w)
-	case api.WorkerReady, api.WorkerNotReady:
-		return e.watchWorker(ctx, p, w)
-	case api.WorkerShuttingDown, api.WorkerPreempted:
-		return e.removeWorker(ctx, p, w)
-	}
-	return controller.Result{}, nil
+	return replicaset.Reconcile(ctx, key, func(ctx context.Context, name string, id int) (replicaset.Members, *replicaset.Stepped, error) {
+		p, err := e.Store.GetPool(ctx, name)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		w := p.Worker(id)
+		if w == nil || (p.Down != nil && w.Status != api.WorkerShuttingDown) {
+			return nil, nil, nil // the pool's down steps retire it first
+		}
+		return e.workerSet(p), &replicaset.Stepped{ID: id, Status: w.Status, Cluster: w.Cluster, CleanedUp: w.CleanedUp,
+			Force: p.Down != nil && p.Down.Purge}, nil
+	})
 }
 
 // setWorker applies edit to worker id if it is still in one of the from
@@ -564,6 +542,7 @@ func (x *workers) Move(ctx context.Context, id int, from []string, edit func(*re
 		f := workerFields(w)
 		edit(&f)
 		w.Status, w.Reason, w.Attempt, w.Tries, w.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
+		w.CleanedUp = f.CleanedUp
 		if f.Disowned {
 			// The cluster of that name is not the worker's: no job is
 			// matched to it and the worker never tears it down.
@@ -602,9 +581,29 @@ func (x *workers) Note(format string, args ...any) { x.e.poolNote(x.row.Name, fo
 
 func (x *workers) Poke() { x.e.pokePool(x.row.Name) }
 
+func (x *workers) Launch(ctx context.Context, id int) (controller.Result, error) {
+	return x.e.launchWorker(ctx, x.row, x.row.Worker(id))
+}
+
+func (x *workers) Watch(ctx context.Context, id int) (controller.Result, error) {
+	if w := x.row.Worker(id); w.Status == api.WorkerStarting {
+		return x.e.watchSetup(ctx, x.row, w)
+	}
+	return x.e.watchWorker(ctx, x.row, x.row.Worker(id))
+}
+
+// Drain lets a worker go at once: the pool controller retires only
+// workers with no job on them, under the assignment lock.
+func (x *workers) Drain(context.Context, int) time.Duration { return 0 }
+
+func (x *workers) CleanUp(ctx context.Context, id int) (controller.Result, error) {
+	w := x.row.Worker(id)
+	return replicaset.CleanUp(ctx, x, id, w.Status, w.Cluster)
+}
+
 // workerFields are a worker's lifecycle fields.
 func workerFields(w *state.PoolWorker) replicaset.Fields {
-	return replicaset.Fields{Status: w.Status, Reason: w.Reason, Attempt: w.Attempt, Tries: w.Tries, NextTryAt: w.NextTryAt}
+	return replicaset.Fields{Status: w.Status, Reason: w.Reason, Attempt: w.Attempt, Tries: w.Tries, NextTryAt: w.NextTryAt, CleanedUp: w.CleanedUp}
 }
 
 // launchWorker runs one launch attempt of a worker: adopt the setup job
@@ -620,10 +619,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 	w = p.Worker(w.ID)
 	spec := p.Specs[w.SpecVersion]
 	if spec == nil {
-		_, _, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-			w.Status, w.Reason = api.WorkerShuttingDown, "its pool version is gone"
-		})
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		return replicaset.Retire(ctx, set, w.ID, api.WorkerProvisioning, "its pool version is gone")
 	}
 	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
 	defer log.Close()
@@ -640,8 +636,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 		// <name>-<id>): it is neither adopted nor ever torn down.
 		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a worker of pool %s; tear it down or give the pool another name", w.Cluster, p.Name),
 		Announce: fmt.Sprintf("Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)}
-	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: poolOwner(p)}
-	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+	return replicaset.Launch(ctx, set, e.poolCloud(p), a, func(jobID int) (controller.Result, error) {
 		return e.setupSubmitted(ctx, p, w, jobID)
 	}, e.retryGap, now)
 }
@@ -649,32 +644,20 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 // setupSubmitted records a worker's setup job (0: no setup: READY now).
 func (e *Env) setupSubmitted(ctx context.Context, p *state.Pool, w *state.PoolWorker, jobID int) (controller.Result, error) {
 	infra, res := e.clusterInfo(ctx, w.Cluster)
-	before := p
-	p, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
-		w.SetupJobID, w.Status, w.Tries, w.NextTryAt, w.Reason = jobID, api.WorkerStarting, 0, 0, ""
-		w.LaunchedAt, w.Infra, w.Resources = now(), infra, res
+	var np *state.Pool
+	var nw *state.PoolWorker
+	took, next, err := replicaset.Launched(ctx, e.workerSet(p), w.ID, w.Cluster, func() (bool, bool, error) {
+		var err error
+		np, nw, err = e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
+			w.SetupJobID, w.Status, w.Tries, w.NextTryAt, w.Reason = jobID, api.WorkerStarting, 0, 0, ""
+			w.LaunchedAt, w.Infra, w.Resources = now(), infra, res
+		})
+		return nw != nil, np != nil && np.Worker(w.ID) == nil, err
 	})
-	if errors.Is(err, state.ErrNotFound) {
-		// The pool went while the launch ran: nobody else knows of
-		// this cluster now.
-		log := ux.AppendLog(PoolControllerLogPath(e.Home, before.Name))
-		defer log.Close()
-		return controller.Result{}, e.downWorkerCluster(ctx, before, w.Cluster, log)
+	if !took {
+		return next, err
 	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	if nw == nil {
-		// Shut down (or the pool went) while the launch ran: the cluster
-		// it made must not stay behind.
-		if p != nil && (p.Worker(w.ID) == nil || p.Down != nil) {
-			log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-			defer log.Close()
-			return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
-		}
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
-	}
-	return e.watchSetup(ctx, p, nw)
+	return e.watchSetup(ctx, np, nw)
 }
 
 // clusterInfo is a cluster's infra and resources strings.
@@ -690,32 +673,30 @@ func (e *Env) clusterInfo(ctx context.Context, name string) (infra, res string) 
 	return h.Infra, backend.ClusterResources(c.NumNodes, h)
 }
 
-// watchSetup follows a worker's setup job to its end: READY when it
-// succeeded, FAILED when it failed; a worker whose cluster went is
-// launched again.
+// watchSetup follows a worker's setup job to its end (replicaset.Watch:
+// a worker whose cluster or job went is PREEMPTED, and launched again):
+// READY when it succeeded, FAILED when it failed.
 func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	status := agentapi.StatusSucceeded
-	if w.SetupJobID > 0 {
-		job, err := e.Backend.AgentJob(ctx, w.Cluster, poolOwner(p), w.SetupJobID)
-		if err != nil || job == nil {
-			alive, aerr := e.Backend.ClusterAlive(ctx, w.Cluster)
-			if aerr != nil {
-				return controller.Result{}, aerr
-			}
-			if !alive || job == nil {
-				return e.workerLost(ctx, p, w, api.WorkerStarting, "its cluster was lost during setup")
-			}
-			return controller.Result{RequeueAfter: time.Second}, nil
-		}
-		if !job.Status.Terminal() {
+	if w.SetupJobID == 0 {
+		return e.setupEnded(ctx, p, w, agentapi.StatusSucceeded)
+	}
+	wd := replicaset.Watched{ID: w.ID, Status: api.WorkerStarting, Cluster: w.Cluster, JobID: w.SetupJobID,
+		Every: time.Second, LostWhy: "its cluster was lost during setup"}
+	return replicaset.Watch(ctx, e.workerSet(p), e.poolCloud(p), wd, func(seen replicaset.Verdict, job *agentapi.Job) (controller.Result, error) {
+		if seen != replicaset.JobEnded {
 			return controller.Result{RequeueAfter: 300 * time.Millisecond}, nil
 		}
-		status = job.Status
 		log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-		fmt.Fprintf(log, "Setup job %d ended %s. Its log:\n", w.SetupJobID, status)
+		fmt.Fprintf(log, "Setup job %d ended %s. Its log:\n", w.SetupJobID, job.Status)
 		_ = e.Backend.CopyJobLog(ctx, w.Cluster, poolOwner(p), w.SetupJobID, 0, false, log)
 		log.Close()
-	}
+		return e.setupEnded(ctx, p, w, job.Status)
+	})
+}
+
+// setupEnded makes a worker whose setup ended READY, or FAILED when the
+// setup did not succeed (its next step tears its cluster down).
+func (e *Env) setupEnded(ctx context.Context, p *state.Pool, w *state.PoolWorker, status agentapi.Status) (controller.Result, error) {
 	next, reason := api.WorkerReady, ""
 	if status != agentapi.StatusSucceeded {
 		next, reason = api.WorkerFailed, fmt.Sprintf("setup ended %s; see sky jobs pool logs %s %d", status, p.Name, w.ID)
@@ -742,27 +723,26 @@ func (e *Env) watchSetup(ctx context.Context, p *state.Pool, w *state.PoolWorker
 		return controller.Result{RequeueAfter: workerWatchEvery}, nil
 	}
 	e.poolNote(p.Name, "Worker %d FAILED: %s.", w.ID, reason)
-	// A failed worker's cluster goes; the worker stays listed with why.
-	log := ux.AppendLog(WorkerLogPath(e.Home, p.Name, w.ID))
-	defer log.Close()
 	e.pokePool(p.Name)
-	return controller.Result{}, e.downWorkerCluster(ctx, p, w.Cluster, log)
+	return controller.Result{RequeueAfter: 10 * time.Millisecond}, nil
 }
 
-// watchWorker looks at a READY worker's cluster: one that is gone is
-// PREEMPTED, and replaced by the pool controller.
+// watchWorker looks at a READY worker's cluster (replicaset.Watch: one
+// that is gone is PREEMPTED, and replaced by the pool controller), and
+// ends the runs cancelled jobs left on it.
 func (e *Env) watchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	alive, err := e.Backend.ClusterAlive(ctx, w.Cluster)
-	if err != nil {
+	wd := replicaset.Watched{ID: w.ID, Status: w.Status, Cluster: w.Cluster, Every: workerWatchEvery}
+	return replicaset.Watch(ctx, e.workerSet(p), e.poolCloud(p), wd, func(replicaset.Verdict, *agentapi.Job) (controller.Result, error) {
+		if len(w.Leftovers) > 0 {
+			return e.endLeftovers(ctx, p, w)
+		}
 		return controller.Result{RequeueAfter: workerWatchEvery}, nil
-	}
-	if !alive {
-		return e.workerLost(ctx, p, w, w.Status, "its cluster was lost (preempted or failed)")
-	}
-	if len(w.Leftovers) > 0 {
-		return e.endLeftovers(ctx, p, w)
-	}
-	return controller.Result{RequeueAfter: workerWatchEvery}, nil
+	})
+}
+
+// poolCloud is what the pool's workers are launched and watched through.
+func (e *Env) poolCloud(p *state.Pool) replicaset.Cloud {
+	return replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: poolOwner(p)}
 }
 
 // endLeftovers ends the runs that cancelled jobs left on a worker that
@@ -794,16 +774,6 @@ func (e *Env) endLeftovers(ctx context.Context, p *state.Pool, w *state.PoolWork
 	}
 	e.kick() // jobs waiting for a worker may take it
 	return controller.Result{RequeueAfter: workerWatchEvery}, nil
-}
-
-// workerLost marks a worker whose cluster went PREEMPTED.
-func (e *Env) workerLost(ctx context.Context, p *state.Pool, w *state.PoolWorker, from, why string) (controller.Result, error) {
-	return replicaset.Lost(ctx, e.workerSet(p), w.ID, from, why)
-}
-
-// removeWorker tears a worker's cluster down and drops the worker.
-func (e *Env) removeWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	return replicaset.Drop(ctx, e.workerSet(p), w.ID, w.Cluster, []string{api.WorkerShuttingDown, api.WorkerPreempted}, false)
 }
 
 // demand is what a task asks of a worker's node.

@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -31,6 +32,9 @@ type Fields struct {
 	// set did not make: that cluster is never adopted or torn down as
 	// the member's.
 	Disowned bool
+	// CleanedUp says a failed member has no cluster left of its own to
+	// tear down.
+	CleanedUp bool
 }
 
 // Set is one replica set as the lifecycle steps see it; SkyServe
@@ -104,7 +108,8 @@ func Failed(ctx context.Context, s Set, id int, cause error, final bool, gap fun
 		wait = gap(f.Tries)
 		f.Status, f.NextTryAt, f.Reason = api.ReplicaPending, now+wait.Seconds(), why
 		if final {
-			f.Status = api.ReplicaFailedProvision
+			// A failed launch leaves no cluster behind (Launch tore it down).
+			f.Status, f.CleanedUp = api.ReplicaFailedProvision, true
 		}
 	})
 	if err != nil || !ok {
@@ -124,7 +129,7 @@ func Failed(ctx context.Context, s Set, id int, cause error, final bool, gap fun
 // and Disowned.
 func Foreign(ctx context.Context, s Set, id int, why string) (controller.Result, error) {
 	_, err := s.Move(ctx, id, []string{api.ReplicaProvisioning}, func(f *Fields) {
-		f.Status, f.Reason, f.Disowned = api.ReplicaFailedProvision, why, true
+		f.Status, f.Reason, f.Disowned, f.CleanedUp = api.ReplicaFailedProvision, why, true, true
 	})
 	s.Note("%s %d: %s.", s.Noun(), id, why)
 	s.Poke()
@@ -158,6 +163,37 @@ func Mark(ctx context.Context, s Set, id int, from, status, why string) (control
 	return controller.Result{RequeueAfter: retryNow}, nil
 }
 
+// Launched records that member id's launch attempt submitted its job:
+// record is one conditional update of the set's row (PROVISIONING to
+// STARTING), saying whether it took and whether the member (or the
+// whole set, state.ErrNotFound) is gone. A member gone while its launch
+// ran leaves nobody else knowing of its cluster: that is torn down now.
+// One that moved on (retired) is its next step's to tear down.
+func Launched(ctx context.Context, s Set, id int, cluster string, record func() (took, gone bool, err error)) (bool, controller.Result, error) {
+	took, gone, err := record()
+	if errors.Is(err, state.ErrNotFound) {
+		gone, err = true, nil
+	}
+	switch {
+	case err != nil:
+		return false, controller.Result{}, err
+	case gone:
+		return false, controller.Result{}, s.Down(ctx, id, cluster)
+	case !took:
+		return false, controller.Result{RequeueAfter: retryNow}, nil
+	}
+	return true, controller.Result{}, nil
+}
+
+// Retire moves member id from status from to SHUTTING_DOWN, saying
+// why; its next steps drain it and tear its cluster down (Step).
+func Retire(ctx context.Context, s Set, id int, from, why string) (controller.Result, error) {
+	_, err := s.Move(ctx, id, []string{from}, func(f *Fields) {
+		f.Status, f.Reason = api.ReplicaShuttingDown, why
+	})
+	return controller.Result{RequeueAfter: retryNow}, err
+}
+
 // Drop tears member id's cluster down and removes the member if its
 // status is still one of from. With force a cluster that would not go
 // does not keep the member (the user purges).
@@ -171,6 +207,21 @@ func Drop(ctx context.Context, s Set, id int, cluster string, from []string, for
 	s.Note("%s %d removed.", s.Noun(), id)
 	s.Poke()
 	return controller.Result{}, nil
+}
+
+// CleanUp tears failed member id's cluster down; the member stays
+// listed with why it failed, cleaned up, or FAILED_CLEANUP saying why
+// its cluster would not go.
+func CleanUp(ctx context.Context, s Set, id int, status, cluster string) (controller.Result, error) {
+	derr := s.Down(ctx, id, cluster)
+	_, err := s.Move(ctx, id, []string{status}, func(f *Fields) {
+		f.CleanedUp = true
+		if derr != nil {
+			f.Status, f.Reason = api.ReplicaFailedCleanup, firstLine(derr.Error())
+		}
+	})
+	s.Poke()
+	return controller.Result{}, err
 }
 
 // firstLine is the reason a note and a member record show for an error:

@@ -231,3 +231,45 @@ func TestLaunchRefusesAForeignCluster(t *testing.T) {
 		t.Fatalf("a foreign cluster was launched on or torn down: log %q downs %v", log.String(), s.downs)
 	}
 }
+
+func TestRetire(t *testing.T) {
+	ctx := context.Background()
+	s := newSet(Fields{Status: api.ReplicaProvisioning}, Fields{Status: api.ReplicaReady})
+	if _, err := Retire(ctx, s, 1, api.ReplicaProvisioning, "its version is gone"); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.members[1]; f.Status != api.ReplicaShuttingDown || f.Reason != "its version is gone" {
+		t.Fatalf("retired: %+v", f)
+	}
+	// Moved on meanwhile: left where it is.
+	if _, err := Retire(ctx, s, 2, api.ReplicaProvisioning, "x"); err != nil || s.members[2].Status != api.ReplicaReady {
+		t.Fatalf("moved member retired: %v %+v", err, s.members[2])
+	}
+}
+
+// TestLaunched: what recording a launched member does when the set or
+// the member went, or the member moved on, while the launch ran.
+func TestLaunched(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		took, gone bool
+		err        error
+		wantTook   bool
+		wantDown   bool
+		wantWait   time.Duration
+		wantErr    bool
+	}{
+		{name: "recorded", took: true, wantTook: true},
+		{name: "the set went: its cluster goes now", err: state.ErrNotFound, wantDown: true},
+		{name: "the member went: its cluster goes now", gone: true, wantDown: true},
+		{name: "retired meanwhile: its next step drops it", wantWait: retryNow},
+		{name: "the store failed", err: errors.New("disk full"), wantErr: true},
+	} {
+		s := newSet(Fields{Status: api.ReplicaProvisioning})
+		took, res, err := Launched(ctx, s, 1, "c-1", func() (bool, bool, error) { return tc.took, tc.gone, tc.err })
+		if took != tc.wantTook || (err != nil) != tc.wantErr || res.RequeueAfter != tc.wantWait || (len(s.downs) > 0) != tc.wantDown {
+			t.Errorf("%s: took %v res %+v err %v downs %v", tc.name, took, res, err, s.downs)
+		}
+	}
+}

@@ -5,7 +5,11 @@
 // pure functions of the set's members (Nomad's reconcile style: inputs
 // in, a plan of actions out), so that every rule is tested without a
 // cluster; the controllers of internal/serve and internal/jobs carry the
-// plans out with conditional updates of their own rows.
+// plans out with conditional updates of their own rows. A member's own
+// life — launch, watch for a lost cluster, drain, drop, clean-up — is
+// one member controller (Step) over the set's hooks (Members): SkyServe
+// adds its readiness probe and load-balancer drain, pools their setup
+// job and job placement.
 package replicaset
 
 import (

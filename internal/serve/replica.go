@@ -21,36 +21,23 @@ import (
 	"github.com/skygo/skygo/internal/ux"
 )
 
-// reconcileReplica takes the next step of one replica.
+// reconcileReplica takes the next step of one replica (replicaset.Step).
 func (e *Env) reconcileReplica(ctx context.Context, key string) (controller.Result, error) {
-	name, id, err := replicaset.ParseKey(key)
-	if err != nil {
-		return controller.Result{}, err
-	}
-	s, err := e.Store.GetService(ctx, name)
-	if errors.Is(err, state.ErrNotFound) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	r := s.Replica(id)
-	if r == nil {
-		return controller.Result{}, nil
-	}
-	switch {
-	case r.Status == api.ReplicaPending || r.Status == api.ReplicaProvisioning:
-		return e.launchReplica(ctx, s, r)
-	case r.Status == api.ReplicaStarting || r.Status == api.ReplicaReady || r.Status == api.ReplicaNotReady:
-		return e.watchReplica(ctx, s, r)
-	case r.Status == api.ReplicaShuttingDown:
-		return e.retireReplica(ctx, s, r)
-	case r.Status == api.ReplicaPreempted:
-		return e.dropReplica(ctx, s, r)
-	case api.ReplicaFailedStatus(r.Status) && !r.CleanedUp:
-		return e.cleanUpFailed(ctx, s, r)
-	}
-	return controller.Result{}, nil
+	return replicaset.Reconcile(ctx, key, func(ctx context.Context, name string, id int) (replicaset.Members, *replicaset.Stepped, error) {
+		s, err := e.Store.GetService(ctx, name)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		r := s.Replica(id)
+		if r == nil {
+			return nil, nil, nil
+		}
+		return e.replicaSet(s), &replicaset.Stepped{ID: id, Status: r.Status, Cluster: r.Cluster, CleanedUp: r.CleanedUp,
+			Force: s.Down != nil && s.Down.Purge}, nil
+	})
 }
 
 // setReplica applies edit to replica id if it is still in one of the
@@ -92,12 +79,11 @@ func (x *replicas) Move(ctx context.Context, id int, from []string, edit func(*r
 	s, r, err := x.e.setReplica(ctx, x.row.Name, id, from, func(_ *state.Service, r *state.Replica) {
 		f := fields(r)
 		edit(&f)
-		r.Status, r.Reason, r.Attempt, r.Tries, r.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
-		// A replica that failed to provision has no cluster left of its
-		// own to tear down (and a disowned one never had).
-		if f.Disowned || f.Status == api.ReplicaFailedProvision {
-			r.CleanedUp = true
+		if f.Status == api.ReplicaShuttingDown && r.Status != api.ReplicaShuttingDown {
+			r.RetiredAt = now() // its drain is timed from now (drainLimit)
 		}
+		r.Status, r.Reason, r.Attempt, r.Tries, r.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
+		r.CleanedUp = f.CleanedUp
 	})
 	if s != nil {
 		x.row = s
@@ -131,6 +117,47 @@ func (x *replicas) Note(format string, args ...any) { x.e.note(x.row.Name, forma
 
 func (x *replicas) Poke() { x.e.pokeService(x.row.Name) }
 
+func (x *replicas) Launch(ctx context.Context, id int) (controller.Result, error) {
+	return x.e.launchReplica(ctx, x.row, x.row.Replica(id))
+}
+
+func (x *replicas) Watch(ctx context.Context, id int) (controller.Result, error) {
+	return x.e.watchReplica(ctx, x.row, x.row.Replica(id))
+}
+
+// Drain holds a retired replica until the load balancer took a ready
+// set without it and it serves no request, or drainLimit passed.
+func (x *replicas) Drain(ctx context.Context, id int) time.Duration {
+	s, r := x.row, x.row.Replica(id)
+	st, err := x.e.lbState(ctx, s)
+	if err != nil {
+		return 0
+	}
+	pushedOut := !slices.Contains(pushedIDs(s.LB.Pushed), r.ID) && st.Generation >= s.LB.Generation
+	if (!pushedOut || st.InFlight[r.ID] > 0) && now()-r.RetiredAt < drainLimit.Seconds() {
+		if !pushedOut {
+			x.e.pokeService(s.Name)
+		}
+		return 100 * time.Millisecond
+	}
+	return 0
+}
+
+// CleanUp keeps a failed replica's job log in its log before its
+// cluster goes, so `sky serve logs` still shows why it failed.
+func (x *replicas) CleanUp(ctx context.Context, id int) (controller.Result, error) {
+	r := x.row.Replica(id)
+	log := replicaLog(x.e, x.row, id)
+	x.e.keepJobLog(ctx, x.row, r, log)
+	log.Close()
+	return replicaset.CleanUp(ctx, x, id, r.Status, r.Cluster)
+}
+
+// cloud is what the service's replicas are launched and watched through.
+func (e *Env) cloud(s *state.Service) replicaset.Cloud {
+	return replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: owner(s)}
+}
+
 // launchReplica runs one launch attempt of a replica: adopt the job a
 // cut-off attempt left, or launch the cluster with the version's task.
 func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
@@ -142,10 +169,7 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 	r = s.Replica(r.ID)
 	v := s.Versions[r.Version]
 	if v == nil {
-		_, _, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
-			r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, now(), "its version is gone"
-		})
-		return controller.Result{RequeueAfter: 10 * time.Millisecond}, err
+		return replicaset.Retire(ctx, set, r.ID, api.ReplicaProvisioning, "its version is gone")
 	}
 	tag := replicaTag(s.Name, r.ID, r.Attempt)
 	log := replicaLog(e, s, r.ID)
@@ -167,8 +191,7 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 		// worker): it is neither adopted nor ever torn down.
 		Foreign:  fmt.Sprintf("a cluster named %s already exists and is not a replica of service %s; tear it down or give the service another name", r.Cluster, s.Name),
 		Announce: fmt.Sprintf("Launching replica %d of service %s (version %d, attempt %d) on cluster %s.", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)}
-	cloud := replicaset.Cloud{Store: e.Store, Backend: e.Backend, Plan: e.Plan, Owner: owner(s)}
-	return replicaset.Launch(ctx, set, cloud, a, func(jobID int) (controller.Result, error) {
+	return replicaset.Launch(ctx, set, e.cloud(s), a, func(jobID int) (controller.Result, error) {
 		return e.launched(ctx, s, r, jobID)
 	}, e.retryGap, now)
 }
@@ -190,25 +213,17 @@ func withSpot(res resources.Spec, spot bool) resources.Spec {
 // launched records a replica's job and address: STARTING, probed from now.
 func (e *Env) launched(ctx context.Context, s *state.Service, r *state.Replica, jobID int) (controller.Result, error) {
 	url, infra, res, spot := e.replicaAddress(ctx, s, r)
-	before := s
-	s, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
-		r.JobID, r.Status, r.Tries, r.NextTryAt, r.Reason = jobID, api.ReplicaStarting, 0, 0, ""
-		r.LaunchedAt, r.URL, r.Infra, r.Resources, r.Spot = now(), url, infra, res, spot
+	var nr *state.Replica
+	took, next, err := replicaset.Launched(ctx, e.replicaSet(s), r.ID, r.Cluster, func() (bool, bool, error) {
+		n, x, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
+			r.JobID, r.Status, r.Tries, r.NextTryAt, r.Reason = jobID, api.ReplicaStarting, 0, 0, ""
+			r.LaunchedAt, r.URL, r.Infra, r.Resources, r.Spot = now(), url, infra, res, spot
+		})
+		nr = x
+		return x != nil, n != nil && n.Replica(r.ID) == nil, err
 	})
-	if errors.Is(err, state.ErrNotFound) {
-		// The service went while the launch ran: nobody else knows of
-		// this cluster now.
-		log := replicaLog(e, before, r.ID)
-		defer log.Close()
-		return controller.Result{}, e.downCluster(ctx, before, r.Cluster, log)
-	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	if nr == nil {
-		// Retired while the launch ran: its step tears the cluster down.
-		e.pokeReplica(s.Name, r.ID)
-		return controller.Result{}, nil
+	if !took {
+		return next, err
 	}
 	e.note(s.Name, "Replica %d launched on %s (%s); probing %s.", r.ID, nr.Infra, nr.Resources, nr.URL)
 	return controller.Result{RequeueAfter: 200 * time.Millisecond}, nil
@@ -236,7 +251,8 @@ func (e *Env) replicaAddress(ctx context.Context, s *state.Service, r *state.Rep
 	return "http://" + net.JoinHostPort(head, strconv.Itoa(port)), h.Infra, backend.ClusterResources(c.NumNodes, h), h.UseSpot
 }
 
-// watchReplica follows a replica's job and probes its readiness.
+// watchReplica follows a replica's job (replicaset.Watch: a lost
+// cluster or job makes it PREEMPTED) and probes its readiness.
 func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
 	v := s.Versions[r.Version]
 	if v == nil {
@@ -244,23 +260,18 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 	}
 	pr := v.Service.Probe
 	every := time.Duration(max(pr.EndpointProbeIntervalSeconds, 0.1) * float64(time.Second))
-	job, err := e.Backend.AgentJob(ctx, r.Cluster, owner(s), r.JobID)
-	if err != nil || job == nil {
-		alive, aerr := e.Backend.ClusterAlive(ctx, r.Cluster)
-		if aerr == nil && !alive {
-			return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
+	w := replicaset.Watched{ID: r.ID, Status: r.Status, Cluster: r.Cluster, JobID: r.JobID, Every: every}
+	return replicaset.Watch(ctx, e.replicaSet(s), e.cloud(s), w, func(seen replicaset.Verdict, job *agentapi.Job) (controller.Result, error) {
+		if seen == replicaset.JobEnded {
+			return e.replicaFailed(ctx, s, r, api.ReplicaFailed, fmt.Sprintf("its run ended %s; see sky serve logs %s %d", job.Status, s.Name, r.ID))
 		}
-		if job == nil && aerr == nil && err == nil {
-			return e.replicaLost(ctx, s, r, "its job is gone from its cluster")
-		}
-		return controller.Result{RequeueAfter: every}, nil
-	}
-	if job.Status.Terminal() {
-		if alive, _ := e.Backend.ClusterAlive(ctx, r.Cluster); !alive {
-			return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
-		}
-		return e.replicaFailed(ctx, s, r, api.ReplicaFailed, fmt.Sprintf("its run ended %s; see sky serve logs %s %d", job.Status, s.Name, r.ID))
-	}
+		return e.probeReplica(ctx, s, r, pr, job, every)
+	})
+}
+
+// probeReplica probes a replica whose job runs: READY when the probe
+// passes, NOT_READY when it fails, failed when it fails too long.
+func (e *Env) probeReplica(ctx context.Context, s *state.Service, r *state.Replica, pr api.ProbeSpec, job *agentapi.Job, every time.Duration) (controller.Result, error) {
 	if job.Status != agentapi.StatusRunning && r.Status == api.ReplicaStarting {
 		// Still in setup (or waiting for resources): nothing answers yet,
 		// but the initial delay runs.
@@ -298,8 +309,8 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 		e.pokeService(s.Name)
 		return controller.Result{RequeueAfter: every}, nil
 	}
-	if alive, aerr := e.Backend.ClusterAlive(ctx, r.Cluster); aerr == nil && !alive {
-		return e.replicaLost(ctx, s, r, "its cluster was lost (preempted or failed)")
+	if seen, _ := e.cloud(s).Look(ctx, r.Cluster, 0); seen == replicaset.ClusterLost {
+		return replicaset.Lost(ctx, e.replicaSet(s), r.ID, r.Status, replicaset.LostCluster)
 	}
 	if r.ReadyAt == 0 {
 		if t-r.LaunchedAt > pr.InitialDelaySeconds {
@@ -329,33 +340,10 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 	return controller.Result{RequeueAfter: every}, nil
 }
 
-// replicaLost marks a replica whose cluster went PREEMPTED; the service
-// controller launches another in its place.
-func (e *Env) replicaLost(ctx context.Context, s *state.Service, r *state.Replica, why string) (controller.Result, error) {
-	return replicaset.Lost(ctx, e.replicaSet(s), r.ID, r.Status, why)
-}
-
 // replicaFailed marks a replica failed (status one of the failed set),
 // out of the ready set at once; its cluster goes next.
 func (e *Env) replicaFailed(ctx context.Context, s *state.Service, r *state.Replica, status, why string) (controller.Result, error) {
 	return replicaset.Mark(ctx, e.replicaSet(s), r.ID, r.Status, status, why)
-}
-
-// cleanUpFailed tears a failed replica's cluster down (its job's log is
-// kept in the replica log first); the replica stays listed with why.
-func (e *Env) cleanUpFailed(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
-	log := replicaLog(e, s, r.ID)
-	defer log.Close()
-	e.keepJobLog(ctx, s, r, log)
-	err := e.downCluster(ctx, s, r.Cluster, log)
-	_, _, uerr := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
-		r.CleanedUp = true
-		if err != nil {
-			r.Status, r.Reason = api.ReplicaFailedCleanup, firstLine(err.Error())
-		}
-	})
-	e.pokeService(s.Name)
-	return controller.Result{}, uerr
 }
 
 // keepJobLog appends the replica's job output to its log, once, before
@@ -370,31 +358,9 @@ func (e *Env) keepJobLog(ctx context.Context, s *state.Service, r *state.Replica
 	_ = e.Backend.CopyJobLog(cctx, r.Cluster, owner(s), r.JobID, 0, false, e.redacted(s, r, log))
 }
 
-// retireReplica drains a SHUTTING_DOWN replica — the load balancer took
-// a ready set without it and it serves no request, or drainLimit passed
-// — then tears its cluster down and drops it.
-func (e *Env) retireReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
-	if st, err := e.lbState(ctx, s); err == nil {
-		pushedOut := !slices.Contains(pushedIDs(s.LB.Pushed), r.ID) && st.Generation >= s.LB.Generation
-		if (!pushedOut || st.InFlight[r.ID] > 0) && now()-r.RetiredAt < drainLimit.Seconds() {
-			if !pushedOut {
-				e.pokeService(s.Name)
-			}
-			return controller.Result{RequeueAfter: 100 * time.Millisecond}, nil
-		}
-	}
-	return e.dropReplica(ctx, s, r)
-}
-
-// dropReplica tears a replica's cluster down and removes the replica
-// (a purge removes it even when its cluster would not go).
-func (e *Env) dropReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
-	return replicaset.Drop(ctx, e.replicaSet(s), r.ID, r.Cluster, []string{r.Status}, s.Down != nil && s.Down.Purge)
-}
-
 // fields are a replica's lifecycle fields.
 func fields(r *state.Replica) replicaset.Fields {
-	return replicaset.Fields{Status: r.Status, Reason: r.Reason, Attempt: r.Attempt, Tries: r.Tries, NextTryAt: r.NextTryAt}
+	return replicaset.Fields{Status: r.Status, Reason: r.Reason, Attempt: r.Attempt, Tries: r.Tries, NextTryAt: r.NextTryAt, CleanedUp: r.CleanedUp}
 }
 
 // downCluster tears a replica's cluster down if it exists.

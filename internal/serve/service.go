@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/controller"
+	"github.com/skygo/skygo/internal/replicaset"
 	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -132,44 +134,22 @@ func oldLive(s *state.Service) bool {
 	return false
 }
 
-// prune drops what no longer needs listing: failed replicas of older
-// versions once their clusters are gone, failed ones beyond the last
-// keepFailed, and versions no replica runs (the newest kept).
+// prune drops what no longer needs listing (replicaset.Prune): failed
+// replicas of older versions once their clusters are gone, failed ones
+// beyond the last keepFailed, and versions no replica runs (the newest
+// kept).
 func prune(s *state.Service, dropped *[]int) bool {
-	changed := false
-	var failed []*state.Replica
-	kept := s.Replicas[:0]
-	for _, r := range s.Replicas {
-		if api.ReplicaFailedStatus(r.Status) && r.CleanedUp {
-			if r.Version < s.Latest {
-				changed = true
-				continue
-			}
-			failed = append(failed, r)
-		}
-		kept = append(kept, r)
+	ls := make([]replicaset.Listed, len(s.Replicas))
+	for i, r := range s.Replicas {
+		ls[i] = replicaset.Listed{ID: r.ID, Version: r.Version, Status: r.Status, CleanedUp: r.CleanedUp}
 	}
-	s.Replicas = kept
-	if len(failed) > keepFailed {
-		gone := map[int]bool{}
-		for _, r := range failed[:len(failed)-keepFailed] {
-			gone[r.ID] = true
-		}
-		s.Replicas = slices.DeleteFunc(s.Replicas, func(r *state.Replica) bool { return gone[r.ID] })
-		changed = true
+	gone, versions := replicaset.Prune(ls, s.Latest, slices.Collect(maps.Keys(s.Versions)), keepFailed)
+	s.Replicas = slices.DeleteFunc(s.Replicas, func(r *state.Replica) bool { return slices.Contains(gone, r.ID) })
+	for _, v := range versions {
+		delete(s.Versions, v)
 	}
-	for v := range s.Versions {
-		used := v == s.Latest
-		for _, r := range s.Replicas {
-			used = used || r.Version == v
-		}
-		if !used {
-			delete(s.Versions, v)
-			*dropped = append(*dropped, v)
-			changed = true
-		}
-	}
-	return changed
+	*dropped = append(*dropped, versions...)
+	return len(gone)+len(versions) > 0
 }
 
 // hold says whether a request arriving with no ready replica should wait
@@ -266,7 +246,7 @@ func (e *Env) downSteps(ctx context.Context, s *state.Service) (controller.Resul
 	s, err := e.Store.UpdateService(ctx, s.Name, func(n *state.Service) error {
 		changed := false
 		for _, r := range n.Replicas {
-			if r.Status != api.ReplicaShuttingDown && !(api.ReplicaFailedStatus(r.Status) && r.CleanedUp) {
+			if replicaset.Retiring(r.Status, r.CleanedUp) {
 				r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, now(), "the service is shutting down"
 				changed = true
 			}

@@ -73,6 +73,9 @@ type PoolWorker struct {
 	// controller ends those jobs once it answers, and no job is assigned
 	// to the worker before.
 	Leftovers []int `json:"leftovers,omitempty"`
+	// CleanedUp says a failed worker's cluster is gone (it stays listed
+	// to say why it failed).
+	CleanedUp bool `json:"cleaned_up,omitempty"`
 }
 
 // Clone is a deep copy of p, for a mutation to edit.
