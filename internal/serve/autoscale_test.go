@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skygo/skygo/internal/api"
+	"github.com/skygo/skygo/internal/resources"
 	"github.com/skygo/skygo/internal/serve/lb"
 	"github.com/skygo/skygo/internal/state"
 )
@@ -216,7 +217,11 @@ func TestMeasuredQPS(t *testing.T) {
 }
 
 func withTask(v *state.ServiceVersion, res map[string]any) *state.ServiceVersion {
-	v.Task.Resources = res
+	spec, err := resources.ParseSpec(res)
+	if err != nil {
+		panic(err)
+	}
+	v.Task.Resources = spec
 	return v
 }
 
@@ -352,7 +357,7 @@ func TestFallbackOf(t *testing.T) {
 		return withTask(v, map[string]any{"use_spot": true})
 	}
 	onDemand := spot(2, true)
-	onDemand.Task.Resources = map[string]any{"cpus": 2}
+	onDemand = withTask(onDemand, map[string]any{"cpus": 2})
 	for _, c := range []struct {
 		name        string
 		v           *state.ServiceVersion
