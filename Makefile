@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build runtime bench-cli bench-slim bench-queued test unit pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
+.PHONY: build runtime bench-cli bench-slim bench-queued bench-idle test unit pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
 
 # build: bin/sky, the CLI a user runs, carrying the RUNTIME (internal/bundle):
 # the API server (sky-server), the SkyServe load balancer for this machine
@@ -98,9 +98,10 @@ bench-storm: build
 
 # bench-slim: issue 27's figures in one run, each against its in-run
 # baseline: the command line's start-up (bench-cli), the node runtime
-# (bench-node), the load balancer (bench-serve) and the API server's
+# (bench-node), the load balancer (bench-serve), the idle API server
+# (bench-idle) and the API server's
 # memory with 10,000 queued managed jobs (bench-queued).
-bench-slim: bench-cli bench-node bench-serve bench-queued
+bench-slim: bench-cli bench-node bench-serve bench-idle bench-queued
 
 # bench-queued: the API server idle (RSS, heap) and with 10,000 managed
 # jobs queued: RSS per job, `sky status` against none queued,
@@ -108,6 +109,12 @@ bench-slim: bench-cli bench-node bench-serve bench-queued
 # the number).
 bench-queued: build
 	SKYGO_BENCH_MANAGED=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ManagedQueued' -benchtime 1x -count 1 -timeout 60m -v ./internal/e2e
+
+# bench-idle: the API server idle (RSS, its anonymous part, heap in use),
+# median of 5 starts in fresh HOMEs; IDLE_BASELINE=DIR (a directory holding
+# another build's sky-server) alternates the two and prints the ratio.
+bench-idle: build
+	SKYGO_BENCH_IDLE=1 SKYGO_BENCH_IDLE_BASELINE=$(IDLE_BASELINE) SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'ServerIdle' -benchtime 1x -count 1 -timeout 30m -v ./internal/e2e
 
 # bench-node: the node runtime against the server program in the same
 # run: sizes per architecture, peak RSS and CPU of one agent verb
