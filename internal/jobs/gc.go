@@ -59,7 +59,7 @@ func (e *Env) gcController(m *controller.Metrics, log controllerLogger) *control
 // reconcileGC removes the logs whose retention has passed.
 func (e *Env) reconcileGC(ctx context.Context, _ string) (controller.Result, error) {
 	task, ctl := e.retention("task_logs_gc_retention_hours"), e.retention("controller_logs_gc_retention_hours")
-	t0 := time.Now()
+	t0 := e.clock()
 	if task >= 0 || ctl >= 0 {
 		jobs, err := e.Store.ListManagedJobs(ctx, state.ManagedFilter{ScheduleStates: []string{api.ScheduleDone}})
 		if err != nil {

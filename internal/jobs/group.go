@@ -49,7 +49,7 @@ func (e *Env) stepGroup(ctx context.Context, j *state.ManagedJob, spec *api.Jobs
 			return controller.Result{}, err
 		}
 	}
-	next := monitorEvery
+	next := e.timings().MonitorEvery
 	var mu sync.Mutex
 	soon := func(d time.Duration) {
 		mu.Lock()

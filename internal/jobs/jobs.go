@@ -27,6 +27,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/json"
@@ -68,7 +69,9 @@ type Env struct {
 	// SkyPilot's.
 	Timings Timings
 	// Clock is the controller's time (nil: the machine's). Decisions that
-	// depend on time read it, so a test can set the instant it decides at.
+	// depend on time and the times the rows record read it, so a test can
+	// set the instant it decides at. Waits inside one step (a cancelled
+	// job to end) are paced by real timers and keep the machine's clock.
 	Clock func() time.Time
 
 	mu        sync.Mutex
@@ -108,31 +111,65 @@ func SizeLimits(memMB int, cpus int) Limits {
 	return Limits{Launches: max(8, min(16*cpus, 64)), Running: running}
 }
 
-// Timings of the controller. Vars so tests of this package may shorten
-// them; the server never changes them.
-var (
-	// monitorEvery is how often a RUNNING task's job is looked at: a
-	// preemption is seen within it plus the grace below.
-	monitorEvery = 2 * time.Second
-	// failedGrace is how long a job the cluster reports failed waits
-	// before the cluster is looked at: a node being taken away kills its
-	// processes before the node itself is gone.
-	failedGrace = 1500 * time.Millisecond
-	// transientLimit is how long a cluster that is UP may fail to
-	// answer before the task is recovered elsewhere.
-	transientLimit = 60 * time.Second
-	// resyncEvery is how often every live job is looked at again,
-	// whatever events were missed.
-	resyncEvery = 5 * time.Second
-)
-
-// Timings are the controller's configurable intervals. The server sets
-// them from its test knobs (servermain); a zero value is SkyPilot's.
+// Timings are the controller's intervals. The server sets RetryGap
+// from its test knobs (servermain); a test sets any of them on its Env.
+// A zero field is the default named beside it (SkyPilot's where
+// SkyPilot has one).
 type Timings struct {
 	// RetryGap is the first gap between launch attempts of a job or a
 	// pool worker (0: SkyPilot's 60 s); later gaps grow from it.
 	RetryGap time.Duration
+	// MonitorEvery is how often a RUNNING task's job is looked at: a
+	// preemption is seen within it plus FailedGrace (0: 2 s).
+	MonitorEvery time.Duration
+	// FailedGrace is how long a job the cluster reports failed waits
+	// before the cluster is looked at: a node being taken away kills its
+	// processes before the node itself is gone (0: 1.5 s).
+	FailedGrace time.Duration
+	// TransientLimit is how long a cluster that is UP may fail to answer
+	// before the task is recovered elsewhere (0: 60 s).
+	TransientLimit time.Duration
+	// ResyncEvery is how often every live job, pool and worker is looked
+	// at again, whatever events were missed (0: 5 s).
+	ResyncEvery time.Duration
+	// ReleaseTimeout bounds one attempt to end a job's jobs on a worker
+	// or to cancel a task's job on its head: an agent that is stopped
+	// accepts the call and never answers (0: 10 s).
+	ReleaseTimeout time.Duration
+	// PoolDecideEvery is the pool autoscaler's decision interval, and
+	// PoolDecideFromZero the one while the target is 0 (service.md; 0:
+	// 20 s and 5 s).
+	PoolDecideEvery, PoolDecideFromZero time.Duration
+	// PoolDownJobsWait bounds how long `pool down` waits for the pool's
+	// cancelled jobs to end before the workers go (managed-jobs.md; 0:
+	// 300 s).
+	PoolDownJobsWait time.Duration
+	// WorkerWatchEvery is how often a READY worker's cluster is looked
+	// at (0: 10 s).
+	WorkerWatchEvery time.Duration
+	// PoolWaitEvery is how often a pool job with no free worker tries
+	// again (managed-jobs.md: every 1 s).
+	PoolWaitEvery time.Duration
 }
+
+// withDefaults fills the zero fields with their defaults (RetryGap is
+// controller.LaunchBackoff's to fill).
+func (t Timings) withDefaults() Timings {
+	t.MonitorEvery = cmp.Or(t.MonitorEvery, 2*time.Second)
+	t.FailedGrace = cmp.Or(t.FailedGrace, 1500*time.Millisecond)
+	t.TransientLimit = cmp.Or(t.TransientLimit, 60*time.Second)
+	t.ResyncEvery = cmp.Or(t.ResyncEvery, 5*time.Second)
+	t.ReleaseTimeout = cmp.Or(t.ReleaseTimeout, 10*time.Second)
+	t.PoolDecideEvery = cmp.Or(t.PoolDecideEvery, 20*time.Second)
+	t.PoolDecideFromZero = cmp.Or(t.PoolDecideFromZero, 5*time.Second)
+	t.PoolDownJobsWait = cmp.Or(t.PoolDownJobsWait, 300*time.Second)
+	t.WorkerWatchEvery = cmp.Or(t.WorkerWatchEvery, 10*time.Second)
+	t.PoolWaitEvery = cmp.Or(t.PoolWaitEvery, time.Second)
+	return t
+}
+
+// timings are the Env's intervals, defaults filled in.
+func (e *Env) timings() Timings { return e.Timings.withDefaults() }
 
 // retryGap is the wait before launch attempt tries+1 of a job or a
 // pool worker.
@@ -253,7 +290,7 @@ func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) []*controller
 		// cut off and retried.
 		Timeout:     30 * time.Minute,
 		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
-		Resync: e.liveJobKeys, ResyncEvery: resyncEvery,
+		Resync: e.liveJobKeys, ResyncEvery: e.timings().ResyncEvery,
 	})
 	e.scheduler = controller.New(controller.ReconcilerFunc(e.reconcileScheduler), controller.Options{
 		Name: "managed-jobs-scheduler", Workers: 1, Logger: log, Metrics: m, Timeout: time.Minute,

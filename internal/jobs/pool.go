@@ -45,22 +45,6 @@ import (
 // update of the pool's row, so a reconcile killed anywhere and run again
 // finds the cluster and the setup job it made.
 
-// Timings of the pool controllers (vars so tests may shorten them).
-var (
-	// poolDecideEvery is the autoscaler's decision interval, and
-	// poolDecideFromZero the one while the target is 0 (service.md).
-	poolDecideEvery    = 20 * time.Second
-	poolDecideFromZero = 5 * time.Second
-	// poolDownJobsWait bounds how long `pool down` waits for the pool's
-	// cancelled jobs to end before the workers go (managed-jobs.md).
-	poolDownJobsWait = 300 * time.Second
-	// workerWatchEvery is how often a READY worker's cluster is looked at.
-	workerWatchEvery = 10 * time.Second
-	// poolWaitEvery is how often a pool job with no free worker tries
-	// again (managed-jobs.md: every 1 s).
-	poolWaitEvery = time.Second
-)
-
 // poolCtl holds the pool controllers of an Env.
 type poolCtl struct {
 	pools   *controller.Controller
@@ -75,12 +59,12 @@ func (e *Env) poolControllers(m *controller.Metrics, log *slog.Logger) []*contro
 	e.pool.pools = controller.New(controller.ReconcilerFunc(e.reconcilePool), controller.Options{
 		Name: "pools", Workers: 8, Logger: log, Metrics: m, Timeout: 10 * time.Minute,
 		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
-		Resync: e.poolKeys, ResyncEvery: resyncEvery,
+		Resync: e.poolKeys, ResyncEvery: e.timings().ResyncEvery,
 	})
 	e.pool.workers = controller.New(controller.ReconcilerFunc(e.reconcileWorker), controller.Options{
 		Name: "pool-workers", Workers: 32, Logger: log, Metrics: m, Timeout: 30 * time.Minute,
 		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
-		Resync: e.workerKeys, ResyncEvery: resyncEvery,
+		Resync: e.workerKeys, ResyncEvery: e.timings().ResyncEvery,
 	})
 	return []*controller.Controller{e.pool.pools, e.pool.workers}
 }
@@ -243,13 +227,14 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 		return controller.Result{}, err
 	}
 	busy, queued := busyWorkers(jobs)
-	t0 := now()
+	tm := e.timings()
+	t0 := e.now()
 	var added, removed, dropped []int
 	p, err = e.Store.UpdatePool(ctx, name, func(n *state.Pool) error {
 		if n.Down != nil {
 			return state.ErrNoChange
 		}
-		changed := decideTarget(n, queued, t0)
+		changed := decideTarget(n, queued, t0, tm)
 		add, remove := planWorkers(n, busyCounts(n, busy))
 		added, removed, dropped = nil, nil, nil
 		for range add {
@@ -298,11 +283,7 @@ func (e *Env) reconcilePool(ctx context.Context, name string) (controller.Result
 	for _, w := range p.Workers {
 		e.pokeWorker(name, w.ID)
 	}
-	every := poolDecideEvery
-	if p.Target == 0 {
-		every = poolDecideFromZero
-	}
-	return controller.Result{RequeueAfter: min(every, resyncEvery)}, nil
+	return controller.Result{RequeueAfter: min(tm.poolDecideEvery(p.Target), tm.ResyncEvery)}, nil
 }
 
 // busyCounts maps worker ids to the number of jobs on them.
@@ -314,10 +295,22 @@ func busyCounts(p *state.Pool, busy map[string][]int) map[int]int {
 	return out
 }
 
-// decideTarget sets the pool's target: the fixed worker count, or the
-// queue-length autoscaler's decision when one is due (service.md
-// §Autoscaler facts). It says whether the record changed.
-func decideTarget(p *state.Pool, queued int, t float64) bool {
+// poolDecideEvery is the pool autoscaler's decision interval at a
+// target: PoolDecideFromZero while it is 0 (a pool scaled to zero comes
+// back faster), else PoolDecideEvery.
+func (t Timings) poolDecideEvery(target int) time.Duration {
+	if target == 0 {
+		return t.PoolDecideFromZero
+	}
+	return t.PoolDecideEvery
+}
+
+// decideTarget sets the pool's target at time t (unix seconds): the
+// fixed worker count, or the queue-length autoscaler's decision when one
+// is due (service.md §Autoscaler facts), tm giving the intervals (with
+// defaults). It says whether the record changed.
+func decideTarget(p *state.Pool, queued int, t float64, tm Timings) bool {
+	tm = tm.withDefaults()
 	spec := p.Specs[p.SpecVersion]
 	if spec == nil {
 		return false
@@ -331,24 +324,21 @@ func decideTarget(p *state.Pool, queued int, t float64) bool {
 		p.Target = want
 		return true
 	}
-	every := poolDecideEvery
-	if p.Target == 0 {
-		every = poolDecideFromZero
-	}
-	if p.LastDecisionAt > 0 && t-p.LastDecisionAt < every.Seconds() {
+	if p.LastDecisionAt > 0 && t-p.LastDecisionAt < tm.poolDecideEvery(p.Target).Seconds() {
 		return false
 	}
 	p.LastDecisionAt = t
-	p.Target, p.UpCount, p.DownCount = autoscale(pol, p.Target, queued, p.UpCount, p.DownCount)
+	p.Target, p.UpCount, p.DownCount = autoscale(pol, p.Target, queued, p.UpCount, p.DownCount, tm.PoolDecideEvery)
 	return true
 }
 
 // autoscale is one decision of the queue-length autoscaler: no queue
 // wants no workers (but never none while jobs wait), a queue above the
 // threshold one more, below it one fewer; clipped to [min, max]. The
-// move is taken after int(delay / 20 s) consecutive decisions wanting
-// it, at once from a target of 0.
-func autoscale(pol api.PoolPolicy, cur, queued, up, down int) (target, upCount, downCount int) {
+// move is taken after more than int(delay / every) consecutive
+// decisions wanting it (every: the decision interval, 20 s), at once
+// from a target of 0.
+func autoscale(pol api.PoolPolicy, cur, queued, up, down int, every time.Duration) (target, upCount, downCount int) {
 	thr := max(pol.QueueLengthThreshold, 1)
 	raw := cur
 	switch {
@@ -366,7 +356,7 @@ func autoscale(pol api.PoolPolicy, cur, queued, up, down int) (target, upCount, 
 	if cur == 0 {
 		return raw, 0, 0
 	}
-	decide := poolDecideEvery.Seconds()
+	decide := every.Seconds()
 	switch {
 	case raw > cur:
 		up++
@@ -413,7 +403,7 @@ func planWorkers(p *state.Pool, busy map[int]int) (add int, remove []int) {
 }
 
 // poolDownSteps carries out `pool down`: the pool's jobs are cancelled
-// and waited for (at most poolDownJobsWait), then every worker is
+// and waited for (at most Timings.PoolDownJobsWait), then every worker is
 // retired and torn down by its controller, then the pool is removed.
 func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Result, error) {
 	jobs, err := e.poolJobs(ctx, p.Name)
@@ -423,7 +413,7 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 	if p.Down.JobsCancelledAt == 0 {
 		for _, j := range jobs {
 			if j.Cancel == nil {
-				if err := e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: now(), By: p.Down.By,
+				if err := e.requestCancel(ctx, j.JobID, state.ManagedCancel{At: e.now(), By: p.Down.By,
 					Reason: fmt.Sprintf("its pool %s is being torn down", p.Name)}); err != nil {
 					return controller.Result{}, err
 				}
@@ -433,14 +423,14 @@ func (e *Env) poolDownSteps(ctx context.Context, p *state.Pool) (controller.Resu
 			if n.Down == nil || n.Down.JobsCancelledAt != 0 {
 				return state.ErrNoChange
 			}
-			n.Down.JobsCancelledAt = now()
+			n.Down.JobsCancelledAt = e.now()
 			return nil
 		}); err != nil {
 			return controller.Result{}, err
 		}
 		e.poolNote(p.Name, "Pool down: %d job(s) of the pool asked to cancel.", len(jobs))
 	}
-	if len(jobs) > 0 && now()-p.Down.JobsCancelledAt < poolDownJobsWait.Seconds() {
+	if len(jobs) > 0 && e.now()-p.Down.JobsCancelledAt < e.timings().PoolDownJobsWait.Seconds() {
 		return controller.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	// Every worker goes through its own controller (replicaset.Step:
@@ -612,7 +602,7 @@ func workerFields(w *state.PoolWorker) replicaset.Fields {
 // setup alone).
 func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
 	set := e.workerSet(p)
-	if res, ok, err := replicaset.Begin(ctx, set, w.ID, workerFields(w), now()); !ok {
+	if res, ok, err := replicaset.Begin(ctx, set, w.ID, workerFields(w), e.now()); !ok {
 		return res, err
 	}
 	p = set.row
@@ -638,7 +628,7 @@ func (e *Env) launchWorker(ctx context.Context, p *state.Pool, w *state.PoolWork
 		Announce: fmt.Sprintf("Launching worker %d of pool %s (version %d, attempt %d) on cluster %s.", w.ID, p.Name, w.SpecVersion, w.Attempt, w.Cluster)}
 	return replicaset.Launch(ctx, set, e.poolCloud(p), a, func(jobID int) (controller.Result, error) {
 		return e.setupSubmitted(ctx, p, w, jobID)
-	}, e.retryGap, now)
+	}, e.retryGap, e.now)
 }
 
 // setupSubmitted records a worker's setup job (0: no setup: READY now).
@@ -650,7 +640,7 @@ func (e *Env) setupSubmitted(ctx context.Context, p *state.Pool, w *state.PoolWo
 		var err error
 		np, nw, err = e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerProvisioning}, func(w *state.PoolWorker) {
 			w.SetupJobID, w.Status, w.Tries, w.NextTryAt, w.Reason = jobID, api.WorkerStarting, 0, 0, ""
-			w.LaunchedAt, w.Infra, w.Resources = now(), infra, res
+			w.LaunchedAt, w.Infra, w.Resources = e.now(), infra, res
 		})
 		return nw != nil, np != nil && np.Worker(w.ID) == nil, err
 	})
@@ -701,7 +691,7 @@ func (e *Env) setupEnded(ctx context.Context, p *state.Pool, w *state.PoolWorker
 	if status != agentapi.StatusSucceeded {
 		next, reason = api.WorkerFailed, fmt.Sprintf("setup ended %s; see sky jobs pool logs %s %d", status, p.Name, w.ID)
 	}
-	t0 := now()
+	t0 := e.now()
 	_, nw, err := e.setWorker(ctx, p.Name, w.ID, []string{api.WorkerStarting}, func(w *state.PoolWorker) {
 		w.Status, w.Reason = next, reason
 	})
@@ -720,7 +710,7 @@ func (e *Env) setupEnded(ctx context.Context, p *state.Pool, w *state.PoolWorker
 		}
 		e.poolNote(p.Name, "Worker %d (%s) is READY.", w.ID, w.Cluster)
 		e.pokePool(p.Name)
-		return controller.Result{RequeueAfter: workerWatchEvery}, nil
+		return controller.Result{RequeueAfter: e.timings().WorkerWatchEvery}, nil
 	}
 	e.poolNote(p.Name, "Worker %d FAILED: %s.", w.ID, reason)
 	e.pokePool(p.Name)
@@ -731,12 +721,12 @@ func (e *Env) setupEnded(ctx context.Context, p *state.Pool, w *state.PoolWorker
 // that is gone is PREEMPTED, and replaced by the pool controller), and
 // ends the runs cancelled jobs left on it.
 func (e *Env) watchWorker(ctx context.Context, p *state.Pool, w *state.PoolWorker) (controller.Result, error) {
-	wd := replicaset.Watched{ID: w.ID, Status: w.Status, Cluster: w.Cluster, Every: workerWatchEvery}
+	wd := replicaset.Watched{ID: w.ID, Status: w.Status, Cluster: w.Cluster, Every: e.timings().WorkerWatchEvery}
 	return replicaset.Watch(ctx, e.workerSet(p), e.poolCloud(p), wd, func(replicaset.Verdict, *agentapi.Job) (controller.Result, error) {
 		if len(w.Leftovers) > 0 {
 			return e.endLeftovers(ctx, p, w)
 		}
-		return controller.Result{RequeueAfter: workerWatchEvery}, nil
+		return controller.Result{RequeueAfter: e.timings().WorkerWatchEvery}, nil
 	})
 }
 
@@ -773,7 +763,7 @@ func (e *Env) endLeftovers(ctx context.Context, p *state.Pool, w *state.PoolWork
 		return controller.Result{RequeueAfter: time.Second}, nil
 	}
 	e.kick() // jobs waiting for a worker may take it
-	return controller.Result{RequeueAfter: workerWatchEvery}, nil
+	return controller.Result{RequeueAfter: e.timings().WorkerWatchEvery}, nil
 }
 
 // demand is what a task asks of a worker's node.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/state"
@@ -141,17 +142,17 @@ func TestAutoscale(t *testing.T) {
 		{1, 0, 0, 1, 1, 0, 0}, // no queue: min
 	}
 	for _, c := range cases {
-		got, up, down := autoscale(pol, c.cur, c.queued, c.up, c.down)
+		got, up, down := autoscale(pol, c.cur, c.queued, c.up, c.down, 20*time.Second)
 		if got != c.want || up != c.wantUp || down != c.wantDown {
 			t.Errorf("autoscale(cur %d, queue %d, up %d, down %d) = %d (%d, %d), want %d (%d, %d)",
 				c.cur, c.queued, c.up, c.down, got, up, down, c.want, c.wantUp, c.wantDown)
 		}
 	}
 	zero := api.PoolPolicy{MinWorkers: intp(0), MaxWorkers: intp(2)}
-	if got, _, _ := autoscale(zero, 1, 0, 0, 0); got != 0 {
+	if got, _, _ := autoscale(zero, 1, 0, 0, 0, 20*time.Second); got != 0 {
 		t.Errorf("scale to zero with no downscale delay: got %d, want 0 at once", got)
 	}
-	if got, _, _ := autoscale(zero, 0, 1, 0, 0); got != 1 {
+	if got, _, _ := autoscale(zero, 0, 1, 0, 0, 20*time.Second); got != 1 {
 		t.Errorf("a queued job on an empty pool: target %d, want 1", got)
 	}
 }

@@ -81,7 +81,7 @@ func (e *Env) PoolApply(ctx context.Context, b api.PoolApplyBody, u api.User, wo
 		}
 		return api.PoolApplyResult{}, err
 	}
-	sv := &state.PoolSpecVersion{Task: ts, Policy: pol, At: now()}
+	sv := &state.PoolSpecVersion{Task: ts, Policy: pol, At: e.now()}
 	if cur == nil {
 		p := &state.Pool{RowMeta: state.RowMeta{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace}, SpecVersion: 1,
 			Specs: map[int]*state.PoolSpecVersion{1: sv}, UpdateMode: mode}
@@ -260,7 +260,7 @@ func (e *Env) PoolDown(ctx context.Context, b api.PoolDownBody, u api.User, log 
 				}
 				return state.ErrNoChange
 			}
-			p.Down = &state.PoolDown{At: now(), By: u.Name, Purge: b.Purge}
+			p.Down = &state.PoolDown{At: e.now(), By: u.Name, Purge: b.Purge}
 			return nil
 		})
 		if errors.Is(err, state.ErrNotFound) {

@@ -64,8 +64,8 @@ func (e *Env) launchOnPool(ctx context.Context, j *state.ManagedJob, spec *api.J
 		return e.waitForWorker(ctx, j, tid)
 	}
 	worker := views[pick].Cluster
-	ts := now()
-	runTS := runTimestamp(time.Now())
+	clk := e.clock()
+	ts, runTS := unixSeconds(clk), runTimestamp(clk)
 	j, err = e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
 		if !wantsLaunch(t) || n.Cancel != nil || t.Launching || n.ScheduleState != api.ScheduleLaunching {
@@ -100,7 +100,7 @@ func (e *Env) launchOnPool(ctx context.Context, j *state.ManagedJob, spec *api.J
 
 // waitForWorker leaves a pool job's task PENDING (RECOVERING when it ran
 // before) until a worker is free: it asks the scheduler again in
-// poolWaitEvery, holding no launch slot meanwhile.
+// Timings.PoolWaitEvery, holding no launch slot meanwhile.
 func (e *Env) waitForWorker(ctx context.Context, j *state.ManagedJob, tid int) (controller.Result, error) {
 	_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 		t := n.Tasks[tid]
@@ -115,7 +115,7 @@ func (e *Env) waitForWorker(ctx context.Context, j *state.ManagedJob, tid int) (
 		if t.Status == api.ManagedStarting {
 			t.Status = api.ManagedPending
 		}
-		t.ClusterName, t.NextTryAt = "", now()+poolWaitEvery.Seconds()
+		t.ClusterName, t.NextTryAt = "", e.now()+e.timings().PoolWaitEvery.Seconds()
 		n.ScheduleState = api.ScheduleAliveBackoff
 		return ev, nil
 	})
@@ -123,7 +123,7 @@ func (e *Env) waitForWorker(ctx context.Context, j *state.ManagedJob, tid int) (
 		return controller.Result{}, err
 	}
 	e.kick()
-	return controller.Result{RequeueAfter: poolWaitEvery}, nil
+	return controller.Result{RequeueAfter: e.timings().PoolWaitEvery}, nil
 }
 
 // execOnWorker submits the task's run on its worker (the job's setup and
@@ -173,14 +173,14 @@ func (e *Env) execOnWorker(ctx context.Context, j *state.ManagedJob, spec *api.J
 		if nt.Status == api.ManagedStarting {
 			nt.Status = api.ManagedPending
 		}
-		nt.NextTryAt = now() + poolWaitEvery.Seconds()
+		nt.NextTryAt = e.now() + e.timings().PoolWaitEvery.Seconds()
 		n.ScheduleState = api.ScheduleAliveBackoff
 		return nil, nil
 	}); err != nil {
 		return controller.Result{}, err
 	}
 	e.kick()
-	return controller.Result{RequeueAfter: poolWaitEvery}, nil
+	return controller.Result{RequeueAfter: e.timings().PoolWaitEvery}, nil
 }
 
 // releaseWorker ends a pool job's jobs on worker (every attempt's, a
@@ -190,16 +190,12 @@ func (e *Env) releaseWorker(ctx context.Context, j *state.ManagedJob, worker str
 	return e.endJobsOn(ctx, worker, e.actor(j), j.JobID, log)
 }
 
-// releaseTimeout bounds one attempt to end a job's jobs on a worker: a
-// worker whose agent is stopped accepts the call and never answers.
-var releaseTimeout = 10 * time.Second
-
 // endJobsOn cancels managed job id's jobs on worker. A worker that is
 // gone took them with it; one that refuses the controller (faultDenied)
 // cannot be made to end them, and asking again changes nothing, so that
 // is noted and not an error.
 func (e *Env) endJobsOn(ctx context.Context, worker string, user backend.User, id int, log io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.timings().ReleaseTimeout) // a stopped agent accepts the call and never answers
 	defer cancel()
 	jobs, err := e.Backend.Queue(ctx, worker, user, true, false)
 	if err != nil {

@@ -200,7 +200,7 @@ func (e *Env) appendRecords(ctx context.Context, dst []api.ManagedJobRecord, job
 			return nil, err
 		}
 	}
-	t0 := now()
+	t0 := e.now()
 	for _, j := range jobs {
 		for _, t := range j.Tasks {
 			rec := record(j, t, t0)

@@ -24,9 +24,6 @@ import (
 	"github.com/skygo/skygo/internal/ux"
 )
 
-// now is the machine's time in unix seconds (the Env's clock is e.now).
-func now() float64 { return unixSeconds(time.Now()) }
-
 // reconcileJob takes the next step of one job.
 func (e *Env) reconcileJob(ctx context.Context, key string) (controller.Result, error) {
 	id, err := strconv.Atoi(key)
@@ -105,7 +102,7 @@ func (e *Env) stepTask(ctx context.Context, j *state.ManagedJob, spec *api.JobsL
 	case t.Status == api.ManagedRunning:
 		return e.monitor(ctx, j, spec, tid)
 	}
-	return controller.Result{RequeueAfter: monitorEvery}, nil
+	return controller.Result{RequeueAfter: e.timings().MonitorEvery}, nil
 }
 
 // askSlot makes a job whose task must launch (the next of a pipeline, a
@@ -131,7 +128,7 @@ func (e *Env) askSlot(ctx context.Context, j *state.ManagedJob, tid int) (contro
 	if t.NextTryAt > e.now() {
 		return controller.Result{RequeueAfter: time.Duration((t.NextTryAt - e.now()) * float64(time.Second))}, nil
 	}
-	return controller.Result{RequeueAfter: resyncEvery}, nil
+	return controller.Result{RequeueAfter: e.timings().ResyncEvery}, nil
 }
 
 // launchTask runs one launch attempt of a task: mark it, adopt what an
@@ -492,7 +489,7 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 	if err != nil || job == nil {
 		alive, aerr := e.Backend.ClusterAlive(ctx, t.ClusterName)
 		t0 := e.now()
-		switch act, kind, why := unanswered(err, aerr, alive, t.TroubleSince, t0, transientLimit, t.ClusterName, t.AgentJobID); act {
+		switch act, kind, why := unanswered(err, aerr, alive, t.TroubleSince, t0, e.timings().TransientLimit, t.ClusterName, t.AgentJobID); act {
 		case silenceRecover:
 			return e.recover(ctx, j, spec, tid, why, kind)
 		case silenceBegins:
@@ -522,7 +519,7 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 		return e.failTask(ctx, j, tid, api.ManagedFailedController, why)
 	case watchFailed:
 		t0 := e.now()
-		if mark, wait := failedGraceLeft(t.FailedSeenAt, t0, failedGrace); mark {
+		if mark, wait := failedGraceLeft(t.FailedSeenAt, t0, e.timings().FailedGrace); mark {
 			_, err := e.Store.UpdateManagedJob(ctx, j.JobID, func(n *state.ManagedJob) ([]state.ManagedEventIn, error) {
 				if n.Tasks[tid].Status != api.ManagedRunning || n.Tasks[tid].FailedSeenAt != 0 {
 					return nil, state.ErrNoChange
@@ -544,7 +541,7 @@ func (e *Env) monitor(ctx context.Context, j *state.ManagedJob, spec *api.JobsLa
 		}
 		return e.failTask(ctx, j, tid, v.status, v.reason)
 	}
-	return controller.Result{RequeueAfter: controller.Jitter(monitorEvery, 0.2)}, nil
+	return controller.Result{RequeueAfter: controller.Jitter(e.timings().MonitorEvery, 0.2)}, nil
 }
 
 func jobRecovery(ts api.TaskSpec) resources.JobRecovery {
@@ -928,12 +925,14 @@ func (e *Env) gracefulStop(ctx context.Context, j *state.ManagedJob, t *state.Ma
 		wait = time.Duration(*j.Cancel.GracefulTimeout) * time.Second
 	}
 	user := e.actor(j)
-	cctx, cancel := context.WithTimeout(ctx, releaseTimeout) // a head that never answers must not hold the cancel
+	cctx, cancel := context.WithTimeout(ctx, e.timings().ReleaseTimeout) // a head that never answers must not hold the cancel
 	_, err := e.Backend.Cancel(cctx, t.ClusterName, user, []int{t.AgentJobID}, false, true)
 	cancel()
 	if err != nil {
 		return
 	}
+	// The machine's clock, not the Env's: this is a real wait inside one
+	// reconcile, paced by real timers.
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		job, err := e.Backend.AgentJob(ctx, t.ClusterName, user, t.AgentJobID)

@@ -154,7 +154,7 @@ func (e *Env) silent(name string) silence {
 	}
 	r := e.lbSilence[name]
 	if r == nil {
-		r = &silence{since: time.Now()}
+		r = &silence{since: e.clock()}
 		e.lbSilence[name] = r
 	}
 	r.calls++
@@ -181,7 +181,7 @@ func (e *Env) resetSilence(name string, started bool) {
 		if e.lbSilence == nil {
 			e.lbSilence = map[string]*silence{}
 		}
-		e.lbSilence[name] = &silence{since: time.Now()}
+		e.lbSilence[name] = &silence{since: e.clock()}
 	}
 }
 
@@ -204,7 +204,7 @@ func (e *Env) ensureLB(ctx context.Context, s *state.Service) (*lb.State, *state
 		}
 		pids = lbPIDs(s.Name, sock)
 		run = e.silent(s.Name)
-		seen.live, seen.silent, seen.silentFor = len(pids), run.calls, time.Since(run.since)
+		seen.live, seen.silent, seen.silentFor = len(pids), run.calls, e.clock().Sub(run.since)
 	}
 	switch superviseLB(seen) {
 	case lbAdopt:

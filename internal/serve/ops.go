@@ -103,7 +103,7 @@ func (e *Env) Up(ctx context.Context, b api.ServeUpBody, u api.User, workspace s
 		return api.ServeUpResult{}, err
 	}
 	s := &state.Service{RowMeta: state.RowMeta{Name: name, UserHash: u.ID, UserName: u.Name, Workspace: workspace},
-		Latest: 1, Versions: map[int]*state.ServiceVersion{1: {Task: ts, Service: sp, At: now()}},
+		Latest: 1, Versions: map[int]*state.ServiceVersion{1: {Task: ts, Service: sp, At: e.now()}},
 		UpdateMode: api.UpdateRolling, Target: sp.MinReplicas(), LB: state.LoadBalancer{Host: e.lbHost()}}
 	err := e.createService(ctx, s)
 	if errors.Is(err, state.ErrExists) {
@@ -188,7 +188,7 @@ func (e *Env) Update(ctx context.Context, b api.ServeUpdateBody, u api.User, wor
 		}
 		prev := n.Latest
 		n.Latest, n.UpdateMode = version, mode
-		n.Versions[version] = &state.ServiceVersion{Task: ts, Service: sp, At: now()}
+		n.Versions[version] = &state.ServiceVersion{Task: ts, Service: sp, At: e.now()}
 		n.Active = 0
 		if mode == api.UpdateBlueGreen {
 			n.Active = prev
@@ -349,7 +349,7 @@ func (e *Env) Down(ctx context.Context, b api.ServeDownBody, u api.User, log io.
 				}
 				return state.ErrNoChange
 			}
-			s.Down = &state.ServiceDown{At: now(), Purge: b.Purge}
+			s.Down = &state.ServiceDown{At: e.now(), Purge: b.Purge}
 			return nil
 		})
 		if errors.Is(err, state.ErrNotFound) {
@@ -403,7 +403,7 @@ func (e *Env) TerminateReplica(ctx context.Context, b api.ServeTerminateReplicaB
 			msg = fmt.Sprintf("Replica %d of service '%s' is already shutting down.", r.ID, b.Name)
 			return state.ErrNoChange
 		default:
-			r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, now(), "terminated by "+u.Name
+			r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, e.now(), "terminated by "+u.Name
 			msg = fmt.Sprintf("Replica %d of service '%s' is shutting down.", r.ID, b.Name)
 		}
 		return nil

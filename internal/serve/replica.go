@@ -80,7 +80,7 @@ func (x *replicas) Move(ctx context.Context, id int, from []string, edit func(*r
 		f := fields(r)
 		edit(&f)
 		if f.Status == api.ReplicaShuttingDown && r.Status != api.ReplicaShuttingDown {
-			r.RetiredAt = now() // its drain is timed from now (drainLimit)
+			r.RetiredAt = x.e.now() // its drain is timed from now (Timings.DrainLimit)
 		}
 		r.Status, r.Reason, r.Attempt, r.Tries, r.NextTryAt = f.Status, f.Reason, f.Attempt, f.Tries, f.NextTryAt
 		r.CleanedUp = f.CleanedUp
@@ -125,8 +125,8 @@ func (x *replicas) Watch(ctx context.Context, id int) (controller.Result, error)
 	return x.e.watchReplica(ctx, x.row, x.row.Replica(id))
 }
 
-// Drain holds a retired replica until the load balancer took a ready
-// set without it and it serves no request, or drainLimit passed.
+// Drain holds a retired replica until it is drained (drained), looking
+// again every 100 ms; one whose load balancer does not answer goes now.
 func (x *replicas) Drain(ctx context.Context, id int) time.Duration {
 	s, r := x.row, x.row.Replica(id)
 	st, err := x.e.lbState(ctx, s)
@@ -134,13 +134,21 @@ func (x *replicas) Drain(ctx context.Context, id int) time.Duration {
 		return 0
 	}
 	pushedOut := !slices.Contains(pushedIDs(s.LB.Pushed), r.ID) && st.Generation >= s.LB.Generation
-	if (!pushedOut || st.InFlight[r.ID] > 0) && now()-r.RetiredAt < drainLimit.Seconds() {
-		if !pushedOut {
-			x.e.pokeService(s.Name)
-		}
-		return 100 * time.Millisecond
+	if drained(pushedOut, st.InFlight[r.ID], r.RetiredAt, x.e.now(), x.e.timings().DrainLimit) {
+		return 0
 	}
-	return 0
+	if !pushedOut {
+		x.e.pokeService(s.Name)
+	}
+	return 100 * time.Millisecond
+}
+
+// drained says whether a replica retired at retiredAt may go at now
+// (unix seconds): the load balancer took a ready set without it
+// (pushedOut) and it serves no request (inFlight), or limit passed
+// since it was retired, whatever it still serves.
+func drained(pushedOut bool, inFlight int64, retiredAt, now float64, limit time.Duration) bool {
+	return (pushedOut && inFlight == 0) || now-retiredAt >= limit.Seconds()
 }
 
 // CleanUp keeps a failed replica's job log in its log before its
@@ -162,7 +170,7 @@ func (e *Env) cloud(s *state.Service) replicaset.Cloud {
 // cut-off attempt left, or launch the cluster with the version's task.
 func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Replica) (controller.Result, error) {
 	set := e.replicaSet(s)
-	if res, ok, err := replicaset.Begin(ctx, set, r.ID, fields(r), now()); !ok {
+	if res, ok, err := replicaset.Begin(ctx, set, r.ID, fields(r), e.now()); !ok {
 		return res, err
 	}
 	s = set.row
@@ -193,7 +201,7 @@ func (e *Env) launchReplica(ctx context.Context, s *state.Service, r *state.Repl
 		Announce: fmt.Sprintf("Launching replica %d of service %s (version %d, attempt %d) on cluster %s.", r.ID, s.Name, r.Version, r.Attempt, r.Cluster)}
 	return replicaset.Launch(ctx, set, e.cloud(s), a, func(jobID int) (controller.Result, error) {
 		return e.launched(ctx, s, r, jobID)
-	}, e.retryGap, now)
+	}, e.retryGap, e.now)
 }
 
 // withSpot sets use_spot in resources and in each of
@@ -217,7 +225,7 @@ func (e *Env) launched(ctx context.Context, s *state.Service, r *state.Replica, 
 	took, next, err := replicaset.Launched(ctx, e.replicaSet(s), r.ID, r.Cluster, func() (bool, bool, error) {
 		n, x, err := e.setReplica(ctx, s.Name, r.ID, []string{api.ReplicaProvisioning}, func(_ *state.Service, r *state.Replica) {
 			r.JobID, r.Status, r.Tries, r.NextTryAt, r.Reason = jobID, api.ReplicaStarting, 0, 0, ""
-			r.LaunchedAt, r.URL, r.Infra, r.Resources, r.Spot = now(), url, infra, res, spot
+			r.LaunchedAt, r.URL, r.Infra, r.Resources, r.Spot = e.now(), url, infra, res, spot
 		})
 		nr = x
 		return x != nil, n != nil && n.Replica(r.ID) == nil, err
@@ -269,24 +277,36 @@ func (e *Env) watchReplica(ctx context.Context, s *state.Service, r *state.Repli
 	})
 }
 
-// probeReplica probes a replica whose job runs: READY when the probe
-// passes, NOT_READY when it fails, failed when it fails too long.
+// probeReplica probes a replica whose job runs and moves it as
+// judgeProbe says: READY when the probe passes, NOT_READY when it fails,
+// failed when it fails too long. A failing replica whose cluster is
+// gone is lost instead.
 func (e *Env) probeReplica(ctx context.Context, s *state.Service, r *state.Replica, pr api.ProbeSpec, job *agentapi.Job, every time.Duration) (controller.Result, error) {
-	if job.Status != agentapi.StatusRunning && r.Status == api.ReplicaStarting {
-		// Still in setup (or waiting for resources): nothing answers yet,
-		// but the initial delay runs.
-		if now()-r.LaunchedAt > pr.InitialDelaySeconds {
-			return e.replicaFailed(ctx, s, r, api.ReplicaFailedInitialDelay,
-				fmt.Sprintf("not ready within initial_delay_seconds=%g (its job is %s)", pr.InitialDelaySeconds, job.Status))
-		}
-		return controller.Result{RequeueAfter: min(every, time.Second)}, nil
+	look := probeLook{Status: r.Status, LaunchedAt: r.LaunchedAt, ReadyAt: r.ReadyAt, FailingSince: r.FailingSince,
+		InSetup: job.Status != agentapi.StatusRunning && r.Status == api.ReplicaStarting}
+	var perr error
+	if !look.InSetup {
+		perr = probe(ctx, r.URL, pr)
+		look.Passed = perr == nil
 	}
-	perr := probe(ctx, r.URL, pr)
-	t := now()
-	if perr == nil {
-		if r.Status == api.ReplicaReady && r.FailingSince == 0 {
-			return controller.Result{RequeueAfter: every}, nil
+	t := e.now()
+	if !look.InSetup && !look.Passed {
+		if seen, _ := e.cloud(s).Look(ctx, r.Cluster, 0); seen == replicaset.ClusterLost {
+			return replicaset.Lost(ctx, e.replicaSet(s), r.ID, r.Status, replicaset.LostCluster)
 		}
+	}
+	step, since := judgeProbe(look, pr, t)
+	switch step {
+	case probeFailInitialDelay:
+		why := fmt.Sprintf("readiness probe did not pass within initial_delay_seconds=%g: %v", pr.InitialDelaySeconds, perr)
+		if look.InSetup {
+			why = fmt.Sprintf("not ready within initial_delay_seconds=%g (its job is %s)", pr.InitialDelaySeconds, job.Status)
+		}
+		return e.replicaFailed(ctx, s, r, api.ReplicaFailedInitialDelay, why)
+	case probeFailProbing:
+		return e.replicaFailed(ctx, s, r, api.ReplicaFailedProbing,
+			fmt.Sprintf("readiness probe failing for %.0f s (consecutive_failure_threshold_timeout=%g): %v", t-since, pr.ConsecutiveFailureThresholdTimeout, perr))
+	case probeReady:
 		first := r.ReadyAt == 0
 		_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(n *state.Service, r *state.Replica) {
 			r.Status, r.FailingSince, r.Reason = api.ReplicaReady, 0, ""
@@ -307,27 +327,7 @@ func (e *Env) probeReplica(ctx context.Context, s *state.Service, r *state.Repli
 			e.note(s.Name, "Replica %d is READY again.", r.ID)
 		}
 		e.pokeService(s.Name)
-		return controller.Result{RequeueAfter: every}, nil
-	}
-	if seen, _ := e.cloud(s).Look(ctx, r.Cluster, 0); seen == replicaset.ClusterLost {
-		return replicaset.Lost(ctx, e.replicaSet(s), r.ID, r.Status, replicaset.LostCluster)
-	}
-	if r.ReadyAt == 0 {
-		if t-r.LaunchedAt > pr.InitialDelaySeconds {
-			return e.replicaFailed(ctx, s, r, api.ReplicaFailedInitialDelay,
-				fmt.Sprintf("readiness probe did not pass within initial_delay_seconds=%g: %v", pr.InitialDelaySeconds, perr))
-		}
-		return controller.Result{RequeueAfter: every}, nil
-	}
-	since := r.FailingSince
-	if since == 0 {
-		since = t
-	}
-	if t-since >= pr.ConsecutiveFailureThresholdTimeout {
-		return e.replicaFailed(ctx, s, r, api.ReplicaFailedProbing,
-			fmt.Sprintf("readiness probe failing for %.0f s (consecutive_failure_threshold_timeout=%g): %v", t-since, pr.ConsecutiveFailureThresholdTimeout, perr))
-	}
-	if r.Status != api.ReplicaNotReady || r.FailingSince == 0 {
+	case probeNotReady:
 		_, nr, err := e.setReplica(ctx, s.Name, r.ID, []string{r.Status}, func(_ *state.Service, r *state.Replica) {
 			r.Status, r.FailingSince, r.Reason = api.ReplicaNotReady, since, firstLine(perr.Error())
 		})
@@ -336,8 +336,68 @@ func (e *Env) probeReplica(ctx context.Context, s *state.Service, r *state.Repli
 		}
 		e.note(s.Name, "Replica %d is NOT_READY: %v.", r.ID, perr)
 		e.pokeService(s.Name)
+	case probeKeep:
+		if look.InSetup {
+			return controller.Result{RequeueAfter: min(every, time.Second)}, nil
+		}
 	}
 	return controller.Result{RequeueAfter: every}, nil
+}
+
+// probeLook is what one readiness look at a replica saw.
+type probeLook struct {
+	Status                            string
+	LaunchedAt, ReadyAt, FailingSince float64
+	// InSetup says the replica is STARTING and its job does not run yet
+	// (setup, or waiting for resources): nothing answers, and it is not
+	// probed.
+	InSetup bool
+	// Passed says the readiness probe passed.
+	Passed bool
+}
+
+// probeStep is what a readiness look moves a replica to.
+type probeStep int
+
+const (
+	probeKeep             probeStep = iota // as it is; look again
+	probeReady                             // READY (again)
+	probeNotReady                          // NOT_READY, failing since the returned time
+	probeFailInitialDelay                  // FAILED_INITIAL_DELAY
+	probeFailProbing                       // FAILED_PROBING
+)
+
+// judgeProbe is the readiness rule (service.md §Readiness probing) of a
+// look at now (unix seconds): a replica that was never READY fails once
+// initial_delay_seconds passed since its launch without a passing probe
+// (the delay runs during its setup too); one that was READY is NOT_READY
+// while its probe fails, and fails once the probe has failed for
+// consecutive_failure_threshold_timeout. since is when the failing began
+// (for probeNotReady and probeFailProbing).
+func judgeProbe(l probeLook, pr api.ProbeSpec, now float64) (step probeStep, since float64) {
+	switch {
+	case l.InSetup || (!l.Passed && l.ReadyAt == 0):
+		if now-l.LaunchedAt > pr.InitialDelaySeconds {
+			return probeFailInitialDelay, 0
+		}
+		return probeKeep, 0
+	case l.Passed:
+		if l.Status == api.ReplicaReady && l.FailingSince == 0 {
+			return probeKeep, 0
+		}
+		return probeReady, 0
+	}
+	since = l.FailingSince
+	if since == 0 {
+		since = now
+	}
+	switch {
+	case now-since >= pr.ConsecutiveFailureThresholdTimeout:
+		return probeFailProbing, since
+	case l.Status != api.ReplicaNotReady || l.FailingSince == 0:
+		return probeNotReady, since
+	}
+	return probeKeep, since
 }
 
 // replicaFailed marks a replica failed (status one of the failed set),

@@ -68,8 +68,13 @@ type Env struct {
 	// Timings are the intervals the controller decides by; zero values
 	// are spec/service.md's.
 	Timings Timings
-	// Clock is the controller's time (nil: the machine's): the
-	// autoscaler's decisions read it.
+	// Clock is the controller's time (nil: the machine's). Every
+	// decision that depends on time (the autoscaler's, a probe's initial
+	// delay and failure timeout, a drain's limit, a wedged load
+	// balancer) and every time the rows record read it, so a test can
+	// set the instant it decides at. Waits inside one step (a load
+	// balancer to start or exit, an endpoint to listen) are paced by
+	// real timers and keep the machine's clock.
 	Clock func() time.Time
 
 	mu        sync.Mutex
@@ -79,9 +84,10 @@ type Env struct {
 	lbSilence map[string]*silence
 }
 
-// Timings are the service controller's configurable intervals. The
-// server sets them from its test knobs (servermain); a zero value is
-// spec/service.md's.
+// Timings are the service controller's intervals. The server sets the
+// first three from its test knobs (servermain); a test sets any of them
+// on its Env. A zero field is the default named beside it
+// (spec/service.md's where the spec has one).
 type Timings struct {
 	// DecisionInterval is the autoscaler's decision interval (0: 20 s,
 	// and 5 s while the target is 0).
@@ -91,20 +97,30 @@ type Timings struct {
 	// RetryGap is the first gap between launch attempts of a replica (0:
 	// 60 s); later gaps grow from it.
 	RetryGap time.Duration
+	// ResyncEvery is how often every service and replica is looked at
+	// again, whatever events were missed (0: 5 s).
+	ResyncEvery time.Duration
+	// DrainLimit bounds how long a retired replica waits for its
+	// in-flight requests before its cluster goes (0: 30 s).
+	DrainLimit time.Duration
 }
 
-// Fixed timings.
-var (
-	// resyncEvery is how often every service and replica is looked at
-	// again, whatever events were missed.
-	resyncEvery = 5 * time.Second
-	// drainLimit bounds how long a retired replica waits for its
-	// in-flight requests before its cluster goes.
-	drainLimit = 30 * time.Second
-	// keepFailed is how many failed replicas a service keeps listed (with
-	// why) once their clusters are gone.
-	keepFailed = 5
-)
+// withDefaults fills the zero fields the controller reads through it
+// with their defaults (the autoscaler's interval depends on the target:
+// decideEvery; RetryGap is controller.LaunchBackoff's to fill).
+func (t Timings) withDefaults() Timings {
+	t.QPSWindow = cmp.Or(t.QPSWindow, 60*time.Second)
+	t.ResyncEvery = cmp.Or(t.ResyncEvery, 5*time.Second)
+	t.DrainLimit = cmp.Or(t.DrainLimit, 30*time.Second)
+	return t
+}
+
+// timings are the Env's intervals, defaults filled in.
+func (e *Env) timings() Timings { return e.Timings.withDefaults() }
+
+// keepFailed is how many failed replicas a service keeps listed (with
+// why) once their clusters are gone.
+const keepFailed = 5
 
 // decideEvery is the autoscaler's decision interval: 20 s, 5 s while the
 // target is 0 (a service scaled to zero comes back faster); a configured
@@ -119,9 +135,6 @@ func decideEvery(configured time.Duration, target int) time.Duration {
 	return 20 * time.Second
 }
 
-// qpsWindow is how far back the request rate is measured.
-func (e *Env) qpsWindow() time.Duration { return cmp.Or(e.Timings.QPSWindow, 60*time.Second) }
-
 // retryGap is the wait before launch attempt tries+1 of a replica.
 func (e *Env) retryGap(tries int) time.Duration {
 	return controller.LaunchBackoff(tries, e.Timings.RetryGap)
@@ -135,7 +148,11 @@ func (e *Env) clock() time.Time {
 	return time.Now()
 }
 
-func now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+// now is the controller's time in unix seconds, as the service rows
+// keep it.
+func (e *Env) now() float64 { return unixSeconds(e.clock()) }
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // Controllers builds the service and replica controllers.
 func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) []*controller.Controller {
@@ -147,12 +164,12 @@ func (e *Env) Controllers(m *controller.Metrics, log *slog.Logger) []*controller
 	e.services = controller.New(controller.ReconcilerFunc(e.reconcileService), controller.Options{
 		Name: "services", Workers: 8, Logger: log, Metrics: m, Timeout: 5 * time.Minute,
 		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
-		Resync: e.serviceKeys, ResyncEvery: resyncEvery,
+		Resync: e.serviceKeys, ResyncEvery: e.timings().ResyncEvery,
 	})
 	e.replicas = controller.New(controller.ReconcilerFunc(e.reconcileReplica), controller.Options{
 		Name: "service-replicas", Workers: 32, Logger: log, Metrics: m, Timeout: 30 * time.Minute,
 		BaseBackoff: time.Second, MaxBackoff: 30 * time.Second,
-		Resync: e.replicaKeys, ResyncEvery: resyncEvery,
+		Resync: e.replicaKeys, ResyncEvery: e.timings().ResyncEvery,
 	})
 	return []*controller.Controller{e.services, e.replicas}
 }

@@ -42,8 +42,8 @@ func (e *Env) reconcileService(ctx context.Context, name string) (controller.Res
 		return controller.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	clk := e.clock()
-	qps := measuredQPS(st, clk, e.qpsWindow())
-	t0 := float64(clk.UnixNano()) / 1e9
+	qps := measuredQPS(st, clk, e.timings().QPSWindow)
+	t0 := unixSeconds(clk)
 	var added, retired []int
 	dropped := []int{}
 	s, err = e.Store.UpdateService(ctx, name, func(n *state.Service) error {
@@ -243,11 +243,12 @@ func measuredQPS(st *lb.State, t time.Time, window time.Duration) float64 {
 // downSteps carries out `serve down`: every replica is drained and torn
 // down, then the load balancer goes, then the service's row and files.
 func (e *Env) downSteps(ctx context.Context, s *state.Service) (controller.Result, error) {
+	t0 := e.now()
 	s, err := e.Store.UpdateService(ctx, s.Name, func(n *state.Service) error {
 		changed := false
 		for _, r := range n.Replicas {
 			if replicaset.Retiring(r.Status, r.CleanedUp) {
-				r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, now(), "the service is shutting down"
+				r.Status, r.RetiredAt, r.Reason = api.ReplicaShuttingDown, t0, "the service is shutting down"
 				changed = true
 			}
 		}

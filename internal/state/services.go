@@ -99,7 +99,7 @@ type Replica struct {
 	// RetiredAt is when the controller decided to tear the replica down
 	// (scale-down, an update's replacement: SHUTTING_DOWN). Its cluster
 	// goes once the load balancer took a ready set without it and it
-	// serves no request, or drainLimit after this.
+	// serves no request, or serve.Timings.DrainLimit after this.
 	RetiredAt float64 `json:"retired_at,omitempty"`
 	// CleanedUp says a failed replica's cluster is gone (it stays listed
 	// to say why it failed).
