@@ -110,6 +110,7 @@ func (f *poolFixture) step(name string, at time.Duration) (controller.Result, *s
 // threshold, the second worker comes on the second due decision wanting
 // it (upscale_delay_seconds 20 = one interval), not on a look between.
 func TestPoolAutoscalerDecidesByItsClock(t *testing.T) {
+	t.Parallel()
 	pol := api.PoolPolicy{MinWorkers: intp(0), MaxWorkers: intp(3), QueueLengthThreshold: 1, UpscaleDelaySeconds: 20}
 	f := newPoolFixture(t, Timings{}, &state.Pool{RowMeta: state.RowMeta{Name: "p"}, SpecVersion: 1,
 		Specs: map[int]*state.PoolSpecVersion{1: {Policy: pol}}})
@@ -145,6 +146,7 @@ func TestPoolAutoscalerDecidesByItsClock(t *testing.T) {
 // jobs to cancel, then waits for them until PoolDownJobsWait passed on
 // the Env's clock (300 s by default) before the workers are retired.
 func TestPoolDownWaitsForItsJobsByTheClock(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		tm      Timings
@@ -157,6 +159,7 @@ func TestPoolDownWaitsForItsJobsByTheClock(t *testing.T) {
 		{"a 10 s wait: 10 s after, the workers go", Timings{PoolDownJobsWait: 10 * time.Second}, 10 * time.Second, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newPoolFixture(t, c.tm, &state.Pool{RowMeta: state.RowMeta{Name: "p"}, SpecVersion: 1,
 				Specs:   map[int]*state.PoolSpecVersion{1: {Policy: api.PoolPolicy{Workers: intp(1)}}},
 				Workers: []*state.PoolWorker{worker(1, 1, api.WorkerReady)}, Down: &state.PoolDown{By: "alice"}})

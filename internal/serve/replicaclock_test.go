@@ -90,6 +90,7 @@ func TestDrained(t *testing.T) {
 // member lifecycle or terminated by its user records the Env's clock as
 // when it was retired, from which its drain limit runs.
 func TestRetireTimesTheDrainFromTheClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := state.OpenSQLite(ctx, filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
