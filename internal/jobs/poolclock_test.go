@@ -180,3 +180,27 @@ func TestPoolDownWaitsForItsJobsByTheClock(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerRetryGapRunsOnTheClock: a worker whose launch failed waits
+// out its retry gap on the Env's clock before its next attempt begins.
+func TestWorkerRetryGapRunsOnTheClock(t *testing.T) {
+	t.Parallel()
+	w := worker(1, 1, api.WorkerPending)
+	w.Tries, w.NextTryAt = 1, 1_800_000_030
+	f := newPoolFixture(t, Timings{}, &state.Pool{RowMeta: state.RowMeta{Name: "p"}, SpecVersion: 1,
+		Specs: map[int]*state.PoolSpecVersion{1: {Policy: api.PoolPolicy{Workers: intp(1)}}}, Workers: []*state.PoolWorker{w}})
+	for _, at := range []time.Duration{0, 29 * time.Second} {
+		f.clock = time.Unix(1_800_000_000, 0).Add(at)
+		res, err := f.e.reconcileWorker(f.ctx, "p/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.st.GetPool(f.ctx, "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 30*time.Second - at; res.RequeueAfter != want || p.Worker(1).Status != api.WorkerPending || p.Worker(1).Attempt != 0 {
+			t.Fatalf("at +%s: requeue after %s, worker %s attempt %d; want %s, still PENDING, no attempt", at, res.RequeueAfter, p.Worker(1).Status, p.Worker(1).Attempt, want)
+		}
+	}
+}
