@@ -67,13 +67,14 @@ unit: build
 
 # unit-fast: the unit lane, for the edit-and-test loop (make test stays
 # what CI runs): every Go test with -race but the end-to-end suite
-# (internal/e2e) and the harnesses of real infrastructure (the sshd hosts,
-# Slurm, Kubernetes and EC2-on-moto suites under internal/testutil). -short
+# (internal/e2e) and the suites of the real-infrastructure harnesses under
+# internal/testutil (sshd hosts, Slurm, Kubernetes, EC2 and moto). -short
 # skips the slow checks that run the built binary or the toolchain (the
 # CLI's flag walk, the 8-combination build-tag matrix), and SKYGO_SKIP_SSH,
 # _SLURM and _K8S skip the tests in other packages that start those servers.
-# PostgreSQL and moto stay: they start in seconds.
-UNIT_FAST_EXCLUDE := /internal/e2e$$|/internal/testutil/(ec2hosts|k8stest|slurmtest|sshhosts)$$
+# PostgreSQL (the store suite) and moto (AWS and S3 unit tests) stay: each
+# starts in seconds.
+UNIT_FAST_EXCLUDE := /internal/e2e$$|/internal/testutil/(ec2hosts|k8stest|mototest|slurmtest|sshhosts)$$
 unit-fast: build
 	SKYGO_SKIP_SSH=1 SKYGO_SKIP_SLURM=1 SKYGO_SKIP_K8S=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) \
 		$(GO) test -race -short -count=1 -timeout 10m $$($(GO) list ./... | grep -Ev '$(UNIT_FAST_EXCLUDE)')
