@@ -449,7 +449,7 @@ func TestManagedPoolRecovery(t *testing.T) {
 // own setup is ignored with a warning; a blue-green update brings all
 // new workers up before an old one goes.
 func TestManagedPoolAutoscaleShareBlueGreen(t *testing.T) {
-	// Sequential: beside three other tests (load 20 on 2 cores) a new worker was declared lost 20 ms after READY; until that is explained it runs alone.
+	t.Parallel()
 	e := newEnv(t)
 	auto := writeFile(t, "auto.yaml", `pool:
   min_workers: 0
