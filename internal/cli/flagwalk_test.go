@@ -124,6 +124,9 @@ type flagEnv struct {
 	dir  string
 	bin  string
 	env  []string
+	// jobs are the finished managed jobs of this installation, made by
+	// the first probe that asks (finished); shared by withEnv's copies.
+	jobs *finishedJobs
 }
 
 func newFlagEnv(t *testing.T) *flagEnv {
@@ -133,7 +136,7 @@ func newFlagEnv(t *testing.T) *flagEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &flagEnv{t: t, home: home, dir: filepath.Join(home, "work"), bin: bin}
+	e := &flagEnv{t: t, home: home, dir: filepath.Join(home, "work"), bin: bin, jobs: &finishedJobs{}}
 	e.env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
