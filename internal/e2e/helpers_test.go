@@ -246,17 +246,15 @@ func (e *skyEnv) queue(cluster string) map[int]job {
 // waitJob polls the queue until job id satisfies ok, and returns it.
 func (e *skyEnv) waitJob(cluster string, id int, timeout time.Duration, what string, ok func(job) bool) job {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		j, found := e.queue(cluster)[id]
-		if found && ok(j) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %d on %s: not %s after %s (last seen: %+v)", id, cluster, what, timeout, j)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var j job
+	if !waitFor(timeout, func() bool {
+		var found bool
+		j, found = e.queue(cluster)[id]
+		return found && ok(j)
+	}) {
+		e.t.Fatalf("job %d on %s: not %s after %s (last seen: %+v)", id, cluster, what, timeout, j)
 	}
+	return j
 }
 
 // cluster is the part of a `sky status -o json` record the tests read.
@@ -287,16 +285,7 @@ func (e *skyEnv) status(refresh bool) map[string]cluster {
 
 // waitFor polls cond every 100 ms until it holds or the timeout passes.
 func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return testutil.WaitFor(timeout, 100*time.Millisecond, cond)
 }
 
 // proc is a live process whose environment matched.

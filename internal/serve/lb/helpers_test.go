@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // A test binary started with SKYGO_LB_TEST_REPLICA=ID is a replica: a
@@ -203,12 +205,8 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testutil.WaitFor(5*time.Second, 5*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
