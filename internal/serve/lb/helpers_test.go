@@ -166,9 +166,9 @@ func (l *testLB) pushSet(t testing.TB, rs ReplicaSet) {
 // and fails the test if one stays, or if one went below zero.
 func (l *testLB) settled(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		busy := ""
+	busy := ""
+	if !testutil.WaitFor(5*time.Second, 20*time.Millisecond, func() bool {
+		busy = ""
 		l.seenMu.Lock()
 		for b := range l.seen {
 			if n := b.inflight.Load(); n != 0 {
@@ -181,13 +181,9 @@ func (l *testLB) settled(t *testing.T) {
 				busy += fmt.Sprintf(" state in_flight[%d]=%d", id, n)
 			}
 		}
-		if busy == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("in-flight counters did not return to 0:%s", busy)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return busy == ""
+	}) {
+		t.Fatalf("in-flight counters did not return to 0:%s", busy)
 	}
 }
 
