@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sky
 LDFLAGS := -s -w -X github.com/skygo/skygo/internal/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build runtime bench-cli bench-slim bench-queued bench-idle test unit pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
+.PHONY: build runtime bench-cli bench-slim bench-queued bench-idle test unit unit-fast pytest vet staticcheck bench bench-managed bench-node bench-serve bench-sdk bench-storm fuzz clean catalog-snapshot openapi
 
 # build: bin/sky, the CLI a user runs, carrying the RUNTIME (internal/bundle):
 # the API server (sky-server), the SkyServe load balancer for this machine
@@ -64,6 +64,20 @@ SHARED ?= $(if $(SKYGO_SHARED),$(SKYGO_SHARED),$(abspath $(CURDIR)/../shared))
 unit: build
 	@[ -d "$(SHARED)/corpus" ] || echo "SkyPilot corpus compatibility suite skipped: ../shared/corpus not found (set SKYGO_SHARED to a folder holding corpus/ and catalog/)"
 	SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 25m ./...
+
+# unit-fast: the unit lane, for the edit-and-test loop (make test stays
+# what CI runs): every Go test with -race but the end-to-end suite
+# (internal/e2e) and the suites of the real-infrastructure harnesses under
+# internal/testutil (sshd hosts, Slurm, Kubernetes, EC2 and moto). -short
+# skips the slow checks that run the built binary or the toolchain (the
+# CLI's flag walk, the 8-combination build-tag matrix), and SKYGO_SKIP_SSH,
+# _SLURM and _K8S skip the tests in other packages that start those servers.
+# PostgreSQL (the store suite) and moto (AWS and S3 unit tests) stay: each
+# starts in seconds.
+UNIT_FAST_EXCLUDE := /internal/e2e$$|/internal/testutil/(ec2hosts|k8stest|mototest|slurmtest|sshhosts)$$
+unit-fast: build
+	SKYGO_SKIP_SSH=1 SKYGO_SKIP_SLURM=1 SKYGO_SKIP_K8S=1 SKYGO_TEST_BINARY=$(CURDIR)/$(BIN) \
+		$(GO) test -race -short -count=1 -timeout 10m $$($(GO) list ./... | grep -Ev '$(UNIT_FAST_EXCLUDE)')
 
 # pytest: the Python SDK's tests (python/tests) against bin/sky, with the
 # interpreter CI has (PYTHON overrides it).

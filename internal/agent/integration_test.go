@@ -137,17 +137,11 @@ func (c *cluster) job(id int) agentapi.Job {
 // waitFor polls job id until cond holds.
 func (c *cluster) waitFor(id int, what string, cond func(agentapi.Job) bool) agentapi.Job {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		j := c.job(id)
-		if cond(j) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("job %d never became %s; last: %+v", id, what, j)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var j agentapi.Job
+	if !testutil.WaitFor(60*time.Second, 20*time.Millisecond, func() bool { j = c.job(id); return cond(j) }) {
+		c.t.Fatalf("job %d never became %s; last: %+v", id, what, j)
 	}
+	return j
 }
 
 func (c *cluster) waitTerminal(id int) agentapi.Job {
@@ -476,8 +470,8 @@ func TestDaemonKilledMidJobEndsTruthfully(t *testing.T) {
 	if err := syscall.Kill(rep.Daemon.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for proc.Alive(rep.Daemon.Pid) {
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.WaitFor(10*time.Second, 10*time.Millisecond, func() bool { return !proc.Alive(rep.Daemon.Pid) }) {
+		t.Fatalf("daemon %d survives SIGKILL", rep.Daemon.Pid)
 	}
 	if rep := c.status(); rep.Daemon.Alive {
 		t.Fatalf("daemon reported alive after kill: %+v", rep.Daemon)
@@ -575,15 +569,11 @@ func TestAutostopRunsHookAndAction(t *testing.T) {
 		t.Fatalf("set-autostop: %d %s", code, out)
 	}
 	fired := filepath.Join(c.home(0), "autostop-fired")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if b, err := os.ReadFile(fired); err == nil && string(b) == "down\n" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("autostop action never ran")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testutil.WaitFor(20*time.Second, 50*time.Millisecond, func() bool {
+		b, err := os.ReadFile(fired)
+		return err == nil && string(b) == "down\n"
+	}) {
+		t.Fatal("autostop action never ran")
 	}
 	rep := c.status()
 	if rep.Autostop == nil || !rep.Autostop.Autostopping || rep.Autostop.HookLog == "" {
@@ -605,16 +595,12 @@ func TestAutostopRetriesFailedAction(t *testing.T) {
 	if out, code := c.agent(0, "", "set-autostop", "--json", "--idle-seconds", "1", "--wait-for", "none"); code != 0 {
 		t.Fatalf("set-autostop: %d %s", code, out)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(c.home(0), "stopped")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			tries, _ := os.ReadFile(filepath.Join(c.home(0), "tries"))
-			t.Fatalf("the failed autostop action was not retried within 20 s (tries: %q)", tries)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testutil.WaitFor(20*time.Second, 100*time.Millisecond, func() bool {
+		_, err := os.Stat(filepath.Join(c.home(0), "stopped"))
+		return err == nil
+	}) {
+		tries, _ := os.ReadFile(filepath.Join(c.home(0), "tries"))
+		t.Fatalf("the failed autostop action was not retried within 20 s (tries: %q)", tries)
 	}
 }
 
@@ -640,12 +626,8 @@ func TestOrphanDaemonStops(t *testing.T) {
 	if fresh == old {
 		t.Fatalf("no new daemon started (pid %d)", fresh)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(old, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the orphaned daemon %d still runs", old)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testutil.WaitFor(5*time.Second, 50*time.Millisecond, func() bool { return syscall.Kill(old, 0) != nil }) {
+		t.Fatalf("the orphaned daemon %d still runs", old)
 	}
 	if got := c.status().Daemon.Pid; got != fresh {
 		t.Fatalf("after the orphan stopped, the node's daemon is %d, want %d", got, fresh)

@@ -87,14 +87,12 @@ func hasJob(recs []map[string]any, id int) bool {
 }
 
 // finishedJobs are two managed jobs the queue probes filter on, made
-// once: one SUCCEEDED, one FAILED.
+// once per installation: one SUCCEEDED, one FAILED (0 until made).
 type finishedJobs struct{ ok, failed int }
-
-var walkJobs *finishedJobs
 
 func (e *flagEnv) finished(t *testing.T) finishedJobs {
 	t.Helper()
-	if walkJobs == nil {
+	if e.jobs.ok == 0 {
 		ok := e.submitJob(t, "-n", "fwj-ok", "--", "echo line-1; echo line-2; echo ok-output")
 		failed := e.submitJob(t, "-n", "fwj-fail", "--", "echo failing; exit 3")
 		if r := e.waitJob(t, ok); r.code != 0 {
@@ -103,9 +101,9 @@ func (e *flagEnv) finished(t *testing.T) finishedJobs {
 		if r := e.waitJob(t, failed); r.code != 100 {
 			t.Fatalf("fwj-fail: want exit 100: %s", r)
 		}
-		walkJobs = &finishedJobs{ok, failed}
+		*e.jobs = finishedJobs{ok, failed}
 	}
-	return *walkJobs
+	return *e.jobs
 }
 
 // managedTaskCases are the task and resource flags of `sky jobs launch`:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // The flag probes of `sky jobs pool apply / status / down / logs`, run in
@@ -26,16 +28,13 @@ func (e *flagEnv) poolRow(name string) (row string, out flagRun) {
 // waitPoolStatus polls until the pool's row shows status.
 func (e *flagEnv) waitPoolStatus(t *testing.T, name, status string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		row, r := e.poolRow(name)
-		if strings.Contains(" "+row+" ", " "+status+" ") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool %s not %s after 60s: %s", name, status, r)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var r flagRun
+	if !testutil.WaitFor(60*time.Second, 200*time.Millisecond, func() bool {
+		var row string
+		row, r = e.poolRow(name)
+		return strings.Contains(" "+row+" ", " "+status+" ")
+	}) {
+		t.Fatalf("pool %s not %s after 60s: %s", name, status, r)
 	}
 }
 
@@ -213,12 +212,9 @@ func poolFlagCases() []flagCase {
 	add("jobs pool down --async", func(t *testing.T, e *flagEnv) {
 		e.upPool(t, "fwp-da", "pool.yaml")
 		wantWorks(t, e.sky("jobs", "pool", "down", "-y", "--async", "fwp-da"), "Submitted sky.jobs.pool_down request")
-		deadline := time.Now().Add(60 * time.Second)
-		for row, _ := e.poolRow("fwp-da"); row != ""; row, _ = e.poolRow("fwp-da") {
-			if time.Now().After(deadline) {
-				t.Fatalf("pool fwp-da still there 60s after an async down: %s", row)
-			}
-			time.Sleep(200 * time.Millisecond)
+		var row string
+		if !testutil.WaitFor(60*time.Second, 200*time.Millisecond, func() bool { row, _ = e.poolRow("fwp-da"); return row == "" }) {
+			t.Fatalf("pool fwp-da still there 60s after an async down: %s", row)
 		}
 	})
 	add("jobs pool down --no-async", func(t *testing.T, e *flagEnv) {
@@ -236,14 +232,10 @@ func poolFlagCases() []flagCase {
 		t.Cleanup(func() { e.sky("jobs", "pool", "down", "-y", "fwp-lf") })
 		wantWorks(t, r)
 		// The worker may not be recorded yet when the request is accepted.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testutil.WaitFor(30*time.Second, 200*time.Millisecond, func() bool {
 			r = e.sky("jobs", "pool", "logs", "--follow", "fwp-lf", "1")
-			if r.code == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return r.code == 0
+		})
 		wantWorks(t, r, "Setup job", "ENV=")
 	})
 	add("jobs pool logs --no-follow", func(t *testing.T, e *flagEnv) {

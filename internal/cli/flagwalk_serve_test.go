@@ -104,17 +104,11 @@ func (e *flagEnv) serviceRecord(t *testing.T, name string) *api.ServiceRecord {
 // gone).
 func (e *flagEnv) waitService(t *testing.T, name, what string, ok func(*api.ServiceRecord) bool) *api.ServiceRecord {
 	t.Helper()
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		rec := e.serviceRecord(t, name)
-		if ok(rec) {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("service %s not %s after 120s: %+v\n%s", name, what, rec, e.sky("serve", "status", "-v", name))
-		}
-		time.Sleep(300 * time.Millisecond)
+	var rec *api.ServiceRecord
+	if !testutil.WaitFor(120*time.Second, 300*time.Millisecond, func() bool { rec = e.serviceRecord(t, name); return ok(rec) }) {
+		t.Fatalf("service %s not %s after 120s: %+v\n%s", name, what, rec, e.sky("serve", "status", "-v", name))
 	}
+	return rec
 }
 
 // readyReplica is the ID of a READY replica of version v (0: any), or 0.

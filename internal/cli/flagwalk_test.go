@@ -124,6 +124,9 @@ type flagEnv struct {
 	dir  string
 	bin  string
 	env  []string
+	// jobs are the finished managed jobs of this installation, made by
+	// the first probe that asks (finished); shared by withEnv's copies.
+	jobs *finishedJobs
 }
 
 func newFlagEnv(t *testing.T) *flagEnv {
@@ -133,7 +136,7 @@ func newFlagEnv(t *testing.T) *flagEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &flagEnv{t: t, home: home, dir: filepath.Join(home, "work"), bin: bin}
+	e := &flagEnv{t: t, home: home, dir: filepath.Join(home, "work"), bin: bin, jobs: &finishedJobs{}}
 	e.env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
@@ -296,16 +299,9 @@ func (e *flagEnv) statusOf(t *testing.T, name string) map[string]any {
 // waitStatus polls until the cluster has status want ("" = gone).
 func (e *flagEnv) waitStatus(t *testing.T, name, want string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got := e.statusOf(t, name)["status"]
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster %s: status %v after %s, want %q%s", name, got, within, want, e.clusterDiagnostics(name))
-		}
-		time.Sleep(300 * time.Millisecond)
+	var got any
+	if !testutil.WaitFor(within, 300*time.Millisecond, func() bool { got = e.statusOf(t, name)["status"]; return got == want }) {
+		t.Fatalf("cluster %s: status %v after %s, want %q%s", name, got, within, want, e.clusterDiagnostics(name))
 	}
 }
 
@@ -1186,16 +1182,13 @@ func flagCases(e *flagEnv) []flagCase {
 		}
 		defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
 		url := fmt.Sprintf("http://127.0.0.1:%d", port)
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			out, err := exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", "{}", url+"/status").Output()
-			if err == nil && string(out) == "401" {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("foreground server with basic auth on %s: POST /status gave %q, %v (want 401)", url, out, err)
-			}
-			time.Sleep(100 * time.Millisecond)
+		var out []byte
+		var err error
+		if !testutil.WaitFor(20*time.Second, 100*time.Millisecond, func() bool {
+			out, err = exec.Command("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", "{}", url+"/status").Output()
+			return err == nil && string(out) == "401"
+		}) {
+			t.Fatalf("foreground server with basic auth on %s: POST /status gave %q, %v (want 401)", url, out, err)
 		}
 	}
 	add("api start --foreground", apiStart)

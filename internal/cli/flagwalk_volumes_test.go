@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // The flag probes of `sky volumes apply / ls / delete`, run in the flag
@@ -105,12 +107,8 @@ func volumeFlagCases() []flagCase {
 	add(k("apply", "config"), configRefused("volumes", "apply", "-y", "-n", "fwv-cfg", "--type", "host-dir"))
 	add(k("apply", "async"), func(t *testing.T, e *flagEnv) {
 		wantWorks(t, e.applyVolume(t, "fwv-async", "--async"), "sky.volumes.apply")
-		deadline := time.Now().Add(30 * time.Second)
-		for e.volumeRecords(t)["fwv-async"] == nil {
-			if time.Now().After(deadline) {
-				t.Fatal("the async apply made no volume within 30s")
-			}
-			time.Sleep(100 * time.Millisecond)
+		if !testutil.WaitFor(30*time.Second, 100*time.Millisecond, func() bool { return e.volumeRecords(t)["fwv-async"] != nil }) {
+			t.Fatal("the async apply made no volume within 30s")
 		}
 	})
 	add(k("apply", "no-async"), func(t *testing.T, e *flagEnv) {

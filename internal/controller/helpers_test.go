@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // patience bounds every wait in these tests. It is only ever a timeout for
@@ -65,12 +67,8 @@ func (b *logBuffer) records(t testing.TB) []map[string]any {
 // waitFor polls cond until it holds, failing the test after patience.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+	if !testutil.WaitFor(patience, time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

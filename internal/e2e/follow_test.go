@@ -171,6 +171,7 @@ func (e *skyEnv) logTails() []proc {
 // notices the closed stream. Either way the request ends CANCELLED, the
 // tail on the node is gone, and `sky down` does not wait for it.
 func TestLogsFollowerStopped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "echo started; sleep 300")
 	// SIGTERM: the client cancels as its user; SIGKILL: the server sees
@@ -205,6 +206,7 @@ func TestLogsFollowerStopped(t *testing.T) {
 // are long workers; a new launch, an exec and a down still run, and the
 // down ends the followers' job.
 func TestFollowersDoNotBlockLaunch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "echo started; sleep 300")
 	var followers []*child
@@ -228,6 +230,7 @@ func TestFollowersDoNotBlockLaunch(t *testing.T) {
 // job leaves the request running, says how to re-attach or cancel, and
 // a `sky down` of the cluster does not wait for the job to end.
 func TestLaunchInterruptKeepsRunning(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	l := e.start("launch", "-y", "-c", "c", "--", "echo started; sleep 300")
 	l.waitOutput(" started\n", 60*time.Second) // the job's line, not the "Command to run:" echo
@@ -273,6 +276,7 @@ func TestLaunchInterruptKeepsRunning(t *testing.T) {
 // and closing the followers cancels every one of their requests and
 // leaves no tail on the node.
 func TestFiftyFollowersThenLaunch(t *testing.T) {
+	// Sequential: a storm of concurrent clients by design; alone, neither it nor a neighbour's bounded waits absorb the other's load.
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "echo started; sleep 600")
 	var followers []*child

@@ -43,6 +43,7 @@ const hammerCluster = "hc"
 // TestHammerPostgres: two servers sharing one HOME (so both see the same
 // local nodes) and one PostgreSQL database.
 func TestHammerPostgres(t *testing.T) {
+	// Sequential: a storm of concurrent clients by design; alone, neither it nor a neighbour's bounded waits absorb the other's load.
 	if pgtest.Skipped() {
 		t.Skip(pgtest.SkipEnv + "=1")
 	}
@@ -87,6 +88,7 @@ func TestHammerPostgres(t *testing.T) {
 // TestHammerSQLite: the same hammer on the default SQLite store and one
 // server, so it also runs where PostgreSQL is not installed.
 func TestHammerSQLite(t *testing.T) {
+	// Sequential: a storm of concurrent clients by design; alone, neither it nor a neighbour's bounded waits absorb the other's load.
 	e := newEnv(t)
 	h := newHammer(t, e, "", e.port)
 	h.launch()

@@ -246,17 +246,15 @@ func (e *skyEnv) queue(cluster string) map[int]job {
 // waitJob polls the queue until job id satisfies ok, and returns it.
 func (e *skyEnv) waitJob(cluster string, id int, timeout time.Duration, what string, ok func(job) bool) job {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		j, found := e.queue(cluster)[id]
-		if found && ok(j) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %d on %s: not %s after %s (last seen: %+v)", id, cluster, what, timeout, j)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var j job
+	if !waitFor(timeout, func() bool {
+		var found bool
+		j, found = e.queue(cluster)[id]
+		return found && ok(j)
+	}) {
+		e.t.Fatalf("job %d on %s: not %s after %s (last seen: %+v)", id, cluster, what, timeout, j)
 	}
+	return j
 }
 
 // cluster is the part of a `sky status -o json` record the tests read.
@@ -287,16 +285,7 @@ func (e *skyEnv) status(refresh bool) map[string]cluster {
 
 // waitFor polls cond every 100 ms until it holds or the timeout passes.
 func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return testutil.WaitFor(timeout, 100*time.Millisecond, cond)
 }
 
 // proc is a live process whose environment matched.
@@ -361,11 +350,10 @@ func (e *skyEnv) cleanup() {
 			}
 		}
 	}
-	var left []proc
-	waitFor(5*time.Second, func() bool {
-		left = procsWithEnv(e.home)
-		return len(left) == 0
-	})
+	left := settledProcs(5*time.Second, func() []proc { return procsWithEnv(e.home) })
+	// A process that writes here without the HOME in its environment
+	// (none should) is still this HOME's: found by what it has open.
+	left = append(left, procsUsing(e.home)...)
 	if len(left) > 0 {
 		var lines []string
 		for _, p := range left {
@@ -382,8 +370,73 @@ func (e *skyEnv) cleanup() {
 		local.RemoveLeftovers(e.home)
 	}
 	if err := os.RemoveAll(e.home); err != nil {
-		t.Errorf("cleanup: removing %s: %v", e.home, err)
+		// Something wrote here while it was removed: say what and who.
+		t.Errorf("cleanup: removing %s: %v\nleft: %v\nprocesses with files there: %v", e.home, err, filesUnder(e.home, 20), procsUsing(e.home))
 	}
+}
+
+// settledProcs polls list every 100 ms until two readings in a row are
+// empty, or timeout passes, and returns the last reading. One reading of
+// /proc can miss a process: a parent that ReadDir listed may fork a child
+// and exit before its environ is read, and the child, born after the
+// listing, is in neither; the next reading lists the child.
+func settledProcs(timeout time.Duration, list func() []proc) []proc {
+	var left []proc
+	empty := 0
+	waitFor(timeout, func() bool {
+		if left = list(); len(left) == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+		return empty >= 2
+	})
+	return left
+}
+
+// procsUsing lists the live processes, other than this test, whose
+// working directory, root or an open file is under dir.
+func procsUsing(dir string) []proc {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	var out []proc
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		base := "/proc/" + ent.Name()
+		links := []string{base + "/cwd", base + "/root"}
+		if fds, err := os.ReadDir(base + "/fd"); err == nil {
+			for _, fd := range fds {
+				links = append(links, base+"/fd/"+fd.Name())
+			}
+		}
+		for _, l := range links {
+			if target, err := os.Readlink(l); err == nil && under(target) {
+				cl, _ := os.ReadFile(base + "/cmdline")
+				out = append(out, proc{pid: pid, cmdline: strings.TrimSpace(string(bytes.ReplaceAll(cl, []byte{0}, []byte{' '}))) + " (has " + target + ")"})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// filesUnder lists up to n paths under dir, for a failure message.
+func filesUnder(dir string, n int) []string {
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || len(out) >= n {
+			return filepath.SkipDir
+		}
+		out = append(out, strings.TrimPrefix(p, dir))
+		return nil
+	})
+	return out
 }
 
 // procsWithEnvPid returns pid as a proc if it is alive and its

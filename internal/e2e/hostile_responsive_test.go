@@ -51,6 +51,7 @@ func (tm *team) credentialChecks(t *testing.T) float64 {
 // password must cost one check, or a few if the cache's 30 s run out
 // meanwhile; never one per call.
 func TestHostilePasswordStorm(t *testing.T) {
+	// Sequential: a storm of concurrent clients by design; alone, neither it nor a neighbour's bounded waits absorb the other's load.
 	tm := newTeam(t)
 	before := tm.credentialChecks(t)
 	bob := tm.clientAs("bob")

@@ -31,7 +31,10 @@ import (
 //     the port stays reserved meanwhile, so bob's new service does not get
 //     it, and alice's advertised endpoint reaches her replicas again.
 func TestHostileServe(t *testing.T) {
-	t.Parallel()
+	// Sequential: it frees its load balancer's port on purpose, and another
+	// test's API server would take that port for a new service, then get
+	// this test's retried 5-s requests (TestServeFromZero once saw them as
+	// 0.2 requests/s with no request of its own and scaled up from zero).
 	env := []string{"SKYGO_SERVE_DECISION_INTERVAL=1s", "SKYGO_SERVE_QPS_WINDOW=10s", "SKYGO_SERVE_RETRY_GAP=1s"}
 	if v, ok := os.LookupEnv("SKYGO_LOCAL_NETNS"); ok {
 		env = append(env, "SKYGO_LOCAL_NETNS="+v)

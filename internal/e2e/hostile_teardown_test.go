@@ -149,6 +149,7 @@ func (tm *team) teamQueue() (map[int]mjob, result, bool) {
 // clusters may be left on the machine: no process, node directory, lease,
 // network namespace or veth.
 func TestHostileTeardownUnderStorm(t *testing.T) {
+	// Sequential: a storm of concurrent clients by design; alone, neither it nor a neighbour's bounded waits absorb the other's load.
 	tm := newTeam(t, "SKYGO_JOBS_RETRY_GAP=1s")
 	watch := newLocalWatch(tm.home)
 	const jobs = 50
@@ -253,6 +254,7 @@ func (tm *team) mustJSONAs(user string, v any, args ...string) {
 // local infrastructure's lock, held here as another server's stuck
 // allocation would hold it.
 func TestHostileDownInterruptsLaunch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	watch := newLocalWatch(e.home)
 	e.must("status")
@@ -311,6 +313,7 @@ func TestHostileDownInterruptsLaunch(t *testing.T) {
 // (its sweeper, at start): the cluster leaves `sky status` and nothing of
 // it is left on the machine, without anyone running `sky down` again.
 func TestHostileTeardownCrashFinished(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	watch := newLocalWatch(e.home)
 	// Many files in the node's HOME make its removal take a while: the

@@ -40,7 +40,10 @@ func TestManagedCancel(t *testing.T) {
 		}
 		e.preemptNode(c)
 		e.waitManaged([]int{id}, 15*time.Second, "RECOVERING", func(m mjob) bool { return m.Status == "RECOVERING" })
-		time.Sleep(time.Second) // the relaunch is waiting for the lock by now
+		// Granted a launch slot: the relaunch is in flight, and waits for the lock.
+		e.waitManaged([]int{id}, 15*time.Second, "relaunching", func(m mjob) bool {
+			return m.ScheduleState != nil && *m.ScheduleState == "LAUNCHING"
+		})
 		m := e.jobsQueue()[mkey{id, 0}]
 		if m.Status != "RECOVERING" {
 			t.Fatalf("the job left RECOVERING while its relaunch could not provision: %v", m)
@@ -54,10 +57,9 @@ func TestManagedCancel(t *testing.T) {
 		if want := fmt.Sprintf("Job with ID %d is scheduled to be cancelled.", id); !strings.Contains(r.stdout, want) {
 			t.Errorf("sky jobs cancel should say %q:\n%s", want, r)
 		}
-		time.Sleep(500 * time.Millisecond)
-		if m := e.jobsQueue()[mkey{id, 0}]; !terminal(m.Status) && (m.Details == nil || !strings.HasPrefix(*m.Details, "Cancellation requested by ")) {
-			t.Errorf("a job being cancelled should say who asked: %v", m)
-		}
+		e.waitManaged([]int{id}, 15*time.Second, "saying who asked for its cancellation (or ended)", func(m mjob) bool {
+			return terminal(m.Status) || (m.Details != nil && strings.HasPrefix(*m.Details, "Cancellation requested by "))
+		})
 		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 		q = e.waitManaged([]int{id}, 30*time.Second, "ended", ended)
 		if m := q[mkey{id, 0}]; m.Status != "CANCELLED" {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // mjob is a row of `sky jobs queue -v -o json`: one task of a managed job.
@@ -116,10 +118,10 @@ func (e *skyEnv) jobsLaunch(args ...string) []int {
 // jobs, and returns the last queue.
 func (e *skyEnv) waitManaged(ids []int, timeout time.Duration, what string, ok func(mjob) bool) map[mkey]mjob {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		q := e.jobsQueue()
-		var bad []string
+	var q map[mkey]mjob
+	var bad []string
+	if testutil.WaitFor(timeout, 200*time.Millisecond, func() bool {
+		q, bad = e.jobsQueue(), nil
 		for _, id := range ids {
 			found := false
 			for k, r := range q {
@@ -135,18 +137,16 @@ func (e *skyEnv) waitManaged(ids []int, timeout time.Duration, what string, ok f
 				bad = append(bad, fmt.Sprintf("job %d: not in the queue", id))
 			}
 		}
-		if len(bad) == 0 {
-			return q
-		}
-		if time.Now().After(deadline) {
-			slices.Sort(bad)
-			if len(bad) > 10 {
-				bad = append(bad[:10], fmt.Sprintf("... and %d more", len(bad)-10))
-			}
-			e.t.Fatalf("managed jobs not %s after %s:\n%s\n%s", what, timeout, strings.Join(bad, "\n"), e.serverLogTail())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(bad) == 0
+	}) {
+		return q
 	}
+	slices.Sort(bad)
+	if len(bad) > 10 {
+		bad = append(bad[:10], fmt.Sprintf("... and %d more", len(bad)-10))
+	}
+	e.t.Fatalf("managed jobs not %s after %s:\n%s\n%s", what, timeout, strings.Join(bad, "\n"), e.serverLogTail())
+	return nil
 }
 
 // preemptNode does to a local node what a cloud preemption does to a VM:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,6 +113,64 @@ run: |
 		if first["SKYPILOT_TASK_ID"] != second["SKYPILOT_TASK_ID"] {
 			t.Errorf("job %d: the task id changed across the recovery: %q then %q", id, first["SKYPILOT_TASK_ID"], second["SKYPILOT_TASK_ID"])
 		}
+	}
+	e.requireNoClusters()
+}
+
+// TestManagedDriverFailure: the head agent of a managed job's cluster is
+// killed (the cluster stays up); the server restarts it and the job it
+// was driving ends FAILED_DRIVER. The managed job looks at the cluster,
+// finds it up, and applies the restart rules (managed-jobs.md, "UP,
+// FAILED_DRIVER"): with max_restarts_on_errors it runs again and
+// succeeds; without, it is FAILED_CONTROLLER saying the driver failed.
+func TestManagedDriverFailure(t *testing.T) {
+	t.Parallel()
+	e := managedEnv(t)
+	shared := sharedDir(t)
+	task := func(name, recovery string) string {
+		return writeFile(t, name+".yaml", `name: `+name+`
+resources:
+  job_recovery:
+    max_restarts_on_errors: `+recovery+`
+envs:
+  SHARED: `+shared+`
+run: |
+  id=$SKYPILOT_MANAGED_JOB_ID
+  echo run >> $SHARED/runs-$id
+  if [ -e $SHARED/ran-$id ]; then exit 0; fi
+  touch $SHARED/ran-$id
+  sleep 600
+`)
+	}
+	plain := e.jobsLaunch(task("plain", "0"))[0]
+	restarts := e.jobsLaunch(task("restarts", "1"))[0]
+	ids := []int{plain, restarts}
+	q := e.waitManaged(ids, 60*time.Second, "RUNNING", func(m mjob) bool {
+		_, err := os.Stat(filepath.Join(shared, fmt.Sprintf("ran-%d", m.JobID)))
+		return m.Status == "RUNNING" && err == nil
+	})
+	for _, id := range ids {
+		c := q[mkey{id, 0}].Cluster
+		if c == nil || *c == "" {
+			t.Fatalf("job %d runs on no cluster: %v", id, q[mkey{id, 0}])
+		}
+		if err := syscall.Kill(e.headAgentPid(*c), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	final := e.waitManaged(ids, 90*time.Second, "ended", ended)
+	runs := func(id int) int {
+		b, _ := os.ReadFile(filepath.Join(shared, fmt.Sprintf("runs-%d", id)))
+		return strings.Count(string(b), "\n")
+	}
+	m := final[mkey{plain, 0}]
+	want := "The job driver on the remote cluster failed."
+	if m.Status != "FAILED_CONTROLLER" || m.RecoveryCount != 0 || m.FailureReason == nil || !strings.HasPrefix(*m.FailureReason, want) || runs(plain) != 1 {
+		t.Errorf("no restarts allowed: want FAILED_CONTROLLER after 1 run, its reason starting %q; got %v after %d runs\n%s", want, m, runs(plain), e.serverLogTail())
+	}
+	m = final[mkey{restarts, 0}]
+	if m.Status != "SUCCEEDED" || m.RecoveryCount != 1 || runs(restarts) != 2 {
+		t.Errorf("max_restarts_on_errors 1: want SUCCEEDED with recovery_count 1 after 2 runs; got %v after %d runs\n%s", m, runs(restarts), e.serverLogTail())
 	}
 	e.requireNoClusters()
 }

@@ -19,6 +19,7 @@ import (
 // reaches rank 0 at the first of SKYPILOT_NODE_IPS; `sky check` says so;
 // `sky down` leaves no namespace and no veth.
 func TestLocalNodesHaveTheirOwnPorts(t *testing.T) {
+	t.Parallel()
 	if n := local.MachineNetwork(); !n.PerNode() {
 		t.Skipf("skipping: per-node network namespaces are not available here (%s); run as root with iproute2", n.Why)
 	}
@@ -118,6 +119,7 @@ func hexIP(dashed string) string {
 // nodes share this machine's network on loopback addresses, and `sky
 // check` says two nodes cannot listen on the same port.
 func TestLocalNetNSOff(t *testing.T) {
+	// Sequential: its nodes share this machine's network (SKYGO_LOCAL_NETNS=0), at the 127.0.0.x addresses another such test's nodes get too.
 	e := newEnv(t)
 	e.env = append(e.env, "SKYGO_LOCAL_NETNS=0")
 	if r := e.must("check", "local"); !strings.Contains(r.stdout, "nodes share this machine's network") || !strings.Contains(r.stdout, "two nodes cannot listen on the same port") {

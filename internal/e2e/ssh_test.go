@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,21 @@ var e2eSet = &sshhosts.Set{Name: "sge2e", Prefix: "10.200.58", N: e2eNumHosts}
 
 type e2eHosts struct{ *sshhosts.Hosts }
 
+// e2eParallel is how many tests marked t.Parallel run at once when go
+// test is given no -parallel (its default is GOMAXPROCS: 2 on CI). These
+// tests mostly wait on the processes they start, so more than the cores
+// run side by side; each has its own HOME, API server port and leased
+// node addresses. Tests that need something of the machine to themselves
+// do not call t.Parallel, and so never overlap with any other.
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", strconv.Itoa(e2eParallel))
+	}
 	code := m.Run()
 	e2eSet.Stop()
 	slurmtest.Stop()
@@ -126,6 +142,7 @@ func (e *skyEnv) launchOK(t testing.TB, args ...string) result {
 // ssh down. The steps share hosts and depend on each other, so the first
 // failure stops the test.
 func TestSSHNodePool(t *testing.T) {
+	// Sequential: the sshd hosts (e2eSet) are shared; a pool on them is one test's at a time.
 	h := sshPoolHosts(t)
 	e := newEnv(t)
 	h.writePool(t, e)

@@ -62,6 +62,7 @@ func fuseMountsUnder(dir string) []string {
 // ls` lists the buckets SkyGo made, `sky storage delete` removes them
 // (and leaves the external one), and `sky down` leaves no mount behind.
 func TestStorageBucketsOnLocalInfra(t *testing.T) {
+	// Sequential: its nodes share this machine's network (SKYGO_LOCAL_NETNS=0), at the 127.0.0.x addresses another such test's nodes get too.
 	if testing.Short() {
 		t.Skip("launches a cluster")
 	}

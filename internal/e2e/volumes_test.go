@@ -27,6 +27,7 @@ func (e *skyEnv) volumeRow(name string) string {
 // Kubernetes PVC) with no Kubernetes enabled, fails the launch before
 // anything is provisioned.
 func TestVolumesFollowTheCluster(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.must("volumes", "apply", "-y", "-n", "data", "--type", "host-dir", "--infra", "local")
 	if !strings.Contains(r.out(), "Created volume data") {
@@ -115,6 +116,7 @@ func TestVolumesFollowTheCluster(t *testing.T) {
 // mounts (SkyPilot's escape hatch); the cluster's down then finds the
 // record gone and still succeeds.
 func TestVolumesPurgeInUse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.must("volumes", "apply", "-y", "-n", "scratch", "--type", "host-dir")
 	task := writeFile(t, "t.yaml", "volumes:\n  ~/s: scratch\nrun: touch ~/s/x\n")
@@ -132,6 +134,7 @@ func TestVolumesPurgeInUse(t *testing.T) {
 // first free host) and reads the data back; a multi-node task cannot
 // mount it; deleting it removes the directory from that host.
 func TestSSHVolumeFollowsItsHost(t *testing.T) {
+	// Sequential: the sshd hosts (e2eSet) are shared; a pool on them is one test's at a time.
 	h := sshPoolHosts(t)
 	e := newEnv(t)
 	h.writePool(t, e)

@@ -98,13 +98,13 @@ const (
 	watchRunning watchAct = iota
 	// watchSucceeded: the task SUCCEEDED.
 	watchSucceeded
-	// watchFailed: the job failed, by the user's code or with a node
-	// taken away; the grace then the cluster tell which (afterJobFailed).
+	// watchFailed: the job failed, by the user's code, with its driver,
+	// or with a node taken away; the grace then the cluster tell which
+	// (afterJobFailed).
 	watchFailed
-	// watchFailController: the job's driver failed, or the job was
-	// cancelled on the cluster behind the controller's back (a user's
-	// cancel goes through the job's own cancel, which never gets here):
-	// FAILED_CONTROLLER, with why.
+	// watchFailController: the job was cancelled on the cluster behind
+	// the controller's back (a user's cancel goes through the job's own
+	// cancel, which never gets here): FAILED_CONTROLLER, with why.
 	watchFailController
 )
 
@@ -114,10 +114,12 @@ func watchJob(job *agentapi.Job, jobID int) (watchAct, string) {
 	switch job.Status {
 	case agentapi.StatusSucceeded:
 		return watchSucceeded, ""
-	case agentapi.StatusFailed, agentapi.StatusFailedSetup:
+	case agentapi.StatusFailed, agentapi.StatusFailedSetup, agentapi.StatusFailedDriver:
+		// A dead driver is what a node being taken away looks like too
+		// (its processes die first, and an agent restarted meanwhile ends
+		// the job FAILED_DRIVER): it waits and looks at the cluster like
+		// a failed job does.
 		return watchFailed, ""
-	case agentapi.StatusFailedDriver:
-		return watchFailController, fmt.Sprintf("The job driver on the remote cluster failed. This can be caused by the job taking too much memory or other resources. Try adding more memory, CPU, or disk in your job definition. To see the details, run: sky jobs logs --controller %d", jobID)
 	case agentapi.StatusCancelled:
 		return watchFailController, fmt.Sprintf("Unknown job status %s. To see the details, run: sky jobs logs --controller %d", job.Status, jobID)
 	}
@@ -141,7 +143,9 @@ func afterJobFailed(alive bool, rec resources.JobRecovery, restarts int, job *ag
 // cluster: an exit code in recover_on_exit_codes restarts it without
 // using the budget; otherwise it restarts while max_restarts_on_errors
 // allows (restarts is how many it used), and fails after: FAILED_SETUP
-// when the setup failed, else FAILED.
+// when the setup failed, FAILED_CONTROLLER when the driver did (an
+// internal error rather than the user's code, as SkyPilot has it), else
+// FAILED.
 func afterUserFailure(rec resources.JobRecovery, restarts int, job *agentapi.Job, jobID int) failureVerdict {
 	for _, c := range job.ReturnCodes {
 		if slices.Contains(rec.RecoverOnExitCodes, c) {
@@ -153,11 +157,14 @@ func afterUserFailure(rec resources.JobRecovery, restarts int, job *agentapi.Job
 		return failureVerdict{recover: true, kind: recoverRestart, reason: fmt.Sprintf(
 			"Job failed (return codes %v); restart %d of max_restarts_on_errors %d", job.ReturnCodes, restarts+1, rec.MaxRestartsOnErrors)}
 	}
-	status := api.ManagedFailed
-	if job.Status == agentapi.StatusFailedSetup {
-		status = api.ManagedFailedSetup
+	details := fmt.Sprintf("To see the details, run: sky jobs logs --controller %d", jobID)
+	switch job.Status {
+	case agentapi.StatusFailedSetup:
+		return failureVerdict{status: api.ManagedFailedSetup, reason: details}
+	case agentapi.StatusFailedDriver:
+		return failureVerdict{status: api.ManagedFailedController, reason: "The job driver on the remote cluster failed. This can be caused by the job taking too much memory or other resources. Try adding more memory, CPU, or disk in your job definition. " + details}
 	}
-	return failureVerdict{status: status, reason: fmt.Sprintf("To see the details, run: sky jobs logs --controller %d", jobID)}
+	return failureVerdict{status: api.ManagedFailed, reason: details}
 }
 
 // silenceAct is what a task whose job gave no plain answer gets.

@@ -87,6 +87,10 @@ func TestAfterUserFailure(t *testing.T) {
 			failureVerdict{status: api.ManagedFailedSetup, reason: "To see the details, run: sky jobs logs --controller 7"}},
 		{"a failed setup within the budget restarts", rec, 0, &agentapi.Job{Status: agentapi.StatusFailedSetup, ReturnCodes: []int{2}},
 			failureVerdict{recover: true, kind: recoverRestart, reason: "Job failed (return codes [2]); restart 1 of max_restarts_on_errors 2"}},
+		{"a failed driver is FAILED_CONTROLLER", resources.JobRecovery{}, 0, &agentapi.Job{Status: agentapi.StatusFailedDriver},
+			failureVerdict{status: api.ManagedFailedController, reason: "The job driver on the remote cluster failed. This can be caused by the job taking too much memory or other resources. Try adding more memory, CPU, or disk in your job definition. To see the details, run: sky jobs logs --controller 7"}},
+		{"a failed driver within the budget restarts", rec, 0, &agentapi.Job{Status: agentapi.StatusFailedDriver},
+			failureVerdict{recover: true, kind: recoverRestart, reason: "Job failed (return codes []); restart 1 of max_restarts_on_errors 2"}},
 	} {
 		if got := afterUserFailure(c.rec, c.restarts, c.job, 7); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: afterUserFailure = %+v, want %+v", c.name, got, c.want)
@@ -181,7 +185,7 @@ func TestWatchJob(t *testing.T) {
 		{agentapi.StatusSucceeded, watchSucceeded, ""},
 		{agentapi.StatusFailed, watchFailed, ""},
 		{agentapi.StatusFailedSetup, watchFailed, ""},
-		{agentapi.StatusFailedDriver, watchFailController, "The job driver on the remote cluster failed"},
+		{agentapi.StatusFailedDriver, watchFailed, ""},
 		{agentapi.StatusCancelled, watchFailController, "Unknown job status CANCELLED"},
 		{agentapi.StatusRunning, watchRunning, ""},
 		{agentapi.StatusPending, watchRunning, ""},
@@ -215,5 +219,11 @@ func TestAfterJobFailed(t *testing.T) {
 	}
 	if v := afterJobFailed(true, resources.JobRecovery{RecoverOnExitCodes: []int{137}}, 0, failed, 3, "c-3"); !v.recover || v.kind != recoverExitCode {
 		t.Errorf("cluster alive, exit code to recover on: %+v, want an exit-code restart", v)
+	}
+	// A driver that died as its node was taken away (an agent restarted
+	// during the removal says FAILED_DRIVER) is a preemption.
+	driver := &agentapi.Job{Status: agentapi.StatusFailedDriver}
+	if v := afterJobFailed(false, noBudget, 0, driver, 3, "c-3"); !v.recover || v.kind != recoverPreempted {
+		t.Errorf("driver failed, cluster gone: %+v, want a preemption", v)
 	}
 }

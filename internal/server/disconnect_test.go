@@ -14,6 +14,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // recordingHandler keeps every log record, for tests that check what the
@@ -132,11 +133,7 @@ func TestClientDisconnectIsNotAnError(t *testing.T) {
 // waitUntil polls cond for up to 30 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.WaitFor(30*time.Second, 10*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -166,9 +166,7 @@ func (e *env) killPIDFileServer() {
 		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 100 && alive(pid); i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.WaitFor(5*time.Second, 50*time.Millisecond, func() bool { return !alive(pid) })
 	if alive(pid) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -203,13 +201,15 @@ var sleepPID = regexp.MustCompile(`\(pid (\d+)\)`)
 func (e *env) childPID(t testing.TB, id string) int {
 	t.Helper()
 	path := filepath.Join(paths.ServerDir(e.home), "request_logs", id+".log")
-	for i := 0; i < 200; i++ {
+	pid := 0
+	if testutil.WaitFor(5*time.Second, 25*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(path)
 		if m := sleepPID.FindSubmatch(b); m != nil {
-			pid, _ := strconv.Atoi(string(m[1]))
-			return pid
+			pid, _ = strconv.Atoi(string(m[1]))
 		}
-		time.Sleep(25 * time.Millisecond)
+		return pid != 0
+	}) {
+		return pid
 	}
 	t.Fatalf("request %s never logged its child pid", id)
 	return 0
@@ -323,9 +323,7 @@ func TestE2EServerKilledMidRequest(t *testing.T) {
 	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100 && alive(srv.Process.Pid); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(2*time.Second, 20*time.Millisecond, func() bool { return !alive(srv.Process.Pid) })
 	e.startServer()
 	c := e.client(t, "", "")
 	r := statusOf(t, c, id)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // tailOp stands for a log tail: it writes a line, then runs until it is
@@ -94,37 +95,27 @@ func statusNow(t *testing.T, s *Server, id string) api.Request {
 // waitStatus polls the record until it has status want (bounded).
 func waitStatus(t *testing.T, s *Server, id string, want api.RequestStatus) api.Request {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		rec := statusNow(t, s, id)
-		if rec.Status == want {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s is %s, want %s (error %s)", id, rec.Status, want, rec.Error)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var rec api.Request
+	if !testutil.WaitFor(15*time.Second, 20*time.Millisecond, func() bool { rec = statusNow(t, s, id); return rec.Status == want }) {
+		t.Fatalf("request %s is %s, want %s (error %s)", id, rec.Status, want, rec.Error)
 	}
+	return rec
 }
 
 // waitFollowers polls until the server counts n followers of id.
 func waitFollowers(t *testing.T, s *Server, id string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	got := -1
+	if !testutil.WaitFor(15*time.Second, 20*time.Millisecond, func() bool {
 		s.exec.mu.Lock()
-		got := -1
+		defer s.exec.mu.Unlock()
+		got = -1
 		if j := s.exec.jobs[id]; j != nil {
 			got = j.followers
 		}
-		s.exec.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s has %d followers, want %d", id, got, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return got == n
+	}) {
+		t.Fatalf("request %s has %d followers, want %d", id, got, n)
 	}
 }
 
@@ -161,12 +152,8 @@ func TestLastFollowerGoneCancels(t *testing.T) {
 		t.Errorf("cancel reason %q does not say the client went away", msg)
 	}
 	// The record moves first; then the job is stopped and its Run returns.
-	deadline := time.Now().Add(15 * time.Second)
-	for s.exec.jobFor(id) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled request still runs")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.WaitFor(15*time.Second, 20*time.Millisecond, func() bool { return s.exec.jobFor(id) == nil }) {
+		t.Fatalf("the cancelled request still runs")
 	}
 }
 
@@ -272,12 +259,8 @@ func TestFollowersOwnPool(t *testing.T) {
 		tails = append(tails, submit(t, base, "tail"))
 	}
 	p := s.exec.follow
-	deadline := time.Now().Add(15 * time.Second)
-	for p.busy.Load() != 3 || p.waiting.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("follow pool: %d busy, %d waiting; want 3 and 1", p.busy.Load(), p.waiting.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.WaitFor(15*time.Second, 20*time.Millisecond, func() bool { return p.busy.Load() == 3 && p.waiting.Load() == 1 }) {
+		t.Fatalf("follow pool: %d busy, %d waiting; want 3 and 1", p.busy.Load(), p.waiting.Load())
 	}
 	for _, name := range []string{"quick/long", "quick/short"} {
 		waitStatus(t, s, submit(t, base, name), api.RequestSucceeded)

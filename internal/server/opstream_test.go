@@ -13,6 +13,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/client"
 	"github.com/skygo/skygo/internal/op"
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // streamedQueue stands for jobs.queue served as a stream: it emits
@@ -133,12 +134,8 @@ func TestStreamedOpClientStopsReading(t *testing.T) {
 	// Far more than the socket buffers hold: the server's writes block.
 	body := `{"limit": 5000000}`
 	fmt.Fprintf(conn, "POST /jobs/queue/stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	deadline := time.Now().Add(20 * time.Second)
-	for emitErr.Load() == nil || s.exec.short.busy.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a client that reads nothing still holds the stream after 20 s (busy %d, op error %v)", s.exec.short.busy.Load(), emitErr.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.WaitFor(20*time.Second, 20*time.Millisecond, func() bool { return emitErr.Load() != nil && s.exec.short.busy.Load() == 0 }) {
+		t.Fatalf("a client that reads nothing still holds the stream after 20 s (busy %d, op error %v)", s.exec.short.busy.Load(), emitErr.Load())
 	}
 	s.exec.short.mu.Lock()
 	running := s.exec.short.running

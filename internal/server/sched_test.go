@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 func TestNextUser(t *testing.T) {
@@ -65,12 +67,8 @@ func mustGet(t *testing.T, ch <-chan error, what string) {
 // waitQueued waits until n requests wait in p.
 func waitQueued(t *testing.T, p *pool, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for p.waiting.Load() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests waiting, want %d", p.waiting.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
+	if !testutil.WaitFor(30*time.Second, time.Millisecond, func() bool { return p.waiting.Load() == n }) {
+		t.Fatalf("%d requests waiting, want %d", p.waiting.Load(), n)
 	}
 }
 

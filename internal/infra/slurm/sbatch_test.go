@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -279,16 +281,9 @@ exec bash -c "$last"
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(s.ReadyFile())
-		if string(b) == "4242\n" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready file with the job id (have %q)", b)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var b []byte
+	if !testutil.WaitFor(10*time.Second, 20*time.Millisecond, func() bool { b, _ = os.ReadFile(s.ReadyFile()); return string(b) == "4242\n" }) {
+		t.Fatalf("no ready file with the job id (have %q)", b)
 	}
 	for _, p := range []string{"sky_logs", "sky_workdir", ".sky", ".sky_slurm_cluster", ".hushlogin"} {
 		for _, root := range []string{s.ClusterHome(), s.RuntimeDir} {
@@ -395,22 +390,24 @@ func TestScriptSupervisesAgent(t *testing.T) {
 	agentDir := filepath.Join(s.RuntimeDir, ".sky", "agent")
 	daemonPid := func(not int) int {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		pid := 0
+		if !testutil.WaitFor(10*time.Second, 50*time.Millisecond, func() bool {
 			b, _ := os.ReadFile(filepath.Join(agentDir, "daemon.pid"))
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != not && syscall.Kill(pid, 0) == nil {
-				return pid
+			p, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err == nil && p != not && syscall.Kill(p, 0) == nil {
+				pid = p
 			}
+			return pid != 0
+		}) {
+			t.Fatal("the script did not start the agent daemon")
 		}
-		t.Fatal("the script did not start the agent daemon")
-		return 0
+		return pid
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(agentDir, "supervised")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the script never marked the node supervised")
-		}
+	if !testutil.WaitFor(10*time.Second, 20*time.Millisecond, func() bool {
+		_, err := os.Stat(filepath.Join(agentDir, "supervised"))
+		return err == nil
+	}) {
+		t.Fatal("the script never marked the node supervised")
 	}
 	if _, err := os.Stat(filepath.Join(agentDir, "daemon.pid")); err == nil {
 		t.Fatal("a daemon started before the agent had a config")
@@ -434,10 +431,7 @@ func TestScriptSupervisesAgent(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("script did not exit on SIGTERM")
 	}
-	if syscall.Kill(second, 0) == nil {
-		time.Sleep(500 * time.Millisecond)
-		if syscall.Kill(second, 0) == nil {
-			t.Error("the supervised daemon survived the allocation's end")
-		}
+	if !testutil.WaitFor(10*time.Second, 50*time.Millisecond, func() bool { return syscall.Kill(second, 0) != nil }) {
+		t.Error("the supervised daemon survived the allocation's end")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/skygo/skygo/internal/paths"
 	"github.com/skygo/skygo/internal/provision"
 	"github.com/skygo/skygo/internal/state"
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // newTestProvisioner builds a provisioner the way `sky` would: the pool
@@ -170,12 +171,8 @@ func TestProvisionClaimsHostsExclusively(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testutil.WaitFor(10*time.Second, 100*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

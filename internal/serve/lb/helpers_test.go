@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skygo/skygo/internal/testutil"
 )
 
 // A test binary started with SKYGO_LB_TEST_REPLICA=ID is a replica: a
@@ -164,9 +166,9 @@ func (l *testLB) pushSet(t testing.TB, rs ReplicaSet) {
 // and fails the test if one stays, or if one went below zero.
 func (l *testLB) settled(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		busy := ""
+	busy := ""
+	if !testutil.WaitFor(5*time.Second, 20*time.Millisecond, func() bool {
+		busy = ""
 		l.seenMu.Lock()
 		for b := range l.seen {
 			if n := b.inflight.Load(); n != 0 {
@@ -179,13 +181,9 @@ func (l *testLB) settled(t *testing.T) {
 				busy += fmt.Sprintf(" state in_flight[%d]=%d", id, n)
 			}
 		}
-		if busy == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("in-flight counters did not return to 0:%s", busy)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return busy == ""
+	}) {
+		t.Fatalf("in-flight counters did not return to 0:%s", busy)
 	}
 }
 
@@ -203,12 +201,8 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testutil.WaitFor(5*time.Second, 5*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
