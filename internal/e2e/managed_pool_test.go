@@ -637,14 +637,24 @@ func TestManagedPoolServerKilled(t *testing.T) {
 		}
 	}
 	// The down is recorded, then the server dies under it: the next
-	// server's controllers finish it.
+	// server's controllers finish it. A job running on each worker keeps
+	// the down in its first step (the pool's jobs are cancelled, then
+	// waited for) long enough to be seen: without them, tearing two local
+	// workers down can take less than one poll.
+	r := e.must("jobs", "launch", "-y", "-o", "id", "-p", "kp", "--num-jobs", "2", "--", "sleep 300")
+	running := submittedIDs(t, r)
+	e.waitPoolJobs(running, 60*time.Second, "RUNNING")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		e.exec(cmdTimeout, nil, "jobs", "pool", "down", "-y", "kp")
 	}()
 	if !waitFor(30*time.Second, func() bool {
-		return strings.Contains(e.must("jobs", "pool", "status", "kp").stdout, "SHUTTING_DOWN")
+		r := e.exec(cmdTimeout, nil, "jobs", "pool", "status", "kp")
+		if r.code != 0 {
+			t.Fatalf("pool kp gone before it was seen going down: %s\n%s", r, e.serverLogTail())
+		}
+		return strings.Contains(r.stdout, "SHUTTING_DOWN")
 	}) {
 		t.Fatalf("pool kp not going down:\n%s", e.serverLogTail())
 	}
@@ -654,5 +664,11 @@ func TestManagedPoolServerKilled(t *testing.T) {
 		return e.exec(cmdTimeout, nil, "jobs", "pool", "status", "kp").code != 0 && len(e.status(false)) == 0
 	}) {
 		t.Fatalf("pool kp or its clusters still there after down: %+v\n%s", e.status(false), e.serverLogTail())
+	}
+	js := e.poolJobs()
+	for _, id := range running {
+		if js[id].Status != "CANCELLED" {
+			t.Errorf("job %d of the pool is %q after the pool went down, want CANCELLED", id, js[id].Status)
+		}
 	}
 }
