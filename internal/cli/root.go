@@ -167,10 +167,13 @@ that fits. Task YAMLs and commands are SkyPilot's.`,
 		newCancelCmd(f, func(o *CancelOptions) error { return cancelRunRemote(f, o) }),
 		newJobsCmd(f), newServeCmd(f))
 	add("infra", newCheckCmd(f, func(o *CheckOptions) error { return checkRunRemote(f, o) }), newGpusCmd(f), newStorageCmd(f),
-		newVolumesCmd(f), newSSHCmd(f), newLocalCmd(f), newSlurmCmd(f))
+		newVolumesCmd(f))
 	add("other", newDashboardCmd(f, nil), newValidateCmd(f, nil), newAPICmd(f),
 		newCompletionCmd(f))
 	root.AddCommand(newShowGpusCmd(f))
+	for group, cmds := range extraCmds(f) {
+		add(group, cmds...)
+	}
 
 	// Every command, however deep, reports bad flags as usage errors and
 	// does not print usage by itself.
