@@ -88,14 +88,20 @@ var (
 )
 
 // Register adds a command; called from init. A name taken twice is a
-// programming error.
-func Register(c Command) {
+// programming error. The function it returns takes the command away
+// again (for tests).
+func Register(c Command) (unregister func()) {
 	mu.Lock()
 	defer mu.Unlock()
 	if slices.ContainsFunc(cmds, func(o Command) bool { return o.Name == c.Name }) {
 		panic("cliext: command " + c.Name + " registered twice")
 	}
 	cmds = append(cmds, c)
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		cmds = slices.DeleteFunc(cmds, func(o Command) bool { return o.Name == c.Name })
+	}
 }
 
 // Commands are the registered commands, by name.
