@@ -54,11 +54,19 @@ func (e extEnv) Follow(requestName string, submit cliext.Submit, async, stream b
 	return follow(e.f, requestName, submit, nil, callOptions{Async: async, Stream: stream})
 }
 
-// extraCmds are the commands the infrastructures add, by help group.
-func extraCmds(f *Factory) map[string][]*cobra.Command {
-	out := map[string][]*cobra.Command{}
+// addExtraCmds adds the commands the infrastructures add: top-level ones
+// to their help group (add), the others under their parent.
+func addExtraCmds(f *Factory, root *cobra.Command, add func(group string, cmds ...*cobra.Command)) {
 	for _, c := range cliext.Commands() {
-		out[c.Group] = append(out[c.Group], c.New(extEnv{f}))
+		cmd := c.New(extEnv{f})
+		if c.Parent == "" {
+			add(c.Group, cmd)
+			continue
+		}
+		parent, _, err := root.Find([]string{c.Parent})
+		if err != nil || parent == root {
+			panic("cliext: command " + c.Name + " names parent " + c.Parent + ", which sky does not have")
+		}
+		parent.AddCommand(cmd)
 	}
-	return out
 }

@@ -36,6 +36,16 @@ func TestExtraCommand(t *testing.T) {
 		check, async = e.ConfigFlag(cmd), e.AsyncFlag(cmd)
 		return e.Group("toyinfra", "Toy infrastructure commands", cmd)
 	}}))
+	t.Cleanup(cliext.Register(cliext.Command{Parent: "gpus", Name: "toylabel", New: func(e cliext.Env) *cobra.Command {
+		return &cobra.Command{Use: "toylabel", Short: "Label the toy's nodes", Args: e.NoArgs(),
+			RunE: func(*cobra.Command, []string) error { return e.NotAvailable("gpus toylabel", "toy labelling") }}
+	}}))
+	if out, _, code := runInProcess(t, "gpus", "--help"); code != 0 || !strings.Contains(out, "toylabel    Label the toy's nodes") {
+		t.Errorf("sky gpus --help (exit %d) does not list toylabel:\n%s", code, out)
+	}
+	if _, errOut, code := runInProcess(t, "gpus", "toylabel"); code == 0 || !strings.Contains(errOut, "toy labelling") {
+		t.Errorf("sky gpus toylabel: exit %d, stderr %q", code, errOut)
+	}
 	out, _, code := runInProcess(t, "--help")
 	if code != 0 || !strings.Contains(out, "toyinfra") || !strings.Contains(out[strings.Index(out, "Infrastructure commands:"):], "toyinfra    Toy infrastructure commands") {
 		t.Errorf("sky --help (exit %d) does not list toyinfra under the infrastructure commands:\n%s", code, out)

@@ -97,8 +97,7 @@ type GpusListOptions struct {
 
 func newGpusCmd(f *Factory) *cobra.Command {
 	return newGroupCmd("gpus", "List GPUs and other accelerators, and label Kubernetes GPU nodes",
-		newGpusListCmd(f, func(o *GpusListOptions) error { return gpusListRunRemote(f, o) }, "list"),
-		newGpusLabelCmd(f, func(o *GpusLabelOptions) error { return gpusLabelRunRemote(f, o) }))
+		newGpusListCmd(f, func(o *GpusListOptions) error { return gpusListRunRemote(f, o) }, "list"))
 }
 
 // newShowGpusCmd is the old spelling `sky show-gpus`, kept hidden so old
@@ -158,37 +157,5 @@ offering of it with prices.`,
 	fs.BoolVar(&opts.AllRegions, "all-regions", false, "Show the accelerator's offerings in every region of every cloud")
 	fs.BoolVarP(&opts.Verbose, "verbose", "v", false, "Show all details, untruncated")
 	addOutputFlag(cmd, &opts.Output)
-	return cmd
-}
-
-// GpusLabelOptions is everything `sky gpus label` needs.
-type GpusLabelOptions struct {
-	IO      *IOStreams
-	Config  []string
-	Context string
-	Cleanup bool
-	Async   bool
-}
-
-func newGpusLabelCmd(f *Factory, runF func(*GpusLabelOptions) error) *cobra.Command {
-	opts := &GpusLabelOptions{IO: f.IO}
-	cmd := &cobra.Command{
-		Use:   "label [flags]",
-		Short: "Label the GPU nodes of a Kubernetes cluster for SkyPilot",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateConfigArgs(opts.Config); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return notAvailable("gpus label", "Kubernetes GPU labelling")
-		},
-	}
-	addConfigFlag(cmd, &opts.Config)
-	cmd.Flags().StringVarP(&opts.Context, "context", "c", "", "Kubernetes context (default: the API server's current context)")
-	cmd.Flags().BoolVar(&opts.Cleanup, "cleanup", false, "Only remove the GPU labeller's resources")
-	cmd.Flags().BoolVar(&opts.Async, "async", false, "Do not wait for labelling to finish")
 	return cmd
 }

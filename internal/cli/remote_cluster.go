@@ -498,10 +498,3 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 	_, err := fmt.Fprint(opts.IO.Out, res.Table)
 	return err
 }
-
-// gpusLabelRunRemote sends `sky gpus label` to the API server, which
-// labels the GPU nodes of the context(s) it may use and streams one line
-// per node.
-func gpusLabelRunRemote(f *Factory, opts *GpusLabelOptions) error {
-	return sendOp(f, apiop.KubernetesLabelGPUs, api.GPUsLabelBody{Context: opts.Context, Cleanup: opts.Cleanup}, callOptions{Async: opts.Async, Stream: true})
-}

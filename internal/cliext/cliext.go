@@ -1,5 +1,6 @@
 // Package cliext is how an infrastructure adds commands to the sky
-// command line (`sky slurm convert`, `sky ssh up`, `sky local up`): its
+// command line (a top-level command or one under the command line's own
+// groups): its
 // light command-line package (internal/infra/<name>/cliext, listed by
 // internal/cliext/all) registers a constructor, and the command line
 // builds the command with an Env, the narrow part of itself a plug-in's
@@ -10,6 +11,7 @@
 package cliext
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"slices"
@@ -72,12 +74,16 @@ func Send[B, R any](e Env, d op.Desc[B, R], body B, async, stream bool) error {
 	}, async, stream)
 }
 
-// Command is one top-level command an infrastructure adds.
+// Command is one command an infrastructure adds.
 type Command struct {
-	// Name is the command's name (its Use's first word), unique.
+	// Parent, when set, is the command line's top-level command the
+	// command joins ("gpus"); empty: it is a top-level command.
+	Parent string
+	// Name is the command's name (its Use's first word), unique under its
+	// parent.
 	Name string
-	// Group is the help section it is listed in: "cluster", "jobs",
-	// "infra" or "other".
+	// Group is the help section a top-level command is listed in:
+	// "cluster", "jobs", "infra" or "other".
 	Group string
 	New   func(Env) *cobra.Command
 }
@@ -93,22 +99,25 @@ var (
 func Register(c Command) (unregister func()) {
 	mu.Lock()
 	defer mu.Unlock()
-	if slices.ContainsFunc(cmds, func(o Command) bool { return o.Name == c.Name }) {
-		panic("cliext: command " + c.Name + " registered twice")
+	same := func(o Command) bool { return o.Parent == c.Parent && o.Name == c.Name }
+	if slices.ContainsFunc(cmds, same) {
+		panic("cliext: command " + strings.TrimSpace(c.Parent+" "+c.Name) + " registered twice")
 	}
 	cmds = append(cmds, c)
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
-		cmds = slices.DeleteFunc(cmds, func(o Command) bool { return o.Name == c.Name })
+		cmds = slices.DeleteFunc(cmds, same)
 	}
 }
 
-// Commands are the registered commands, by name.
+// Commands are the registered commands, by parent, then name.
 func Commands() []Command {
 	mu.Lock()
 	defer mu.Unlock()
 	out := slices.Clone(cmds)
-	slices.SortFunc(out, func(a, b Command) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Command) int {
+		return cmp.Or(strings.Compare(a.Parent, b.Parent), strings.Compare(a.Name, b.Name))
+	})
 	return out
 }

@@ -4,7 +4,8 @@
 package all
 
 import (
-	_ "github.com/skygo/skygo/internal/infra/local/cliext" // sky local up/down
-	_ "github.com/skygo/skygo/internal/infra/slurm/cliext" // sky slurm convert
-	_ "github.com/skygo/skygo/internal/infra/ssh/cliext"   // sky ssh up/down
+	_ "github.com/skygo/skygo/internal/infra/kubernetes/cliext" // sky gpus label
+	_ "github.com/skygo/skygo/internal/infra/local/cliext"      // sky local up/down
+	_ "github.com/skygo/skygo/internal/infra/slurm/cliext"      // sky slurm convert
+	_ "github.com/skygo/skygo/internal/infra/ssh/cliext"        // sky ssh up/down
 )
