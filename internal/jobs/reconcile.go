@@ -966,7 +966,7 @@ func (e *Env) expire(ctx context.Context, j *state.ManagedJob, now float64) bool
 }
 
 // launchProgress records an infrastructure's launch-progress texts (a
-// batch allocation's pending reason) on the attempt being launched: the
+// Slurm allocation's pending reason) on the attempt being launched: the
 // latest is the task's details, and every change is an event of the job,
 // so the wait's history outlives the allocation.
 func (e *Env) launchProgress(ctx context.Context, jobID, tid, attempt int, log io.Writer) func(string) {
