@@ -32,7 +32,12 @@ import (
 // plug-in (internal/infra/<name>/kind: names, features, config section,
 // credential check), near the bottom, because the command line and every
 // reader of the registry (internal/infrakind) link it; the list of them
-// (internal/infrakind/all) sits just above.
+// (internal/infrakind/all) sits just above. A plug-in's commands
+// (internal/infra/<name>/cliext, listed by internal/cliext/all) sit just
+// below the command line, above the seam they register with
+// (internal/cliext); its node side (internal/infra/<name>/node, listed by
+// internal/agent/all, which sky-node links) sits just above the agent it
+// registers into.
 // Slurm and EC2 sit above the other infrastructures: a login node or an
 // instance is reached with the SSH node pools' client (config, dialer,
 // runner, bootstrap), not a copy. The operations' descriptors
