@@ -32,7 +32,12 @@ import (
 // plug-in (internal/infra/<name>/kind: names, features, config section,
 // credential check), near the bottom, because the command line and every
 // reader of the registry (internal/infrakind) link it; the list of them
-// (internal/infrakind/all) sits just above.
+// (internal/infrakind/all) sits just above. A plug-in's commands
+// (internal/infra/<name>/cliext, listed by internal/cliext/all) sit just
+// below the command line, above the seam they register with
+// (internal/cliext); its node side (internal/infra/<name>/node, listed by
+// internal/agent/all, which sky-node links) sits just above the agent it
+// registers into.
 // Slurm and EC2 sit above the other infrastructures: a login node or an
 // instance is reached with the SSH node pools' client (config, dialer,
 // runner, bootstrap), not a copy. The operations' descriptors
@@ -43,6 +48,9 @@ import (
 var layers = []layer{
 	{"entry points", []string{"cmd/sky", "cmd/sky-server", "cmd/sky-node", "cmd/sky-lb", "cmd/openapigen", "internal/e2e"}},
 	{"programs: the command line, the server program", []string{"internal/cli", "internal/servermain"}},
+	{"the list of the infrastructures' command-line extras", []string{"internal/cliext/all"}},
+	{"infrastructures' command-line extras: the commands a plug-in adds to sky", []string{"internal/infra/*/cliext"}},
+	{"the command line's seam for an infrastructure's commands", []string{"internal/cliext"}},
 	{"API client and server", []string{"internal/client", "internal/server"}},
 	{"operations", []string{"internal/core"}},
 	{"managed jobs, serving", []string{"internal/jobs", "internal/serve"}},
@@ -56,6 +64,8 @@ var layers = []layer{
 	{"optimizer", []string{"internal/optimizer"}},
 	{"the API's operation descriptors", []string{"internal/apiop"}},
 	{"catalogs, credential checks", []string{"internal/catalog", "internal/check"}},
+	{"the list of the infrastructures' node sides", []string{"internal/agent/all"}},
+	{"infrastructures' node sides: what sky-node links of a plug-in", []string{"internal/infra/*/node"}},
 	{"node agent", []string{"internal/agent"}},
 	{"agent protocol, local processes, load balancer", []string{"internal/agent/agentapi", "internal/proc", "internal/serve/lb"}},
 	{"provisioning interfaces", []string{"internal/provision"}},
@@ -95,8 +105,17 @@ var rules = []rule{
 	{pkg: "internal/cli", notOn: []string{"internal/core", "internal/server", "internal/state", "internal/agent", "internal/serve/*",
 		"internal/infra", "internal/infra/*", "internal/backend", "internal/storage/s3bucket", "internal/awsx", "internal/task/taskschema", "internal/config/configschema",
 		"github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/*", "modernc.org/*", "github.com/prometheus/*", "github.com/santhosh-tekuri/*"},
+		allowDeps: []string{"internal/infra/*/kind", "internal/infra/*/cliext", "internal/infra/slurm/convert"},
+		why:       "the command line starts in milliseconds: it speaks HTTP to the server and hands server-side verbs to sky-server; of a plug-in it links the descriptor and the command-line extras alone (see also cmd/sky's deps test)"},
+	{pkg: "internal/infra/*/cliext", notOn: []string{"internal/core", "internal/server", "internal/state", "internal/agent", "internal/serve/*",
+		"internal/infra", "internal/infra/*", "internal/backend", "internal/storage/s3bucket", "internal/awsx", "internal/task/taskschema", "internal/config/configschema",
+		"github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/*", "modernc.org/*", "github.com/prometheus/*", "github.com/santhosh-tekuri/*"},
 		allowDeps: []string{"internal/infra/*/kind", "internal/infra/slurm/convert"},
-		why:       "the command line starts in milliseconds: it speaks HTTP to the server and hands server-side verbs to sky-server; of a plug-in it links the descriptor alone (see also cmd/sky's deps test)"},
+		why:       "an infrastructure's commands run in the command line: they link what it may (see internal/cli), nothing of the plug-in's provisioning side"},
+	{pkg: "internal/infra/*/cliext", onlyFrom: []string{"internal/cliext/all"},
+		why: "a plug-in's commands reach the command line through the list of them (internal/cliext/all) and the seam (internal/cliext)"},
+	{pkg: "internal/cliext/all", onlyFrom: []string{"internal/cli"},
+		why: "the command line is the one program with commands"},
 	{pkg: "internal/core", notOn: []string{"internal/infra/*", "internal/infrakind/all"},
 		why: "the operations reach infrastructures through the registries (internal/infra, internal/infrakind); only the server program links the build's list of them (internal/infra/all, internal/infrakind/all)"},
 	{pkg: "internal/infra/*/kind", onlyOn: []string{"internal/infrakind", "gopkg.in/yaml.v3"},
@@ -105,9 +124,17 @@ var rules = []rule{
 		why: "a descriptor reaches the programs through the list of them (internal/infrakind/all); its plug-in imports it so that linking the plug-in registers the kind"},
 	{pkg: "internal/infra/slurm/convert", onlyOn: []string{"gopkg.in/yaml.v3"},
 		why: "`sky slurm convert` runs in the command line: sbatch scripts to task YAML, with the standard library and a YAML writer"},
-	{pkg: "internal/infra/slurm/convert", onlyFrom: []string{"internal/cli"},
+	{pkg: "internal/infra/slurm/convert", onlyFrom: []string{"internal/infra/slurm/cliext"},
 		why: "a command-line extra of a plug-in: the command line's `sky slurm convert` is its one user"},
-	{pkg: "internal/infra/*", exceptPkg: []string{"internal/infra/*/kind", "internal/infra/slurm/convert", "internal/infra/all"}, onlyFrom: []string{"internal/infra/all", "internal/infra/*", "internal/testutil/*"},
+	{pkg: "internal/infra/*/node", onlyFrom: []string{"internal/agent/all", "internal/infra/*"},
+		why: "an infrastructure's node side reaches sky-node through the list of them (internal/agent/all); its plug-in imports it for what both ends share"},
+	{pkg: "internal/infra/*/node", notOn: []string{"internal/infra", "internal/infra/*", "internal/infrakind", "internal/backend", "internal/core", "internal/server",
+		"internal/client", "internal/state", "internal/task", "internal/config", "internal/awsx", "internal/storage/s3bucket", "github.com/spf13/cobra", "github.com/prometheus/*",
+		"github.com/jackc/pgx/*", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*"},
+		why: "sky-node links every infrastructure's node side: the agent and the standard library, nothing of the plug-in or the server side"},
+	{pkg: "internal/agent/all", onlyFrom: []string{"cmd/sky-node"},
+		why: "which node sides the node runtime has is its main's choice"},
+	{pkg: "internal/infra/*", exceptPkg: []string{"internal/infra/*/kind", "internal/infra/*/node", "internal/infra/*/cliext", "internal/infra/slurm/convert", "internal/infra/all"}, onlyFrom: []string{"internal/infra/all", "internal/infra/*", "internal/testutil/*"},
 		why: "an infrastructure plugs in through the registries (internal/infra, internal/infrakind): its verbs, operations and settings reach the server from there; Slurm and EC2 reach their machines with the node pools' SSH client"},
 	{pkg: "internal/infrakind", notOn: []string{"github.com/*", "golang.org/*", "k8s.io/*", "sigs.k8s.io/*", "modernc.org/*"},
 		why: "what the infrastructures are is read by the command line and by builds that leave a plug-in out: the registry is the standard library alone"},
@@ -119,8 +146,8 @@ var rules = []rule{
 		why: "the SDK speaks HTTP and api records, nothing of the server's insides"},
 	{pkg: "internal/infra/*", notOn: []string{"internal/backend", "internal/core", "internal/server"},
 		why: "an infrastructure implements provision's interfaces; the lifecycle drives it"},
-	{pkg: "internal/agent", onlyFrom: []string{"cmd/sky-node", "internal/infra/local"},
-		why: "the agent runs as `sky-node agent` on nodes; only the local infrastructure, whose nodes are this machine, also runs its verbs in-process"},
+	{pkg: "internal/agent", onlyFrom: []string{"cmd/sky-node", "internal/infra/local", "internal/infra/*/node"},
+		why: "the agent runs as `sky-node agent` on nodes; only the local infrastructure, whose nodes are this machine, also runs its verbs in-process, and the infrastructures' node sides register into it"},
 	{pkg: "internal/agent", notOn: []string{"internal/infra/*", "internal/backend", "internal/core", "internal/server",
 		"internal/client", "internal/state", "internal/task", "internal/config", "internal/awsx", "internal/storage/s3bucket", "github.com/spf13/cobra", "github.com/prometheus/*",
 		"github.com/jackc/pgx/*", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*"},
@@ -134,7 +161,8 @@ var rules = []rule{
 		why: "the task loader and the agent use bucket names and node scripts; the SDK operations are s3bucket's"},
 	{pkg: "cmd/sky-node", notOn: []string{"internal/cli", "internal/core", "internal/server", "internal/infra/*", "internal/awsx",
 		"github.com/spf13/cobra", "github.com/aws/*", "k8s.io/*", "sigs.k8s.io/*", "github.com/jackc/pgx/*", "github.com/prometheus/*"},
-		why: "the node runtime is copied to every node and must stay small"},
+		allowDeps: []string{"internal/infra/*/node"},
+		why:       "the node runtime is copied to every node and must stay small: of a plug-in it links the node side alone"},
 	{pkg: "cmd/sky-server", notOn: []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/kubernetes/*"},
 		why: "client-go's generated clientset registers every API group's types at init (13.5 MiB of the idle server's RSS); internal/infra/kubernetes calls the few kinds it uses over client-go's REST client (kclient.go)"},
 	{pkg: "cmd/sky-lb", notOn: []string{"internal/agent", "internal/state", "internal/core", "internal/server", "internal/infra/*",
@@ -353,14 +381,14 @@ func TestCheckReportsBrokenRules(t *testing.T) {
 		}, nil},
 		{"upward import", []pkg{
 			{ImportPath: "internal/core", Imports: []string{"internal/server"}},
-		}, []string{"internal/core imports internal/server: layer 4 (operations) may import only lower layers, and internal/server is in layer 3 (API client and server)"}},
+		}, []string{"internal/core imports internal/server: layer 7 (operations) may import only lower layers, and internal/server is in layer 6 (API client and server)"}},
 		{"a seam the order leaves open", []pkg{
 			{ImportPath: "internal/server", Imports: []string{"internal/core"}},
 		}, []string{"internal/server imports internal/core, which only internal/servermain and cmd/openapigen may import",
 			"internal/server depends on internal/core (rule: internal/server must not depend on internal/core): the server runs the op.Op values"}},
 		{"peers", []pkg{
 			{ImportPath: "internal/infra/ssh", Imports: []string{"internal/infra/local"}},
-		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 11 (infrastructures)"}},
+		}, []string{"internal/infra/ssh imports internal/infra/local: both are in layer 14 (infrastructures)"}},
 		{"a plug-in from outside the registry", []pkg{
 			{ImportPath: "internal/jobs", Imports: []string{"internal/infra/slurm"}},
 		}, []string{"internal/jobs imports internal/infra/*, which only internal/infra/all and internal/infra/* and internal/testutil/* may import"}},

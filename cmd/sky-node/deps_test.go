@@ -50,6 +50,9 @@ func TestDeps(t *testing.T) {
 				not = append(slices.Clone(forbidden), lbForbidden...)
 			}
 			for _, d := range deps {
+				if pluginNotNodeSide(d) {
+					t.Errorf("%s (linux/%s) depends on %s; of an infrastructure the node runtime links only its node side (internal/infra/<name>/node)", pkg, goarch, d)
+				}
 				for _, f := range not {
 					if strings.HasPrefix(d, f) {
 						t.Errorf("%s (linux/%s) depends on %s; the node runtime must not link it (find the import with `go list -deps -f '{{.ImportPath}}: {{.Imports}}' %s`)", pkg, goarch, d, pkg)
@@ -58,4 +61,11 @@ func TestDeps(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pluginNotNodeSide reports whether d is an infrastructure's package other
+// than its node side, the one part of a plug-in sky-node may link.
+func pluginNotNodeSide(d string) bool {
+	const infra = "github.com/skygo/skygo/internal/infra"
+	return (d == infra || strings.HasPrefix(d, infra+"/")) && !strings.HasSuffix(d, "/node")
 }

@@ -1,7 +1,8 @@
 // Command sky-node is SkyGo's node runtime: the agent that runs on every
 // cluster node (`sky-node agent <verb>`, and the processes the agent
 // starts from its own executable: the daemon, ranks, pid-init, the
-// sandbox, the SSH server). It links no cloud or Kubernetes SDK, no cobra, no database
+// sandbox, the SSH server), with the node side of each infrastructure
+// (internal/agent/all). It links no cloud SDK, no cobra, no database
 // driver of the server (deps_test.go), so it stays small enough to copy
 // to a node on every first launch and starts in a few milliseconds. The
 // API server copies the build for the node's architecture to
@@ -16,6 +17,7 @@ import (
 	"runtime"
 
 	"github.com/skygo/skygo/internal/agent"
+	_ "github.com/skygo/skygo/internal/agent/all" // the infrastructures' transports and rank environments
 	"github.com/skygo/skygo/internal/version"
 )
 

@@ -40,11 +40,14 @@ var forbidden = []string{
 
 // allowed are exceptions to a forbidden prefix; a * stands for one path
 // element. An infrastructure's descriptor (internal/infra/<name>/kind:
-// its names, config section, credential check) is the part of a plug-in
-// the command line links, with the converter of `sky slurm convert`.
+// its names, config section, credential check) and its command-line
+// extras (internal/infra/<name>/cliext: the commands it adds) are the
+// parts of a plug-in the command line links, with the converter of
+// `sky slurm convert`.
 var allowed = []string{
 	"github.com/skygo/skygo/internal/agent/agentapi",
 	"github.com/skygo/skygo/internal/infra/*/kind",
+	"github.com/skygo/skygo/internal/infra/*/cliext",
 	"github.com/skygo/skygo/internal/infra/slurm/convert",
 }
 
@@ -88,6 +91,8 @@ func TestForbiddenBy(t *testing.T) {
 		"k8s.io/client-go/kubernetes/scheme":               "k8s.io",
 		"github.com/skygo/skygo/internal/infra/aws":        "github.com/skygo/skygo/internal/infra",
 		"github.com/skygo/skygo/internal/infra/aws/kind":   "",
+		"github.com/skygo/skygo/internal/infra/ssh/cliext": "",
+		"github.com/skygo/skygo/internal/infra/slurm/node": "github.com/skygo/skygo/internal/infra",
 		"github.com/skygo/skygo/internal/infra/aws/iam":    "github.com/skygo/skygo/internal/infra",
 		"github.com/skygo/skygo/internal/agent":            "github.com/skygo/skygo/internal/agent",
 		"github.com/skygo/skygo/internal/agent/agentapi":   "",

@@ -25,8 +25,8 @@
 // unix socket in ~/.sky/agent/); on workers it only records the config:
 // ranks on workers are started by the head through the worker's runner
 // with `sky agent exec-rank` (spec on stdin) and killed with
-// `sky agent kill-rank`, so an SSH or Kubernetes transport plugs in by
-// implementing NodeRunner.
+// `sky agent kill-rank`, so a transport plugs in by implementing
+// NodeRunner (Transports; an infrastructure's own from its node package).
 //
 // # Jobs
 //

@@ -61,7 +61,7 @@ func (p paths) startLock() string { return filepath.Join(p.dir(), "start.lock") 
 func (p paths) daemonLog() string { return filepath.Join(p.dir(), "daemon.log") }
 
 // supervised, when present, says that something lasting on the node (a
-// Slurm allocation's batch script) starts the daemon once the config is
+// batch system's job script) starts the daemon once the config is
 // there: `start` then waits for it instead of spawning one, whose process
 // would belong to the short-lived step that ran `start`.
 func (p paths) supervised() string  { return filepath.Join(p.dir(), "supervised") }

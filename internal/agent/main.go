@@ -342,7 +342,7 @@ func startVerb(stdin io.Reader, fs *flag.FlagSet, onAutostop string) (any, error
 }
 
 // awaitSupervised waits for the daemon that the node's supervisor starts
-// once the config is written (a Slurm allocation's batch script: see
+// once the config is written (a batch system's job script: see
 // paths.supervised), and returns its pid.
 func awaitSupervised(p paths) (int, error) {
 	deadline := time.Now().Add(15 * time.Second)

@@ -60,9 +60,9 @@ func startRank(home string, spec RankSpec) (*rankProc, error) {
 	}
 	cmd := rankCommand(home, script)
 	cmd.Dir = home
-	base, onSlurm := slurmRankBase(home, os.Environ())
-	if devs, ok := spec.Env["CUDA_VISIBLE_DEVICES"]; ok && onSlurm {
-		spec.Env["CUDA_VISIBLE_DEVICES"] = slurmDevices(os.Getenv("CUDA_VISIBLE_DEVICES"), devs)
+	base, devices, _ := rankBase(home, os.Environ())
+	if devs, ok := spec.Env["CUDA_VISIBLE_DEVICES"]; ok && devices != nil {
+		spec.Env["CUDA_VISIBLE_DEVICES"] = devices(devs)
 	}
 	cmd.Env = rankEnv(base, spec, rankTag(home, spec.JobID, spec.Rank))
 	r, w, err := os.Pipe()
@@ -247,11 +247,34 @@ type NodeRunner interface {
 }
 
 // Transports maps Node.Transport to a constructor; "ssh" registers itself
-// in transport_ssh.go, others (Kubernetes) register the same way.
+// in transport_ssh.go, an infrastructure's own transport from its node
+// package (internal/infra/<name>/node, linked by internal/agent/all).
 var Transports = map[string]func(agentapi.Node) (NodeRunner, error){
 	"local": func(n agentapi.Node) (NodeRunner, error) {
 		return proc.NewRunner(n.Home, n.IP).InNetNS(proc.NetNSPath(n.NetNS)), nil
 	},
+}
+
+// A RankBase adapts the base environment of ranks and SSH sessions on the
+// nodes of an infrastructure that starts the agent inside a unit of its
+// own (a batch system's job step): on such a node it returns the
+// environment to start from, and devices, when not nil, maps the GPU
+// indexes the head chose for a rank (0..n-1 of the node's) to the ones
+// the rank must see. Elsewhere it returns env and false.
+type RankBase func(home string, env []string) (base []string, devices func(chosen string) string, ok bool)
+
+// RankBases are the infrastructures' RankBase hooks, registered from
+// their node packages' init; the first that recognises the node applies.
+var RankBases []RankBase
+
+// rankBase is the base environment of a rank on the node at home.
+func rankBase(home string, env []string) ([]string, func(string) string, bool) {
+	for _, b := range RankBases {
+		if base, devices, ok := b(home, env); ok {
+			return base, devices, true
+		}
+	}
+	return env, nil, false
 }
 
 func newNodeRunner(n agentapi.Node) (NodeRunner, error) {

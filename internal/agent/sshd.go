@@ -414,10 +414,10 @@ func sftpServer() string {
 func (s *session) env() []string {
 	d, n := s.n.d, s.n.node
 	env := proc.NodeEnv(os.Environ(), n.Home, n.IP)
-	if base, onSlurm := slurmRankBase(n.Home, os.Environ()); onSlurm {
-		// On a node of a Slurm allocation (served by ssh-stdio inside a
-		// step) a session sees what ranks see: the node's environment with
-		// the allocation's variables, not those of the step serving it.
+	if base, _, ok := rankBase(n.Home, os.Environ()); ok {
+		// On a node inside an infrastructure's own unit (a batch job's
+		// step serving ssh-stdio) a session sees what ranks see: the
+		// node's environment as the infrastructure adapts it for ranks.
 		env = append(withoutKeys(base, "HOME", "PWD", "OLDPWD"), "HOME="+n.Home)
 	}
 	ips := make([]string, len(d.cfg.Nodes))

@@ -24,8 +24,8 @@ import (
 // `sky agent ssh-serve --listen HOST:PORT [--detach]` serves SSH for the
 // node whose HOME this process has on a TCP listener: ssh-stdio's
 // sessions, for nodes that can dial each other but have no sshd and no
-// ssh client (Kubernetes pods: the head's agent reaches each worker's
-// server with transport agent-ssh). The backend starts it with the node,
+// ssh client (containers: the head's agent reaches each worker's server
+// with transport agent-ssh). The backend starts it with the node,
 // before `sky agent start` has written the node's config, so the config
 // is read for every connection (homeSSH.node). One server runs per node
 // HOME (a lock in the agent directory), and it stops when that directory

@@ -14,8 +14,8 @@ import (
 // `sshd -i` does, for the node whose HOME this process has: the sessions
 // run as that node's jobs do (see sshd.go). It is the far end of the
 // ProxyCommand of `ssh <cluster>` on infrastructures whose nodes can be
-// reached by a command but not dialled (Slurm: ssh to the login node,
-// srun into the allocation). The node's host key is made on first use
+// reached by a command but not dialled (ssh to a batch system's login
+// node, then into the node's allocation). The node's host key is made on first use
 // (--print-host-key prints its public half, for known_hosts).
 func sshStdio(home string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sky agent ssh-stdio", flag.ContinueOnError)

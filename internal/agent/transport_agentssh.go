@@ -25,7 +25,7 @@ import (
 // The "agent-ssh" transport: the head reaches a node whose only SSH
 // server is the node agent's own (`sky agent ssh-serve`) with an SSH
 // client inside the agent, for nodes that have no ssh client to run
-// (Kubernetes pods). One connection per node carries every command as a
+// (containers). One connection per node carries every command as a
 // session of its own, and is dialled again once it breaks; keepalives
 // notice a node that went away without a word, as the ssh transport's
 // ServerAlive options do.

@@ -93,7 +93,7 @@ func (r *sshNodeRunner) command(ctx context.Context, cmd string) *exec.Cmd {
 // failed (host unreachable, auth refused, connection lost): that is an
 // error naming the node and ssh's message, not a command result.
 func (r *sshNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error) {
-	return runTransport(ctx, r.command(ctx, cmd), opts, "ssh to "+r.dest, func(code int, stderrTail string) error {
+	return RunTransport(ctx, r.command(ctx, cmd), opts, "ssh to "+r.dest, func(code int, stderrTail string) error {
 		if code != 255 {
 			return nil
 		}
@@ -105,11 +105,11 @@ func (r *sshNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunO
 	})
 }
 
-// runTransport runs a transport's command (ssh, srun) with opts' input and
+// RunTransport runs a transport's command (ssh, or a plug-in's) with opts' input and
 // output, and returns the remote command's result. failed tells a transport
 // failure from the command's own exit status, given the end of stderr; an
 // error it returns is reported as what (the transport and the node) failing.
-func runTransport(ctx context.Context, c *exec.Cmd, opts provision.RunOptions, what string, failed func(code int, stderrTail string) error) (provision.Result, error) {
+func RunTransport(ctx context.Context, c *exec.Cmd, opts provision.RunOptions, what string, failed func(code int, stderrTail string) error) (provision.Result, error) {
 	c.Stdin = opts.Stdin
 	var out, errBuf bytes.Buffer
 	tail := &tailBuffer{max: 4096}

@@ -23,7 +23,7 @@ func TestSSHTransportRegisteredAndValidates(t *testing.T) {
 		{"no key", agentapi.Node{IP: "10.0.0.2", Transport: "ssh"}, "needs ssh_key"},
 		{"no ip", agentapi.Node{Transport: "ssh", SSHKey: "/k"}, "no ip"},
 		{"ok", agentapi.Node{IP: "10.0.0.2", Transport: "ssh", SSHKey: "/k", SSHUser: "ubuntu", SSHPort: 2200}, ""},
-		{"unknown transport", agentapi.Node{IP: "10.0.0.2", Transport: "carrier-pigeon"}, "known: agent-ssh, local, slurm, ssh"},
+		{"unknown transport", agentapi.Node{IP: "10.0.0.2", Transport: "carrier-pigeon"}, "known: agent-ssh, local, ssh"},
 	} {
 		r, err := newNodeRunner(c.node)
 		if c.want != "" {

@@ -51,7 +51,7 @@ type TaskSpec struct {
 	YAML string `json:"yaml,omitempty"`
 	// Config is the task's `config:` overrides (internal/config), which
 	// infrastructures read where the spec lets a task override a key
-	// (`config.slurm.sbatch_options`, `config.kubernetes.pod_config`).
+	// (config.<kind>.<key> for the keys of infrakind.Kind.TaskKeys).
 	Config map[string]any `json:"config,omitempty"`
 	// WaitForSchedulingTimeout (seconds) is job.wait_for_scheduling_timeout
 	// of a managed job's task; 0 waits as long as it takes.

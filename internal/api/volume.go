@@ -16,7 +16,7 @@ type VolumeMount struct {
 // EphemeralVolume is the task's description of an ephemeral volume.
 type EphemeralVolume struct {
 	SizeGi float64           `json:"size_gi"`
-	Type   string            `json:"type,omitempty"` // k8s-pvc when empty
+	Type   string            `json:"type,omitempty"` // when empty: infrakind.EphemeralVolumeType
 	Labels map[string]string `json:"labels,omitempty"`
 	Config map[string]any    `json:"config,omitempty"`
 }

@@ -37,7 +37,7 @@ func afterUnusable(cand optimizer.Candidate) failoverStep {
 // Out of capacity blocks that exact offer (cloud, region, zone, instance
 // type). Credentials a cloud refuses are refused in every region of it,
 // so the cloud is blocked; the places of a capacity infrastructure
-// (byCapacity: pools, Slurm clusters) each have their own credentials,
+// (byCapacity: node pools, batch clusters) each have their own credentials,
 // so only that one is. Anything else ends the launch.
 func afterProvisionError(err error, cand optimizer.Candidate, byCapacity bool) failoverStep {
 	var capErr *provision.CapacityError

@@ -218,7 +218,7 @@ func checkClusterPlace(c *state.Cluster, h *Handle, p *volumePlace) error {
 		return err
 	}
 	// A prefix of the cluster's ID: a region's volume suits its zones, and
-	// a Kubernetes context's name may itself hold '/'.
+	// a region that is a context (infrakind.Context) may itself hold '/'.
 	if !strings.HasPrefix(have.String()+"/", p.id.String()+"/") {
 		return topologyConflict("Volume %s lives on %s, but cluster %q is on %s. Launch a new cluster to mount it (`sky launch -c NEW ...`).",
 			p.volume, placeString(p), c.Name, h.Infra)

@@ -173,8 +173,8 @@ func parseVMs(cloud string, r io.Reader) ([]Row, error) {
 		if row.InstanceType == "" && row.AccName == "" {
 			continue // nothing to offer
 		}
-		// A zero price means "not offered" (Vast's spot 0.00, k8s-style
-		// defaults), never "free": a free row would win every comparison.
+		// A zero price means "not offered" (Vast's spot 0.00, the zero
+		// prices of the kinds that report capacity), never "free": a free row would win every comparison.
 		if row.Price <= 0 {
 			row.Price = math.NaN()
 		}

@@ -31,7 +31,7 @@ type Result struct {
 	// Key is the infra's canonical name (as in allowed_clouds and the
 	// optimizer); not part of the JSON output.
 	Key          string   `json:"-"`
-	Infra        string   `json:"infra"`   // display name: AWS, GCP, Kubernetes, ...
+	Infra        string   `json:"infra"`   // display name: infrakind.Kind.Display
 	Enabled      bool     `json:"enabled"` // usable for launching
 	Reason       string   `json:"reason"`  // what was found, or why not and what to do
 	Details      []string `json:"details,omitempty"`

@@ -73,7 +73,8 @@ down when the job ends.
 				return err
 			}
 			// Without a pool each member of the array gets its own
-			// cluster (SkyPilot asks for a pool; its Slurm guide does not).
+			// cluster (SkyPilot asks for a pool; its batch migration guide
+			// does not).
 			if cmd.Flags().Changed("num-jobs") && opts.NumJobs < 1 {
 				return flagErrorf("invalid --num-jobs %d: want 1 or more", opts.NumJobs)
 			}

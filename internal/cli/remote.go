@@ -16,6 +16,7 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/client"
+	"github.com/skygo/skygo/internal/cliext"
 	"github.com/skygo/skygo/internal/op"
 	"github.com/skygo/skygo/internal/task"
 )
@@ -90,6 +91,14 @@ func sendOp[B, R any](f *Factory, d op.Desc[B, R], body B, co callOptions) error
 // call submits the operation d describes and decodes its result into
 // result (an *R, or the encoded result, or nil).
 func call[B, R any](f *Factory, d op.Desc[B, R], body B, result any, co callOptions) error {
+	return follow(f, d.RequestName(), func(ctx context.Context, c *client.Client, opts ...client.OpOption) (string, error) {
+		return client.Submit(ctx, c, d, body, opts...)
+	}, result, co)
+}
+
+// follow submits a request (submit, named requestName) with the command's
+// config and follows it as co says, decoding its result into result.
+func follow(f *Factory, requestName string, submit cliext.Submit, result any, co callOptions) error {
 	c, err := f.Client()
 	if err != nil {
 		return err
@@ -114,7 +123,7 @@ func call[B, R any](f *Factory, d op.Desc[B, R], body B, result any, co callOpti
 		ctx, caught, stop = stopContext(ctx, onStop)
 	}
 	defer stop()
-	id, err := client.Submit(ctx, c, d, body, client.WithConfig(f.requestConfig))
+	id, err := submit(ctx, c, client.WithConfig(f.requestConfig))
 	if err != nil {
 		if sig := caught(); sig != nil {
 			return signalExit(sig)
@@ -123,7 +132,7 @@ func call[B, R any](f *Factory, d op.Desc[B, R], body B, result any, co callOpti
 	}
 	submitted.Store(&id)
 	if co.Async {
-		printAsyncHint(f.IO, d.RequestName(), id, c.Endpoint)
+		printAsyncHint(f.IO, requestName, id, c.Endpoint)
 		return nil
 	}
 	stopped := func() error {

@@ -15,7 +15,6 @@ import (
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/apiop"
 	"github.com/skygo/skygo/internal/check"
-	"github.com/skygo/skygo/internal/op"
 )
 
 func deref(s *string) string {
@@ -498,22 +497,4 @@ func gpusListRunRemote(f *Factory, opts *GpusListOptions) error {
 	}
 	_, err := fmt.Fprint(opts.IO.Out, res.Table)
 	return err
-}
-
-func localUpRunRemote(f *Factory, opts *LocalUpOptions) error {
-	return sendOp(f, apiop.LocalUp, op.NoBody{}, callOptions{Async: opts.Async, Stream: true})
-}
-
-func localDownRunRemote(f *Factory, opts *LocalDownOptions) error {
-	if opts.Name != "" {
-		return flagErrorf("--name %s: this build's `sky local down` removes every cluster of the local infrastructure and disables it; there is no kind cluster to name, so run it without --name", opts.Name)
-	}
-	return sendOp(f, apiop.LocalDown, op.NoBody{}, callOptions{Async: opts.Async, Stream: true})
-}
-
-// gpusLabelRunRemote sends `sky gpus label` to the API server, which
-// labels the GPU nodes of the context(s) it may use and streams one line
-// per node.
-func gpusLabelRunRemote(f *Factory, opts *GpusLabelOptions) error {
-	return sendOp(f, apiop.KubernetesLabelGPUs, api.GPUsLabelBody{Context: opts.Context, Cleanup: opts.Cleanup}, callOptions{Async: opts.Async, Stream: true})
 }

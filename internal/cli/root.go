@@ -30,8 +30,8 @@ func Execute(runtime func(name string) (string, error)) int {
 }
 
 // handsOver reports whether verb is a hidden verb of the server side, one
-// an infrastructure declares (infrakind.Kind.Verbs: Kubernetes' k8s-exec,
-// the remote shell of rsync and the ProxyCommand of ssh to a pod). Its
+// an infrastructure declares (infrakind.Kind.Verbs: what its nodes and
+// tools run, such as the remote shell of rsync or an ssh ProxyCommand). Its
 // packages are the server's; a sky command line naming it runs the
 // server program with the same arguments, in this process's place. (The
 // node agent is sky-node's, the load balancer sky-lb's.)
@@ -167,10 +167,11 @@ that fits. Task YAMLs and commands are SkyPilot's.`,
 		newCancelCmd(f, func(o *CancelOptions) error { return cancelRunRemote(f, o) }),
 		newJobsCmd(f), newServeCmd(f))
 	add("infra", newCheckCmd(f, func(o *CheckOptions) error { return checkRunRemote(f, o) }), newGpusCmd(f), newStorageCmd(f),
-		newVolumesCmd(f), newSSHCmd(f), newLocalCmd(f), newSlurmCmd(f))
+		newVolumesCmd(f))
 	add("other", newDashboardCmd(f, nil), newValidateCmd(f, nil), newAPICmd(f),
 		newCompletionCmd(f))
 	root.AddCommand(newShowGpusCmd(f))
+	addExtraCmds(f, root, add)
 
 	// Every command, however deep, reports bad flags as usage errors and
 	// does not print usage by itself.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/skygo/skygo/internal/api"
 	"github.com/skygo/skygo/internal/apiop"
+	"github.com/skygo/skygo/internal/infrakind"
 	"github.com/skygo/skygo/internal/task"
 )
 
@@ -68,23 +70,14 @@ func volumesLsRunRemote(f *Factory, opts *VolumesLsOptions) error {
 	return renderVolumes(opts.IO, recs, opts.Verbose, time.Now())
 }
 
-// volumeTableTitles head the one table per type of `sky volumes ls`
-// (SkyPilot's, then SkyGo's host-dir), in this order.
-var volumeTableTitles = []struct{ typ, title string }{
-	{"k8s-pvc", "Kubernetes PVCs:"},
-	{"k8s-hostpath", "Kubernetes HostPath volumes:"},
-	{"runpod-network-volume", "RunPod Network Volumes:"},
-	{task.HostDirType, "Host directory volumes:"},
-}
-
 func renderVolumes(io *IOStreams, recs []api.VolumeRecord, verbose bool, now time.Time) error {
 	byType := map[string][]api.VolumeRecord{}
 	for _, r := range recs {
 		byType[r.Type] = append(byType[r.Type], r)
 	}
 	first := true
-	for _, t := range volumeTableTitles {
-		rows := byType[t.typ]
+	for _, t := range infrakind.VolumeTables() {
+		rows := byType[t.Type]
 		if len(rows) == 0 {
 			continue
 		}
@@ -92,34 +85,28 @@ func renderVolumes(io *IOStreams, recs []api.VolumeRecord, verbose bool, now tim
 			fmt.Fprintln(io.Out)
 		}
 		first = false
-		fmt.Fprintln(io.Out, t.title)
-		if err := volumeTable(io, t.typ, rows, verbose, now); err != nil {
+		fmt.Fprintln(io.Out, t.Table)
+		if err := volumeTable(io, t, rows, verbose, now); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func volumeTable(io *IOStreams, typ string, rows []api.VolumeRecord, verbose bool, now time.Time) error {
+// volumeTable is one type's table: the columns every table has, then the
+// type's own (infrakind.VolumeType.Columns).
+func volumeTable(io *IOStreams, typ infrakind.VolumeType, rows []api.VolumeRecord, verbose bool, now time.Time) error {
 	anyErr := false
 	for _, r := range rows {
 		anyErr = anyErr || r.ErrorMessage != ""
 	}
 	headers := []string{"NAME", "TYPE", "INFRA", "SIZE", "USER", "WORKSPACE", "AGE", "STATUS", "LAST_USE", "USED_BY"}
-	pvc := typ == "k8s-pvc"
-	switch {
-	case pvc:
-		headers = append(headers, "IS_EPHEMERAL")
-		if verbose {
-			headers = append(headers, "NAME_ON_CLOUD", "STORAGE_CLASS", "ACCESS_MODE")
+	var cols []infrakind.VolumeColumn
+	for _, c := range typ.Columns {
+		if verbose || !c.Verbose {
+			cols = append(cols, c)
+			headers = append(headers, c.Header)
 		}
-	case typ == "k8s-hostpath", typ == task.HostDirType:
-		headers = append(headers, "HOST_PATH")
-		if verbose && typ == task.HostDirType {
-			headers = append(headers, "NAME_ON_CLOUD")
-		}
-	case verbose:
-		headers = append(headers, "NAME_ON_CLOUD")
 	}
 	withMsg := verbose || anyErr
 	if withMsg {
@@ -146,25 +133,12 @@ func volumeTable(io *IOStreams, typ string, rows []api.VolumeRecord, verbose boo
 		}
 		cells := []string{r.Name, r.Type, cmp.Or(r.Infra, "-"), size, cmp.Or(r.UserName, "-"), cmp.Or(r.Workspace, "default"),
 			ago(now, r.LaunchedAt), r.Status, lastUse, usedBy}
-		str := func(k string) string {
-			if s, ok := r.Config[k].(string); ok && s != "" {
-				return s
-			}
-			return "-"
+		fields, err := volumeFields(r)
+		if err != nil {
+			return err
 		}
-		switch {
-		case pvc:
-			cells = append(cells, fmt.Sprint(r.IsEphemeral))
-			if verbose {
-				cells = append(cells, r.NameOnCloud, str("storage_class_name"), str("access_mode"))
-			}
-		case typ == "k8s-hostpath", typ == task.HostDirType:
-			cells = append(cells, cmp.Or(r.HostPath, "-"))
-			if verbose && typ == task.HostDirType {
-				cells = append(cells, r.NameOnCloud)
-			}
-		case verbose:
-			cells = append(cells, r.NameOnCloud)
+		for _, c := range cols {
+			cells = append(cells, volumeCell(fields, c.Field))
 		}
 		if withMsg {
 			msg := cmp.Or(r.ErrorMessage, "-")
@@ -176,6 +150,31 @@ func volumeTable(io *IOStreams, typ string, rows []api.VolumeRecord, verbose boo
 		tb.addRow(cells...)
 	}
 	return tb.render(io.Out)
+}
+
+// volumeFields are a record's fields by their JSON names, which a volume
+// type's columns name.
+func volumeFields(r api.VolumeRecord) (map[string]any, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(data, &m)
+}
+
+// volumeCell shows the field (or "config.<key>") of a record's fields:
+// "-" when it is absent or empty.
+func volumeCell(fields map[string]any, field string) string {
+	v, ok := fields[field]
+	if key, inConfig := strings.CutPrefix(field, "config."); inConfig {
+		cfg, _ := fields["config"].(map[string]any)
+		v, ok = cfg[key]
+	}
+	if !ok || v == nil || v == "" {
+		return "-"
+	}
+	return fmt.Sprint(v)
 }
 
 func truncateCell(s string, n int) string {

@@ -378,9 +378,9 @@ func (c *Config) ForWorkspace(name string) *Config {
 	return out
 }
 
-// RegionValue reads key for one region of a cloud (a Kubernetes context, a
-// Slurm cluster, an OCI/Nebius region): the per-region value first, then
-// the cloud-wide one. The bool is false when neither is set.
+// RegionValue reads key for one region of a cloud (under its section's
+// infrakind.Kind.RegionSection): the per-region value first, then the
+// cloud-wide one. The bool is false when neither is set.
 func (c *Config) RegionValue(cloud, region, key string) (any, bool) {
 	if k, ok := infrakind.Lookup(cloud); ok && k.RegionSection != "" && region != "" {
 		sec := k.RegionSection

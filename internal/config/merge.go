@@ -9,9 +9,8 @@ import (
 // Overlay returns base with override laid on top, without changing either:
 // mappings merge key by key, anything else in override replaces the base
 // value (lists are replaced, not appended). The keys an infrastructure
-// names as pod specs (infrakind.Kind.PodKeys: Kubernetes' pod_config and
-// custom_metadata, also in its per-region section) merge the way
-// Kubernetes strategic merge does; see mergeK8s.
+// names as pod specs (infrakind.Kind.PodKeys, also in its per-region
+// section) merge the way a pod spec's strategic merge does; see mergeK8s.
 func Overlay(base, override map[string]any) map[string]any {
 	return overlayMap(base, override, nil)
 }

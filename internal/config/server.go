@@ -12,7 +12,7 @@ import (
 // change who may use which cloud, where the database is, or how the
 // server's own daemons and controllers run; nor the keys of an
 // infrastructure's section that name what the server reaches
-// (infrakind.Kind.ServerKeys: Slurm's clusters).
+// (infrakind.Kind.ServerKeys).
 func ServerOnlyKeys() []string {
 	keys := []string{
 		"api_server", "allowed_clouds", "workspaces", "rbac", "db", "daemons",

@@ -256,7 +256,7 @@ func (e *Env) runCheckWith(ctx context.Context, cfg *config.Config, infras []str
 			}
 		}
 	}
-	// A partial check (`sky check slurm`) updates the infras it checked and
+	// A partial check (`sky check <kind>`) updates the infras it checked and
 	// keeps the stored verdict of the others, so what it enabled is usable
 	// at once, as SkyPilot's does. Local follows the others: it is enabled
 	// automatically while nothing else is, and stays on after.

@@ -1000,8 +1000,8 @@ func acceleratorCounts(js json.RawMessage) (map[string][]float64, error) {
 
 // liveGPUs is `sky gpus list --infra <kind>` of an infrastructure that
 // knows its GPUs live: a table of GPU types with the per-node quantities
-// and how many are free, then one row per place (Slurm's CLUSTER and
-// PARTITION), then, with -v, per node. JSON: GPU name -> offerings, each
+// and how many are free, then one row per place (its region and zone
+// columns), then, with -v, per node. JSON: GPU name -> offerings, each
 // place an entry with its counts.
 func liveGPUs(ctx context.Context, gl infra.GPULister, kind, region string, b api.GPUsBody) (api.GPUsResult, error) {
 	rows, err := gl.GPUs(ctx, region)
@@ -1068,8 +1068,8 @@ func liveGPUs(ctx context.Context, gl infra.GPULister, kind, region string, b ap
 	}
 	fmt.Fprintln(tw)
 	if len(nodes) > 0 && nodes[0].Status != "" {
-		// Kubernetes: SkyPilot's per-node real-time availability table,
-		// always shown.
+		// Nodes with a status (a cluster's scheduler reports them):
+		// SkyPilot's per-node real-time availability table, always shown.
 		fmt.Fprintf(tw, "%s per-node GPU availability\n", display)
 		fmt.Fprintln(tw, "CONTEXT\tNODE\tvCPU\tMemory (GB)\tGPU\tGPU UTILIZATION\tNODE STATUS")
 		for _, n := range nodes {

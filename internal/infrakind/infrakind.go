@@ -168,6 +168,38 @@ type VolumeType struct {
 	// Ephemeral: a task's volume with a size and no type (made with its
 	// cluster, gone with it) is of this type.
 	Ephemeral bool
+	// Table heads the type's table in `sky volumes ls` ("Host directory
+	// volumes:"); Columns follow the columns every table has. Of the
+	// kinds that make a type, the first (in report order) that gives a
+	// Table gives both.
+	Table   string
+	Columns []VolumeColumn
+}
+
+// VolumeColumn is a column of a volume type's `sky volumes ls` table.
+type VolumeColumn struct {
+	Header string
+	// Field is the volume record's field the cells show, by its JSON name
+	// ("host_path"), or "config.<key>" for a key of the volume's config.
+	Field string
+	// Verbose: only with -v.
+	Verbose bool
+}
+
+// VolumeTables are the volume types that have a `sky volumes ls` table,
+// in the order the tables are printed (report order of the kinds that
+// make them), each with the Table and Columns its first kind gives.
+func VolumeTables() []VolumeType {
+	var out []VolumeType
+	for _, k := range All() {
+		for _, v := range k.Volumes {
+			if v.Table == "" || slices.ContainsFunc(out, func(o VolumeType) bool { return o.Type == v.Type }) {
+				continue
+			}
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Kind describes one infrastructure.

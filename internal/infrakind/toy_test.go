@@ -32,7 +32,8 @@ func init() {
 			"$defs": {"toy_url": {"type": "string", "pattern": "^https://"}}}`),
 		WorkspaceSchema: []byte(`{"type": "object", "additionalProperties": false,
 			"properties": {"endpoint": {"$ref": "#/$defs/toy_url"}, "disabled": {"type": "boolean"}}}`),
-		Volumes: []infrakind.VolumeType{{Type: "toy-disk", Where: "on ToyCloud (infra: toy)"}},
+		Volumes: []infrakind.VolumeType{{Type: "toy-disk", Where: "on ToyCloud (infra: toy)",
+			Table: "ToyCloud disks:", Columns: []infrakind.VolumeColumn{{Header: "FLAVOR", Field: "config.flavor"}}}},
 		Check: func(e infrakind.CheckEnv) infrakind.CheckResult {
 			if v, ok := e.Setting("toycloud.endpoint"); ok {
 				return infrakind.CheckResult{Enabled: true, Reason: "endpoint " + v.(string) + " from the config"}
@@ -181,5 +182,27 @@ func TestToyInVolumes(t *testing.T) {
 	_, err := task.LoadVolumeSpecBytes("v.yaml", []byte("name: v\ntype: toy-disk\ninfra: aws\n"))
 	if err == nil || !strings.Contains(err.Error(), `a toy-disk volume lives on ToyCloud (infra: toy), got "aws"`) {
 		t.Errorf("a toy-disk volume on aws: %v", err)
+	}
+}
+
+// `sky volumes ls` prints a table for the toy's volume type, after the
+// types of the kinds before it in report order, with its columns.
+func TestToyVolumeTable(t *testing.T) {
+	var types []string
+	var toy infrakind.VolumeType
+	for _, v := range infrakind.VolumeTables() {
+		types = append(types, v.Type)
+		if v.Type == "toy-disk" {
+			toy = v
+		}
+	}
+	if toy.Table != "ToyCloud disks:" || len(toy.Columns) != 1 || toy.Columns[0].Header != "FLAVOR" {
+		t.Fatalf("toy-disk's table = %+v (tables %v)", toy, types)
+	}
+	if i := slices.Index(types, "toy-disk"); i < 0 || slices.Index(types[i+1:], "toy-disk") >= 0 {
+		t.Errorf("toy-disk listed %v", types)
+	}
+	if pvc, hd := slices.Index(types, "k8s-pvc"), slices.Index(types, "host-dir"); pvc < 0 || hd < 0 || pvc > hd {
+		t.Errorf("the tables %v: a type of an earlier kind in report order comes first", types)
 	}
 }

@@ -212,8 +212,8 @@ func targetName(t Target) string {
 }
 
 // tableRows picks the rows to print: all candidates when verbose, else the
-// cheapest per (infra, accelerators, spot), and per region too on
-// Kubernetes, SSH and Slurm where regions are separate clusters. The chosen
+// cheapest per (infra, accelerators, spot), and per region too on the
+// kinds that report capacity, where regions are separate clusters. The chosen
 // candidate is always its group's row. Order follows tp.Candidates (cost,
 // or preference order for ordered requests).
 func tableRows(tp *TaskPlan, verbose bool) []Candidate {

@@ -1,8 +1,8 @@
 // Package provision holds the seams between the backend and every kind of
 // infrastructure: a Provisioner creates, stops, starts and removes the nodes
 // of a cluster, and a CommandRunner runs shell commands and copies files on
-// one node. Local sandboxes, SSH hosts, Slurm allocations, Kubernetes pods
-// and cloud VMs all implement these two interfaces, so the backend drives
+// one node. Local sandboxes, SSH hosts, batch allocations, pods and cloud
+// VMs all implement these two interfaces, so the backend drives
 // them the same way:
 //
 //	info, err := prov.Provision(ctx, provision.ClusterSpec{Name: "dev", NumNodes: 2})
@@ -91,7 +91,7 @@ type ClusterSpec struct {
 	Resources Resources
 	Region    string
 	Zone      string
-	// Ports to open on the head node (clouds, Kubernetes).
+	// Ports to open on the head node, where the kind opens ports.
 	Ports []string
 	// UseSpot asks for spot (preemptible) instances where there are any.
 	UseSpot bool
@@ -101,8 +101,8 @@ type ClusterSpec struct {
 	DiskTier   string
 	// Labels to put on the created resources where supported.
 	Labels map[string]string
-	// ZoneRequested is set when the task named the zone itself (a Slurm
-	// partition, a cloud zone) rather than the optimizer choosing it:
+	// ZoneRequested is set when the task named the zone itself (a cloud
+	// zone, a batch cluster's partition) rather than the optimizer choosing it:
 	// there is no other zone to fail over to, so waiting is worth more.
 	ZoneRequested bool
 	// ImageID is the task's image_id ("docker:<image>" for a container);
@@ -114,7 +114,7 @@ type ClusterSpec struct {
 	// dropped, defaults applied), one line each.
 	Log io.Writer
 	// Progress, when set, receives one-line launch-progress texts while
-	// Provision waits (a Slurm allocation's pending reason); the managed
+	// Provision waits (a batch allocation's pending reason); the managed
 	// jobs controller shows the latest as the job's details.
 	Progress func(text string)
 	// Volumes are the task's volumes, for infrastructures whose nodes
@@ -126,7 +126,8 @@ type ClusterSpec struct {
 
 // Volume is one volume a cluster's nodes mount, as a provisioner sees it.
 type Volume struct {
-	// Name is the volume's record name; Type its volume type (k8s-pvc).
+	// Name is the volume's record name; Type its volume type (one of
+	// infrakind.Kind.Volumes).
 	Name string
 	Type string
 	// NameOnCloud is the object that holds the data (the claim name).
@@ -180,7 +181,7 @@ type ClusterInfo struct {
 	// Nodes, head first, in the stable order that defines node ranks.
 	Nodes []NodeInfo `json:"nodes"`
 	// Meta holds what an infrastructure needs to reach the cluster again
-	// and that fits no field above (a Slurm allocation's job id and shared
+	// and that fits no field above (a batch allocation's job id and shared
 	// directory). Only that infrastructure reads it.
 	Meta map[string]string `json:"meta,omitempty"`
 }

@@ -19,9 +19,9 @@ func virtualCloud(cloud string) (bool, infrakind.Sizes) {
 }
 
 // DefaultCPUs is the cpus request a cloud uses when the task gives neither
-// cpus nor memory: "8+" on the big clouds, "30+" on Lambda, and on
-// Kubernetes, SSH, Slurm and local exactly 2 (4 when accelerators are
-// requested).
+// cpus nor memory: its kind's Sizes as a minimum ("8+" on most catalog
+// clouds), and on a Sized kind (nodes sized to the request) exactly 2 (4
+// when accelerators are requested).
 func DefaultCPUs(cloud string, withAccelerators bool) Quantity {
 	virtual, d := virtualCloud(cloud)
 	if virtual {
@@ -34,8 +34,8 @@ func DefaultCPUs(cloud string, withAccelerators bool) Quantity {
 }
 
 // DefaultMemory is the matching memory request, in GB per vCPU
-// (Quantity.PerCPU): 4x on most clouds, 2x on Cudo and SCP, and on
-// Kubernetes, SSH, Slurm and local 1x (4x with accelerators).
+// (Quantity.PerCPU): its kind's Sizes (4x on most clouds), and on a Sized
+// kind 1x (4x with accelerators).
 func DefaultMemory(cloud string, withAccelerators bool) Quantity {
 	virtual, d := virtualCloud(cloud)
 	if virtual {

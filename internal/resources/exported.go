@@ -19,6 +19,6 @@ func ParsePorts(v any) ([]string, error) { return parsePorts(v, "") }
 // ParseAccelerators reads every form of the accelerators field.
 func ParseAccelerators(v any) (Accelerators, error) { return parseAccelerators(v, "") }
 
-// NormalizeCloud checks a cloud name (case-insensitive, k8s for
-// kubernetes) and returns its canonical spelling; "*" gives "".
+// NormalizeCloud checks a cloud name (case-insensitive, an alias for its
+// kind) and returns its canonical spelling; "*" gives "".
 func NormalizeCloud(name string) (string, error) { return normalizeCloud(name) }

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skygo/skygo/internal/infrakind"
@@ -10,19 +11,21 @@ import (
 // Clouds is every infrastructure name accepted as a cloud (sorted): the
 // kinds of the registry (internal/infrakind), SkyPilot's list plus
 // SkyGo's embedded infrastructure that runs clusters on this machine.
-// Aliases (k8s) are accepted as input too and become the kind's name.
+// A kind's aliases are accepted as input too and become its name.
 func Clouds() []string { return infrakind.Names() }
 
 // Infra says where resources may run. An empty field means "any".
 //
-// How the infra string maps onto the fields:
+// How the infra string maps onto the fields depends on the kind's Place
+// (infrakind.Place):
 //
-//	aws/us-east-1/us-east-1a          Cloud=aws Region=us-east-1 Zone=us-east-1a
-//	aws/*/us-east-1a                  Cloud=aws Zone=us-east-1a
-//	k8s/my-ctx (or kubernetes/...)    Cloud=kubernetes Region=my-ctx (the context; never a zone)
-//	ssh/my-pool                       Cloud=ssh Region=ssh-my-pool
-//	slurm/my-cluster/my-partition     Cloud=slurm Region=my-cluster Zone=my-partition
-//	local                             Cloud=local (no regions or zones)
+//	<kind>/<region>/<zone>   RegionZone: Cloud=<kind> Region=<region> Zone=<zone>
+//	<kind>/*/<zone>          RegionZone: Cloud=<kind> Zone=<zone>
+//	<kind>/<context>         Context: Region=<context>, slashes and all; never a zone
+//	<kind>/<pool>            Pool: Region=<RegionPrefix><pool>
+//	<kind>                   Here: no regions or zones
+//
+// The README lists each infrastructure's spelling.
 type Infra struct {
 	Cloud  string
 	Region string
@@ -66,9 +69,9 @@ func orStar(s string) string {
 }
 
 // ParseInfra reads an infra string: <cloud>[/<region>[/<zone>]] with `*`
-// for any part, k8s|kubernetes[/<context>] where the context is everything
-// after the first slash, ssh/<pool>, slurm/<cluster>[/<partition>] and
-// local. The cloud part is case-insensitive. An empty string (or "*") is
+// for any part, shaped by the kind's Place (a context is everything after
+// the first slash; a pool or a kind placed Here takes no zone). The cloud
+// part (a kind's name or alias) is case-insensitive. An empty string (or "*") is
 // the zero Infra: run anywhere.
 func ParseInfra(s string) (Infra, error) {
 	trimmed := strings.Trim(strings.TrimSpace(s), "/")
@@ -124,8 +127,8 @@ func ParseInfra(s string) (Infra, error) {
 	return inf, nil
 }
 
-// slashesIn says which regions may hold slashes: "only a Kubernetes
-// context may" (the kinds whose region is a context, taken whole).
+// slashesIn says which regions may hold slashes: "only a <Display>
+// <RegionNoun> may" (the kinds whose region is a context, taken whole).
 func slashesIn() string {
 	var which []string
 	for _, k := range infrakind.All() {
@@ -158,7 +161,7 @@ func article(name string) string {
 
 func lastWord(s string) string { return s[strings.LastIndex(s, " ")+1:] }
 
-// normalizeCloud lower-cases a cloud name, maps k8s to kubernetes, keeps
+// normalizeCloud lower-cases a cloud name, maps an alias to its kind, keeps
 // "*" as "" (any), and rejects unknown names with a suggestion.
 func normalizeCloud(name string) (string, error) {
 	c := strings.ToLower(strings.TrimSpace(name))
@@ -173,7 +176,24 @@ func normalizeCloud(name string) (string, error) {
 	if s := suggest(c, clouds); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
-	return "", fmt.Errorf("%s (known: %s, k8s, or * for any)", msg, strings.Join(clouds, ", "))
+	known := append(clouds, shortAliases()...)
+	return "", fmt.Errorf("%s (known: %s, or * for any)", msg, strings.Join(known, ", "))
+}
+
+// shortAliases are the aliases that abbreviate their kind's name (users
+// write them more than the name), which the unknown-cloud message lists
+// after the names; the longer spellings are only accepted.
+func shortAliases() []string {
+	var out []string
+	for _, k := range infrakind.All() {
+		for _, a := range k.Aliases {
+			if len(a) < len(k.Name) {
+				out = append(out, a)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // legacyInfra builds an Infra from the old cloud/region/zone fields and

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skygo/skygo/internal/infrakind"
 )
 
 func TestParseInfra(t *testing.T) {
@@ -136,5 +138,18 @@ func TestPlaceMessages(t *testing.T) {
 		if err != nil || inf.String() != want {
 			t.Errorf("ParseInfra(%q).String() = %q, %v; want %q", in, inf.String(), err, want)
 		}
+	}
+}
+
+// The unknown-cloud message lists every kind and then the aliases that
+// abbreviate a kind's name, read from the registry.
+func TestUnknownCloudListsShortAliases(t *testing.T) {
+	_, err := ParseInfra("notacloud")
+	if err == nil {
+		t.Fatal("notacloud parsed")
+	}
+	want := strings.Join(infrakind.Names(), ", ") + ", k8s, or * for any)"
+	if !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error %q\ndoes not end with %q", err, want)
 	}
 }

@@ -404,7 +404,7 @@ func checkCandidate(merged, item *Resources, itemPath string) error {
 }
 
 // kindsWith names the kinds that have what has says, for a message:
-// "GCP or Kubernetes".
+// "A or B".
 func kindsWith(has func(infrakind.Kind) bool) string {
 	var names []string
 	for _, k := range infrakind.All() {

@@ -106,7 +106,7 @@ func splitUnit(s string) (float64, bool) {
 
 // parseMemory reads memory in GB: a number, "<n>", "<n>+", "<n><unit>",
 // and the internal "<n>x" (GB per vCPU). Zero is checked later, against
-// the cloud (only Slurm accepts it).
+// the cloud (infrakind.Kind.ZeroMemory).
 func parseMemory(v any, path string) (*Quantity, error) {
 	hint := `memory should be a number of GB or a string like "16", "16+", "32GB+" or "512MB" (units: ` + unitList + `)`
 	var q Quantity

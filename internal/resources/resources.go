@@ -24,7 +24,8 @@ type Resources struct {
 	UseSpot         *bool
 	JobRecovery     *JobRecovery
 	DiskSize        int // GB; 0 = DefaultDiskSizeGB
-	// EphemeralStorage is the Kubernetes pod ephemeral storage in GB.
+	// EphemeralStorage is a container's ephemeral storage in GB, on the
+	// kinds that size it.
 	EphemeralStorage int
 	DiskTier         string // one of DiskTiers
 	NetworkTier      string // one of NetworkTiers

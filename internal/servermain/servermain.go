@@ -1,6 +1,7 @@
 // Package servermain is the sky-server program: the API server process
 // and the hidden verbs that need the server side's heavy packages (the
-// Kubernetes exec client, SkyPilot's SQLite state). The node agent is
+// verbs the infrastructures register, infra.RegisterVerb; SkyPilot's
+// SQLite state). The node agent is
 // sky-node's and the load balancer sky-lb's.
 // The sky CLI, which links none of them, starts this program for
 // `sky api start` and hands these verbs over to it with the same
@@ -24,7 +25,8 @@ import (
 
 	"github.com/skygo/skygo/internal/core"
 	"github.com/skygo/skygo/internal/infra"
-	_ "github.com/skygo/skygo/internal/infra/all"     // every infrastructure of this build: only the server program links them
+	_ "github.com/skygo/skygo/internal/infra/all" // every infrastructure of this build: only the server program links them
+	"github.com/skygo/skygo/internal/infrakind"
 	_ "github.com/skygo/skygo/internal/infrakind/all" // what every infrastructure is, those this build leaves out too
 	"github.com/skygo/skygo/internal/jobs"
 	"github.com/skygo/skygo/internal/paths"
@@ -69,9 +71,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 2
 }
 
-const usage = `usage: sky-server api start --foreground [--port N] [--host H] [--deploy] [--enable-basic-auth]
-       sky-server k8s-exec ARGS...   (what sky hands over)
-sky-server is started by sky (` + "`sky api start`" + `, or any command that needs a local server).`
+var usage = usageText()
+
+// usageText lists, after the server's own command, the verbs the
+// infrastructures declare (infrakind.Kind.Verbs), which sky hands over.
+func usageText() string {
+	s := "usage: sky-server api start --foreground [--port N] [--host H] [--deploy] [--enable-basic-auth]\n"
+	for _, k := range infrakind.All() {
+		for _, v := range k.Verbs {
+			s += "       sky-server " + v + " ARGS...   (what sky hands over)\n"
+		}
+	}
+	return s + "sky-server is started by sky (`sky api start`, or any command that needs a local server)."
+}
 
 func exit(stderr io.Writer, err error) int {
 	if err == nil {

@@ -1,6 +1,7 @@
 // Package sshconfig reads OpenSSH client config files. It is apart from
-// the SSH infrastructure (internal/infra/ssh) so the CLI can list the
-// hosts of ~/.slurm/config without linking an infrastructure.
+// the SSH infrastructure (internal/infra/ssh) so the command line's
+// extras can list the hosts of a config file without linking an
+// infrastructure.
 package sshconfig
 
 import (
@@ -218,8 +219,8 @@ func (c *Config) Lookup(alias, home string) HostConfig {
 }
 
 // Aliases are the concrete names of the Host lines (no patterns, no
-// negations), in file order, each once: the hosts a config defines, as
-// ~/.slurm/config names one Slurm cluster per Host.
+// negations), in file order, each once: the hosts a config defines (a
+// batch cluster's config names one cluster per Host).
 func (c *Config) Aliases() []string {
 	var out []string
 	seen := map[string]bool{}

@@ -61,29 +61,20 @@ type Node struct {
 	// that has one (provision.NodeInfo.NetNS): the head starts the node's
 	// commands, and listens for its SSH, inside it.
 	NetNS string `json:"netns,omitempty"`
-	// SlurmJob and SlurmNode are, for transport "slurm", the allocation
-	// and the node's Slurm name: the head starts the node's commands with
-	// `srun --overlap --jobid=SlurmJob --nodelist=SlurmNode`.
-	SlurmJob  string `json:"slurm_job,omitempty"`
-	SlurmNode string `json:"slurm_node,omitempty"`
+	// Options are what the node's transport needs beyond the fields
+	// above, in its own words: the package that registers the transport
+	// (an infrastructure's node package) owns the keys.
+	Options map[string]string `json:"transport_options,omitempty"`
 }
-
-// SlurmJobEnvFile, under a node's HOME, holds a Slurm allocation's
-// job-scoped variables as its batch script saw them (NAME=value lines).
-// A step started with `srun --nodelist=<node>` has some of them rewritten
-// to the step's values (SLURM_JOB_NODELIST names one node, SLURM_NNODES is
-// 1), so ranks take them from here; its presence marks a node of a Slurm
-// allocation.
-const SlurmJobEnvFile = ".sky/slurm_job.env"
 
 // Transports of Node: how the head reaches a node.
 const (
 	TransportLocal = "local" // exec with HOME=Home on this machine (the default)
 	TransportSSH   = "ssh"   // the system ssh client
-	TransportSlurm = "slurm" // srun --overlap into the cluster's Slurm allocation
 	// TransportAgentSSH is an SSH client inside the head's agent, dialling
-	// the node's `sky agent ssh-serve` (nodes with neither ssh nor sshd:
-	// Kubernetes pods).
+	// the node's `sky agent ssh-serve` (nodes with neither ssh nor sshd,
+	// such as containers). An infrastructure may register a transport of
+	// its own (agent.Transports).
 	TransportAgentSSH = "agent-ssh"
 )
 

@@ -69,10 +69,15 @@ func TestOmitTagsBuildAndDrop(t *testing.T) {
 
 // light reports whether a package of a plug-in's directory is one that
 // stays when the plug-in is left out: its descriptor, which keeps the kind
-// known (and marks it omitted), and the command-line extras, which link
-// the standard library alone (internal/layering_test.go holds both so).
+// known (and marks it omitted), its command-line extras and its node
+// side, which link no SDK (internal/layering_test.go holds them so).
 func light(p string) bool {
-	return strings.HasSuffix(p, "/kind") || p == "github.com/skygo/skygo/internal/infra/slurm/convert"
+	for _, sub := range []string{"/kind", "/cliext", "/node"} {
+		if strings.HasSuffix(p, sub) {
+			return true
+		}
+	}
+	return p == "github.com/skygo/skygo/internal/infra/slurm/convert"
 }
 
 func run(t *testing.T, dir string, name string, args ...string) string {

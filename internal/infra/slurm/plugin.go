@@ -15,6 +15,7 @@ import (
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/config"
 	"github.com/skygo/skygo/internal/infra"
+	slurmnode "github.com/skygo/skygo/internal/infra/slurm/node"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -179,7 +180,7 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 	envFile := head.jobEnv
 	err = parallelNodes(len(runners), func(i int) error {
 		r := runners[i].(*Runner)
-		cmd := "mkdir -p ~/.sky && cp " + provision.Quote(envFile) + " ~/" + agentapi.SlurmJobEnvFile
+		cmd := "mkdir -p ~/.sky && cp " + provision.Quote(envFile) + " ~/" + slurmnode.JobEnvFile
 		if _, err := provision.RunChecked(ctx, r, cmd, provision.RunOptions{}); err != nil {
 			return fmt.Errorf("node %s: copying the allocation's environment: %w", r.node, err)
 		}
@@ -191,8 +192,8 @@ func (in *Infra) Bootstrap(ctx context.Context, info *provision.ClusterInfo, run
 	nodes := make([]agentapi.Node, len(info.Nodes))
 	for i, n := range info.Nodes {
 		r := runners[i].(*Runner)
-		nodes[i] = agentapi.Node{IP: n.InternalIP, Home: n.Home, Transport: agentapi.TransportSlurm, Sky: r.sky,
-			CPUs: n.CPUs, GPUs: n.GPUs, SlurmJob: r.job, SlurmNode: r.node}
+		nodes[i] = agentapi.Node{IP: n.InternalIP, Home: n.Home, Transport: slurmnode.Transport, Sky: r.sky,
+			CPUs: n.CPUs, GPUs: n.GPUs, Options: slurmnode.Options(r.job, r.node)}
 	}
 	return nodes, nil
 }

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/catalog"
 	"github.com/skygo/skygo/internal/infra"
+	slurmnode "github.com/skygo/skygo/internal/infra/slurm/node"
 	"github.com/skygo/skygo/internal/optimizer"
 )
 
@@ -170,7 +170,7 @@ func TestRunnerCommandAndScripts(t *testing.T) {
 		{"bash: foo: command not found\n", ""},
 		{"srun: error: n1: task 0: Exited with exit code 3\n", ""},
 	} {
-		if got := agentapi.SrunStepFailure(c.stderr); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+		if got := slurmnode.SrunStepFailure(c.stderr); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
 			t.Errorf("stepError(%q) = %q", c.stderr, got)
 		}
 	}

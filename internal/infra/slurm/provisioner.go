@@ -670,5 +670,5 @@ func ClusterHome(base, jobName string) string { return base + "/.sky_clusters/" 
 
 // JobEnvFileName, in ClusterHome, is the batch script's job-scoped SLURM_*
 // variables; bootstrap copies it into every node's home
-// (agentapi.SlurmJobEnvFile).
+// (slurmnode.JobEnvFile).
 const JobEnvFileName = "slurm_job.env"

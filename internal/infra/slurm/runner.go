@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/skygo/skygo/internal/agent/agentapi"
+	slurmnode "github.com/skygo/skygo/internal/infra/slurm/node"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -41,7 +41,7 @@ func NewRunner(login *ssh.Runner, kh *ssh.KnownHosts, job, node, ip, home, sky s
 // command is cmd wrapped for the login node: srun to the node, bash with
 // HOME at the runtime dir.
 func (r *Runner) command(cmd string) string {
-	return provision.Join(agentapi.SrunArgs(r.job, r.node)...) + " bash -c " + provision.Quote(agentapi.NodeShell(r.home, cmd))
+	return provision.Join(slurmnode.SrunArgs(r.job, r.node)...) + " bash -c " + provision.Quote(slurmnode.NodeShell(r.home, cmd))
 }
 
 // NodeIP implements provision.CommandRunner.
@@ -77,7 +77,7 @@ func (r *Runner) Run(ctx context.Context, cmd string, opts provision.RunOptions)
 		return res, fmt.Errorf("node %s of Slurm job %s: %w", r.node, r.job, err)
 	}
 	if res.ExitCode != 0 {
-		if e := agentapi.SrunStepFailure(tail.String()); e != "" {
+		if e := slurmnode.SrunStepFailure(tail.String()); e != "" {
 			return res, fmt.Errorf("node %s of Slurm job %s: %s", r.node, r.job, e)
 		}
 	}
@@ -168,7 +168,7 @@ func (r *Runner) rshScript() (string, func(), error) {
 	}
 	ep := r.login.Endpoint()
 	words := append(ssh.SSHCommand(ep, r.kh), ep.User+"@"+ep.Addr, "--")
-	words = append(words, agentapi.SrunArgs(r.job, r.node)...)
+	words = append(words, slurmnode.SrunArgs(r.job, r.node)...)
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n# rsync passes the host first: the host is the login node, already named.\nshift\nexec")
 	for _, w := range words {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/infra"
+	slurmnode "github.com/skygo/skygo/internal/infra/slurm/node"
 	"github.com/skygo/skygo/internal/infra/ssh"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -71,8 +71,8 @@ func (r *Runner) proxyCommand(kh *ssh.KnownHosts) string {
 	ep := r.login.Endpoint()
 	// --unbuffered: without it slurmstepd forwards the task's output a
 	// line at a time, and the SSH stream has no lines to end.
-	inner := agentapi.NodeShell(r.home, "exec "+r.SkyCommand()+" agent ssh-stdio")
-	remote := provision.Join(append(agentapi.SrunArgs(r.job, r.node), "--unbuffered")...) + " bash -c " + provision.Quote(inner)
+	inner := slurmnode.NodeShell(r.home, "exec "+r.SkyCommand()+" agent ssh-stdio")
+	remote := provision.Join(append(slurmnode.SrunArgs(r.job, r.node), "--unbuffered")...) + " bash -c " + provision.Quote(inner)
 	words := append(ssh.SSHCommand(ep, kh), ep.User+"@"+ep.Addr, "--", remote)
 	q := make([]string, len(words))
 	for i, w := range words {

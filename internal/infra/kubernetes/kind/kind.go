@@ -36,8 +36,14 @@ func init() {
 		Schema:          schema,
 		WorkspaceSchema: workspaceSchema,
 		Volumes: []infrakind.VolumeType{
-			{Type: "k8s-pvc", Where: "on Kubernetes; infra must be k8s or k8s/<context>", Ephemeral: true},
-			{Type: "k8s-hostpath", Where: "on Kubernetes; infra must be k8s or k8s/<context>", HostPath: true},
+			{Type: "k8s-pvc", Where: "on Kubernetes; infra must be k8s or k8s/<context>", Ephemeral: true,
+				Table: "Kubernetes PVCs:", Columns: []infrakind.VolumeColumn{
+					{Header: "IS_EPHEMERAL", Field: "is_ephemeral"},
+					{Header: "NAME_ON_CLOUD", Field: "name_on_cloud", Verbose: true},
+					{Header: "STORAGE_CLASS", Field: "config.storage_class_name", Verbose: true},
+					{Header: "ACCESS_MODE", Field: "config.access_mode", Verbose: true}}},
+			{Type: "k8s-hostpath", Where: "on Kubernetes; infra must be k8s or k8s/<context>", HostPath: true,
+				Table: "Kubernetes HostPath volumes:", Columns: []infrakind.VolumeColumn{{Header: "HOST_PATH", Field: "host_path"}}},
 		},
 		Check: check,
 	})

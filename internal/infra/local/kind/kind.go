@@ -15,7 +15,9 @@ func init() {
 		Name: Name, Display: "Local", Group: infrakind.Fallback, Sized: true, Place: infrakind.Here,
 		Features: &infrakind.Features{Ports: true, FixedDisk: true},
 		Volumes: []infrakind.VolumeType{
-			{Type: "host-dir", Where: "on this machine (infra: local)"},
+			{Type: "host-dir", Where: "on this machine (infra: local)",
+				Table: "Host directory volumes:", Columns: []infrakind.VolumeColumn{
+					{Header: "HOST_PATH", Field: "host_path"}, {Header: "NAME_ON_CLOUD", Field: "name_on_cloud", Verbose: true}}},
 		},
 	})
 }

@@ -32,7 +32,9 @@ func init() {
 		Schema:          schema,
 		WorkspaceSchema: workspaceSchema,
 		Volumes: []infrakind.VolumeType{
-			{Type: "host-dir", Where: "on a host of an SSH node pool (infra: ssh/<pool>[/<host>])"},
+			{Type: "host-dir", Where: "on a host of an SSH node pool (infra: ssh/<pool>[/<host>])",
+				Table: "Host directory volumes:", Columns: []infrakind.VolumeColumn{
+					{Header: "HOST_PATH", Field: "host_path"}, {Header: "NAME_ON_CLOUD", Field: "name_on_cloud", Verbose: true}}},
 		},
 		Check: check,
 	})

@@ -1,12 +1,10 @@
-package agent
+package node
 
 import (
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/skygo/skygo/internal/agent/agentapi"
 )
 
 // User code runs inside a job step SkyGo started (srun --overlap, one task
@@ -82,11 +80,22 @@ func withoutStepVars(env []string) []string {
 	return out
 }
 
+// rankBase is the agent.RankBase of a node of a Slurm allocation: ranks
+// get the physical devices of the allocation (slurmDevices).
+func rankBase(home string, env []string) ([]string, func(chosen string) string, bool) {
+	base, on := slurmRankBase(home, env)
+	if !on {
+		return env, nil, false
+	}
+	node := os.Getenv("CUDA_VISIBLE_DEVICES")
+	return base, func(chosen string) string { return slurmDevices(node, chosen) }, true
+}
+
 // slurmRankBase adapts a rank's base environment on a node of a Slurm
 // allocation: the step-scoped variables removed, the allocation's
 // job-scoped ones restored. Off Slurm it returns env unchanged and false.
 func slurmRankBase(home string, env []string) ([]string, bool) {
-	data, err := os.ReadFile(filepath.Join(home, agentapi.SlurmJobEnvFile))
+	data, err := os.ReadFile(filepath.Join(home, JobEnvFile))
 	if err != nil {
 		return env, false
 	}

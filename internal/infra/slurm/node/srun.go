@@ -1,4 +1,10 @@
-package agentapi
+// Package node is the node side of the Slurm plug-in, linked into
+// sky-node (through internal/agent/all) and kept to the standard library
+// and the agent: the head agent's "slurm" transport, which reaches the
+// other nodes of an allocation with `srun --overlap`, and the rank
+// environment of a node inside an allocation. The plug-in
+// (internal/infra/slurm) uses the same srun words from the login node.
+package node
 
 import (
 	"strings"
@@ -7,7 +13,7 @@ import (
 )
 
 // How a command reaches one node of a Slurm allocation, shared by the
-// backend's runners (from the login node) and the head agent's "slurm"
+// plug-in's runners (from the login node) and the head agent's "slurm"
 // transport (from inside the allocation), so both start steps alike and
 // read srun's failures alike.
 
@@ -43,3 +49,28 @@ func SrunStepFailure(stderr string) string {
 	}
 	return ""
 }
+
+// Transport is the agentapi.Node.Transport of a node the head reaches
+// inside the cluster's allocation, with srun --overlap.
+const Transport = "slurm"
+
+// The keys of agentapi.Node.Options for Transport: the allocation and
+// the node's Slurm name; the head starts the node's commands with
+// `srun --overlap --jobid=<job> --nodelist=<node>`.
+const (
+	OptJob  = "job"
+	OptNode = "node"
+)
+
+// Options are a node's agentapi.Node.Options in allocation job.
+func Options(job, node string) map[string]string {
+	return map[string]string{OptJob: job, OptNode: node}
+}
+
+// JobEnvFile, under a node's HOME, holds a Slurm allocation's job-scoped
+// variables as its batch script saw them (NAME=value lines). A step
+// started with `srun --nodelist=<node>` has some of them rewritten to the
+// step's values (SLURM_JOB_NODELIST names one node, SLURM_NNODES is 1),
+// so ranks take them from here; its presence marks a node of a Slurm
+// allocation.
+const JobEnvFile = ".sky/slurm_job.env"

@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skygo/skygo/internal/agent"
 	"github.com/skygo/skygo/internal/agent/agentapi"
 	"github.com/skygo/skygo/internal/provision"
 )
@@ -21,7 +22,8 @@ import (
 // step shape (its CPU binding, task count).
 
 func init() {
-	Transports[agentapi.TransportSlurm] = newSlurmNodeRunner
+	agent.Transports[Transport] = newSlurmNodeRunner
+	agent.RankBases = append(agent.RankBases, rankBase)
 }
 
 type slurmNodeRunner struct {
@@ -31,27 +33,28 @@ type slurmNodeRunner struct {
 	env  []string
 }
 
-func newSlurmNodeRunner(n agentapi.Node) (NodeRunner, error) {
-	if n.SlurmJob == "" || n.SlurmNode == "" {
-		return nil, fmt.Errorf("node %s: slurm transport needs slurm_job and slurm_node", n.IP)
+func newSlurmNodeRunner(n agentapi.Node) (agent.NodeRunner, error) {
+	job, node := n.Options[OptJob], n.Options[OptNode]
+	if job == "" || node == "" {
+		return nil, fmt.Errorf("node %s: slurm transport needs the options %s and %s", n.IP, OptJob, OptNode)
 	}
 	if n.Home == "" {
 		return nil, fmt.Errorf("node %s: slurm transport needs the node's home", n.IP)
 	}
-	return &slurmNodeRunner{args: agentapi.SrunArgs(n.SlurmJob, n.SlurmNode), node: n.SlurmNode, home: n.Home, env: withoutStepVars(os.Environ())}, nil
+	return &slurmNodeRunner{args: SrunArgs(job, node), node: node, home: n.Home, env: withoutStepVars(os.Environ())}, nil
 }
 
 // Run implements NodeRunner. srun failing to start the step at all (the
 // allocation ended, the node left it) is an error, not a command result.
 func (r *slurmNodeRunner) Run(ctx context.Context, cmd string, opts provision.RunOptions) (provision.Result, error) {
-	c := exec.CommandContext(ctx, r.args[0], append(append([]string{}, r.args[1:]...), "bash", "-c", agentapi.NodeShell(r.home, cmd))...)
+	c := exec.CommandContext(ctx, r.args[0], append(append([]string{}, r.args[1:]...), "bash", "-c", NodeShell(r.home, cmd))...)
 	c.Env = r.env
 	// srun forwards its first SIGTERM to the step's tasks (exec-rank ends
 	// its rank's process group on it); a second, later, kills srun.
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
 	c.WaitDelay = 3 * time.Second
-	return runTransport(ctx, c, opts, "srun to "+r.node, func(_ int, stderrTail string) error {
-		if msg := agentapi.SrunStepFailure(stderrTail); msg != "" {
+	return agent.RunTransport(ctx, c, opts, "srun to "+r.node, func(_ int, stderrTail string) error {
+		if msg := SrunStepFailure(stderrTail); msg != "" {
 			return errors.New(msg)
 		}
 		return nil

@@ -1,4 +1,7 @@
-package cli
+// Package cliext is what the Slurm plug-in adds to the sky command line:
+// `sky slurm convert`, which turns sbatch scripts into task YAML in the
+// client (internal/infra/slurm/convert), with no API server.
+package cliext
 
 import (
 	"fmt"
@@ -7,28 +10,33 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"github.com/skygo/skygo/internal/cliext"
 	"github.com/skygo/skygo/internal/infra/slurm/convert"
 	"github.com/skygo/skygo/internal/sshconfig"
-
-	"github.com/spf13/cobra"
 )
 
-// SlurmConvertOptions is everything `sky slurm convert` needs.
-type SlurmConvertOptions struct {
-	IO      *IOStreams
+func init() {
+	cliext.Register(cliext.Command{Name: "slurm", Group: "infra", New: newSlurmCmd})
+}
+
+// ConvertOptions is everything `sky slurm convert` needs.
+type ConvertOptions struct {
+	env     cliext.Env
 	Scripts []string
 	Output  string
 	Cluster string
 	GPUType string
 }
 
-func newSlurmCmd(f *Factory) *cobra.Command {
-	return newGroupCmd("slurm", "Move Slurm work to SkyPilot: convert sbatch scripts to task YAML",
-		newSlurmConvertCmd(f, nil))
+func newSlurmCmd(e cliext.Env) *cobra.Command {
+	return e.Group("slurm", "Move Slurm work to SkyPilot: convert sbatch scripts to task YAML",
+		newConvertCmd(e))
 }
 
-func newSlurmConvertCmd(f *Factory, runF func(*SlurmConvertOptions) error) *cobra.Command {
-	opts := &SlurmConvertOptions{IO: f.IO}
+func newConvertCmd(e cliext.Env) *cobra.Command {
+	opts := &ConvertOptions{env: e}
 	cmd := &cobra.Command{
 		Use:   "convert [flags] SCRIPT [SCRIPT]...",
 		Short: "Convert an sbatch script into a SkyPilot task YAML",
@@ -49,13 +57,10 @@ API server is needed.`,
 		Example: `  sky slurm convert train.sbatch -o train.yaml
   sky slurm convert --cluster mycluster --gpu-type H100 train.sbatch
   sky slurm convert prep.sbatch train.sbatch eval.sbatch -o pipeline.yaml`,
-		Args: rangeArgs(1, -1),
+		Args: e.Args(1, -1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Scripts = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return slurmConvertRun(opts)
+			return convertRun(opts)
 		},
 	}
 	fs := cmd.Flags()
@@ -65,7 +70,7 @@ API server is needed.`,
 	return cmd
 }
 
-func slurmConvertRun(opts *SlurmConvertOptions) error {
+func convertRun(opts *ConvertOptions) error {
 	var scripts []convert.Script
 	for _, p := range opts.Scripts {
 		data, err := os.ReadFile(p)
@@ -74,12 +79,12 @@ func slurmConvertRun(opts *SlurmConvertOptions) error {
 		}
 		scripts = append(scripts, convert.Script{Path: p, Text: string(data)})
 	}
-	hosts, err := slurmHosts()
+	hosts, err := slurmHosts(opts.env)
 	if err != nil {
 		return err
 	}
 	if opts.Cluster != "" && len(hosts) > 0 && !slices.Contains(hosts, opts.Cluster) {
-		return flagErrorf("--cluster %s is not a Host of ~/.slurm/config (Hosts: %s)", opts.Cluster, strings.Join(hosts, ", "))
+		return opts.env.UsageErrorf("--cluster %s is not a Host of ~/.slurm/config (Hosts: %s)", opts.Cluster, strings.Join(hosts, ", "))
 	}
 	copts := convert.Options{Cluster: opts.Cluster, Hosts: hosts, GPUType: opts.GPUType, Output: opts.Output}
 	var res *convert.Result
@@ -100,17 +105,17 @@ func slurmConvertRun(opts *SlurmConvertOptions) error {
 			return fmt.Errorf("writing the task YAML: %w", err)
 		}
 	} else {
-		fmt.Fprint(opts.IO.Out, res.YAML)
+		fmt.Fprint(opts.env.IO().Out, res.YAML)
 		file = res.Name + ".yaml"
 	}
-	printConvertReport(opts.IO, res, file, opts.Output != "", len(scripts) > 1)
+	printConvertReport(opts.env.IO(), res, file, opts.Output != "", len(scripts) > 1)
 	return nil
 }
 
 // slurmHosts lists the clusters of ~/.slurm/config; none when it does not
 // exist.
-func slurmHosts() ([]string, error) {
-	home, err := homeDir()
+func slurmHosts(e cliext.Env) ([]string, error) {
+	home, err := e.Home()
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +126,7 @@ func slurmHosts() ([]string, error) {
 	return cfg.Aliases(), nil
 }
 
-func printConvertReport(io *IOStreams, res *convert.Result, file string, written, pipeline bool) {
+func printConvertReport(io cliext.Streams, res *convert.Result, file string, written, pipeline bool) {
 	w := io.ErrOut
 	if written {
 		fmt.Fprintf(w, "%s %s.\n", io.Green("Wrote"), file)
