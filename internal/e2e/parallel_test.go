@@ -19,7 +19,7 @@ const maxHarnessWaiters = 64
 // itself instead: it would hold its slot while its subtests wait for one.
 func parallel(t *testing.T) {
 	t.Helper()
-	parallel(t)
+	t.Parallel()
 	e2eSlots <- struct{}{}
 	t.Cleanup(func() { <-e2eSlots })
 }
@@ -41,7 +41,7 @@ var (
 // harness runs.
 func (h *harness) parallel(t *testing.T) {
 	t.Helper()
-	parallel(t)
+	t.Parallel()
 	h.mu.Lock()
 	e2eSlots <- struct{}{}
 	t.Cleanup(func() {
