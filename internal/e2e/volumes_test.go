@@ -139,6 +139,15 @@ func TestSSHVolumeFollowsItsHost(t *testing.T) {
 	h := sshPoolHosts(t)
 	e := newEnv(t)
 	h.writePool(t, e)
+	// The hosts go back as they came: the harness runs its tests in any
+	// order, and TestSSHNodePool expects `sky ssh up` to copy the binary
+	// to each.
+	t.Cleanup(func() {
+		e.exec(cmdTimeout, nil, "down", "-a", "-y")
+		if r := e.exec(cmdTimeout, nil, "ssh", "down"); r.code != 0 {
+			t.Errorf("cleanup: %s", r)
+		}
+	})
 	e.must("volumes", "apply", "-y", "-n", "pooldata", "--type", "host-dir", "--infra", "ssh/"+e2ePool)
 	// host 0 is taken, so the volume's first cluster gets host 1.
 	e.launchOK(t, "-c", "blocker", "--infra", "ssh/"+e2ePool, "--", "echo blocking")
