@@ -48,15 +48,30 @@ proc_alive() {
   st="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
   [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
-# pid_alive FILE: true if FILE holds the pid of a live process.
-pid_alive() { [ -s "$1" ] && proc_alive "$(cat "$1")"; }
+# pid_started_by FILE PID: true if process PID started no later than FILE
+# was written (one second of slack for the boot time's rounding). A pid file
+# outlives its process when that is killed, and its pid soon names another
+# (pid_max 32768 wraps in minutes under the tests, whose hosts share one PID
+# namespace): that process started after the file was written, and is not
+# the file's to signal.
+pid_started_by() {
+  local st bt hz
+  st="$(cat "/proc/$2/stat" 2>/dev/null)" || return 1
+  st="$(printf '%s\n' "${st##*) }" | cut -d' ' -f20)"
+  bt="$(sed -n 's/^btime //p' /proc/stat)"
+  hz="$(getconf CLK_TCK 2>/dev/null || echo 100)"
+  [ -n "$st" ] && [ $(( bt + st / hz )) -le $(( $(stat -c %Y "$1") + 1 )) ]
+}
+# pid_alive FILE: true if FILE holds the pid of a live process that is the
+# one that wrote it (pid_started_by).
+pid_alive() { [ -s "$1" ] && proc_alive "$(cat "$1")" && pid_started_by "$1" "$(cat "$1")"; }
 
 # stop_pidfile FILE [NAME]: TERM the pid in FILE, wait up to 10s, then KILL.
 stop_pidfile() {
   local f="$1" name="${2:-$1}" pid i
   [ -s "$f" ] || return 0
   pid="$(cat "$f")"
-  if proc_alive "$pid"; then
+  if proc_alive "$pid" && pid_started_by "$f" "$pid"; then
     kill "$pid" 2>/dev/null || true
     for i in $(seq 1 100); do proc_alive "$pid" || break; sleep 0.1; done
     if proc_alive "$pid"; then log "$name ($pid) ignored TERM; KILL"; kill -9 "$pid" 2>/dev/null || true; fi

@@ -48,7 +48,7 @@ func (e *skyEnv) liveHeadAgent(name string, old int) int {
 // FAILED_DRIVER with a reason, a follower of its log that was attached
 // before the crash ends, and the cluster is UP and usable again.
 func TestAgentCrashRepairedByServer(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	marker := fmt.Sprintf("E2E_MARKER=agentcrash-%d", rand.Int64())
 	e.must("launch", "-y", "-d", "-c", "ac", "--num-nodes", "2", "--env", marker, "--", "echo job-started; sleep 300")
@@ -116,7 +116,7 @@ func TestAgentCrashRepairedByServer(t *testing.T) {
 // TestStartForceRestartsAgents: `sky start -f` of an UP cluster restarts
 // its agents (a new head daemon), where without -f it is left alone.
 func TestStartForceRestartsAgents(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "sf", "--num-nodes", "2", "--", "echo hi")
 	pid := e.headAgentPid("sf")

@@ -106,7 +106,8 @@ func securityGroups(t testing.TB, cl *ec2.Client, name string) []types.SecurityG
 // both nodes, exec, logs, ssh, status -r after a stop and a terminate
 // behind SkyGo's back, stop/start through SkyGo, down leaving nothing.
 func TestAWSCluster(t *testing.T) {
-	// Sequential: the EC2 emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	// One at a time with the other EC2 tests: the emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	ec2Harness.parallel(t)
 	e, c := awsEnv(t)
 	cl := awsx.EC2(c.Config(t, "us-east-1"), "us-east-1")
 
@@ -261,7 +262,8 @@ run: |
 // duplicates it did not hear of and comes up with its 2 nodes, rather
 // than waiting for 2 instances while there are 4.
 func TestAWSLostRunInstancesAnswer(t *testing.T) {
-	// Sequential: the EC2 emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	// One at a time with the other EC2 tests: the emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	ec2Harness.parallel(t)
 	e, c := awsEnv(t)
 	cl := awsx.EC2(c.Config(t, "us-east-1"), "us-east-1")
 	c.LoseRunInstancesAnswers(1)
@@ -297,7 +299,8 @@ func instanceIDs(insts []types.Instance) []string {
 // (here the local infrastructure). A spot cluster cannot be stopped, and
 // its down cancels its spot request.
 func TestAWSFailover(t *testing.T) {
-	// Sequential: the EC2 emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	// One at a time with the other EC2 tests: the emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	ec2Harness.parallel(t)
 	e, c := awsEnv(t, "us-east-1a", "us-east-1b")
 	cl := awsx.EC2(c.Config(t, "us-east-1"), "us-east-1")
 
@@ -390,7 +393,8 @@ func BenchmarkAWSLaunch(b *testing.B) {
 // new instance and ends SUCCEEDED with one recovery; nothing of it is
 // left on EC2 afterwards.
 func TestAWSManagedJobRecovers(t *testing.T) {
-	// Sequential: the EC2 emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	// One at a time with the other EC2 tests: the emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	ec2Harness.parallel(t)
 	// Spot is priced per zone; the test catalog sells c3.large spot in b.
 	e, c := awsEnv(t, "us-east-1b")
 	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
@@ -440,7 +444,8 @@ func TestAWSManagedJobRecovers(t *testing.T) {
 // one node writes there is in S3. Without that setting nothing is
 // copied to the nodes.
 func TestAWSBucketsOnInstances(t *testing.T) {
-	// Sequential: the EC2 emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	// One at a time with the other EC2 tests: the emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	ec2Harness.parallel(t)
 	e, c := awsEnv(t)
 	e.writeConfig(t, fmt.Sprintf("aws:\n  vpc_name: %s\n  use_internal_ips: true\n  remote_identity: LOCAL_CREDENTIALS\n", c.VPCName))
 	s3c := awsx.S3(c.Config(t, "us-east-1"), "us-east-1")
@@ -496,7 +501,8 @@ run: |
 // once the checkpoint is in S3; the recovery on a new instance (a fresh
 // disk) mounts the bucket again and resumes from the checkpoint.
 func TestAWSManagedJobResumesFromBucket(t *testing.T) {
-	// Sequential: the EC2 emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	// One at a time with the other EC2 tests: the emulation's instances are one set of sshd hosts per machine (ec2hosts).
+	ec2Harness.parallel(t)
 	e, c := awsEnv(t, "us-east-1b")
 	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
 	e.writeConfig(t, fmt.Sprintf("aws:\n  vpc_name: %s\n  use_internal_ips: true\n  remote_identity: LOCAL_CREDENTIALS\n", c.VPCName))

@@ -27,7 +27,7 @@ const crashIterations = 20
 // process of the killed launch may be left. SKYGO_CRASH_SEED replays a
 // run's kill moments (as fractions of the launch's length).
 func TestServerCrashDuringLaunch(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("SKYGO_CRASH_SEED"); s != "" {
@@ -195,7 +195,7 @@ func alive(pid int) bool {
 // changed task must not start its setup beside it. The old job is
 // cancelled, its processes are gone, and only then the new setup runs.
 func TestRelaunchCancelsCutOffSetup(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	task := func(name, sleep string) string {
 		return writeFile(t, name+".yaml", "num_nodes: 2\nenvs:\n  CRASH_MARK: "+name+"-mark\n"+

@@ -22,7 +22,7 @@ import (
 // TestTwoNodeTask: both nodes run with correct, distinct runtime variables
 // (runtime.md), per-rank logs exist, and the queue says SUCCEEDED.
 func TestTwoNodeTask(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	yaml := writeFile(t, "two.yaml", `name: envcheck
 num_nodes: 2
@@ -111,7 +111,7 @@ run: |
 // is killed (137, with every process it started), the job is FAILED with
 // SkyPilot's ERROR line and `sky logs --status` exits 100.
 func TestRankFailureKillsOthers(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	marker := fmt.Sprintf("E2E_RANK_MARK=%d", rand.Int64())
 	yaml := writeFile(t, "fail.yaml", `num_nodes: 2
@@ -158,7 +158,7 @@ run: |
 // --no-setup skip it; a failing setup fails the job (FAILED_SETUP, exit
 // 100) without running the run command.
 func TestSetupInEveryJob(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	task := func(setup string) string {
 		return writeFile(t, "setup.yaml", "num_nodes: 2\nsetup: |\n  "+setup+"\nrun: echo run-$SKYPILOT_NODE_RANK\n")
@@ -224,7 +224,7 @@ func TestSetupInEveryJob(t *testing.T) {
 // TestFiftyJobsTwoCPUs: 50 one-CPU jobs on a 2-CPU node never run more
 // than two at a time, all succeed, and start in submission order.
 func TestFiftyJobsTwoCPUs(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "fifty", "--cpus", "2", "--", "true")
 	const n = 50
@@ -287,7 +287,7 @@ func TestFiftyJobsTwoCPUs(t *testing.T) {
 // TestCancelTwoNodeJob: cancelling a running 2-node job kills its whole
 // process tree on both nodes, background children included.
 func TestCancelTwoNodeJob(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	marker := fmt.Sprintf("E2E_MARKER=cancel-%d", rand.Int64())
 	yaml := writeFile(t, "long.yaml", `num_nodes: 2
@@ -318,7 +318,7 @@ run: |
 // TestStopStartDown: stop keeps the workdir on the nodes and start brings
 // the cluster back with it; down removes the cluster and its directory.
 func TestStopStartDown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	wd := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wd, "data.txt"), []byte("workdir-content-42\n"), 0o644); err != nil {
@@ -360,7 +360,7 @@ func TestStopStartDown(t *testing.T) {
 // the hook set through the head agent runs before the stop and
 // `sky logs --hook` shows its output.
 func TestAutostop(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "as", "--", "true")
 	e.must("autostop", "as", "-i", "5", "--down", "-y")
@@ -401,7 +401,7 @@ func TestAutostop(t *testing.T) {
 // TestAutostopFromYAML: resources.autostop in the task (resources.md
 // §autostop) is applied at launch like `-i N --down`.
 func TestAutostopFromYAML(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	yaml := writeFile(t, "as.yaml", "resources:\n  autostop:\n    idle_minutes: 7\n    down: true\nrun: echo hi\n")
 	e.must("launch", "-y", "-c", "ay", yaml)
@@ -415,7 +415,7 @@ func TestAutostopFromYAML(t *testing.T) {
 // reason), and `sky start` repairs the cluster, marking the job
 // FAILED_DRIVER and leaving none of its processes.
 func TestAgentKilledMidJob(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	marker := fmt.Sprintf("E2E_MARKER=killagent-%d", rand.Int64())
 	e.must("launch", "-y", "-d", "-c", "ka", "--num-nodes", "2", "--env", marker, "--", "sleep 300")
@@ -475,7 +475,7 @@ func TestAgentKilledMidJob(t *testing.T) {
 // TestInlineAndJSON: an inline command runs; `sky status -o json` and
 // `sky queue -o json` carry the fields of cli-output.md.
 func TestInlineAndJSON(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	before := time.Now().Unix()
 	r := e.must("launch", "-y", "-c", "x", "--", "echo hi")
@@ -587,7 +587,7 @@ users:
 // closed port) does not answer, as SkyPilot leaves unreachable contexts
 // out; `sky check -v` says so, and nothing prints a secret.
 func TestCheckFakeCredentials(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	fakeCloudHome(t, e)
 	r := e.must("check", "-o", "json")
@@ -714,7 +714,7 @@ func dryrunAll(t *testing.T, e *skyEnv, files []string) (chosen map[string]bool)
 // TestDryrunExamples: `sky launch --dryrun` over the project's example
 // tasks, on the test catalog.
 func TestDryrunExamples(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	files, err := filepath.Glob(testutil.Testdata("tasks", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example YAMLs (%v)", err)
@@ -737,7 +737,7 @@ func TestDryrunExamples(t *testing.T) {
 // suite: the dry run over every SkyPilot YAML of the shared corpus, on the
 // full shared catalog. It is skipped, with one line, without ../shared.
 func TestSkyPilotCorpusDryrun(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	shared := testutil.Shared(t)
 	files, err := filepath.Glob(filepath.Join(shared, "corpus", "yamls", "*.y*ml"))
 	if err != nil || len(files) == 0 {

@@ -171,7 +171,7 @@ func (e *skyEnv) logTails() []proc {
 // notices the closed stream. Either way the request ends CANCELLED, the
 // tail on the node is gone, and `sky down` does not wait for it.
 func TestLogsFollowerStopped(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "echo started; sleep 300")
 	// SIGTERM: the client cancels as its user; SIGKILL: the server sees
@@ -206,7 +206,7 @@ func TestLogsFollowerStopped(t *testing.T) {
 // are long workers; a new launch, an exec and a down still run, and the
 // down ends the followers' job.
 func TestFollowersDoNotBlockLaunch(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "echo started; sleep 300")
 	var followers []*child
@@ -230,7 +230,7 @@ func TestFollowersDoNotBlockLaunch(t *testing.T) {
 // job leaves the request running, says how to re-attach or cancel, and
 // a `sky down` of the cluster does not wait for the job to end.
 func TestLaunchInterruptKeepsRunning(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	l := e.start("launch", "-y", "-c", "c", "--", "echo started; sleep 300")
 	l.waitOutput(" started\n", 60*time.Second) // the job's line, not the "Command to run:" echo

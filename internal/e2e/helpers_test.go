@@ -320,6 +320,32 @@ func procsWithEnv(substr string) []proc {
 	return out
 }
 
+// procsOfHome lists the processes with home, as a whole path, in their
+// environment. Homes are /tmp/skye2e-<random number>, so a plain substring
+// would also find the processes of every home whose number begins with
+// this one's (another test's server, running beside this one).
+func procsOfHome(home string) []proc {
+	var out []proc
+	for _, p := range procsWithEnv(home) {
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
+		if err != nil {
+			continue
+		}
+		for rest := env; ; {
+			i := bytes.Index(rest, []byte(home))
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(home):]
+			if len(rest) == 0 || rest[0] == 0 || rest[0] == '/' || rest[0] == ':' {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // cleanup tears down every cluster, stops the API server (by its pid
 // file if `sky api stop` fails), then requires that no process of this
 // HOME is left; leftovers are reported and killed by pid.
@@ -350,7 +376,7 @@ func (e *skyEnv) cleanup() {
 			}
 		}
 	}
-	left := settledProcs(5*time.Second, func() []proc { return procsWithEnv(e.home) })
+	left := settledProcs(5*time.Second, func() []proc { return procsOfHome(e.home) })
 	// A process that writes here without the HOME in its environment
 	// (none should) is still this HOME's: found by what it has open.
 	left = append(left, procsUsing(e.home)...)
@@ -361,7 +387,7 @@ func (e *skyEnv) cleanup() {
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 		t.Errorf("cleanup: processes of HOME %s survived `sky down -a` and `sky api stop` (now killed):\n%s", e.home, strings.Join(lines, "\n"))
-		waitFor(5*time.Second, func() bool { return len(procsWithEnv(e.home)) == 0 })
+		waitFor(5*time.Second, func() bool { return len(procsOfHome(e.home)) == 0 })
 	}
 	// `sky down -a` removed every node's network namespace; what is left
 	// is reported and removed by the names its leases hold.

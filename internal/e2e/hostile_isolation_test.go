@@ -50,7 +50,7 @@ func linesWith(out, prefix string) []string {
 // must list only its own node's processes (each carrying its node's
 // marker), under the node's pid 1.
 func TestHostileLocalJobReadsOtherProcesses(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if err := skyproc.PIDNamespaceAvailable(); err != nil {
 		t.Skipf("local nodes get no PID namespace here: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestHostileLocalJobReadsOtherProcesses(t *testing.T) {
 // node gives (1048576), or this machine's hard limit when lower, even
 // when the API server itself started with a lower soft limit.
 func TestHostileLocalJobOpenFiles(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestHostileLocalJobOpenFiles(t *testing.T) {
 // user) is refused with what to do, unless the admin allowed it; the
 // admin's own launch goes ahead.
 func TestHostileLocalInfraIsForAdmins(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t, "SKYGO_LOCAL_FOR_USERS=0", "SKYGO_JOBS_RETRY_GAP=1s")
 	task := writeFile(t, "t.yaml", "run: echo ran-as-$USER\n")
 	r := tm.as("bob", "launch", "-y", "--infra", "local", "-c", "bobs", task)
@@ -173,7 +173,7 @@ func TestHostileLocalInfraIsForAdmins(t *testing.T) {
 // node's jobs see only their node's processes, and warns when they see
 // the whole machine (here: the server's environment turns it off).
 func TestLocalCheckSaysPIDIsolation(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if err := skyproc.PIDNamespaceAvailable(); err != nil {
 		t.Skipf("local nodes get no PID namespace here: %v", err)
 	}

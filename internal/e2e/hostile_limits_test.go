@@ -24,7 +24,7 @@ const rssBound = 1 << 20 // KiB: 1 GiB
 // an array of exactly the default limit is still taken with the server's
 // RSS bounded. It logs the RSS figures for the note.
 func TestHostileArrayIsBounded(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	pid := tm.serverPID()
 	rss := func() int { return procKB(pid, "status", "VmRSS")["VmRSS"] }

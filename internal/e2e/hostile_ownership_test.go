@@ -47,7 +47,7 @@ func hasName(names []string, n string) bool {
 // with -a), take over by name, nor mount alice's volume; alice keeps her
 // data; the admin sees and deletes everyone's.
 func TestHostileVolumesOwnership(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	t.Cleanup(func() { tm.as("admin", "volumes", "delete", "-y", "-a") })
 	tm.mustAs("alice", "volumes", "apply", "-y", "-n", "alicevol", "--type", "host-dir", "--infra", "local")
@@ -134,7 +134,7 @@ func (tm *team) clusterNames(user string) []string {
 // autostop on, stops, starts and tears down a user's cluster by name, and
 // `down -a -u` takes down every user's.
 func TestHostileAdminActsOnUsersClusters(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	tm.mustAs("alice", "launch", "-y", "-c", "ca1", "--", "echo a1")
 	tm.mustAs("alice", "launch", "-y", "-c", "ca2", "--", "echo a2")
@@ -201,7 +201,7 @@ func TestHostileAdminActsOnUsersClusters(t *testing.T) {
 // TestHostileCancelOthersRequestIsNotFound: bob's /api/cancel of alice's
 // request answers 404, as /api/get does, and does not cancel it.
 func TestHostileCancelOthersRequestIsNotFound(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	ctx := context.Background()
 	alice, bob := tm.clientAs("alice"), tm.clientAs("bob")
@@ -244,7 +244,7 @@ const privateWorkspaceConfig = `workspaces:
 // (launching into it, and he sees neither it nor alice's cluster in it),
 // and usable by alice, whom allowed_users names, and the admin.
 func TestHostilePrivateWorkspace(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeamWithConfig(t, privateWorkspaceConfig)
 	ctx := context.Background()
 	if r := tm.as("bob", "launch", "-y", "-c", "bw", "-w", "secret", "--", "echo bob"); r.code == 0 || !strings.Contains(r.out(), "does not have access to workspace") {
@@ -286,7 +286,7 @@ func TestHostilePrivateWorkspace(t *testing.T) {
 // TestHostileRBACDefaultRole: rbac.default_role is the role of a user
 // created without one.
 func TestHostileRBACDefaultRole(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeamWithConfig(t, "rbac:\n  default_role: admin\n")
 	var users []struct {
 		Name string `json:"name"`
@@ -306,7 +306,7 @@ func TestHostileRBACDefaultRole(t *testing.T) {
 // is refused (403) to a user and allowed to the admin; other paths stay
 // open to the user.
 func TestHostileRBACBlocklist(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeamWithConfig(t, `rbac:
   roles:
     user:

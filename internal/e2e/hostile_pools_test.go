@@ -94,7 +94,7 @@ func (tm *team) launchIDAs(user string, args ...string) int {
 // neither runs his code on her worker nor tells him her pool exists; her
 // own pool jobs run.
 func TestHostilePoolLaunchRefused(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	tm.teamPool("alice", "apool")
 
@@ -134,7 +134,7 @@ func TestHostilePoolLaunchRefused(t *testing.T) {
 // tear down alice's pool, and is told no more than that no such pool
 // exists; the admin sees it, reads its logs and tears it down.
 func TestHostilePoolOwnerOnly(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	tm.teamPool("alice", "apool")
 	tm.teamPool("bob", "bpool")
@@ -221,7 +221,7 @@ func TestHostilePoolOwnerOnly(t *testing.T) {
 // SUCCEEDS (the controller used to read "belongs to user alice" as a
 // worker that does not answer, and submitted it again every minute).
 func TestHostilePoolControllerRights(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	tm.teamPool("alice", "apool")
 	id := tm.launchIDAs("admin", "-p", "apool", "--", "echo run >> ~/admin_runs; sleep 3")
@@ -288,7 +288,7 @@ func (tm *team) freezeNode(cluster string) (thaw func()) {
 // stopped) ends CANCELLED within a bounded time; once the worker answers
 // again the job's run there is ended, and the pool's next job runs.
 func TestHostilePoolCancelUnreachableWorker(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	tm.teamPool("alice", "apool")
 	id := tm.launchIDAs("alice", "-p", "apool", "--", "sleep 600")

@@ -254,7 +254,7 @@ func (tm *team) mustJSONAs(user string, v any, args ...string) {
 // local infrastructure's lock, held here as another server's stuck
 // allocation would hold it.
 func TestHostileDownInterruptsLaunch(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	watch := newLocalWatch(e.home)
 	e.must("status")
@@ -313,7 +313,7 @@ func TestHostileDownInterruptsLaunch(t *testing.T) {
 // (its sweeper, at start): the cluster leaves `sky status` and nothing of
 // it is left on the machine, without anyone running `sky down` again.
 func TestHostileTeardownCrashFinished(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	watch := newLocalWatch(e.home)
 	// Many files in the node's HOME make its removal take a while: the

@@ -21,7 +21,7 @@ import (
 // nor may an upload's root be a link (the server would sync or upload
 // whatever it names on its own disk).
 func TestHostileUploadCannotWriteOutsideItsTree(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	bob := tm.clientAs("bob")
 	ctx := context.Background()

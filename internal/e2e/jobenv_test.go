@@ -29,7 +29,7 @@ var jobEnvAllowed = []string{
 // server directory, whether by their absolute paths or by walking up from
 // its HOME, while its own HOME stays writable.
 func TestJobEnvironmentAndServerFiles(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	if err := os.MkdirAll(paths.SkyDir(e.home), 0o700); err != nil {
 		t.Fatal(err)

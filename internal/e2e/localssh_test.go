@@ -27,7 +27,7 @@ import (
 // cluster through stop, start and down. OpenSSH reads ~/.ssh/config from
 // the passwd home, not $HOME, so the generated file is named with -F.
 func TestLocalSSH(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tool := range []string{"ssh", "scp", "rsync"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed (.ci/run installs openssh-client and rsync)", tool)
@@ -293,7 +293,7 @@ func asExit(err error, ee **gossh.ExitError) bool {
 // idle cluster is not stopped while someone is logged in over `ssh
 // <cluster>`, and is once they leave.
 func TestAutostopWaitsForSSH(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if _, err := exec.LookPath("ssh"); err != nil {
 		t.Skip("ssh is not installed (.ci/run installs openssh-client)")
 	}

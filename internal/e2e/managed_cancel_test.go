@@ -15,7 +15,7 @@ import (
 // subtests run one after the other: cancel -a would cancel the others'
 // jobs, and the lock one holds stops every launch.
 func TestManagedCancel(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := managedEnv(t)
 	e.must("check")
 

@@ -125,7 +125,7 @@ func freshRun(dir string, id int, lines []string, within time.Duration) bool {
 // cluster, node directory or node process is left. SKYGO_CRASH_SEED
 // replays a run's kill moments.
 func TestManagedJobsServerChaos(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const (
 		numJobs = 10
 		kills   = 20

@@ -53,7 +53,7 @@ func TestManagedDAGs(t *testing.T) {
 	// A 3-task pipeline runs its tasks one after the other, each on a
 	// cluster of its own with the resources it asked for.
 	t.Run("pipeline", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		shared := sharedDir(t)
 		y := writeFile(t, "pipe.yaml", fmt.Sprintf(`name: pipe
@@ -102,7 +102,7 @@ envs: {SHARED: %[1]s}
 
 	// A task that fails stops the pipeline: the next never starts.
 	t.Run("pipeline-failure", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		shared := sharedDir(t)
 		y := writeFile(t, "pipefail.yaml", fmt.Sprintf(`name: pipefail
@@ -133,7 +133,7 @@ envs: {SHARED: %[1]s}
 	// A job group runs its tasks at once, and each finds the other in the
 	// hosts file the controller writes.
 	t.Run("job-group", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		shared := sharedDir(t)
 		task := func(name string) string {
@@ -175,7 +175,7 @@ run: |
 	// --num-jobs without a pool: eight jobs, ranks 0-7, each on its own
 	// cluster.
 	t.Run("num-jobs", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		shared := sharedDir(t)
 		ids := e.jobsLaunch("-n", "arr", "--num-jobs", "8", "--env", "SHARED="+shared, "--",
@@ -214,7 +214,7 @@ run: |
 	// --depends-on waits for the dependency to succeed; a failed
 	// dependency cancels the dependent; one already failed is refused.
 	t.Run("depends-on", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		shared := sharedDir(t)
 		first := e.jobsLaunch("-n", "dep-first", "--env", "SHARED="+shared, "--", `sleep 3; date +%s.%N > $SHARED/first-end`)[0]

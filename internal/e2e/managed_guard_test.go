@@ -11,7 +11,7 @@ import (
 // <name>-<job id>; when the user already has a cluster of that name, the
 // job fails its prechecks and the user's cluster is left as it was.
 func TestManagedJobNeverTakesAnotherCluster(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := managedEnv(t)
 	defer e.cleanup()
 	e.must("launch", "-y", "-c", "mine-1", "--", "echo own")
@@ -34,7 +34,7 @@ func TestManagedJobNeverTakesAnotherCluster(t *testing.T) {
 // its job.wait_for_scheduling_timeout of its submission ends CANCELLED
 // (seeds/advanced-patterns.md §3.1); its controller log says why.
 func TestManagedWaitForSchedulingTimeout(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := managedEnv(t)
 	defer e.cleanup()
 	long := e.jobsLaunch("-n", "long", "--", "sleep 60")

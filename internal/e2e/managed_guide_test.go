@@ -22,7 +22,7 @@ func TestManagedInvestigationGuide(t *testing.T) {
 	// submitted_at, are there for every job, with the values the guide
 	// explains.
 	t.Run("queue-fields", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		running := e.jobsLaunch("-n", "g-running", "--", "sleep 600")[0]
 		failed := e.jobsLaunch("-n", "g-failed", "--", "exit 7")[0]
@@ -119,7 +119,7 @@ func TestManagedInvestigationGuide(t *testing.T) {
 	// `sky jobs logs N --tail 100 --no-follow`: the last 100 lines of
 	// what the task printed, and out.
 	t.Run("logs-tail", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		id := e.jobsLaunch("-n", "g-tail", "--", "for i in $(seq 1 250); do echo line-$i; done")[0]
 		e.waitManaged([]int{id}, 30*time.Second, "ended", ended)
@@ -144,7 +144,7 @@ func TestManagedInvestigationGuide(t *testing.T) {
 	// `sky jobs logs N --controller --no-follow`: what the controller did
 	// — the launch, the cluster, the end — and, as JSON, the timeline.
 	t.Run("logs-controller", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		id := e.jobsLaunch("-n", "g-ctl", "--", "echo hi")[0]
 		e.waitManaged([]int{id}, 30*time.Second, "ended", ended)
@@ -180,7 +180,7 @@ func TestManagedInvestigationGuide(t *testing.T) {
 	// `sky jobs logs N` blocks until the job ends, and exits 0, 100 or
 	// 103 as it ended.
 	t.Run("logs-block", func(t *testing.T) {
-		t.Parallel()
+		parallel(t)
 		e := e.as(t)
 		ok := e.jobsLaunch("-n", "g-ok", "--", "sleep 3; echo done-ok")[0]
 		bad := e.jobsLaunch("-n", "g-bad", "--", "sleep 3; exit 9")[0]

@@ -133,7 +133,7 @@ func submittedIDs(t *testing.T, r result) []int {
 // cancelled pool job leaves its worker UP; `pool down` cancels the
 // pool's running job and tears every worker down.
 func TestManagedPool(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
 	poolYAML := writeFile(t, "pool.yaml", `pool:
@@ -340,7 +340,7 @@ func (e *skyEnv) poolClusters(pool string) []string {
 // exactly the pool's workers as clusters — none launched twice, none
 // leaked.
 func TestManagedPoolRecovery(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
 	poolYAML := writeFile(t, "pool.yaml", "pool:\n  workers: 2\nsetup: echo ready > ~/setup_marker\n")
@@ -449,7 +449,7 @@ func TestManagedPoolRecovery(t *testing.T) {
 // own setup is ignored with a warning; a blue-green update brings all
 // new workers up before an old one goes.
 func TestManagedPoolAutoscaleShareBlueGreen(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	auto := writeFile(t, "auto.yaml", `pool:
   min_workers: 0

@@ -18,7 +18,7 @@ import (
 // pages), and --limit above a page stops at the limit; the in-progress
 // counts are over every job.
 func TestJobsQueueReadsPages(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const n = 2100
 	e := managedEnv(t)
 	head := e.jobsLaunch("-n", "head", "--", "sleep 600")[0]

@@ -17,7 +17,7 @@ import (
 // and leaves no cluster. The job's SKYPILOT_* variables are the
 // documented ones on both runs, and the task id survives the recovery.
 func TestManagedPreemption(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const trials = 20
 	e := managedEnv(t)
 	shared := sharedDir(t)
@@ -124,7 +124,7 @@ run: |
 // FAILED_DRIVER"): with max_restarts_on_errors it runs again and
 // succeeds; without, it is FAILED_CONTROLLER saying the driver failed.
 func TestManagedDriverFailure(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := managedEnv(t)
 	shared := sharedDir(t)
 	task := func(name, recovery string) string {
@@ -202,7 +202,7 @@ func (e *skyEnv) requireNoClusters() {
 // TestManagedRestarts: job_recovery's max_restarts_on_errors and
 // recover_on_exit_codes, with each run counted in a shared file.
 func TestManagedRestarts(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := managedEnv(t)
 	shared := sharedDir(t)
 	runs := func(id int) int {

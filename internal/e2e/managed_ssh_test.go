@@ -27,7 +27,8 @@ func (h *e2eHosts) managedHostOf(t testing.TB, marker string, skip int) int {
 // 10 s, runs again on another host of the pool, and ends SUCCEEDED with
 // one recovery. Once the host is back, nothing of the job is left on it.
 func TestManagedJobSSHPreemption(t *testing.T) {
-	// Sequential: the sshd hosts (e2eSet) are shared; a pool on them is one test's at a time.
+	// One at a time with the other tests of the sshd hosts (e2eSet): a pool on them is one test's.
+	sshHarness.parallel(t)
 	h := sshPoolHosts(t)
 	e := managedEnv(t)
 	h.writePool(t, e)

@@ -9,7 +9,7 @@ import (
 // accepts (a..b launches and goes down), and a name the rule refuses is a
 // usage error that leaves no cluster record behind.
 func TestClusterNameOneRule(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	if r := e.must("launch", "-y", "-c", "a..b", "--", "echo dotted name ran"); !strings.Contains(r.stdout, "dotted name ran") {
 		t.Errorf("launch of a..b did not run its job:\n%s", r)

@@ -19,7 +19,7 @@ import (
 // reaches rank 0 at the first of SKYPILOT_NODE_IPS; `sky check` says so;
 // `sky down` leaves no namespace and no veth.
 func TestLocalNodesHaveTheirOwnPorts(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if n := local.MachineNetwork(); !n.PerNode() {
 		t.Skipf("skipping: per-node network namespaces are not available here (%s); run as root with iproute2", n.Why)
 	}

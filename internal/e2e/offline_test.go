@@ -49,7 +49,7 @@ func noDownloadErrors(t *testing.T, r result) {
 // says for each why it was not considered, and ends as SkyPilot does
 // when no cloud is enabled.
 func TestOfflineDryrunNoCredentials(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := offlineEnv(t)
 	r := e.exec(cmdTimeout, nil, "launch", "--dryrun", "-y", "--gpus", "H100:8")
 	noDownloadErrors(t, r)
@@ -93,7 +93,7 @@ func TestOfflineDryrunNoCredentials(t *testing.T) {
 // prints SkyPilot's optimizer table, AWS chosen, and exits 0; a real
 // launch fails fast on AWS being unreachable.
 func TestOfflineDryrunAWS(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := offlineEnv(t)
 	fakeCloudHome(t, e)
 	e.must("check")
@@ -125,7 +125,7 @@ var awsZone = regexp.MustCompile(`AWS \([a-z]+-[a-z]+-[0-9][a-z]\)`)
 // TestCatalogDirPerRequest: SKYPILOT_CATALOG_DIR is the client's, read per
 // request, not the one the server was started with.
 func TestCatalogDirPerRequest(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := offlineEnv(t)
 	r := e.must("gpus", "list", "H100")
 	if !strings.Contains(r.stdout, "Hyperbolic") {
@@ -158,7 +158,7 @@ func TestCatalogDirPerRequest(t *testing.T) {
 // for the optimizer at once (no full `sky check`), and the end of `sky
 // check` reads like SkyPilot's.
 func TestCheckOneInfraTakesEffect(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := offlineEnv(t)
 	c := e.must("check")
 	for _, want := range []string{"Hyperbolic: disabled", "🎉 Enabled infra 🎉", "  Local [compute]",

@@ -21,7 +21,7 @@ import (
 // still a header and a dash row, and a list the limit cut ends with the
 // "Showing N requests" line.
 func TestAPIStatusOutput(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	r := e.must("api", "status")
 	wantLines(t, r, "SkyPilot API server is not running.", "ID  User  Name  Created  Status", "-   -     -     -        -")
@@ -75,7 +75,7 @@ func wantLines(t *testing.T, r result, lines ...string) {
 // sentence, whatever the command; `sky api info` answers with SkyPilot's
 // hints and exit 0.
 func TestConnectionErrorSaidOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	down := []string{"SKYPILOT_API_SERVER_ENDPOINT=http://127.0.0.1:1"}
 	for _, args := range [][]string{{"status"}, {"queue"}, {"cost-report"}, {"logs", "c"}, {"api", "status"}} {
@@ -101,7 +101,7 @@ func TestConnectionErrorSaidOnce(t *testing.T) {
 // the stored token, --relogin drops it, and --no-browser reads a pasted
 // token.
 func TestAPILoginFlags(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	srv := *e
 	srv.env = append(append([]string{}, e.env...), "ENABLE_SERVICE_ACCOUNTS=true")
@@ -150,7 +150,7 @@ func TestAPILoginFlags(t *testing.T) {
 // TestQueueGitCommit: a job whose workdir is --git-url/--git-ref records
 // the commit the ref resolved to, in the table and in -o json.
 func TestQueueGitCommit(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -203,7 +203,7 @@ func TestQueueGitCommit(t *testing.T) {
 // TestCostReportFields: every field of cli-output.md is in each row, for
 // a live cluster and a torn-down one alike.
 func TestCostReportFields(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "live", "--cpus", "1", "--", "true")
 	e.must("launch", "-y", "-c", "gone", "--", "true")
@@ -251,7 +251,7 @@ func TestCostReportFields(t *testing.T) {
 // --provision shows the launch's provisioning; --hook EVENT parses with or
 // without "=".
 func TestLogsSyncDownProvisionHook(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "m", "--num-nodes", "2", "--", "echo rank-$SKYPILOT_NODE_RANK-said-hi")
 	var q map[string][]struct {
@@ -330,7 +330,7 @@ func TestLogsSyncDownProvisionHook(t *testing.T) {
 // as --infra local is, and `sky validate` refuses a task name SkyPilot
 // refuses.
 func TestInfraLocalAndTaskNameInYAML(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	for _, res := range []string{"infra: local", "cloud: local"} {
 		y := writeFile(t, "task.yaml", "name: my-task_1\nresources:\n  "+res+"\nrun: echo hi\n")
@@ -353,7 +353,7 @@ func TestInfraLocalAndTaskNameInYAML(t *testing.T) {
 // down removes the local clusters and disables the infra, up enables it;
 // SkyPilot's kind and remote flags are refused with what to do instead.
 func TestLocalUpDown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	if r := e.must("local", "up", "--help"); !strings.Contains(r.stdout, "Enable SkyGo's embedded local infrastructure") || strings.Contains(r.stdout, "kind)") {
 		t.Errorf("local up --help:\n%s", r)

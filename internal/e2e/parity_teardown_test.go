@@ -50,7 +50,7 @@ func wantRun(t *testing.T, r result, code int, stdout, stderr string) {
 // gone succeeds (exit 0, no prompt: stdin is empty, so a prompt would
 // abort), saying so in SkyPilot's two lines; cancel calls it a usage error.
 func TestTeardownOfMissingClusters(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("status") // the server is up: what follows prints only its own lines
 	wantRun(t, e.exec(cmdTimeout, nil, "down", "nope"), 0, notFound("nope")+tipNotFound, "")
@@ -80,7 +80,7 @@ func TestTeardownOfMissingClusters(t *testing.T) {
 // stopped, started, scheduled and torn down, each on its own line, with
 // the Summary when there are several.
 func TestTeardownSomeMissing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "pa", "--", "true")
 	e.must("launch", "-y", "-c", "pb", "--", "true")
@@ -144,7 +144,7 @@ func TestTeardownSomeMissing(t *testing.T) {
 // TestPromptsReadStdin: the answer to a prompt comes from stdin, terminal
 // or not; no, or no answer at all, aborts and leaves the cluster alone.
 func TestPromptsReadStdin(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	const ask = "Terminating 1 cluster: pc. Proceed? [Y/n]: "
 

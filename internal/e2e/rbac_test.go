@@ -12,7 +12,7 @@ import (
 // `queue -u` lists every job on his own clusters but not hers; the admin
 // reads both.
 func TestRegularUserCannotReadOthersJobs(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tm := newTeam(t)
 	e := tm.skyEnv
 	as, mustAs := tm.as, tm.mustAs

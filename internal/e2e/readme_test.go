@@ -12,7 +12,7 @@ import (
 // TestReadmeMainJob runs the sky command of README.md's first line (the
 // project's main job) as written, so the README stays true.
 func TestReadmeMainJob(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	root := testutil.RepoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {

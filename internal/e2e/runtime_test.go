@@ -16,7 +16,7 @@ import (
 // runs from there, and a local cluster's agent is the node runtime
 // extracted beside that server.
 func TestLoneSkyExtractsItsRuntime(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	built := os.Getenv("SKYGO_TEST_BINARY")
 	if built == "" {
 		t.Skip("needs the sky of `make build` (SKYGO_TEST_BINARY), which carries its runtime")

@@ -24,7 +24,7 @@ import (
 // relative paths fail the request with the loader's message, and a
 // pipeline sent as dag_yaml runs as managed jobs.
 func TestTaskYAMLBodies(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := managedEnv(t)
 	e.must("check")
 	c, err := client.New(client.Options{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", e.port), Home: e.home})

@@ -17,7 +17,7 @@ import (
 // under the test HOME (server state and its WAL, request logs, the nodes'
 // job tables and logs). Only the job's own file may hold them.
 func TestSecretsNeverStored(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	const (
 		yamlVal = "yamlsecret-7Qm2xv"
@@ -106,7 +106,7 @@ func TestSecretsNeverStored(t *testing.T) {
 // a job. Only lock and pid files, which hold nothing, and the local
 // infrastructure's cluster.json (names and node addresses) may be wider.
 func TestSecretFilesOwnerOnly(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "mode", "--secret", "S=modesecret-1", "--", "echo hi")
 	e.must("status", "-o", "json")

@@ -15,7 +15,7 @@ import (
 // goes back to 1 replica after the downscale delay. The server decides
 // every second over a 10 s QPS window (serveEnv).
 func TestServeAutoscale(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
@@ -69,7 +69,7 @@ func TestServeAutoscale(t *testing.T) {
 // together both are. Once the load is gone the service goes back to
 // zero, and the next request is held and answered again.
 func TestServeFromZero(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")

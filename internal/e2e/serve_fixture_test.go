@@ -20,7 +20,7 @@ import (
 // a file, a streamed event stream, the WebSocket echo, and answers
 // counted per replica.
 func TestReplicaFixture(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	bin := buildReplica(t, "")
 	port := testutil.FreePort(t)
 	failFile := filepath.Join(t.TempDir(), "unhealthy")

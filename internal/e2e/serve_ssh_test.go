@@ -13,7 +13,8 @@ import (
 // hosts as the task's workdir, each replica serves on its host's address,
 // and both answer through the load balancer on this machine.
 func TestServeSSHPool(t *testing.T) {
-	// Sequential: the sshd hosts (e2eSet) are shared; a pool on them is one test's at a time.
+	// One at a time with the other tests of the sshd hosts (e2eSet): a pool on them is one test's.
+	sshHarness.parallel(t)
 	h := sshPoolHosts(t)
 	e := serveEnv(t)
 	h.writePool(t, e)

@@ -17,7 +17,7 @@ import (
 // other replica and drops the dead one), and the controller replaces it
 // with a new replica, READY, so the service has 2 again.
 func TestServeReplicaKill(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
@@ -113,7 +113,7 @@ func TestServeReplicaKill(t *testing.T) {
 // FAILED_INITIAL_DELAY once the initial delay is over, its cluster is torn
 // down, and `sky serve status` says why.
 func TestServeNeverReady(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
@@ -166,7 +166,7 @@ func TestServeNeverReady(t *testing.T) {
 // service, its replica clusters and its load balancer, whose port then
 // stops answering.
 func TestServeLogsAndDown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")
@@ -233,7 +233,7 @@ func TestServeLogsAndDown(t *testing.T) {
 // service ends with its two replicas READY and answering, no other
 // cluster made, and after the down no replica cluster is left.
 func TestServeServerKilled(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := serveEnv(t)
 	e.requireServe()
 	bin := buildReplica(t, "")

@@ -86,7 +86,7 @@ func updateUnderLoad(t *testing.T, name, mode string, maxReplicas int) []answer 
 // answers switch from version 1 to version 2, and there are never more
 // than 3 live replicas.
 func TestServeRollingUpdate(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	updateUnderLoad(t, "roll", "", 3)
 }
 
@@ -96,7 +96,7 @@ func TestServeRollingUpdate(t *testing.T) {
 // answer has come back, no request sent after it is answered by version
 // 1 (traffic switches at once, never mixed).
 func TestServeBlueGreenUpdate(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	as := updateUnderLoad(t, "bg", "blue_green", 4)
 	var first time.Time
 	for _, a := range as {

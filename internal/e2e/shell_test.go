@@ -58,7 +58,7 @@ func (e *skyEnv) writeBashrc(cluster string, i int, body string) {
 // without conda; the command starts in ~/sky_workdir; bash's job-control
 // complaints never reach the user.
 func TestJobShell(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	wd := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wd, "in-workdir.txt"), []byte("synced\n"), 0o644); err != nil {
@@ -109,7 +109,7 @@ var setupFailedLine = regexp.MustCompile(`ERROR: \x1b\[31mJob (\d+)'s setup fail
 // `sky logs` (not after 10000 s), with SkyPilot's ERROR line naming only
 // node 1, exit code 100, run skipped, and no setup process left.
 func TestMultiNodeSetupFailsFast(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-c", "sf", "--num-nodes", "2", "--", "true")
 	marker := fmt.Sprintf("E2E_SETUP_MARK=%d", rand.Int64())

@@ -93,7 +93,7 @@ echo LOOP DONE
 // gives it a config holding the Include line SkyGo writes into the test
 // HOME's ~/.ssh/config, with the home spelled out.
 func TestSkillAgentLoop(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tool := range []string{"bash", "python3", "ssh"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed: %v", tool, err)

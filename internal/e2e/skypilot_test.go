@@ -98,7 +98,7 @@ func hashTree(t *testing.T, dir, skip string) map[string]string {
 // status and down work, its config.yaml is honoured, its files stay
 // byte-identical, and status tells once about SkyPilot's clusters.
 func TestBesideSkyPilot(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	skyPilotHome(t, e.home)
 	skyDir := filepath.Join(e.home, ".sky")
@@ -154,7 +154,7 @@ func TestBesideSkyPilot(t *testing.T) {
 // port gets no requests from SkyGo; the user gets one line saying what to
 // do, and no SkyGo server is started over it.
 func TestSkyPilotServerOnPort(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", e.port))
 	if err != nil {

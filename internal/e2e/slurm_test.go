@@ -57,7 +57,8 @@ func squeueNames(t testing.TB, c *slurmtest.Cluster) []string {
 // variables, per-node logs, exec, cancel leaving no process, stop refused,
 // down cancelling the allocation.
 func TestSlurmCluster(t *testing.T) {
-	// Sequential: one Slurm cluster per machine (slurmtest), whose queue the tests read whole.
+	// One at a time with the other Slurm tests: one cluster per machine (slurmtest), whose queue they read whole.
+	slurmHarness.parallel(t)
 	e, c := slurmEnv(t)
 	t.Cleanup(func() { c.CancelAll(t) })
 
@@ -212,7 +213,8 @@ run: |
 // TestSlurmAutodown: autostop --down on a Slurm cluster is carried out by
 // the API server (the head cannot call back), and cancels the allocation.
 func TestSlurmAutodown(t *testing.T) {
-	// Sequential: one Slurm cluster per machine (slurmtest), whose queue the tests read whole.
+	// One at a time with the other Slurm tests: one cluster per machine (slurmtest), whose queue they read whole.
+	slurmHarness.parallel(t)
 	e, c := slurmEnv(t)
 	t.Cleanup(func() { c.CancelAll(t) })
 	task := e.writeYAML(t, "one.yaml", "resources:\n  infra: slurm\n  cpus: 1\n  memory: 1\nrun: echo up\n")
@@ -232,7 +234,8 @@ func TestSlurmAutodown(t *testing.T) {
 // TestSlurmTooBig: a request no node can hold fails with the spec's
 // message naming the GPU types found, and with a fallback it fails over.
 func TestSlurmTooBig(t *testing.T) {
-	// Sequential: one Slurm cluster per machine (slurmtest), whose queue the tests read whole.
+	// One at a time with the other Slurm tests: one cluster per machine (slurmtest), whose queue they read whole.
+	slurmHarness.parallel(t)
 	e, _ := slurmEnv(t)
 	task := e.writeYAML(t, "big.yaml", "resources:\n  infra: slurm\n  accelerators: H100:8\nrun: echo never\n")
 	r := e.exec(cmdTimeout, nil, "launch", "-y", "-c", "big", task)
@@ -267,7 +270,8 @@ run: echo fell-over-to-$SKYPILOT_CLUSTER_INFO
 // details say what Slurm waits on and where; every change is an event;
 // the job runs once the blocker ends.
 func TestSlurmManagedPending(t *testing.T) {
-	// Sequential: one Slurm cluster per machine (slurmtest), whose queue the tests read whole.
+	// One at a time with the other Slurm tests: one cluster per machine (slurmtest), whose queue they read whole.
+	slurmHarness.parallel(t)
 	e, c := slurmEnv(t)
 	t.Cleanup(func() { c.CancelAll(t) })
 	c.Run(t, fmt.Sprintf("sbatch -p gpu -N%d --gres=gpu:%s:%d -c1 --mem=100M -J blocker -o /dev/null --wrap 'sleep 600'",
@@ -368,7 +372,8 @@ func BenchmarkSlurmExecDetach(b *testing.B) {
 // on the test cluster once converted: a multi-node srun, a GPU job, an
 // MPI-style launch kept on rank 0, an array and a dependency chain.
 func TestSlurmConvertRuns(t *testing.T) {
-	// Sequential: one Slurm cluster per machine (slurmtest), whose queue the tests read whole.
+	// One at a time with the other Slurm tests: one cluster per machine (slurmtest), whose queue they read whole.
+	slurmHarness.parallel(t)
 	e, c := slurmEnv(t)
 	t.Cleanup(func() { c.CancelAll(t) })
 	dir := t.TempDir()
@@ -468,7 +473,8 @@ func TestSlurmConvertRuns(t *testing.T) {
 // slurm.provision_timeout is cancelled and the launch fails over, partition
 // by partition, then to the next option of the task.
 func TestSlurmPendingFailover(t *testing.T) {
-	// Sequential: one Slurm cluster per machine (slurmtest), whose queue the tests read whole.
+	// One at a time with the other Slurm tests: one cluster per machine (slurmtest), whose queue they read whole.
+	slurmHarness.parallel(t)
 	e, c := slurmEnv(t)
 	t.Cleanup(func() { c.CancelAll(t) })
 	if err := os.MkdirAll(filepath.Join(e.home, ".sky"), 0o700); err != nil {

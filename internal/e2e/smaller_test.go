@@ -12,7 +12,7 @@ import (
 // cluster says so and fails; an exec sent while a down runs either lands
 // before it or finds the cluster gone, never a half-removed node.
 func TestExecRacingDown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "sleep 300")
 	x := e.start("exec", "c", "--", "echo following; sleep 120")
@@ -41,7 +41,7 @@ func TestExecRacingDown(t *testing.T) {
 // TestServerDiesMidStream: a follower whose server is killed says the
 // server stopped and how to re-attach, not just "unexpected EOF".
 func TestServerDiesMidStream(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("launch", "-y", "-d", "-c", "c", "--", "echo streaming; sleep 300")
 	f := e.start("logs", "c", "1")
@@ -63,7 +63,7 @@ func TestServerDiesMidStream(t *testing.T) {
 // TestAPIStopThroughLoginEndpoint: `sky api login -e http://user:pw@127.0.0.1:PORT`
 // names this machine's server; `sky api stop` stops it.
 func TestAPIStopThroughLoginEndpoint(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("status")
 	pid := e.serverPID()
@@ -80,7 +80,7 @@ func TestAPIStopThroughLoginEndpoint(t *testing.T) {
 // TestRefusePublicOnce: the refusal to serve 0.0.0.0 without auth is said
 // once per start, also when an earlier refused start left it in the log.
 func TestRefusePublicOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	const line = "refusing to serve on 0.0.0.0 without authentication"
 	for i := range 2 {

@@ -31,21 +31,29 @@ var e2eSet = &sshhosts.Set{Name: "sge2e", Prefix: "10.200.58", N: e2eNumHosts}
 
 type e2eHosts struct{ *sshhosts.Hosts }
 
-// e2eParallel is how many tests marked t.Parallel run at once when go
-// test is given no -parallel (its default is GOMAXPROCS: 2 on CI). These
-// tests mostly wait on the processes they start, so more than the cores
-// run side by side; each has its own HOME, API server port and leased
-// node addresses. Tests that need something of the machine to themselves
-// do not call t.Parallel, and so never overlap with any other.
+// e2eParallel is how many tests run at once (through parallel or a
+// harness's parallel) when go test is given no -parallel (its default is
+// GOMAXPROCS: 2 on CI). These tests mostly wait on the processes they
+// start, so more than the cores run side by side; each has its own HOME,
+// API server port and leased node addresses. Tests that need something of
+// the machine to themselves call neither, and so never overlap with any
+// other.
 const e2eParallel = 4
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		_ = flag.Set("test.parallel", strconv.Itoa(e2eParallel))
-	}
+	n := e2eParallel
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.parallel" {
+			if v, err := strconv.Atoi(f.Value.String()); err == nil && v > 0 {
+				n = v
+			}
+		}
+	})
+	e2eSlots = make(chan struct{}, n)
+	// go test's own limit counts a test waiting for its harness too; the
+	// slots above bound what runs, so go test's must not.
+	_ = flag.Set("test.parallel", strconv.Itoa(n+maxHarnessWaiters))
 	code := m.Run()
 	e2eSet.Stop()
 	slurmtest.Stop()
@@ -142,7 +150,8 @@ func (e *skyEnv) launchOK(t testing.TB, args ...string) result {
 // ssh down. The steps share hosts and depend on each other, so the first
 // failure stops the test.
 func TestSSHNodePool(t *testing.T) {
-	// Sequential: the sshd hosts (e2eSet) are shared; a pool on them is one test's at a time.
+	// One at a time with the other tests of the sshd hosts (e2eSet): a pool on them is one test's.
+	sshHarness.parallel(t)
 	h := sshPoolHosts(t)
 	e := newEnv(t)
 	h.writePool(t, e)

@@ -172,7 +172,7 @@ func want0(t *testing.T, r result) {
 }
 
 func TestLaunchTranscript(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	yaml := writeFile(t, "min.yaml", smokeTask)
 	setupLine, runLine := prefixed("setup ", "running setup"), prefixed("min, ", "task run finish")
@@ -277,7 +277,7 @@ func TestLaunchTranscript(t *testing.T) {
 }
 
 func TestExecAndLogsTranscript(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	yaml := writeFile(t, "min.yaml", smokeTask)
 	e.must("launch", "-y", "-c", "ex", yaml)
@@ -347,7 +347,7 @@ func TestExecAndLogsTranscript(t *testing.T) {
 // that is gone once the command ends: the final screen, codes aside, is
 // the piped transcript.
 func TestTerminalShowsStages(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	yaml := writeFile(t, "min.yaml", smokeTask)
 	piped := e.must("launch", "-y", "-c", "tt", yaml).stdout

@@ -70,7 +70,7 @@ func metric(t *testing.T, port int, name string) float64 {
 // server's limit fails saying which file to leave out, and a task naming
 // local paths it did not upload is refused.
 func TestRemoteServerSeesUploadedFiles(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv := newEnv(t)
 	srv.dir = t.TempDir()
 	srv.env = append(srv.env, "SKYGO_UPLOAD_LIMIT=256KiB")
@@ -204,7 +204,7 @@ run: |
 // TestUploadsArePerUser: with basic auth, bob cannot launch a task from
 // alice's upload by naming its id; alice can.
 func TestUploadsArePerUser(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	// The env's own cleanup then runs without auth, on a server of its own.
 	srv := *e

@@ -27,7 +27,7 @@ func (e *skyEnv) volumeRow(name string) string {
 // Kubernetes PVC) with no Kubernetes enabled, fails the launch before
 // anything is provisioned.
 func TestVolumesFollowTheCluster(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	r := e.must("volumes", "apply", "-y", "-n", "data", "--type", "host-dir", "--infra", "local")
 	if !strings.Contains(r.out(), "Created volume data") {
@@ -116,7 +116,7 @@ func TestVolumesFollowTheCluster(t *testing.T) {
 // mounts (SkyPilot's escape hatch); the cluster's down then finds the
 // record gone and still succeeds.
 func TestVolumesPurgeInUse(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := newEnv(t)
 	e.must("volumes", "apply", "-y", "-n", "scratch", "--type", "host-dir")
 	task := writeFile(t, "t.yaml", "volumes:\n  ~/s: scratch\nrun: touch ~/s/x\n")
@@ -134,10 +134,20 @@ func TestVolumesPurgeInUse(t *testing.T) {
 // first free host) and reads the data back; a multi-node task cannot
 // mount it; deleting it removes the directory from that host.
 func TestSSHVolumeFollowsItsHost(t *testing.T) {
-	// Sequential: the sshd hosts (e2eSet) are shared; a pool on them is one test's at a time.
+	// One at a time with the other tests of the sshd hosts (e2eSet): a pool on them is one test's.
+	sshHarness.parallel(t)
 	h := sshPoolHosts(t)
 	e := newEnv(t)
 	h.writePool(t, e)
+	// The hosts go back as they came: the harness runs its tests in any
+	// order, and TestSSHNodePool expects `sky ssh up` to copy the binary
+	// to each.
+	t.Cleanup(func() {
+		e.exec(cmdTimeout, nil, "down", "-a", "-y")
+		if r := e.exec(cmdTimeout, nil, "ssh", "down"); r.code != 0 {
+			t.Errorf("cleanup: %s", r)
+		}
+	})
 	e.must("volumes", "apply", "-y", "-n", "pooldata", "--type", "host-dir", "--infra", "ssh/"+e2ePool)
 	// host 0 is taken, so the volume's first cluster gets host 1.
 	e.launchOK(t, "-c", "blocker", "--infra", "ssh/"+e2ePool, "--", "echo blocking")

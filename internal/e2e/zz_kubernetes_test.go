@@ -81,7 +81,8 @@ func clusterPods(t testing.TB, c *k8stest.Cluster, ns, cluster string) []corev1.
 // exec stream, a pod deleted behind SkyGo's back seen by status -r, and
 // down leaving no object.
 func TestK8sCluster(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, ns := k8sEnv(t, true, "")
 
 	r := e.must("check", "kubernetes", "-v")
@@ -260,7 +261,8 @@ func requiresLabel(p corev1.Pod, key, value string) bool {
 // GPUs per node than any node has is refused by the optimizer at once.
 // Without another candidate, the launch fails with the reason.
 func TestK8sFailover(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, ns := k8sEnv(t, false, "")
 	// Three pods of 8 H100: the two kwok GPU nodes take one each, the
 	// third fits nowhere.
@@ -322,7 +324,8 @@ run: echo never
 // TestK8sManagedJobRecovers: a managed job on the real node whose pod is
 // deleted behind SkyGo's back is recovered onto a new pod and succeeds.
 func TestK8sManagedJobRecovers(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, ns := k8sEnv(t, true, "")
 	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
 	e.must("jobs", "launch", "-y", "-d", "-n", "k8srec", "--infra", "k8s", "--cpus", "0.2", "--memory", "0.25",
@@ -361,7 +364,8 @@ func TestK8sManagedJobRecovers(t *testing.T) {
 // cannot label and why, and the labelled node's GPUs then show in `sky
 // gpus list`. The nodes are kwok's, made for this test.
 func TestK8sGPUsLabel(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, _ := k8sEnv(t, false, "")
 	ctx := context.Background()
 	suffix := strings.ToLower(strings.TrimPrefix(filepath.Base(e.home), "skye2e-"))
@@ -423,7 +427,8 @@ func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }
 // and its record go with the first cluster. The claims bind to static
 // PersistentVolumes (this control plane has no provisioner).
 func TestK8sVolumes(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, ns := k8sEnv(t, true, "")
 	hostDir := t.TempDir()
 	class := c.StaticStorage(t, ns, hostDir, 2)
@@ -537,7 +542,8 @@ run: |
 // replica serves at its pod IP, both answer through the load balancer on
 // this machine, and `sky serve down` leaves no pod.
 func TestK8sServe(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, ns := k8sEnv(t, true, "  ports: podip\n")
 	e.env = append(e.env, "SKYGO_SERVE_DECISION_INTERVAL=1s", "SKYGO_SERVE_QPS_WINDOW=10s", "SKYGO_SERVE_RETRY_GAP=1s")
 	e.requireServe()
@@ -582,7 +588,8 @@ func TestK8sServe(t *testing.T) {
 // workers (each job checks the setup ran where it runs); `sky jobs pool
 // down` leaves no pod.
 func TestK8sPool(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, ns := k8sEnv(t, true, "")
 	e.env = append(e.env, "SKYGO_JOBS_RETRY_GAP=1s")
 	poolYAML := e.writeYAML(t, "pool.yaml", `pool:
@@ -627,7 +634,8 @@ run: |
 // once, before setup (both entry forms), and not again when the cluster
 // is launched on again.
 func TestK8sPostProvision(t *testing.T) {
-	// Sequential: one Kubernetes control plane and node per machine (k8stest).
+	// One at a time with the other Kubernetes tests: one control plane and node per machine (k8stest).
+	k8sHarness.parallel(t)
 	e, c, ns := k8sEnv(t, true, "  post_provision_runcmd:\n    - echo ran >> /tmp/ppr\n    - [touch, /tmp/ppr list]\n")
 	task := e.writeYAML(t, "ppr.yaml", "num_nodes: 2\nresources:\n  infra: k8s\n  cpus: 0.2\n  memory: 0.25\n  image_id: docker:"+k8stest.NodeImage+
 		"\nsetup: test -e '/tmp/ppr list'\nrun: echo ppr-$(wc -l < /tmp/ppr)\n")

@@ -151,6 +151,12 @@ on_all_nodes() {
     --ntasks-per-node=1 --export=ALL --quiet --unbuffered --kill-on-bad-exit=1 bash -c "$1"
 }
 
+# A recorded pid is signalled only while it still names the recorded
+# process: once that is gone its id may be another's (a shared PID
+# namespace, a small pid_max). Exported for the scripts on_all_nodes runs.
+%[6]s
+export -f sky_owned
+
 cleanup() {
   # A second TERM (scancel again, the time limit) must not cut the
   # cleanup short; Slurm's KillWait still bounds it.
@@ -163,9 +169,9 @@ cleanup() {
   on_all_nodes '
     d="$SKY_RUNTIME_DIR/.sky/agent"
     for f in "$d"/ranks/*.pid; do
-      [ -f "$f" ] && kill -TERM -- "-$(cat "$f")" 2>/dev/null
+      [ -f "$f" ] && p=$(cut -d" " -f1 "$f") && sky_owned "$f" "$p" && kill -TERM -- "-$p" 2>/dev/null
     done
-    [ -f "$d/daemon.pid" ] && kill -TERM "$(cat "$d/daemon.pid")" 2>/dev/null
+    [ -f "$d/daemon.pid" ] && p=$(cut -d" " -f1 "$d/daemon.pid") && sky_owned "$d/daemon.pid" "$p" && kill -TERM "$p" 2>/dev/null
     rm -rf "${SKY_RUNTIME_DIR:?}"
     true' || true
   rm -rf "$CLUSTER_HOME"
@@ -206,7 +212,7 @@ printf '%%s\n' "$SLURM_JOB_ID" > "$READY_FILE"
 while :; do
   if [ -f "$AGENT_DIR/config.json" ] && [ -x "$SKY" ]; then
     pid=$(cat "$AGENT_DIR/daemon.pid" 2>/dev/null)
-    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || ! sky_owned "$AGENT_DIR/daemon.pid" "$pid"; then
       (cd "$SKY_RUNTIME_DIR" && HOME="$SKY_RUNTIME_DIR" exec "$SKY" agent daemon >> "$AGENT_DIR/daemon.log" 2>&1 < /dev/null) &
       sleep 1 # the daemon writes its pid file once it holds its lock
     fi
@@ -215,7 +221,7 @@ while :; do
   HOLD_PID=$!
   wait "$HOLD_PID"
 done
-`, s.JobName, q(s.ClusterHome()), q(s.ReadyFile()), q(s.RuntimeDir), q(s.Sky))
+`, s.JobName, q(s.ClusterHome()), q(s.ReadyFile()), q(s.RuntimeDir), q(s.Sky), provision.OwnedPIDSh)
 	return b.String()
 }
 

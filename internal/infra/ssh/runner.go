@@ -164,7 +164,7 @@ func newToken() string {
 // doubled the cost of every command on hosts with a slow .bashrc (pyenv,
 // conda). Test and mkdir keep the common case to builtins.
 func wrap(pgFile, cmd string) string {
-	const inner = `echo $$ > "$0"; bash -c "$1"; rc=$?; rm -f "$0"; exit $rc`
+	const inner = provision.RecordSelfSh + `; bash -c "$1"; rc=$?; rm -f "$0"; exit $rc`
 	dir := provision.QuoteHomePath(dirOf(pgFile))
 	return fmt.Sprintf("[ -d %s ] || mkdir -p %s 2>/dev/null; SHLVL=2 exec setsid -w bash -c %s %s %s",
 		dir, dir, provision.Quote(inner), provision.QuoteHomePath(pgFile), provision.Quote(cmd))
@@ -242,12 +242,14 @@ const killWait = time.Second
 // holds: its process group and every process left in the session (by
 // session id, never by name), then removes the file. A file older than the
 // last boot is only removed: after a reboot its id may belong to someone
-// else. Ids 0 and 1 are never used (kill -0 would mean "my own group").
+// else, and an id that now names another process (provision.OwnedPIDSh)
+// is not signalled either. Ids 0 and 1 are never used (kill -0 would mean
+// "my own group").
 func killFilesScript(globs ...string) string {
-	return `read up _ < /proc/uptime; boot=$(( $(date +%s) - ${up%.*} - 2 )); ` +
+	return provision.OwnedPIDSh + `; read up _ < /proc/uptime; boot=$(( $(date +%s) - ${up%.*} - 2 )); ` +
 		`for f in ` + strings.Join(globs, " ") + `; do [ -f "$f" ] || continue; ` +
 		`pg=$(cut -d' ' -f1 "$f" 2>/dev/null); ` +
-		`case "$pg" in ''|*[!0-9]*) ;; *) if [ "$pg" -gt 1 ] && [ "$(stat -c %Y "$f")" -ge "$boot" ]; then ` +
+		`case "$pg" in ''|*[!0-9]*) ;; *) if [ "$pg" -gt 1 ] && [ "$(stat -c %Y "$f")" -ge "$boot" ] && sky_owned "$f" "$pg"; then ` +
 		`kill -KILL -- -"$pg" 2>/dev/null; pkill -KILL -g "$pg" 2>/dev/null; pkill -KILL -s "$pg" 2>/dev/null; fi;; esac; ` +
 		`rm -f "$f"; done; true`
 }
